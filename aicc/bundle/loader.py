@@ -1,0 +1,130 @@
+"""Load a bundle: build it with the system C compiler (its own Makefile) and bind it with cffi."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import cffi
+import numpy as np
+
+from ..errors import AiccError, BuildError, InputError
+
+_CDEF = """
+typedef void (*aicc_hook_fn)(void *user, uint32_t step, const char *op, int after);
+int {name}_run(const void *weights, void *arena, size_t arena_bytes,
+               const void *const *inputs, void *const *outputs);
+int {name}_run_hooked(const void *weights, void *arena, size_t arena_bytes,
+               const void *const *inputs, void *const *outputs, aicc_hook_fn hook, void *user);
+const char *aicc_status_str(int status);
+"""
+
+
+def _aligned(nbytes: int, align: int) -> np.ndarray:
+    raw = np.zeros(nbytes + align, dtype=np.uint8)
+    off = (-raw.ctypes.data) % align
+    return raw[off:off + nbytes]
+
+
+def build_bundle(path, cflags: str | None = None, quiet: bool = True) -> Path:
+    """Run the bundle's Makefile; returns the shared library path."""
+    path = Path(path)
+    m = json.loads((path / "manifest.json").read_text())
+    cmd = ["make", "-C", str(path), "--no-print-directory", f"lib{m['name']}.so"]
+    if cflags is not None:
+        cmd.append(f"CFLAGS={cflags}")
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise BuildError(f"bundle {path} failed to compile: "
+                         f"{(r.stderr or r.stdout).strip().splitlines()[-1:]}\n{r.stderr}")
+    return path / f"lib{m['name']}.so"
+
+
+class Bundle:
+    """A compiled bundle bound through cffi. ``run({name: array}) -> {name: array}``."""
+
+    def __init__(self, path, cflags: str | None = None) -> None:
+        self.path = Path(path)
+        mf = self.path / "manifest.json"
+        if not mf.is_file():
+            raise InputError(f"{self.path}: not an aicc bundle (no manifest.json)")
+        self.manifest = json.loads(mf.read_text())
+        self.name = self.manifest["name"]
+        so = build_bundle(self.path, cflags)
+        # dlopen a private copy: a rebuilt bundle at the same path must not hit the cache
+        self._tmpdir = tempfile.mkdtemp(prefix="aicc-so-")
+        private = Path(self._tmpdir) / so.name
+        shutil.copyfile(so, private)
+        self.ffi = cffi.FFI()
+        self.ffi.cdef(_CDEF.format(name=self.name))
+        self.lib = self.ffi.dlopen(str(private))
+        self._run = getattr(self.lib, f"{self.name}_run")
+        self._run_hooked = getattr(self.lib, f"{self.name}_run_hooked")
+        self.arena = _aligned(max(self.manifest["arena_bytes"], 1), self.manifest["arena_align"])
+        self.weights = None
+        if not self.manifest["weights_embedded"]:
+            blob = (self.path / self.manifest["weights_file"]).read_bytes()
+            self.weights = _aligned(max(len(blob), 1), self.manifest["arena_align"])
+            self.weights[:len(blob)] = np.frombuffer(blob, dtype=np.uint8)
+
+    @property
+    def inputs(self) -> list:
+        return self.manifest["inputs"]
+
+    @property
+    def outputs(self) -> list:
+        return self.manifest["outputs"]
+
+    def _check_inputs(self, feeds: dict) -> list:
+        names = [i["name"] for i in self.inputs]
+        missing = [n for n in names if n not in feeds]
+        extra = [n for n in feeds if n not in names]
+        if missing or extra:
+            parts = []
+            if missing:
+                parts.append(f"missing input(s) {', '.join(map(repr, missing))}")
+            if extra:
+                parts.append(f"unknown input(s) {', '.join(map(repr, extra))}")
+            raise InputError("; ".join(parts) + f" (expected: {', '.join(map(repr, names))})")
+        arrays = []
+        for spec in self.inputs:
+            a = np.asarray(feeds[spec["name"]])
+            want = np.dtype(spec["dtype"])
+            if a.dtype != want:
+                raise InputError(f"input '{spec['name']}': dtype {a.dtype.name}, "
+                                 f"expected {want.name}")
+            if list(a.shape) != list(spec["shape"]):
+                raise InputError(f"input '{spec['name']}': shape {list(a.shape)}, "
+                                 f"expected {spec['shape']}")
+            arrays.append(np.ascontiguousarray(a))
+        return arrays
+
+    def run(self, feeds: dict, hook=None) -> dict:
+        ins = self._check_inputs(feeds)
+        outs = [np.empty(o["shape"], dtype=np.dtype(o["dtype"])) for o in self.outputs]
+        ffi = self.ffi
+        in_ptrs = ffi.new("void *[]", [ffi.cast("void *", a.ctypes.data) for a in ins] or [ffi.NULL])
+        out_ptrs = ffi.new("void *[]", [ffi.cast("void *", a.ctypes.data) for a in outs] or [ffi.NULL])
+        w = ffi.NULL if self.weights is None else ffi.cast("void *", self.weights.ctypes.data)
+        arena = ffi.cast("void *", self.arena.ctypes.data)
+        if hook is None:
+            st = self._run(w, arena, self.arena.nbytes, in_ptrs, out_ptrs)
+        else:
+            cb = ffi.callback("aicc_hook_fn",
+                              lambda u, i, op, after: hook(int(i), ffi.string(op).decode(), bool(after)))
+            st = self._run_hooked(w, arena, self.arena.nbytes, in_ptrs, out_ptrs, cb, ffi.NULL)
+        if st != 0:
+            raise AiccError(f"bundle run failed: {ffi.string(self.lib.aicc_status_str(st)).decode()}")
+        return {o["name"]: a for o, a in zip(self.outputs, outs)}
+
+    def __del__(self):
+        d = getattr(self, "_tmpdir", None)
+        if d and os.path.isdir(d):
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def load(path, cflags: str | None = None) -> Bundle:
+    return Bundle(path, cflags)

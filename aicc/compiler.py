@@ -1,0 +1,44 @@
+"""The whole build: frontend -> passes -> lower -> bundle. One Options object goes down."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from .config import Options
+from .emit_c.lower import lower
+from .errors import ConfigError
+from .frontend import file_sha256, import_model
+from .ops import check_supported, load_all
+from .passes import run_pipeline
+
+
+def compile_graph(g, opts: Options, *, check: bool = False, trace=None):
+    """Graph -> (final Graph, Program). Raises UnsupportedError before anything is written."""
+    load_all()
+    check_supported(g)          # fail early, naming every unsupported op at once
+    g = run_pipeline(g, opts.pipeline, check=check, trace=trace)
+    check_supported(g)
+    return g, lower(g, opts)
+
+
+def build(model_path, target: str = "generic", out=None, config=None, *,
+          input_shapes: dict | None = None, name: str | None = None, dump_ir=None,
+          check: bool = False) -> Path:
+    """Compile MODEL.onnx into a bundle folder; returns the folder."""
+    from .bundle.writer import write_bundle
+    opts = Options.load(target, config)
+    if name is not None:
+        opts.name = name
+    if not re.fullmatch(r"[a-z][a-z0-9_]{0,31}", opts.name):
+        raise ConfigError(f"bundle name {opts.name!r}: use 1-32 of [a-z0-9_], starting with a letter")
+    out = Path(out) if out is not None else Path("build") / Path(model_path).stem
+    g = import_model(model_path, input_shapes)
+    original = [{"name": i, "shape": [d if isinstance(d, int) else str(d) for d in g.shape(i)]}
+                for i in g.inputs]
+    trace = None
+    if dump_ir is not None:
+        dump_ir.write(f"# after import\n{g}\n")
+        trace = lambda p, gr: dump_ir.write(f"# after {p}\n{gr}\n")  # noqa: E731
+    g, prog = compile_graph(g, opts, check=check, trace=trace)
+    return write_bundle(prog, out, name=opts.name, target=opts.target, opts=opts,
+                        model_sha=file_sha256(model_path), original_inputs=original)

@@ -1,0 +1,146 @@
+"""Final graph -> Program: per-step C bodies, the memory plan and the weights image.
+
+Every tensor gets a location: a graph input (caller pointer), a graph output (caller
+pointer), an arena offset (intermediates and step scratch) or a weights offset (constants,
+including constants derived by emitters such as packed weights).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ModelError, UnsupportedError
+from ..ops import load_all, lookup
+from ..passes.memory_plan import Buffer, arena_size, peak_live_bytes, plan
+from .context import StepContext
+from .cwriter import ctype
+
+
+@dataclass
+class Step:
+    index: int
+    node: object
+    body: str
+    ctx: StepContext
+    args: list = field(default_factory=list)   # (var, location, ctype, const?, comment)
+
+
+@dataclass
+class Program:
+    graph: object
+    steps: list
+    helpers: dict
+    buffers: list
+    offsets: list
+    arena_bytes: int
+    peak_bytes: int
+    weights: bytes
+    weight_entries: list                        # (what, offset, nbytes)
+    locations: dict                             # tensor -> (kind, offset|index)
+    alignment: int
+
+
+def _align(x: int, a: int) -> int:
+    return (x + a - 1) // a * a
+
+
+def _uses(body: str, var: str) -> bool:
+    return re.search(rf"\b{re.escape(var)}\b", body) is not None
+
+
+def lower(g, opts) -> Program:
+    load_all()
+    align = int(opts.memory.get("alignment", 64))
+    if align <= 0 or align & (align - 1):
+        raise ModelError(f"memory.alignment must be a power of two, not {align}")
+    for name in list(g.inputs) + list(g.outputs) + [o for n in g.nodes for o in n.outputs if o]:
+        t = g.type_of(name)
+        if not t.is_static:
+            raise UnsupportedError(f"tensor '{name}' has a non-static shape {t}; dynamic "
+                                   "shapes need --input-shape (buckets come later)")
+    helpers: dict = {}
+    steps = []
+    for k, node in enumerate(g.nodes):
+        op = lookup(node, g.opset)
+        ctx = StepContext(g, node, k, opts.target, helpers)
+        op.emit(node, ctx)
+        steps.append(Step(k, node, ctx.w.text(), ctx))
+
+    # -- lifetimes -----------------------------------------------------------------
+    inputs, outputs = set(g.inputs), set(g.outputs)
+    first, last = {}, {}
+    for s in steps:
+        for name in s.node.outputs:
+            if name:
+                first.setdefault(name, s.index)
+                last[name] = max(last.get(name, s.index), s.index)
+        for k, name in enumerate(s.node.inputs):
+            if name and name in first and _uses(s.body, s.ctx.inp[k]):
+                last[name] = max(last[name], s.index)
+    bufs, where = [], {}
+    for name in sorted(first, key=lambda n: (first[n], n)):
+        if name in outputs or name in g.constants:
+            continue
+        where[name] = len(bufs)
+        bufs.append(Buffer(name, g.type_of(name).nbytes, first[name], last[name], align))
+    scratch_ix = {}
+    for s in steps:
+        for var, nbytes, _ct in s.ctx.scratches:
+            scratch_ix[(s.index, var)] = len(bufs)
+            bufs.append(Buffer(f"step{s.index}.{var}", nbytes, s.index, s.index, align))
+    offsets = plan(bufs, opts.memory.get("planner", "greedy-by-size"))
+    arena = max(arena_size(bufs, offsets, align), align)
+
+    # -- weights image ----------------------------------------------------------------
+    blob = bytearray()
+    entries, const_off = [], {}
+
+    def put(what: str, arr: np.ndarray) -> int:
+        nonlocal blob
+        off = _align(len(blob), align)
+        blob.extend(b"\0" * (off - len(blob)))
+        data = np.ascontiguousarray(arr)
+        if data.dtype == np.bool_:
+            data = data.astype(np.uint8)
+        data = data.astype(data.dtype.newbyteorder("<"), copy=False)
+        blob.extend(data.tobytes())
+        entries.append((what, off, data.nbytes))
+        return off
+
+    locations = {}
+    for i, name in enumerate(g.inputs):
+        locations[name] = ("input", i)
+    for i, name in enumerate(g.outputs):
+        locations[name] = ("output", i)
+    for name, ix in where.items():
+        locations[name] = ("arena", offsets[ix])
+
+    for s in steps:
+        n, ctx = s.node, s.ctx
+        for k, name in enumerate(n.inputs):
+            var = ctx.inp[k]
+            if not name or not _uses(s.body, var):
+                continue
+            if name in g.constants and name not in locations:
+                locations[name] = ("weights", put(name, g.constants[name]))
+            kind, off = locations[name]
+            s.args.append((var, kind, off, ctype(g.dtype(name)), True, str(g.type_of(name))))
+        for k, name in enumerate(n.outputs):
+            var = ctx.out[k]
+            if not name:
+                continue
+            kind, off = locations[name]
+            s.args.append((var, kind, off, ctype(g.dtype(name)), False, str(g.type_of(name))))
+        for var, arr in ctx.extra_consts:
+            off = put(f"step{s.index}.{var}", arr)
+            s.args.append((var, "weights", off, ctype(arr.dtype), True,
+                           f"{arr.dtype.name}{list(arr.shape)} derived"))
+        for var, nbytes, ct in ctx.scratches:
+            off = offsets[scratch_ix[(s.index, var)]]
+            s.args.append((var, "arena", off, ct, False, f"scratch {nbytes} bytes"))
+    blob.extend(b"\0" * (_align(len(blob), align) - len(blob)))
+    return Program(graph=g, steps=steps, helpers=helpers, buffers=bufs, offsets=offsets,
+                   arena_bytes=arena, peak_bytes=peak_live_bytes(bufs), weights=bytes(blob),
+                   weight_entries=entries, locations=locations, alignment=align)

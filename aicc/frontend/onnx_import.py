@@ -1,0 +1,172 @@
+"""ONNX -> Graph. The onnx package does the work: load, check, inline, convert, infer."""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper, shape_inference
+
+from ..errors import ModelError
+from ..ir import Graph, Node, TensorType
+
+MIN_OPSET = 7          # older models are converted up to this with onnx's version converter
+
+
+def onnx_dtype(elem_type: int) -> np.dtype:
+    try:
+        return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type))
+    except Exception as e:  # noqa: BLE001 - onnx raises KeyError/ValueError here
+        raise ModelError(f"unsupported tensor element type {elem_type}") from e
+
+
+def file_sha256(path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def load_model(path, input_shapes: dict | None = None) -> onnx.ModelProto:
+    """Load and check a model file; every failure becomes one ModelError line.
+    ``input_shapes`` ({input name: [dims]}) pins input shapes before shape inference."""
+    path = Path(path)
+    if not path.is_file():
+        raise ModelError(f"{path}: no such file")
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception as e:  # noqa: BLE001 - protobuf raises many kinds
+        raise ModelError(f"{path.name}: not an ONNX model ({_one_line(e)})") from None
+    if not model.graph.node and not model.graph.output:
+        raise ModelError(f"{path.name}: not an ONNX model (empty graph)")
+    from .external_data import load_external_data
+    load_external_data(model, path.parent)
+    if input_shapes:
+        pin_input_shapes(model, input_shapes)
+    return prepare(model, name=path.name)
+
+
+def pin_input_shapes(model: onnx.ModelProto, shapes: dict) -> None:
+    inits = {i.name for i in model.graph.initializer}
+    by_name = {i.name: i for i in model.graph.input if i.name not in inits}
+    unknown = [n for n in shapes if n not in by_name]
+    if unknown:
+        raise ModelError(f"--input-shape names unknown input(s) {', '.join(map(repr, unknown))} "
+                         f"(inputs: {', '.join(map(repr, by_name))})")
+    for name, dims in shapes.items():
+        tt = by_name[name].type.tensor_type
+        old = list(tt.shape.dim)
+        if old and len(old) != len(dims):
+            raise ModelError(f"--input-shape {name}: rank {len(dims)}, the model says {len(old)}")
+        for d, v in zip(old, dims):
+            if d.HasField("dim_value") and d.dim_value != v:
+                raise ModelError(f"--input-shape {name}: dim {d.dim_value} is fixed by the model, "
+                                 f"not {v}")
+        tt.shape.Clear()
+        for v in dims:
+            tt.shape.dim.add().dim_value = int(v)
+
+
+def prepare(model: onnx.ModelProto, name: str = "model") -> onnx.ModelProto:
+    try:
+        onnx.checker.check_model(model, full_check=False)
+    except Exception as e:  # noqa: BLE001
+        raise ModelError(f"{name}: fails the ONNX checker: {_one_line(e)}") from None
+    if model.functions:
+        from onnx import inliner
+        model = inliner.inline_local_functions(model)
+    opset = model_opset(model)
+    if opset < MIN_OPSET:
+        from onnx import version_converter
+        try:
+            model = version_converter.convert_version(model, MIN_OPSET)
+        except Exception as e:  # noqa: BLE001
+            raise ModelError(f"{name}: cannot convert opset {opset} to {MIN_OPSET}: "
+                             f"{_one_line(e)}") from None
+    try:
+        model = shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+    except Exception as e:  # noqa: BLE001
+        raise ModelError(f"{name}: shape inference failed: {_one_line(e)}") from None
+    return model
+
+
+def model_opset(model: onnx.ModelProto) -> int:
+    for imp in model.opset_import:
+        if imp.domain in ("", "ai.onnx"):
+            return int(imp.version)
+    return 1
+
+
+def _one_line(e: Exception) -> str:
+    s = " ".join(str(e).split())
+    return s[:400] + ("..." if len(s) > 400 else "")
+
+
+def _value_info_type(vi) -> TensorType | None:
+    t = vi.type
+    if t.WhichOneof("value") != "tensor_type":
+        return None
+    tt = t.tensor_type
+    if not tt.HasField("shape"):
+        return None
+    dims = []
+    for k, d in enumerate(tt.shape.dim):
+        if d.HasField("dim_value"):
+            dims.append(int(d.dim_value))
+        elif d.HasField("dim_param") and d.dim_param:
+            dims.append(str(d.dim_param))
+        else:
+            dims.append(f"?{vi.name}:{k}")
+    return TensorType(onnx_dtype(tt.elem_type), tuple(dims))
+
+
+def _attr_value(a: onnx.AttributeProto):
+    v = helper.get_attribute_value(a)
+    if isinstance(v, onnx.TensorProto):
+        return numpy_helper.to_array(v)
+    if isinstance(v, bytes):
+        return v.decode("utf-8", errors="replace")
+    if isinstance(v, list) and v and isinstance(v[0], bytes):
+        return [x.decode("utf-8", errors="replace") for x in v]
+    if isinstance(v, list):
+        return tuple(v)
+    return v
+
+
+def to_graph(model: onnx.ModelProto) -> Graph:
+    """Import a checked, shape-inferred model into our IR."""
+    g = model.graph
+    constants = {}
+    for init in g.initializer:
+        try:
+            constants[init.name] = numpy_helper.to_array(init)
+        except Exception as e:  # noqa: BLE001
+            raise ModelError(f"initializer '{init.name}': {_one_line(e)}") from None
+    types = {}
+    for vi in list(g.input) + list(g.value_info) + list(g.output):
+        t = _value_info_type(vi)
+        if t is not None:
+            types[vi.name] = t
+    nodes = []
+    for k, n in enumerate(g.node):
+        attrs = {}
+        for a in n.attribute:
+            if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
+                attrs[a.name] = a  # kept raw; ops with subgraphs are unsupported for now
+            else:
+                attrs[a.name] = _attr_value(a)
+        nodes.append(Node(n.op_type, list(n.input), list(n.output), attrs,
+                          name=n.name or f"{n.op_type}_{k}", domain=n.domain or ""))
+    inputs = [i.name for i in g.input if i.name not in constants]
+    for i in inputs:
+        if i not in types:
+            raise ModelError(f"graph input '{i}' has no tensor type")
+    return Graph(nodes=nodes, inputs=inputs, outputs=[o.name for o in g.output],
+                 types=types, constants=constants, opset=model_opset(model),
+                 name=g.name or "model")
+
+
+def import_model(path, input_shapes: dict | None = None) -> Graph:
+    return to_graph(load_model(path, input_shapes))

@@ -1,0 +1,159 @@
+"""The activation table: one C expression per unary function, shared by the standalone ops
+(elementwise.py) and by the epilogues fused into Conv/Gemm/MatMul (fuse-activation).
+
+Each entry is ``fn(x, p, m, L) -> C expression`` where ``x`` is a C expression (a local
+variable, evaluated once), ``p`` the parameters (floats), ``m(name)`` the math.h function for
+the dtype (``expf`` for float32, ``exp`` for float64), ``L(v)`` a literal of the dtype.
+
+NaN: every entry propagates NaN (comparisons are written so that NaN falls through to the
+branch that returns x or an expression of x). Inf follows the math.h functions.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..emit_c.cwriter import c_literal
+
+
+def _clamp01(t, L):
+    return f"({t} < {L(0)} ? {L(0)} : ({t} > {L(1)} ? {L(1)} : {t}))"
+
+
+ACT = {
+    "Relu": lambda x, p, m, L: f"({x} < {L(0)} ? {L(0)} : {x})",
+    "LeakyRelu": lambda x, p, m, L: f"({x} < {L(0)} ? {L(p['alpha'])} * {x} : {x})",
+    "Clip": lambda x, p, m, L: _clip(x, p, L),
+    "Sigmoid": lambda x, p, m, L: f"({L(1)} / ({L(1)} + {m('exp')}(-{x})))",
+    "HardSigmoid": lambda x, p, m, L: _clamp01(f"({L(p['alpha'])} * {x} + {L(p['beta'])})", L),
+    "HardSwish": lambda x, p, m, L: f"({x} * {_clamp01(f'({L(1 / 6)} * {x} + {L(0.5)})', L)})",
+    "Tanh": lambda x, p, m, L: f"{m('tanh')}({x})",
+    "Erf": lambda x, p, m, L: f"{m('erf')}({x})",
+    "Exp": lambda x, p, m, L: f"{m('exp')}({x})",
+    "Log": lambda x, p, m, L: f"{m('log')}({x})",
+    "Sqrt": lambda x, p, m, L: f"{m('sqrt')}({x})",
+    "Abs": lambda x, p, m, L: f"{m('fabs')}({x})",
+    "Neg": lambda x, p, m, L: f"(-{x})",
+    "Reciprocal": lambda x, p, m, L: f"({L(1)} / {x})",
+    "Floor": lambda x, p, m, L: f"{m('floor')}({x})",
+    "Ceil": lambda x, p, m, L: f"{m('ceil')}({x})",
+    "Round": lambda x, p, m, L: f"{m('rint')}({x})",      # half to even (default FP mode)
+    "Sin": lambda x, p, m, L: f"{m('sin')}({x})",
+    "Cos": lambda x, p, m, L: f"{m('cos')}({x})",
+    "Tan": lambda x, p, m, L: f"{m('tan')}({x})",
+    "Asin": lambda x, p, m, L: f"{m('asin')}({x})",
+    "Acos": lambda x, p, m, L: f"{m('acos')}({x})",
+    "Atan": lambda x, p, m, L: f"{m('atan')}({x})",
+    "Sinh": lambda x, p, m, L: f"{m('sinh')}({x})",
+    "Cosh": lambda x, p, m, L: f"{m('cosh')}({x})",
+    "Asinh": lambda x, p, m, L: f"{m('asinh')}({x})",
+    "Acosh": lambda x, p, m, L: f"{m('acosh')}({x})",
+    "Atanh": lambda x, p, m, L: f"{m('atanh')}({x})",
+    "Sign": lambda x, p, m, L: f"({x} > {L(0)} ? {L(1)} : ({x} < {L(0)} ? {L(-1)} : {x}))",
+    "Softsign": lambda x, p, m, L: f"({x} / ({L(1)} + {m('fabs')}({x})))",
+    # log(1 + exp(x)) without overflow for large x
+    "Softplus": lambda x, p, m, L: (f"({x} > {L(0)} ? {x} + {m('log1p')}({m('exp')}(-{x})) "
+                                    f": {m('log1p')}({m('exp')}({x})))"),
+    "Elu": lambda x, p, m, L: f"({x} < {L(0)} ? {L(p['alpha'])} * {m('expm1')}({x}) : {x})",
+    "Selu": lambda x, p, m, L: (f"({x} <= {L(0)} ? {L(p['gamma'])} * ({L(p['alpha'])} * "
+                                f"{m('exp')}({x}) - {L(p['alpha'])}) : {L(p['gamma'])} * {x})"),
+    "Celu": lambda x, p, m, L: (f"({x} < {L(0)} ? {L(p['alpha'])} * {m('expm1')}({x} / "
+                                f"{L(p['alpha'])}) : {x})"),
+    "ThresholdedRelu": lambda x, p, m, L: f"({x} > {L(p['alpha'])} ? {x} : ({x} != {x} ? {x} : {L(0)}))",
+    "Mish": lambda x, p, m, L: (f"({x} * {m('tanh')}({x} > {L(0)} ? {x} + {m('log1p')}("
+                                f"{m('exp')}(-{x})) : {m('log1p')}({m('exp')}({x}))))"),
+    "Gelu": lambda x, p, m, L: _gelu(x, p, m, L),
+}
+
+# spec defaults of the attributes each activation reads
+ACT_ATTRS = {
+    "LeakyRelu": {"alpha": 0.01},
+    "HardSigmoid": {"alpha": 0.2, "beta": 0.5},
+    "Elu": {"alpha": 1.0},
+    "Selu": {"alpha": 1.67326319217681884765625, "gamma": 1.05070102214813232421875},
+    "Celu": {"alpha": 1.0},
+    "ThresholdedRelu": {"alpha": 1.0},
+    "Gelu": {"approximate": "none"},
+}
+
+# usable on integer tensors (others are float-only)
+INT_OK = {"Relu", "Abs", "Neg", "Sign", "Clip"}
+
+
+def _clip(x, p, L):
+    e = x
+    if p.get("min") is not None:
+        e = f"({e} < {L(p['min'])} ? {L(p['min'])} : {e})"
+    if p.get("max") is not None:
+        e = f"({e} > {L(p['max'])} ? {L(p['max'])} : {e})"
+    return e
+
+
+def _gelu(x, p, m, L):
+    if p.get("approximate", "none") == "tanh":
+        inner = f"{L(0.7978845608028654)} * ({x} + {L(0.044715)} * {x} * {x} * {x})"
+        return f"({L(0.5)} * {x} * ({L(1)} + {m('tanh')}({inner})))"
+    return f"({L(0.5)} * {x} * ({L(1)} + {m('erf')}({x} * {L(0.7071067811865476)})))"
+
+
+def math_fn(dtype):
+    dt = np.dtype(dtype)
+    if dt == np.float32:
+        return lambda name: name + "f"
+    if dt.kind in "iu":
+        return lambda name: {"fabs": "labs"}.get(name, name)
+    return lambda name: name
+
+
+def act_expr(name: str, params: dict, x: str, dtype) -> str:
+    """C expression of activation ``name`` applied to the C expression ``x``."""
+    dt = np.dtype(dtype)
+    m = math_fn(dt)
+    if dt.kind in "iu" and name == "Abs":
+        return f"({x} < 0 ? -{x} : {x})"
+    return ACT[name](x, params, m, lambda v: c_literal(v, dt))
+
+
+def act_params(node, g) -> dict:
+    """Parameters of an activation node, spec defaults filled (Clip min/max from inputs
+    for opset >= 11, from attributes before)."""
+    p = dict(ACT_ATTRS.get(node.op_type, {}))
+    for k in p:
+        if k in node.attrs:
+            v = node.attrs[k]
+            p[k] = v if isinstance(v, str) else float(v)
+    if node.op_type == "Clip":
+        if "min" in node.attrs or "max" in node.attrs:
+            p["min"] = node.attrs.get("min", None)
+            p["max"] = node.attrs.get("max", None)
+        else:
+            for k, key in ((1, "min"), (2, "max")):
+                v = g.const(node.inputs[k]) if len(node.inputs) > k else None
+                p[key] = None if v is None else float(np.asarray(v).reshape(-1)[0])
+    return p
+
+
+def act_numpy(name: str, params: dict, x: np.ndarray) -> np.ndarray:
+    """numpy reference of the fusable activations (used by fused-op references)."""
+    dt = x.dtype
+    with np.errstate(all="ignore"):
+        if name == "Relu":
+            y = np.where(x < 0, 0, x)
+        elif name == "LeakyRelu":
+            y = np.where(x < 0, params["alpha"] * x, x)
+        elif name == "Clip":
+            y = x
+            if params.get("min") is not None:
+                y = np.where(y < params["min"], params["min"], y)
+            if params.get("max") is not None:
+                y = np.where(y > params["max"], params["max"], y)
+        elif name == "Sigmoid":
+            y = 1 / (1 + np.exp(-x))
+        elif name == "HardSigmoid":
+            y = np.clip(params["alpha"] * x + params["beta"], 0, 1)
+        elif name == "HardSwish":
+            y = x * np.clip(x / 6 + 0.5, 0, 1)
+        elif name == "Tanh":
+            y = np.tanh(x)
+        else:
+            raise KeyError(name)
+    return np.asarray(y).astype(dt)

@@ -1,0 +1,119 @@
+"""The op interface and registry.
+
+An op lives in one module: its ONNX attributes with spec defaults, an optional support check,
+a numpy reference (constant folding and tests; defaults to onnx.reference on the one node), and
+its C emitter. Register with ``@register("Relu", since=6)``; the newest registration whose
+``since`` is at most the model's opset wins.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ..errors import UnsupportedError
+
+_REGISTRY: dict = {}       # (domain, op_type) -> list[(since, Op)]
+
+
+class Op:
+    op_type: str = ""
+    domain: str = ""
+    since: int = 1
+    attrs: dict = {}            # attribute name -> spec default (None: required / no default)
+    folds: bool = True          # may constant folding evaluate it?
+
+    # -- attributes --------------------------------------------------------
+    def attr(self, node, name):
+        if name in node.attrs:
+            return node.attrs[name]
+        return self.attrs.get(name)
+
+    # -- support -----------------------------------------------------------
+    def check(self, node, g) -> str | None:
+        """Why this node cannot be compiled (None when it can). Called on the final graph."""
+        return None
+
+    # -- reference -----------------------------------------------------------
+    def reference(self, node, g, inputs: list) -> list:
+        """numpy outputs for numpy inputs (None for omitted optional inputs)."""
+        from .reference import run_onnx_reference
+        return run_onnx_reference(node, g, inputs)
+
+    # -- C ---------------------------------------------------------------------
+    def emit(self, node, ctx) -> None:
+        raise NotImplementedError(f"{self.op_type}: no C emitter")
+
+
+def register(op_type: str, since: int = 1, domain: str = "") -> Callable:
+    """Class decorator: register an Op subclass (instantiated once)."""
+    def deco(cls):
+        inst = cls()
+        inst.op_type, inst.since, inst.domain = op_type, since, domain
+        lst = _REGISTRY.setdefault((domain, op_type), [])
+        lst.append((since, inst))
+        lst.sort(key=lambda t: t[0])
+        return cls
+    return deco
+
+
+def register_many(op_types, since: int = 1, domain: str = "", **fields) -> Callable:
+    """Register one class under several op types (tables of small families)."""
+    def deco(cls):
+        for t in op_types:
+            inst = cls()
+            inst.op_type, inst.since, inst.domain = t, since, domain
+            for k, v in fields.items():
+                setattr(inst, k, v)
+            lst = _REGISTRY.setdefault((domain, t), [])
+            lst.append((since, inst))
+            lst.sort(key=lambda p: p[0])
+        return cls
+    return deco
+
+
+def lookup(node, opset: int) -> Op | None:
+    lst = _REGISTRY.get((node.domain if node.domain != "ai.onnx" else "", node.op_type))
+    if not lst:
+        return None
+    best = None
+    for since, op in lst:
+        if since <= opset or node.domain == "aicc":
+            best = op
+    return best
+
+
+def registered_ops() -> list:
+    return sorted(f"{d + '.' if d else ''}{t}" for (d, t) in _REGISTRY)
+
+
+def check_supported(g) -> None:
+    """Raise one UnsupportedError naming every unsupported op and its nodes."""
+    problems: dict = {}
+    for n in g.nodes:
+        op = lookup(n, g.opset)
+        if op is None:
+            reason = "no implementation"
+        else:
+            try:
+                reason = op.check(n, g)
+            except Exception as e:  # noqa: BLE001 - a check must never crash the build
+                reason = f"check failed: {e}"
+        if reason:
+            key = (n.op_type if not n.domain else f"{n.domain}.{n.op_type}", reason)
+            problems.setdefault(key, []).append(n.name)
+    if problems:
+        parts = []
+        for (op, reason), names in sorted(problems.items()):
+            shown = ", ".join(repr(x) for x in names[:5])
+            more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+            parts.append(f"{op} ({reason}; nodes {shown}{more})")
+        raise UnsupportedError(f"unsupported: {'; '.join(parts)}")
+
+
+def static_shape(g, name) -> tuple:
+    return tuple(int(d) for d in g.shape(name))
+
+
+def np_dtype(g, name) -> np.dtype:
+    return g.dtype(name)

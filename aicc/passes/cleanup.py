@@ -1,0 +1,73 @@
+"""Small clean-up passes: identity removal, dead-node elimination, output materialization."""
+from __future__ import annotations
+
+from ..errors import UnsupportedError
+from ..ir import Node
+from .registry import graph_pass
+
+IDENTITY_LIKE = {"Identity"}
+
+
+def _is_identity(n) -> bool:
+    if n.domain not in ("", "ai.onnx"):
+        return False
+    if n.op_type in IDENTITY_LIKE:
+        return True
+    # Dropout in inference: output = input, mask unused
+    return n.op_type == "Dropout" and (len(n.outputs) < 2 or not n.outputs[1])
+
+
+@graph_pass("remove-identity")
+def remove_identity(g):
+    """Bypass Identity (and inference-mode Dropout without a used mask): consumers read the
+    input directly. Kept when its output is a graph output (it becomes the copy)."""
+    g = g.copy()
+    rename, kept = {}, []
+    outs = set(g.outputs)
+    for n in g.nodes:
+        n.inputs = [rename.get(i, i) for i in n.inputs]
+        if _is_identity(n) and n.outputs[0] not in outs:
+            rename[n.outputs[0]] = n.inputs[0]
+            continue
+        if _is_identity(n) and n.op_type == "Dropout":
+            n = Node("Identity", n.inputs[:1], n.outputs[:1], {}, n.name)
+        kept.append(n)
+    g.nodes = kept
+    return g
+
+
+@graph_pass("eliminate-dead-nodes")
+def eliminate_dead_nodes(g):
+    """Drop nodes none of whose outputs reaches a graph output, and unused constants."""
+    g = g.copy()
+    live = set(g.outputs)
+    kept = []
+    for n in reversed(g.nodes):
+        if any(o in live for o in n.outputs if o):
+            kept.append(n)
+            live.update(i for i in n.inputs if i)
+    g.nodes = kept[::-1]
+    g.constants = {k: v for k, v in g.constants.items() if k in live}
+    produced = {o for n in g.nodes for o in n.outputs}
+    g.types = {k: v for k, v in g.types.items() if k in produced or k in g.inputs}
+    return g
+
+
+@graph_pass("materialize-outputs")
+def materialize_outputs(g):
+    """Make every graph output the output of a step (outputs live in caller buffers): a
+    constant output gets a copy step. A graph input that is also an output is rejected."""
+    g = g.copy()
+    both = [o for o in g.outputs if o in g.inputs]
+    if both:
+        raise UnsupportedError(f"graph input(s) {', '.join(map(repr, both))} are also graph "
+                               "outputs")
+    if len(set(g.outputs)) != len(g.outputs):
+        raise UnsupportedError("a tensor is listed twice among the graph outputs")
+    for o in g.outputs:
+        if o in g.constants:
+            src = f"{o}__aicc_const"
+            g.constants[src] = g.constants.pop(o)
+            g.types[o] = g.type_of(src)
+            g.nodes.append(Node("Identity", [src], [o], {}, f"copy_{len(g.nodes)}"))
+    return g

@@ -1,0 +1,32 @@
+"""infer-shapes: re-run onnx shape inference on the current graph (after folding, shapes
+that came from shape subgraphs become known)."""
+from __future__ import annotations
+
+from onnx import shape_inference
+
+from ..frontend.onnx_export import to_onnx
+from ..frontend.onnx_import import _value_info_type
+from .registry import graph_pass
+
+
+@graph_pass("infer-shapes")
+def infer_shapes(g):
+    """Fill or refine tensor types with onnx shape inference. Only valid on graphs of
+    standard ONNX ops (run it before fusion passes). A failure leaves the graph unchanged."""
+    if any(n.domain not in ("", "ai.onnx") or any(k.startswith("aicc_") for k in n.attrs)
+           for n in g.nodes):
+        return g
+    try:
+        m = shape_inference.infer_shapes(to_onnx(g, with_types=False), strict_mode=False,
+                                         data_prop=True)
+    except Exception:  # noqa: BLE001
+        return g
+    g = g.copy()
+    for vi in list(m.graph.value_info) + list(m.graph.output):
+        t = _value_info_type(vi)
+        if t is None or vi.name in g.constants:
+            continue
+        old = g.types.get(vi.name)
+        if old is None or (t.is_static and not old.is_static):
+            g.types[vi.name] = t
+    return g

@@ -1,0 +1,104 @@
+"""Test helpers: build small ONNX models and compare aicc's compiled C with onnxruntime
+(falling back to onnx.reference where onnxruntime lacks the op/dtype)."""
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+import aicc
+
+_counter = itertools.count()
+
+
+def make_model(nodes, inputs: dict, outputs: list, initializers: dict | None = None,
+               opset: int = 17, output_types: dict | None = None) -> onnx.ModelProto:
+    """nodes: NodeProtos; inputs: {name: ndarray} (graph inputs, typed from the arrays);
+    outputs: names (types from shape inference unless output_types {name: (np dtype, shape)});
+    initializers: {name: ndarray}."""
+    ins = [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape))
+           for k, v in inputs.items()]
+    outs = []
+    for o in outputs:
+        if output_types and o in output_types:
+            dt, shape = output_types[o]
+            outs.append(helper.make_tensor_value_info(o, helper.np_dtype_to_tensor_dtype(np.dtype(dt)),
+                                                      shape))
+        else:
+            outs.append(helper.make_value_info(o, helper.TypeProto()))
+    inits = [numpy_helper.from_array(np.asarray(v), k) for k, v in (initializers or {}).items()]
+    graph = helper.make_graph(nodes, "test", ins, outs, initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = min(model.ir_version, 10)
+    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+    # give graph outputs their inferred types so the model is self-describing
+    types = {vi.name: vi for vi in inferred.graph.value_info}
+    for o in inferred.graph.output:
+        if not o.type.HasField("tensor_type") and o.name in types:
+            o.CopyFrom(types[o.name])
+    return inferred
+
+
+def reference(model: onnx.ModelProto, feeds: dict) -> dict:
+    names = [o.name for o in model.graph.output]
+    try:
+        import onnxruntime as ort
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = 1
+        sess = ort.InferenceSession(model.SerializeToString(), so,
+                                    providers=["CPUExecutionProvider"])
+        return dict(zip(names, sess.run(None, feeds)))
+    except Exception:  # noqa: BLE001 - onnxruntime lacks this op/dtype: use onnx.reference
+        from onnx.reference import ReferenceEvaluator
+        return dict(zip(names, ReferenceEvaluator(model).run(None, feeds)))
+
+
+def compile_and_run(model: onnx.ModelProto, feeds: dict, tmp_path, target: str = "generic",
+                    config=None, **kw) -> dict:
+    tmp_path = Path(tmp_path)
+    k = next(_counter)
+    mpath = tmp_path / f"m{k}.onnx"
+    onnx.save(model, str(mpath))
+    out = aicc.build(mpath, target=target, out=tmp_path / f"b{k}", config=config, **kw)
+    return aicc.load(out).run(feeds)
+
+
+def assert_close(got: dict, want: dict, rtol=1e-4, atol=1e-5) -> None:
+    assert set(got) == set(want), (sorted(got), sorted(want))
+    for k in want:
+        g, w = np.asarray(got[k]), np.asarray(want[k])
+        assert g.shape == w.shape, f"{k}: shape {g.shape} != {w.shape}"
+        assert g.dtype == w.dtype, f"{k}: dtype {g.dtype} != {w.dtype}"
+        if w.dtype.kind in "fc":
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, equal_nan=True, err_msg=k)
+        else:
+            np.testing.assert_array_equal(g, w, err_msg=k)
+
+
+def check(model, feeds, tmp_path, target="generic", rtol=1e-4, atol=1e-5, config=None, **kw):
+    """Compile ``model`` with aicc, run it on ``feeds`` and compare with the reference.
+    Returns (aicc outputs, reference outputs)."""
+    want = reference(model, feeds)
+    got = compile_and_run(model, feeds, tmp_path, target=target, config=config, **kw)
+    assert_close(got, want, rtol=rtol, atol=atol)
+    return got, want
+
+
+def check_node(op_type, inputs: dict, tmp_path, attrs: dict | None = None,
+               initializers: dict | None = None, n_outputs: int = 1, opset: int = 17,
+               target="generic", rtol=1e-4, atol=1e-5, input_order=None):
+    """One-node model: ``inputs`` are graph inputs (fed at run time), ``initializers``
+    constants; ``input_order`` lists the node's input names ('' for omitted) if not
+    inputs followed by initializers."""
+    names = input_order or (list(inputs) + list(initializers or {}))
+    outs = [f"y{i}" for i in range(n_outputs)]
+    node = helper.make_node(op_type, names, outs, **(attrs or {}))
+    model = make_model([node], inputs, outs, initializers, opset=opset)
+    return check(model, inputs, tmp_path, target=target, rtol=rtol, atol=atol)
+
+
+def rng(seed=0):
+    return np.random.default_rng(seed)
