@@ -15,18 +15,17 @@ from .passes import run_pipeline
 def compile_graph(g, opts: Options, *, check: bool = False, trace=None):
     """Graph -> (final Graph, Program). Raises UnsupportedError before anything is written."""
     load_all()
-    check_supported(g)          # fail early, naming every unsupported op at once
     g = run_pipeline(g, opts.pipeline, check=check, trace=trace)
-    check_supported(g)
+    check_supported(g)          # names every unsupported op at once, before anything is written
     return g, lower(g, opts)
 
 
 def build(model_path, target: str = "generic", out=None, config=None, *,
           input_shapes: dict | None = None, name: str | None = None, dump_ir=None,
-          check: bool = False) -> Path:
+          check: bool = False, overrides: dict | None = None) -> Path:
     """Compile MODEL.onnx into a bundle folder; returns the folder."""
     from .bundle.writer import write_bundle
-    opts = Options.load(target, config)
+    opts = Options.load(target, config, overrides)
     if name is not None:
         opts.name = name
     if not re.fullmatch(r"[a-z][a-z0-9_]{0,31}", opts.name):

@@ -13,6 +13,9 @@ import aicc
 
 _counter = itertools.count()
 
+# every bundle built by the tests must compile warning-free with these
+STRICT_CFLAGS = "-O2 -std=c99 -Wall -Wextra -pedantic -Wshadow -Werror"
+
 
 def make_model(nodes, inputs: dict, outputs: list, initializers: dict | None = None,
                opset: int = 17, output_types: dict | None = None) -> onnx.ModelProto:
@@ -63,7 +66,7 @@ def compile_and_run(model: onnx.ModelProto, feeds: dict, tmp_path, target: str =
     mpath = tmp_path / f"m{k}.onnx"
     onnx.save(model, str(mpath))
     out = aicc.build(mpath, target=target, out=tmp_path / f"b{k}", config=config, **kw)
-    return aicc.load(out).run(feeds)
+    return aicc.load(out, cflags=STRICT_CFLAGS).run(feeds)
 
 
 def assert_close(got: dict, want: dict, rtol=1e-4, atol=1e-5) -> None:

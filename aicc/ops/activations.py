@@ -157,3 +157,25 @@ def act_numpy(name: str, params: dict, x: np.ndarray) -> np.ndarray:
         else:
             raise KeyError(name)
     return np.asarray(y).astype(dt)
+
+
+def fused_epilogue(node):
+    """(activation name, params) fused into a Conv/Gemm/MatMul node, or (None, {})."""
+    return node.attrs.get("aicc_act"), dict(node.attrs.get("aicc_act_params") or {})
+
+
+def apply_epilogue(node, y: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
+    """numpy reference of a fused epilogue: y + bias (broadcast on the last axis for MatMul,
+    already included for Conv/Gemm), then the fused activation."""
+    if bias is not None:
+        y = (y + bias).astype(y.dtype)
+    name, params = fused_epilogue(node)
+    return y if name is None else act_numpy(name, params, y)
+
+
+def unfused(node):
+    """A copy of the node without aicc_* attributes (for the standard ONNX reference)."""
+    from copy import copy
+    n = copy(node)
+    n.attrs = {k: v for k, v in node.attrs.items() if not k.startswith("aicc_")}
+    return n

@@ -1,0 +1,218 @@
+"""aicc command line: parse, call, report. Exit codes: 0 success, 1 validation mismatch,
+2 bad input or usage, 3 internal error (a bug in aicc; rerun with --debug)."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+import numpy as np
+
+from . import __version__
+from .errors import AiccError, ConfigError, InputError, ValidationMismatch
+from .validate import DEFAULT_ATOL, DEFAULT_RTOL
+
+
+def _parse_dims(items, what):
+    out = {}
+    for it in items:
+        name, sep, dims = it.rpartition("=")
+        if not sep or not name:
+            raise ConfigError(f"{what} {it!r}: expected NAME=d0,d1,...")
+        try:
+            vals = [int(d) for d in dims.split(",") if d.strip()]
+        except ValueError:
+            raise ConfigError(f"{what} {it!r}: dims must be integers") from None
+        if any(v < 0 for v in vals):
+            raise ConfigError(f"{what} {it!r}: dims must be >= 0")
+        out[name] = vals
+    return out
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="aicc")
+@click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
+@click.pass_context
+def cli(ctx, debug):
+    """aicc: compile ONNX models ahead of time into portable C bundles."""
+    ctx.obj = {"debug": debug}
+
+
+@cli.command()
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("-t", "--target", default="generic", show_default=True, help="Target (aicc targets).")
+@click.option("-o", "--out", type=click.Path(file_okay=False), help="Bundle folder [build/<model>].")
+@click.option("-c", "--config", type=click.Path(dir_okay=False), help="YAML merged over the defaults.")
+@click.option("--buckets", multiple=True, metavar="DIM=a,b,c", help="Buckets of a symbolic dim.")
+@click.option("--input-shape", multiple=True, metavar="NAME=d0,d1,...", help="Pin an input's shape.")
+@click.option("--name", default=None, help="Prefix of the C symbols [model].")
+@click.option("--weights-file", is_flag=True, help="Keep weights in weights.bin for the caller to load.")
+@click.option("--dump-ir", is_flag=True, help="Print the IR after import and after every pass.")
+def build(model, target, out, config, buckets, input_shape, name, weights_file, dump_ir):
+    """Compile MODEL.onnx into a bundle folder."""
+    from .compiler import build as do_build
+    if buckets:
+        dims = ", ".join(_parse_dims(buckets, "--buckets"))
+        raise ConfigError(f"--buckets ({dims}): dynamic-shape buckets are not implemented yet; "
+                          "pin the dims with --input-shape NAME=d0,d1,...")
+    shapes = _parse_dims(input_shape, "--input-shape")
+    overrides = {"weights": {"embed": False}} if weights_file else None
+    path = do_build(model, target=target, out=out, config=config, input_shapes=shapes, name=name,
+                    dump_ir=sys.stdout if dump_ir else None, overrides=overrides)
+    m = json.loads((Path(path) / "manifest.json").read_text())
+    click.echo(f"built {path}: {len(m['steps'])} steps, arena {m['arena_bytes']} bytes, "
+               f"weights {m['weights_bytes']} bytes, target {m['target']}")
+
+
+@cli.command()
+@click.argument("bundle", type=click.Path(file_okay=False))
+@click.option("-i", "--inputs", "inputs", required=True, type=click.Path(dir_okay=False))
+@click.option("-o", "--outputs", "outputs", required=True, type=click.Path(dir_okay=False))
+def run(bundle, inputs, outputs):
+    """Run BUNDLE on inputs.npz; write outputs.npz (keys are the graph's names)."""
+    from .bundle.loader import load
+    from .validate import load_npz
+    feeds = load_npz(inputs)
+    res = load(bundle).run(feeds)
+    np.savez(outputs, **res)
+    click.echo(f"wrote {outputs}: " + ", ".join(f"{k} {list(v.shape)}" for k, v in res.items()))
+
+
+def _report(results, rtol, atol, label):
+    ok = all(r.ok for r in results)
+    for r in results:
+        mark = "ok  " if r.ok else "FAIL"
+        click.echo(f"  {mark} {r.name}: max abs err {r.max_abs:.3g}, max rel err {r.max_rel:.3g}"
+                   + (f" ({r.detail})" if r.detail else ""))
+    if not ok:
+        bad = [r.name for r in results if not r.ok]
+        raise ValidationMismatch(f"{label}: output(s) {', '.join(map(repr, bad))} differ beyond "
+                                 f"rtol {rtol:g}, atol {atol:g}")
+    click.echo(f"{label}: all {len(results)} output(s) match (rtol {rtol:g}, atol {atol:g})")
+
+
+@cli.command()
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("bundle", type=click.Path(file_okay=False))
+@click.option("-i", "--inputs", type=click.Path(dir_okay=False), help="inputs.npz [random, seeded]")
+@click.option("--seed", default=0, show_default=True)
+@click.option("--rtol", default=DEFAULT_RTOL, show_default=True)
+@click.option("--atol", default=DEFAULT_ATOL, show_default=True)
+def validate(model, bundle, inputs, seed, rtol, atol):
+    """Compare BUNDLE with onnxruntime (or onnx.reference) on MODEL; exit 1 on mismatch."""
+    from .bundle.loader import load
+    from .validate import compare, load_npz, random_inputs, reference_outputs
+    b = load(bundle)
+    feeds = load_npz(inputs) if inputs else random_inputs(b.inputs, seed)
+    got = b.run(feeds)
+    want, which = reference_outputs(model, feeds, [o["name"] for o in b.outputs])
+    _report(compare(got, want, rtol, atol), rtol, atol, f"validate against {which}")
+
+
+@cli.command()
+@click.argument("path", type=click.Path())
+def inspect(path):
+    """Show ops, shapes and support of MODEL.onnx, or the plan of a bundle folder."""
+    from .inspect import inspect_bundle, inspect_model
+    p = Path(path)
+    text, ok = (inspect_bundle(p), True) if p.is_dir() else inspect_model(p)
+    click.echo(text)
+    if not ok:
+        sys.exit(2)
+
+
+@cli.command()
+def targets():
+    """List the targets."""
+    from .targets import list_targets, load_target
+    for name in list_targets():
+        t = load_target(name)
+        click.echo(f"{name:12s} {t.description}")
+
+
+@cli.group()
+def golden():
+    """Golden-output regression files for your own models."""
+
+
+@golden.command("record")
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("bundle", type=click.Path(file_okay=False))
+@click.argument("golden_dir", type=click.Path(file_okay=False))
+@click.option("-i", "--inputs", type=click.Path(dir_okay=False), help="inputs.npz [random, seeded]")
+@click.option("--seed", default=0, show_default=True)
+@click.option("--rtol", default=DEFAULT_RTOL, show_default=True)
+@click.option("--atol", default=DEFAULT_ATOL, show_default=True)
+def golden_record(model, bundle, golden_dir, inputs, seed, rtol, atol):
+    """Store inputs and BUNDLE's outputs in GOLDEN_DIR (checked against onnxruntime first)."""
+    from .golden import record
+    click.echo(record(model, bundle, golden_dir, inputs=inputs, seed=seed, rtol=rtol, atol=atol))
+
+
+@golden.command("check")
+@click.argument("bundle", type=click.Path(file_okay=False))
+@click.argument("golden_dir", type=click.Path(file_okay=False))
+def golden_check(bundle, golden_dir):
+    """Rerun BUNDLE on the stored inputs; exit 1 if outputs moved beyond the stored tolerance."""
+    from .golden import check
+    results, rtol, atol = check(bundle, golden_dir)
+    _report(results, rtol, atol, f"golden check {golden_dir}")
+
+
+@cli.command()
+@click.argument("bundle", type=click.Path(file_okay=False))
+@click.option("--model", type=click.Path(dir_okay=False), help="Also time onnxruntime (1 thread).")
+@click.option("--seconds", default=2.0, show_default=True, help="Time budget per engine.")
+@click.option("--warmup", default=5, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def bench(bundle, model, seconds, warmup, as_json):
+    """Median and p90 latency of BUNDLE (and of onnxruntime with --model), interleaved."""
+    from .bench import bench as do_bench
+    res = do_bench(bundle, model, seconds=seconds, warmup=warmup)
+    if as_json:
+        click.echo(json.dumps(res, indent=1, sort_keys=True))
+        return
+    for k in ("aicc", "onnxruntime"):
+        if k in res:
+            r = res[k]
+            click.echo(f"{k:12s} median {r['median_ms']:.4f} ms  p90 {r['p90_ms']:.4f} ms  "
+                       f"({r['runs']} runs)")
+    if "ratio" in res:
+        click.echo(f"ratio aicc/onnxruntime: {res['ratio']:.3f}")
+
+
+def main(argv=None):
+    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    try:
+        cli.main(args=argv, prog_name="aicc", standalone_mode=False)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except click.exceptions.Abort:
+        click.echo("aicc: aborted", err=True)
+        sys.exit(2)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(2)
+    except AiccError as e:
+        if debug:
+            raise
+        msg = " ".join(str(e).split("\n")[0].split())
+        click.echo(f"aicc: error: {msg}", err=True)
+        sys.exit(e.exit_code)
+    except (InputError, FileNotFoundError, PermissionError, IsADirectoryError) as e:
+        if debug:
+            raise
+        click.echo(f"aicc: error: {e}", err=True)
+        sys.exit(2)
+    except Exception as e:  # noqa: BLE001
+        if debug:
+            raise
+        click.echo(f"aicc: internal error: {type(e).__name__}: {' '.join(str(e).split())[:300]} "
+                   "(a bug in aicc; rerun with --debug for a traceback)", err=True)
+        sys.exit(3)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""Reference outputs (onnxruntime, or onnx.reference without it), random inputs, comparison."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .errors import InputError, ModelError
+
+DEFAULT_RTOL = 1e-4
+DEFAULT_ATOL = 1e-5
+
+
+def random_inputs(specs: list, seed: int = 0) -> dict:
+    """Seeded inputs for manifest input specs: floats ~ N(0, 1), integers in [0, 10),
+    bools uniform."""
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for s in specs:
+        dt, shape = np.dtype(s["dtype"]), tuple(s["shape"])
+        if dt.kind == "f":
+            feeds[s["name"]] = rng.standard_normal(shape).astype(dt)
+        elif dt.kind == "b":
+            feeds[s["name"]] = rng.random(shape) < 0.5
+        else:
+            feeds[s["name"]] = rng.integers(0, 10, size=shape).astype(dt)
+    return feeds
+
+
+def load_npz(path) -> dict:
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"{p}: no such file")
+    try:
+        with np.load(p, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except Exception as e:  # noqa: BLE001
+        raise InputError(f"{p}: not a readable .npz file ({e})") from None
+
+
+def reference_outputs(model_path, feeds: dict, output_names: list | None = None) -> tuple:
+    """(outputs, which reference) for the original model file."""
+    import onnx
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        ort = None
+    model = onnx.load(str(model_path))
+    names = output_names or [o.name for o in model.graph.output]
+    if ort is not None:
+        try:
+            so = ort.SessionOptions()
+            so.intra_op_num_threads = 1
+            sess = ort.InferenceSession(str(model_path), so, providers=["CPUExecutionProvider"])
+            outs = sess.run(names, feeds)
+            return dict(zip(names, outs)), f"onnxruntime {ort.__version__}"
+        except Exception:  # noqa: BLE001 - fall back to onnx.reference
+            pass
+    from onnx.reference import ReferenceEvaluator
+    try:
+        outs = ReferenceEvaluator(model).run(names, feeds)
+    except Exception as e:  # noqa: BLE001
+        raise ModelError(f"no reference could run the model: {e}") from None
+    return dict(zip(names, outs)), f"onnx.reference {onnx.__version__}"
+
+
+@dataclass
+class Comparison:
+    name: str
+    ok: bool
+    max_abs: float
+    max_rel: float
+    detail: str
+
+
+def compare(got: dict, want: dict, rtol=DEFAULT_RTOL, atol=DEFAULT_ATOL) -> list:
+    """|got - want| <= atol + rtol * |want| elementwise (NaN must match NaN); exact for
+    integers and bools."""
+    res = []
+    for name, w in want.items():
+        w = np.asarray(w)
+        if name not in got:
+            res.append(Comparison(name, False, float("nan"), float("nan"), "missing"))
+            continue
+        g = np.asarray(got[name])
+        if g.shape != w.shape:
+            res.append(Comparison(name, False, float("nan"), float("nan"),
+                                  f"shape {list(g.shape)} != {list(w.shape)}"))
+            continue
+        if g.size == 0:
+            res.append(Comparison(name, True, 0.0, 0.0, "empty"))
+            continue
+        if w.dtype.kind in "fc":
+            g64, w64 = g.astype(np.float64), w.astype(np.float64)
+            nan_ok = np.array_equal(np.isnan(g64), np.isnan(w64))
+            fin = np.isfinite(w64) & np.isfinite(g64)
+            inf_ok = np.array_equal(np.where(np.isinf(w64), w64, 0), np.where(np.isinf(g64), g64, 0))
+            diff = np.abs(g64 - w64)[fin]
+            rel = diff / np.maximum(np.abs(w64[fin]), 1e-30)
+            within = bool(np.all(diff <= atol + rtol * np.abs(w64[fin])))
+            ma = float(diff.max()) if diff.size else 0.0
+            mr = float(rel.max()) if rel.size else 0.0
+            ok = nan_ok and inf_ok and within
+            detail = "" if ok else ("NaN positions differ" if not nan_ok else
+                                    "Inf positions differ" if not inf_ok else
+                                    f"{int(np.sum(diff > atol + rtol * np.abs(w64[fin])))} "
+                                    f"of {w.size} elements out of tolerance")
+            res.append(Comparison(name, ok, ma, mr, detail))
+        else:
+            eq = np.array_equal(g, w)
+            bad = int(np.sum(g != w))
+            res.append(Comparison(name, eq, float(bad), 0.0, "" if eq else f"{bad} elements differ"))
+    return res
