@@ -33,11 +33,12 @@ def inspect_model(path) -> tuple:
     remaining = Counter()
     if final is not None:
         for n in final.nodes:
-            remaining[n.op_type] += 1
+            remaining[n.op_type if not n.domain else f"{n.domain}.{n.op_type}"] += 1
             op = lookup(n, final.opset)
             reason = "no implementation" if op is None else op.check(n, final)
             if reason:
-                problems.setdefault((n.op_type, reason), []).append(n.name)
+                key = n.op_type if not n.domain else f"{n.domain}.{n.op_type}"
+                problems.setdefault((key, reason), []).append(n.name)
     lines.append("  ops (count in model, after passes, support):")
     bad_ops = {op for op, _ in problems}
     for op, c in sorted(counts.items()):

@@ -33,6 +33,8 @@ def _mk(prog, name: str, target, embedded: bool) -> str:
         .replace("P_", f"{P}_"),
         "# Honours CC, CFLAGS and AR.",
         f"{P}_DIR := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))",
+        "# including this file does not change the includer's default goal",
+        f"{P}_SAVED_GOAL := $(.DEFAULT_GOAL)",
         f"{P}_TARGET_CFLAGS := {' '.join(target.cflags)}",
         f"{P}_PIC_CFLAGS := -fPIC",
         f"{P}_CPPFLAGS := -I$({P}_DIR)",
@@ -60,6 +62,8 @@ def _mk(prog, name: str, target, embedded: bool) -> str:
         f"$({P}_LIB): $({P}_OBJS)",
         f"\t$(AR) rcs $@ $^",
         "",
+        f".DEFAULT_GOAL := $({P}_SAVED_GOAL)",
+        "",
     ]
     return "\n".join(lines)
 
@@ -71,6 +75,7 @@ def _makefile(name: str, target) -> str:
         f"{__version__}, do not edit.",
         "# make: lib" + name + ".a and lib" + name + ".so.  make clean.  Honours CC, CFLAGS, AR.",
         f"CFLAGS ?= {' '.join(target.opt_cflags)} -std=c99",
+        ".DEFAULT_GOAL := all",
         "",
         "include $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))/model.mk",
         "",

@@ -1,0 +1,118 @@
+"""The bundle contract: self-contained folder, strict C under gcc and clang, Makefile and
+model.mk, separate weights, deterministic output, manifest facts, runtime status codes."""
+import filecmp
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+
+import aicc
+from tests.oracle import STRICT_CFLAGS, make_model, reference, rng
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def model_file(tmp_path):
+    r = rng(3)
+    x = r.normal(size=(1, 16)).astype(np.float32)
+    w = r.normal(size=(16,)).astype(np.float32)
+    nodes = [helper.make_node("Mul", ["x", "w"], ["a"]), helper.make_node("Tanh", ["a"], ["b"]),
+             helper.make_node("Add", ["b", "x"], ["y"])]
+    p = tmp_path / "m.onnx"
+    onnx.save(make_model(nodes, {"x": x}, ["y"], {"w": w}), p)
+    return p, x
+
+
+@pytest.mark.parametrize("cc", ["gcc", "clang"])
+def test_strict_build_gcc_clang(tmp_path, cc):
+    if shutil.which(cc) is None:
+        pytest.fail(f"{cc} not installed (make setup installs it)")
+    p, _ = model_file(tmp_path)
+    out = aicc.build(p, out=tmp_path / "b", target="x86-avx2")
+    r = subprocess.run(["make", "-C", str(out), f"CC={cc}",
+                        f"CFLAGS={STRICT_CFLAGS}"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert (out / "libmodel.a").is_file() and (out / "libmodel.so").is_file()
+    subprocess.run(["make", "-C", str(out), "clean"], check=True, capture_output=True)
+    assert not (out / "libmodel.a").exists()
+
+
+def test_user_makefile_includes_model_mk(tmp_path):
+    p, _ = model_file(tmp_path)
+    out = aicc.build(p, out=tmp_path / "b")
+    app = tmp_path / "app"
+    shutil.copytree(os.path.join(ROOT, "examples", "c_app"), app)
+    r = subprocess.run(["make", "-C", str(app), f"BUNDLE={out}", ],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = subprocess.run([str(app / "app")], capture_output=True, text=True)
+    assert r.returncode == 0 and "c_app: arena" in r.stdout, r.stdout + r.stderr
+
+
+def test_weights_outside(tmp_path):
+    p, x = model_file(tmp_path)
+    out = aicc.build(p, out=tmp_path / "b", overrides={"weights": {"embed": False}})
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["weights_embedded"] is False
+    assert not (out / "model_weights.S").exists()
+    assert "#define MODEL_WEIGHTS_EMBEDDED 0" in (out / "model.h").read_text()
+    got = aicc.load(out, cflags=STRICT_CFLAGS).run({"x": x})
+    want = reference(onnx.load(p), {"x": x})
+    np.testing.assert_allclose(got["y"], want["y"], rtol=1e-5, atol=1e-6)
+
+
+def test_deterministic_bundles(tmp_path):
+    p, _ = model_file(tmp_path)
+    code = ("import aicc, sys; aicc.build(sys.argv[1], out=sys.argv[2], target='x86-avx2')")
+    for seed, d in (("1", "b1"), ("12345", "b2")):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        subprocess.run([sys.executable, "-c", code, str(p), str(tmp_path / d)], check=True, env=env)
+    files = sorted(os.listdir(tmp_path / "b1"))
+    assert files == sorted(os.listdir(tmp_path / "b2"))
+    match, mismatch, errors = filecmp.cmpfiles(tmp_path / "b1", tmp_path / "b2", files, shallow=False)
+    assert not mismatch and not errors
+    text = (tmp_path / "b1" / "model.c").read_text()
+    assert str(tmp_path) not in text
+
+
+def test_manifest_and_header(tmp_path):
+    p, _ = model_file(tmp_path)
+    out = aicc.build(p, out=tmp_path / "b")
+    m = json.loads((out / "manifest.json").read_text())
+    for k in ("aicc_version", "model_sha256", "target", "pipeline", "inputs", "outputs",
+              "arena_bytes", "weights_bytes", "steps", "memory"):
+        assert k in m
+    assert m["inputs"] == [{"name": "x", "dtype": "float32", "shape": [1, 16], "buckets": {}}]
+    assert [s["op"] for s in m["steps"]] == ["Mul", "Tanh", "Add"]
+    h = (out / "model.h").read_text()
+    assert f"#define MODEL_ARENA_BYTES {m['arena_bytes']}u" in h
+    assert 'extern "C"' in h
+    for f in ("model.c", "model.h", "model_weights.S"):
+        assert "do not edit" in (out / f).read_text().splitlines()[1]
+
+
+def test_failed_build_leaves_nothing(tmp_path):
+    p = tmp_path / "u.onnx"
+    n = helper.make_node("Frob", ["x"], ["y"], domain="x.y")
+    g = helper.make_graph([n], "g", [helper.make_tensor_value_info("x", 1, [2])],
+                          [helper.make_tensor_value_info("y", 1, [2])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                                  helper.make_opsetid("x.y", 1)]), p)
+    with pytest.raises(aicc.errors.UnsupportedError):
+        aicc.build(p, out=tmp_path / "out")
+    assert os.listdir(tmp_path) == ["u.onnx"]
+
+
+def test_hook_sees_every_step(tmp_path):
+    p, x = model_file(tmp_path)
+    b = aicc.load(aicc.build(p, out=tmp_path / "b"))
+    seen = []
+    b.run({"x": x}, hook=lambda i, op, after: seen.append((i, op, after)))
+    assert seen == [(0, "Mul", False), (0, "Mul", True), (1, "Tanh", False), (1, "Tanh", True),
+                    (2, "Add", False), (2, "Add", True)]
