@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
-from onnx import helper
+from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 
@@ -11,6 +11,8 @@ def _attr_proto(k, v):
         v = list(v)
     if hasattr(v, "SerializeToString") and hasattr(v, "name"):
         return v  # raw AttributeProto (subgraph)
+    if isinstance(v, np.ndarray):
+        return helper.make_attribute(k, numpy_helper.from_array(v))
     return helper.make_attribute(k, v)
 
 

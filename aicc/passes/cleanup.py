@@ -1,6 +1,8 @@
 """Small clean-up passes: identity removal, dead-node elimination, output materialization."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..errors import UnsupportedError
 from ..ir import Node
 from .registry import graph_pass
@@ -8,13 +10,19 @@ from .registry import graph_pass
 IDENTITY_LIKE = {"Identity"}
 
 
-def _is_identity(n) -> bool:
+def _is_identity(n, g) -> bool:
     if n.domain not in ("", "ai.onnx"):
         return False
     if n.op_type in IDENTITY_LIKE:
         return True
-    # Dropout in inference: output = input, mask unused
-    return n.op_type == "Dropout" and (len(n.outputs) < 2 or not n.outputs[1])
+    # Dropout in inference: output = input, mask unused (and training_mode, opset >= 12,
+    # absent or a constant false: a training-mode Dropout is random, not an identity)
+    if n.op_type != "Dropout" or (len(n.outputs) >= 2 and n.outputs[1]):
+        return False
+    if len(n.inputs) >= 3 and n.inputs[2]:
+        tm = g.const(n.inputs[2])
+        return tm is not None and not bool(np.asarray(tm).reshape(-1)[0])
+    return True
 
 
 @graph_pass("remove-identity")
@@ -26,10 +34,10 @@ def remove_identity(g):
     outs = set(g.outputs)
     for n in g.nodes:
         n.inputs = [rename.get(i, i) for i in n.inputs]
-        if _is_identity(n) and n.outputs[0] not in outs:
+        if _is_identity(n, g) and n.outputs[0] not in outs:
             rename[n.outputs[0]] = n.inputs[0]
             continue
-        if _is_identity(n) and n.op_type == "Dropout":
+        if _is_identity(n, g) and n.op_type == "Dropout":
             n = Node("Identity", n.inputs[:1], n.outputs[:1], {}, n.name)
         kept.append(n)
     g.nodes = kept
@@ -64,10 +72,23 @@ def materialize_outputs(g):
                                "outputs")
     if len(set(g.outputs)) != len(g.outputs):
         raise UnsupportedError("a tensor is listed twice among the graph outputs")
+    taken = set(g.constants) | set(g.types) | set(g.inputs) | {
+        t for n in g.nodes for t in list(n.inputs) + list(n.outputs)}
+    rename = {}
     for o in g.outputs:
         if o in g.constants:
-            src = f"{o}__aicc_const"
+            src, k = f"{o}__aicc_const", 1
+            while src in taken:
+                src, k = f"{o}__aicc_const_{k}", k + 1
+            taken.add(src)
             g.constants[src] = g.constants.pop(o)
             g.types[o] = g.type_of(src)
-            g.nodes.append(Node("Identity", [src], [o], {}, f"copy_{len(g.nodes)}"))
+            rename[o] = src
+    # other nodes reading the constant keep reading it (now under its new name): the copy
+    # step is appended last, so reading its output would break the topological order
+    for n in g.nodes:
+        if any(i in rename for i in n.inputs):
+            n.inputs = [rename.get(i, i) for i in n.inputs]
+    for o, src in rename.items():
+        g.nodes.append(Node("Identity", [src], [o], {}, f"copy_{len(g.nodes)}"))
     return g

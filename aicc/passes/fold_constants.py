@@ -1,5 +1,7 @@
 """fold-constants: evaluate nodes whose inputs are all constants, and shape queries
-(Shape, Size) of statically shaped tensors, so shape subgraphs become constants."""
+(Shape, Size) of statically shaped tensors, so shape subgraphs become constants. Constant
+nodes (including ``sparse_value``) become constants; a Shape folds when the dims its
+start/end slice reads are static, even if other dims are symbolic."""
 from __future__ import annotations
 
 import numpy as np
@@ -27,16 +29,29 @@ def constant_node_value(node):
         return np.array(a["value_ints"], dtype=np.int64)
     if "sparse_value" in a:
         v = a["sparse_value"]
-        return numpy_helper.to_array(v) if not isinstance(v, np.ndarray) else v
+        return v if isinstance(v, np.ndarray) else _sparse_to_dense(v)
     return None
 
 
+def _sparse_to_dense(sp) -> np.ndarray:
+    """Dense array of a SparseTensorProto (indices [NNZ] linear or [NNZ, rank])."""
+    values = numpy_helper.to_array(sp.values)
+    dims = tuple(int(d) for d in sp.dims)
+    idx = numpy_helper.to_array(sp.indices).astype(np.int64)
+    flat = np.ravel_multi_index(tuple(idx.T), dims) if idx.ndim == 2 else idx
+    out = np.zeros(int(np.prod(dims, dtype=np.int64)), dtype=values.dtype)
+    out[flat] = values.reshape(-1)
+    return out.reshape(dims)
+
+
 def _shape_value(node, g):
+    """Value of Shape/Size when the dims it reads are static (a Shape slice may skip
+    symbolic dims outside [start, end)), else None."""
     t = g.type_of(node.inputs[0])
-    if not t.is_static:
-        return None
     shape = list(t.shape)
     if node.op_type == "Size":
+        if not t.is_static:
+            return None
         return np.array(int(np.prod(shape, dtype=np.int64)), dtype=np.int64)
     r = len(shape)
     start = int(node.attrs.get("start", 0))
@@ -44,7 +59,10 @@ def _shape_value(node, g):
     start = max(0, min(r, start + r if start < 0 else start))
     end = r if end is None else int(end)
     end = max(0, min(r, end + r if end < 0 else end))
-    return np.array(shape[start:end], dtype=np.int64)
+    dims = shape[start:end]
+    if not all(isinstance(d, int) for d in dims):
+        return None
+    return np.array(dims, dtype=np.int64)
 
 
 @graph_pass("fold-constants")
