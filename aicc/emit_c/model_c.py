@@ -121,8 +121,10 @@ def source(prog, name: str, model_sha: str, embedded: bool) -> str:
         for var, kind, off, ct, const, comment in s.args:
             q = "const " if const else ""
             w(f"    {q}{ct} *{restrict} {var} = {_ptr_expr(kind, off, ct, const)};  /* {comment} */")
-        uses_f = bool(s.args)
-        if not uses_f:
+        for var, *_ in s.args:
+            if not re.search(rf"\b{var}\b", s.body):
+                w(f"    (void){var};")
+        if not s.args:
             w("    (void)f;")
         w(s.body.rstrip("\n"))
         w("}")

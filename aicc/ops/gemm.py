@@ -1,0 +1,233 @@
+"""Gemm, and the GEMM kernel shared with MatMul (matmul.py).
+
+Kernel: ``Y[M,N] = alpha * (A @ B) + beta * C``. A is read through (row, col) strides, so a
+transposed A costs nothing; B is packed into column panels of NB (4, 8, 16 or 32) columns,
+``Bp[p][k][j] = B[k, p*NB + j]`` zero-padded past N, at compile time when B is a constant
+(``ctx.const``) or by a packing helper into step scratch when it is computed at run time. The
+kernel keeps a 4 x NB block of accumulators in a local array and walks k in ascending order:
+for each k, ``acc[r][:] += a[i+r, k] * Bp[p][k][:]``, a fixed-length loop over contiguous
+memory that the C compiler vectorizes at -O2 (i-k-j order, blocked). C is optional and read
+through strides (0 where it broadcasts), which also carries MatMul's fused bias.
+
+Accumulation is in the output dtype (float32 or float64), one sum per output element in
+ascending k, so results differ from onnxruntime's (blocked, FMA) only by rounding. A fused
+activation (``aicc_act``) is applied in a second pass over the output, after alpha/beta/C.
+
+NaN/Inf follow IEEE arithmetic: a NaN or Inf anywhere in row i of A or column j of B reaches
+Y[i, j] (Inf * 0 = NaN included), as in a plain dot product. Empty operands: K == 0 gives
+``Y = beta * C`` (or 0), M == 0 or N == 0 an empty output with no code.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..emit_c.cwriter import c_literal, ctype
+from .activations import ACT, ACT_ATTRS, INT_OK, act_expr, apply_epilogue, fused_epilogue, unfused
+from .base import Op, register
+
+MR = 4                      # rows of A per register block
+
+
+def choose_nb(n: int) -> int:
+    """Panel width: the smallest of 4/8/16 holding N, else 32."""
+    for nb in (4, 8, 16):
+        if n <= nb:
+            return nb
+    return 32
+
+
+def _sfx(dt) -> str:
+    return "f32" if np.dtype(dt) == np.float32 else "f64"
+
+
+def pack_b(b2: np.ndarray, nb: int) -> np.ndarray:
+    """numpy packing of a [K, N] matrix into [panels, K, nb] (zero padded)."""
+    k, n = b2.shape
+    p = (n + nb - 1) // nb
+    out = np.zeros((p, k, nb), dtype=b2.dtype)
+    padded = np.zeros((k, p * nb), dtype=b2.dtype)
+    padded[:, :n] = b2
+    out[:] = padded.reshape(k, p, nb).transpose(1, 0, 2)
+    return out
+
+
+def packed_elems(k: int, n: int, nb: int) -> int:
+    return ((n + nb - 1) // nb) * k * nb
+
+
+def gemm_helper(ctx, dt, nb: int) -> str:
+    ct = ctype(dt)
+    name = f"aicc_gemm_{_sfx(dt)}_nb{nb}"
+    z = c_literal(0, dt)
+    code = f"""\
+/* GEMM (panel width {nb}): Y[M,N] = alpha * (A @ B) + beta * C. A(i, k) = A[i*ars + k*acs];
+ * B packed in column panels (aicc_pack_b_{_sfx(dt)}_nb{nb}); C(i, j) = C[i*crs + j*ccs], C may
+ * be NULL; Y dense row-major. {MR} x {nb} accumulators, k ascending, per output element. */
+static void {name}(size_t M, size_t N, size_t K,
+    const {ct} *restrict A, size_t ars, size_t acs, const {ct} *restrict Bp, {ct} alpha,
+    const {ct} *restrict C, size_t crs, size_t ccs, {ct} beta, {ct} *restrict Y)
+{{
+    for (size_t j0 = 0; j0 < N; j0 += {nb}u) {{
+        const size_t nb = N - j0 < {nb}u ? N - j0 : {nb}u;
+        const {ct} *restrict bp = Bp + (j0 / {nb}u) * K * {nb}u;
+        for (size_t i = 0; i < M; i += {MR}u) {{
+            const size_t mr = M - i < {MR}u ? M - i : {MR}u;
+            {ct} acc[{MR}][{nb}];
+            for (size_t r = 0; r < {MR}u; ++r)
+                for (size_t j = 0; j < {nb}u; ++j) acc[r][j] = {z};
+            if (mr == {MR}u) {{
+                for (size_t k = 0; k < K; ++k) {{
+                    const {ct} *restrict b = bp + k * {nb}u;
+                    for (size_t r = 0; r < {MR}u; ++r) {{
+                        const {ct} a = A[(i + r) * ars + k * acs];
+                        for (size_t j = 0; j < {nb}u; ++j) acc[r][j] += a * b[j];
+                    }}
+                }}
+            }} else {{
+                for (size_t k = 0; k < K; ++k) {{
+                    const {ct} *restrict b = bp + k * {nb}u;
+                    for (size_t r = 0; r < mr; ++r) {{
+                        const {ct} a = A[(i + r) * ars + k * acs];
+                        for (size_t j = 0; j < {nb}u; ++j) acc[r][j] += a * b[j];
+                    }}
+                }}
+            }}
+            for (size_t r = 0; r < mr; ++r) {{
+                {ct} *restrict y = Y + (i + r) * N + j0;
+                for (size_t j = 0; j < nb; ++j) {{
+                    {ct} v = alpha * acc[r][j];
+                    if (C) v += beta * C[(i + r) * crs + (j0 + j) * ccs];
+                    y[j] = v;
+                }}
+            }}
+        }}
+    }}
+}}"""
+    return ctx.helper(name, code)
+
+
+def pack_helper(ctx, dt, nb: int) -> str:
+    ct = ctype(dt)
+    name = f"aicc_pack_b_{_sfx(dt)}_nb{nb}"
+    code = f"""\
+/* Pack B (K x N, B(k, n) = B[k*brs + n*bcs]) into column panels of {nb}:
+ * Bp[(p*K + k)*{nb} + j] = B(k, p*{nb} + j), zero past N (the GEMM kernel's layout). */
+static void {name}(size_t K, size_t N, const {ct} *restrict B, size_t brs, size_t bcs,
+    {ct} *restrict Bp)
+{{
+    for (size_t p = 0; p * {nb}u < N; ++p)
+        for (size_t k = 0; k < K; ++k)
+            for (size_t j = 0; j < {nb}u; ++j) {{
+                const size_t n = p * {nb}u + j;
+                Bp[(p * K + k) * {nb}u + j] = n < N ? B[k * brs + n * bcs] : {c_literal(0, dt)};
+            }}
+}}"""
+    return ctx.helper(name, code)
+
+
+def gemm_call(ctx, dt, nb, m, n, k, a, ars, acs, bp, y, alpha=1.0, c=None, crs=0, ccs=0,
+              beta=1.0) -> None:
+    """One call line of the kernel (pointer arguments are C expressions)."""
+    fn = gemm_helper(ctx, dt, nb)
+    L = lambda v: c_literal(v, dt)  # noqa: E731
+    cexpr = c if c is not None else "NULL"
+    ctx(f"{fn}({m}u, {n}u, {k}u, {a}, {ars}u, {acs}u, {bp}, {L(alpha)},")
+    ctx(f"    {cexpr}, {crs}u, {ccs}u, {L(beta)}, {y});")
+
+
+def check_epilogue(node, dt) -> str | None:
+    name, _ = fused_epilogue(node)
+    if name is None:
+        return None
+    if name not in ACT:
+        return f"fused activation {name!r} unknown"
+    if dt.kind != "f" and name not in INT_OK:
+        return f"fused activation {name} on {dt.name}"
+    return None
+
+
+def emit_epilogue(ctx, node, total: int, dt) -> None:
+    """Apply the fused activation (if any) to every output element."""
+    name, params = fused_epilogue(node)
+    if name is None or total == 0:
+        return
+    p = {**ACT_ATTRS.get(name, {}), **params}
+    ct, y = ctype(dt), ctx.out[0]
+    ctx(f"/* fused {name} */")
+    with ctx.block(f"for (size_t e = 0; e < {total}u; ++e)"):
+        ctx(f"const {ct} v = {y}[e];")
+        ctx(f"{y}[e] = {act_expr(name, p, 'v', dt)};")
+
+
+def empty_body(ctx) -> None:
+    """Body of a step whose output is empty (the output pointers are still declared)."""
+    ctx(" ".join(f"(void){o};" for o in ctx.out if o) + "  /* empty output: nothing to do */")
+
+
+def float_dtype_reason(dts) -> str | None:
+    dts = {np.dtype(d) for d in dts}
+    if len(dts) != 1:
+        return "mixed dtypes " + ", ".join(sorted(d.name for d in dts))
+    dt = dts.pop()
+    if dt not in (np.float32, np.float64):
+        return f"dtype {dt.name} not supported (float32/float64 only)"
+    return None
+
+
+@register("Gemm", since=7)
+class Gemm(Op):
+    attrs = {"alpha": 1.0, "beta": 1.0, "transA": 0, "transB": 0}
+
+    def _mnk(self, node, g):
+        sa, sb = g.shape(node.inputs[0]), g.shape(node.inputs[1])
+        m, k = (sa[1], sa[0]) if self.attr(node, "transA") else (sa[0], sa[1])
+        n = sb[0] if self.attr(node, "transB") else sb[1]
+        return int(m), int(n), int(k)
+
+    def check(self, node, g):
+        ins = [i for i in node.inputs if i]
+        r = float_dtype_reason(g.dtype(i) for i in ins)
+        if r:
+            return r
+        if len(g.shape(node.inputs[0])) != 2 or len(g.shape(node.inputs[1])) != 2:
+            return "A and B must be 2-D"
+        if len(node.inputs) > 2 and node.inputs[2]:
+            m, n, _ = self._mnk(node, g)
+            sc = tuple(int(d) for d in g.shape(node.inputs[2]))
+            if len(sc) > 2 or any(d not in (1, full) for d, full in zip(sc[::-1], (n, m))):
+                return f"C of shape {list(sc)} does not broadcast to [{m}, {n}]"
+        return check_epilogue(node, g.dtype(node.inputs[0]))
+
+    def reference(self, node, g, inputs):
+        from .reference import run_onnx_reference
+        y = run_onnx_reference(unfused(node), g, inputs)[0]
+        return [apply_epilogue(node, y)]
+
+    def emit(self, node, ctx):
+        g, dt = ctx.g, ctx.out_dtype(0)
+        m, n, k = self._mnk(node, g)
+        ta, tb = self.attr(node, "transA"), self.attr(node, "transB")
+        alpha, beta = float(self.attr(node, "alpha")), float(self.attr(node, "beta"))
+        if m * n == 0:
+            empty_body(ctx)
+            return
+        nb = choose_nb(n)
+        ars, acs = (1, m) if ta else (k, 1)
+        bconst = ctx.in_const(1)
+        if k == 0:
+            bp = "NULL"
+        elif bconst is not None:
+            b2 = np.asarray(bconst).T if tb else np.asarray(bconst)
+            bp = ctx.const(pack_b(np.ascontiguousarray(b2, dtype=dt), nb), "pk")
+        else:
+            bp = ctx.scratch(packed_elems(k, n, nb) * dt.itemsize, ctype(dt), "pk")
+            brs, bcs = (1, k) if tb else (n, 1)
+            ctx(f"{pack_helper(ctx, dt, nb)}({k}u, {n}u, {ctx.inp[1]}, {brs}u, {bcs}u, {bp});")
+        c, crs, ccs = None, 0, 0
+        if ctx.has_input(2):
+            sc = (1, 1) + ctx.in_shape(2)
+            cm, cn = sc[-2], sc[-1]
+            c, crs, ccs = ctx.inp[2], (cn if cm != 1 else 0), (1 if cn != 1 else 0)
+        gemm_call(ctx, dt, nb, m, n, k, ctx.inp[0], ars, acs, bp, ctx.out[0], alpha=alpha,
+                  c=c, crs=crs, ccs=ccs, beta=beta)
+        emit_epilogue(ctx, node, m * n, dt)

@@ -1,0 +1,326 @@
+"""Reductions: ReduceSum/Mean/Max/Min/Prod/L1/L2/SumSquare/LogSumExp, ArgMax/ArgMin.
+
+Axes come from the ``axes`` attribute (ReduceSum before opset 13, the others before 18) or
+from a constant second input (later opsets; a run-time axes tensor is unsupported). No axes
+reduce everything, unless ``noop_with_empty_axes`` is set: then the output is the input
+mapped element by element as onnxruntime does (x for most, |x| for L1/L2, x*x for
+SumSquare). keepdims only changes the output's shape, not its layout.
+
+Layout: size-1 dims are dropped and adjacent dims that are both reduced or both kept are
+merged. One reduced group is one call of a helper over [O, D, I] (reduce the middle axis):
+a "rows" helper when I == 1 (scalar accumulator over contiguous values) and a "cols" helper
+otherwise (accumulates a row of I outputs at a time: contiguous, vectorizable). Several
+separate reduced groups (e.g. axes 0 and 2 of [A, B, C]) are reduced one at a time, the
+intermediate results in step scratch; every reduction here composes (Mean of equal-size
+Means, L2 of L2s, LogSumExp of LogSumExps, SumSquare and L1 continue as Sum).
+
+Accumulation is in the tensor dtype, in ascending index order. Integers (Sum, Prod, Max,
+Min, ArgMax, ArgMin) wrap around on overflow (computed in unsigned arithmetic: no UB).
+
+NaN/Inf: Sum/Mean/Prod/L1/L2/SumSquare follow IEEE arithmetic. ReduceMax/Min propagate NaN
+(as numpy and onnx.reference; onnxruntime ignores NaN when reducing a contiguous trailing
+axis but propagates it otherwise). LogSumExp is ``log(sum(exp(x - m))) + m`` with m the
+maximum, replaced by 0 when infinite (onnxruntime): all -Inf gives -Inf, a +Inf gives +Inf.
+ArgMax/ArgMin follow onnxruntime: comparisons with NaN are false, so NaN is only selected
+when it is the first value. Empty reduced axes give the identity: Sum/L1/L2/SumSquare 0,
+Prod 1, Max -Inf (the type's minimum for integers), Min +Inf (maximum), LogSumExp -Inf, and
+Mean 0/0 = NaN (undefined in ONNX; onnxruntime returns 0). ArgMax/ArgMin over an empty axis
+are rejected by check().
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..emit_c.cwriter import c_literal, ctype
+from .base import Op, register_many
+from .gemm import empty_body
+from .loops import numel
+
+FLOAT_ONLY = {"ReduceMean", "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp"}
+REDUCE = ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
+          "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp"]
+LATER = {"ReduceSumSquare": "ReduceSum", "ReduceL1": "ReduceSum"}   # kind of later stages
+
+
+def _sfx(dt) -> str:
+    return np.dtype(dt).name.replace("float", "f").replace("uint", "u").replace("int", "i")
+
+
+def _fn(dt, name) -> str:
+    return name + "f" if np.dtype(dt) == np.float32 else name
+
+
+def _exprs(kind, dt):
+    """(init, acc(a, v), fin(a) or None) as C expression templates."""
+    L = lambda v: c_literal(v, dt)  # noqa: E731
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        ut = "uint64_t" if dt.itemsize == 8 else "uint32_t"
+        ct = ctype(dt)
+        return {
+            "ReduceSum": (L(0), f"({ct})(({ut}){{a}} + ({ut}){{v}})", None),
+            "ReduceProd": (L(1), f"({ct})(({ut}){{a}} * ({ut}){{v}})", None),
+            "ReduceMax": (L(info.min), "({v} > {a} ? {v} : {a})", None),
+            "ReduceMin": (L(info.max), "({v} < {a} ? {v} : {a})", None),
+        }[kind]
+    ct = ctype(dt)
+    return {
+        "ReduceSum": (L(0), "{a} + {v}", None),
+        "ReduceMean": (L(0), "{a} + {v}", f"{{a}} / ({ct})D"),
+        "ReduceMax": (L(float("-inf")), "({v} > {a} || {v} != {v} ? {v} : {a})", None),
+        "ReduceMin": (L(float("inf")), "({v} < {a} || {v} != {v} ? {v} : {a})", None),
+        "ReduceProd": (L(1), "{a} * {v}", None),
+        "ReduceL1": (L(0), f"{{a}} + {_fn(dt, 'fabs')}({{v}})", None),
+        "ReduceL2": (L(0), "{a} + {v} * {v}", f"{_fn(dt, 'sqrt')}({{a}})"),
+        "ReduceSumSquare": (L(0), "{a} + {v} * {v}", None),
+    }[kind]
+
+
+def _lse_helper(ctx, dt, rows: bool) -> str:
+    ct, sfx = ctype(dt), _sfx(dt)
+    z, ninf = c_literal(0, dt), c_literal(float("-inf"), dt)
+    mx = "({v} > {a} || {v} != {v} ? {v} : {a})"
+    exp, log = _fn(dt, "exp"), _fn(dt, "log")
+    if rows:
+        name = f"aicc_reducelogsumexp_rows_{sfx}"
+        return ctx.helper(name, f"""\
+/* ReduceLogSumExp of O contiguous rows of D: log(sum(exp(x - m))) + m, m the row maximum
+ * (0 when infinite). */
+static void {name}(size_t O, size_t D, const {ct} *restrict x, {ct} *restrict y)
+{{
+    for (size_t o = 0; o < O; ++o) {{
+        const {ct} *restrict xo = x + o * D;
+        {ct} m = {ninf}, s = {z};
+        for (size_t d = 0; d < D; ++d) m = {mx.format(a='m', v='xo[d]')};
+        if (isinf(m)) m = {z};
+        for (size_t d = 0; d < D; ++d) s += {exp}(xo[d] - m);
+        y[o] = {log}(s) + m;
+    }}
+}}""")
+    name = f"aicc_reducelogsumexp_cols_{sfx}"
+    v = "xo[d * I + i]"
+    return ctx.helper(name, f"""\
+/* ReduceLogSumExp over the middle axis of [O, D, I], I > 1: the column maxima in y, the sums
+ * in ws (I values of scratch), then y = log(sum) + max (max taken as 0 when infinite). */
+static void {name}(size_t O, size_t D, size_t I, const {ct} *restrict x,
+    {ct} *restrict y, {ct} *restrict ws)
+{{
+    for (size_t o = 0; o < O; ++o) {{
+        const {ct} *restrict xo = x + o * D * I;
+        {ct} *restrict yo = y + o * I;
+        for (size_t i = 0; i < I; ++i) yo[i] = {ninf};
+        for (size_t d = 0; d < D; ++d)
+            for (size_t i = 0; i < I; ++i) {{
+                const {ct} v = {v};
+                yo[i] = {mx.format(a='yo[i]', v='v')};
+            }}
+        for (size_t i = 0; i < I; ++i) {{
+            if (isinf(yo[i])) yo[i] = {z};
+            ws[i] = {z};
+        }}
+        for (size_t d = 0; d < D; ++d)
+            for (size_t i = 0; i < I; ++i) ws[i] += {exp}({v} - yo[i]);
+        for (size_t i = 0; i < I; ++i) yo[i] = {log}(ws[i]) + yo[i];
+    }}
+}}""")
+
+
+def _reduce_helper(ctx, kind, dt, rows: bool) -> str:
+    if kind == "ReduceLogSumExp":
+        return _lse_helper(ctx, dt, rows)
+    ct = ctype(dt)
+    init, acc, fin = _exprs(kind, dt)
+    if rows:
+        name = f"aicc_{kind.lower()}_rows_{_sfx(dt)}"
+        res = fin.format(a="a") if fin else "a"
+        return ctx.helper(name, f"""\
+/* {kind} of O contiguous rows of D values (ascending order; D == 0 gives the identity). */
+static void {name}(size_t O, size_t D, const {ct} *restrict x, {ct} *restrict y)
+{{
+    for (size_t o = 0; o < O; ++o) {{
+        const {ct} *restrict xo = x + o * D;
+        {ct} a = {init};
+        for (size_t d = 0; d < D; ++d) {{
+            const {ct} v = xo[d];
+            a = {acc.format(a='a', v='v')};
+        }}
+        y[o] = {res};
+    }}
+}}""")
+    name = f"aicc_{kind.lower()}_cols_{_sfx(dt)}"
+    finish = (f"\n        for (size_t i = 0; i < I; ++i) yo[i] = {fin.format(a='yo[i]')};"
+              if fin else "")
+    return ctx.helper(name, f"""\
+/* {kind} over the middle axis of [O, D, I], I > 1: a row of I results at a time, updated
+ * with each contiguous row of the input (ascending d). */
+static void {name}(size_t O, size_t D, size_t I, const {ct} *restrict x, {ct} *restrict y)
+{{
+    for (size_t o = 0; o < O; ++o) {{
+        const {ct} *restrict xo = x + o * D * I;
+        {ct} *restrict yo = y + o * I;
+        for (size_t i = 0; i < I; ++i) yo[i] = {init};
+        for (size_t d = 0; d < D; ++d) {{
+            const {ct} *restrict xd = xo + d * I;
+            for (size_t i = 0; i < I; ++i) {{
+                const {ct} v = xd[i];
+                yo[i] = {acc.format(a='yo[i]', v='v')};
+            }}
+        }}{finish}
+    }}
+}}""")
+
+
+def _groups(shape, axes):
+    """[(size, reduced)] with size-1 dims dropped and like neighbours merged."""
+    out = []
+    for d, n in enumerate(shape):
+        if n == 1:
+            continue
+        red = d in axes
+        if out and out[-1][1] == red:
+            out[-1] = (out[-1][0] * n, red)
+        else:
+            out.append((n, red))
+    return out
+
+
+def _stages(shape, axes):
+    """[(O, D, I)] reductions to perform in order, the last reduced group first."""
+    cur, stages = _groups(shape, axes), []
+    while any(r for _, r in cur):
+        k = max(i for i, (_, r) in enumerate(cur) if r)
+        stages.append((numel(n for n, _ in cur[:k]), cur[k][0],
+                       numel(n for n, _ in cur[k + 1:])))
+        merged = []
+        for n, r in cur[:k] + cur[k + 1:]:
+            if merged and merged[-1][1] == r:
+                merged[-1] = (merged[-1][0] * n, r)
+            else:
+                merged.append((n, r))
+        cur = merged
+    return stages
+
+
+def _dtype_reason(op_type, dt) -> str | None:
+    if dt in (np.float32, np.float64):
+        return None
+    if dt.kind in "iu" and op_type not in FLOAT_ONLY:
+        return None
+    return f"dtype {dt.name} not supported"
+
+
+@register_many(REDUCE, since=1)
+class Reduce(Op):
+    attrs = {"keepdims": 1, "noop_with_empty_axes": 0}
+
+    def _axes(self, node, g):
+        """Normalized reduced axes (a set; empty means 'noop'), or a reason string."""
+        rank = len(g.shape(node.inputs[0]))
+        if g.opset >= (13 if self.op_type == "ReduceSum" else 18):
+            if len(node.inputs) > 1 and node.inputs[1]:
+                v = g.const(node.inputs[1])
+                if v is None:
+                    return "axes computed at run time"
+                axes = [int(a) for a in np.asarray(v).reshape(-1)]
+            else:
+                axes = []
+        else:
+            axes = [int(a) for a in node.attrs.get("axes", [])]
+        if any(not -rank <= a < max(rank, 1) for a in axes):
+            return f"axes {axes} out of range for rank {rank}"
+        if not axes:
+            return set() if self.attr(node, "noop_with_empty_axes") else set(range(rank))
+        return {a + rank if a < 0 else a for a in axes}
+
+    def check(self, node, g):
+        r = _dtype_reason(self.op_type, g.dtype(node.inputs[0]))
+        if r:
+            return r
+        axes = self._axes(node, g)
+        return axes if isinstance(axes, str) else None
+
+    def emit(self, node, ctx):
+        dt = ctx.in_dtype(0)
+        ct = ctype(dt)
+        shape = ctx.in_shape(0)
+        axes = self._axes(node, ctx.g)
+        x, y = ctx.inp[0], ctx.out[0]
+        if numel(ctx.out_shape(0)) == 0:
+            empty_body(ctx)
+            return
+        if numel(shape) == 0:
+            # every reduced set is empty: the identity of the reduction
+            fn = _reduce_helper(ctx, self.op_type, dt, rows=True)
+            ctx(f"{fn}({numel(ctx.out_shape(0))}u, 0u, {x}, {y});")
+            return
+        stages = _stages(shape, axes) or [(numel(shape), 1, 1)]   # noop: elementwise map
+        src = x
+        for k, (o, d, i) in enumerate(stages):
+            kind = self.op_type if k == 0 else LATER.get(self.op_type, self.op_type)
+            dst = y if k == len(stages) - 1 else ctx.scratch(o * i * dt.itemsize, ct, "ws")
+            if i == 1:
+                ctx(f"{_reduce_helper(ctx, kind, dt, rows=True)}({o}u, {d}u, {src}, {dst});")
+            elif kind == "ReduceLogSumExp":
+                ws = ctx.scratch(i * dt.itemsize, ct, "ws")
+                ctx(f"{_reduce_helper(ctx, kind, dt, rows=False)}({o}u, {d}u, {i}u, {src}, "
+                    f"{dst}, {ws});")
+            else:
+                ctx(f"{_reduce_helper(ctx, kind, dt, rows=False)}({o}u, {d}u, {i}u, {src}, "
+                    f"{dst});")
+            src = dst
+
+
+def _arg_helper(ctx, kind, dt) -> str:
+    ct = ctype(dt)
+    name = f"aicc_{kind.lower()}_{_sfx(dt)}"
+    cmp = ">" if kind == "ArgMax" else "<"
+    return ctx.helper(name, f"""\
+/* {kind} over the middle axis of [O, D, I] (D >= 1): index of the first extreme value, or
+ * of the last one when last != 0. Comparisons with NaN are false (onnxruntime). */
+static void {name}(size_t O, size_t D, size_t I, const {ct} *restrict x,
+    int64_t *restrict y, int last)
+{{
+    for (size_t o = 0; o < O; ++o)
+        for (size_t i = 0; i < I; ++i) {{
+            const {ct} *restrict xo = x + o * D * I + i;
+            {ct} best = xo[0];
+            size_t at = 0;
+            for (size_t d = 1; d < D; ++d) {{
+                const {ct} v = xo[d * I];
+                if (v {cmp} best || (last && v == best)) {{
+                    best = v;
+                    at = d;
+                }}
+            }}
+            y[o * I + i] = (int64_t)at;
+        }}
+}}""")
+
+
+@register_many(["ArgMax", "ArgMin"], since=1)
+class ArgReduce(Op):
+    attrs = {"axis": 0, "keepdims": 1, "select_last_index": 0}
+
+    def check(self, node, g):
+        dt = g.dtype(node.inputs[0])
+        if dt.kind not in "iuf" or dt == np.float16:
+            return f"dtype {dt.name} not supported"
+        shape = g.shape(node.inputs[0])
+        ax = int(self.attr(node, "axis"))
+        if not -len(shape) <= ax < len(shape):
+            return f"axis {ax} out of range for rank {len(shape)}"
+        if int(shape[ax]) == 0:
+            return "empty reduced axis"
+        return None
+
+    def emit(self, node, ctx):
+        shape = ctx.in_shape(0)
+        ax = int(self.attr(node, "axis"))
+        ax = ax + len(shape) if ax < 0 else ax
+        o, d, i = numel(shape[:ax]), shape[ax], numel(shape[ax + 1:])
+        if o * d * i == 0:
+            empty_body(ctx)
+            return
+        fn = _arg_helper(ctx, self.op_type, ctx.in_dtype(0))
+        last = 1 if self.attr(node, "select_last_index") else 0
+        ctx(f"{fn}({o}u, {d}u, {i}u, {ctx.inp[0]}, {ctx.out[0]}, {last});")

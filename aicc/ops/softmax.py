@@ -1,0 +1,162 @@
+"""Softmax, LogSoftmax, Hardmax.
+
+Opset < 13: the input is coerced to 2-D at ``axis`` (default 1): rows of prod(shape[axis:])
+contiguous values. Opset >= 13: one ``axis`` (default -1): [outer, D, inner]. With inner == 1
+a row helper walks contiguous rows; otherwise a strided helper processes a whole [D, inner]
+slab at once (inner-most loops contiguous) with 2*inner values of step scratch for the
+per-column max and sum.
+
+Numerically stable: ``e = exp(x - max)``, Softmax ``e / sum(e)``, LogSoftmax
+``x - max - log(sum(e))`` (onnxruntime's formulas), in the tensor dtype.
+
+NaN/Inf: a NaN in a softmax row makes the whole row NaN. -Inf inputs give 0 (Softmax) or -Inf
+(LogSoftmax) as long as one value in the row is finite; a row of all -Inf, or with a +Inf,
+computes Inf - Inf and yields NaN, as onnxruntime does. Hardmax marks the first maximum
+(NaN compares false, so it is never chosen unless it is the first value). Empty tensors
+(including D == 0) produce no code.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..emit_c.cwriter import c_literal, ctype
+from .base import Op, register_many
+from .gemm import empty_body, float_dtype_reason
+from .loops import numel
+
+
+def _sfx(dt) -> str:
+    return "f32" if np.dtype(dt) == np.float32 else "f64"
+
+
+def _m(dt, fn) -> str:
+    return fn + "f" if np.dtype(dt) == np.float32 else fn
+
+
+def _row_helper(ctx, kind, dt) -> str:
+    ct = ctype(dt)
+    name = f"aicc_{kind.lower()}_rows_{_sfx(dt)}"
+    if kind == "Softmax":
+        store, tail = "\n            yr[d] = e;", "for (size_t d = 0; d < D; ++d) yr[d] = yr[d] / sum;"
+    else:
+        store = ""
+        tail = (f"const {ct} ls = {_m(dt, 'log')}(sum);\n"
+                f"        for (size_t d = 0; d < D; ++d) yr[d] = xr[d] - mx - ls;")
+    return ctx.helper(name, f"""\
+/* {kind} over R contiguous rows of D values (D >= 1): max, exp(x - max) and its sum. */
+static void {name}(size_t R, size_t D, const {ct} *restrict x, {ct} *restrict y)
+{{
+    for (size_t r = 0; r < R; ++r) {{
+        const {ct} *restrict xr = x + r * D;
+        {ct} *restrict yr = y + r * D;
+        {ct} mx = xr[0], sum = {c_literal(0, dt)};
+        for (size_t d = 1; d < D; ++d)
+            if (xr[d] > mx) mx = xr[d];
+        for (size_t d = 0; d < D; ++d) {{
+            const {ct} e = {_m(dt, 'exp')}(xr[d] - mx);{store}
+            sum += e;
+        }}
+        {tail}
+    }}
+}}""")
+
+
+def _strided_helper(ctx, kind, dt) -> str:
+    ct = ctype(dt)
+    name = f"aicc_{kind.lower()}_strided_{_sfx(dt)}"
+    if kind == "Softmax":
+        store = "\n                yo[d * I + i] = e;"
+        fin = """\
+        for (size_t d = 0; d < D; ++d)
+            for (size_t i = 0; i < I; ++i) yo[d * I + i] = yo[d * I + i] / sm[i];"""
+    else:
+        store = ""
+        fin = f"""\
+        for (size_t i = 0; i < I; ++i) sm[i] = {_m(dt, 'log')}(sm[i]);
+        for (size_t d = 0; d < D; ++d)
+            for (size_t i = 0; i < I; ++i) yo[d * I + i] = xo[d * I + i] - mx[i] - sm[i];"""
+    return ctx.helper(name, f"""\
+/* {kind} over the middle axis of [O, D, I] (D >= 1, I > 1), a [D, I] slab at a time with
+ * contiguous inner loops; ws: 2*I scratch values (per-column max and sum). */
+static void {name}(size_t O, size_t D, size_t I, const {ct} *restrict x, {ct} *restrict y,
+    {ct} *restrict ws)
+{{
+    {ct} *restrict mx = ws, *restrict sm = ws + I;
+    for (size_t o = 0; o < O; ++o) {{
+        const {ct} *restrict xo = x + o * D * I;
+        {ct} *restrict yo = y + o * D * I;
+        for (size_t i = 0; i < I; ++i) {{
+            mx[i] = xo[i];
+            sm[i] = {c_literal(0, dt)};
+        }}
+        for (size_t d = 1; d < D; ++d)
+            for (size_t i = 0; i < I; ++i)
+                if (xo[d * I + i] > mx[i]) mx[i] = xo[d * I + i];
+        for (size_t d = 0; d < D; ++d)
+            for (size_t i = 0; i < I; ++i) {{
+                const {ct} e = {_m(dt, 'exp')}(xo[d * I + i] - mx[i]);{store}
+                sm[i] += e;
+            }}
+{fin}
+    }}
+}}""")
+
+
+def _hardmax_helper(ctx, dt) -> str:
+    ct = ctype(dt)
+    name = f"aicc_hardmax_{_sfx(dt)}"
+    return ctx.helper(name, f"""\
+/* Hardmax over the middle axis of [O, D, I] (D >= 1): 1 at the first maximum, else 0. */
+static void {name}(size_t O, size_t D, size_t I, const {ct} *restrict x, {ct} *restrict y)
+{{
+    for (size_t o = 0; o < O; ++o)
+        for (size_t i = 0; i < I; ++i) {{
+            const {ct} *restrict xo = x + o * D * I + i;
+            {ct} *restrict yo = y + o * D * I + i;
+            size_t best = 0;
+            for (size_t d = 1; d < D; ++d)
+                if (xo[d * I] > xo[best * I]) best = d;
+            for (size_t d = 0; d < D; ++d)
+                yo[d * I] = d == best ? {c_literal(1, dt)} : {c_literal(0, dt)};
+        }}
+}}""")
+
+
+@register_many(["Softmax", "LogSoftmax", "Hardmax"], since=1)
+class Softmax(Op):
+    def _axis_default(self, g):
+        return -1 if g.opset >= 13 else 1
+
+    def _layout(self, node, g):
+        shape = tuple(int(d) for d in g.shape(node.inputs[0]))
+        ax = int(node.attrs.get("axis", self._axis_default(g)))
+        ax = ax + len(shape) if ax < 0 else ax
+        if g.opset < 13:
+            return numel(shape[:ax]), numel(shape[ax:]), 1
+        return numel(shape[:ax]), shape[ax], numel(shape[ax + 1:])
+
+    def check(self, node, g):
+        r = float_dtype_reason([g.dtype(node.inputs[0])])
+        if r:
+            return r
+        rank = len(g.shape(node.inputs[0]))
+        ax = int(node.attrs.get("axis", self._axis_default(g)))
+        if not -rank <= ax < rank:
+            return f"axis {ax} out of range for rank {rank}"
+        return None
+
+    def emit(self, node, ctx):
+        dt = ctx.out_dtype(0)
+        o, d, i = self._layout(node, ctx.g)
+        if o * d * i == 0:
+            empty_body(ctx)
+            return
+        x, y = ctx.inp[0], ctx.out[0]
+        if self.op_type == "Hardmax":
+            ctx(f"{_hardmax_helper(ctx, dt)}({o}u, {d}u, {i}u, {x}, {y});")
+            return
+        if i == 1:
+            ctx(f"{_row_helper(ctx, self.op_type, dt)}({o}u, {d}u, {x}, {y});")
+            return
+        ws = ctx.scratch(2 * i * dt.itemsize, ctype(dt), "ws")
+        ctx(f"{_strided_helper(ctx, self.op_type, dt)}({o}u, {d}u, {i}u, {x}, {y}, {ws});")

@@ -1,0 +1,202 @@
+"""Normalizations and softmax: compiled C vs onnxruntime."""
+import numpy as np
+import pytest
+
+from onnx import helper
+
+from tests.oracle import check, check_node, make_model, rng
+
+
+def _rand(r, shape, dt=np.float32):
+    return r.normal(size=shape).astype(dt)
+
+
+def _bn_params(r, c, dt=np.float32):
+    return {"scale": _rand(r, (c,), dt), "bias": _rand(r, (c,), dt), "mean": _rand(r, (c,), dt),
+            "var": r.uniform(0.1, 3, size=(c,)).astype(dt)}
+
+
+# -- BatchNormalization -------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape", [(2, 3), (2, 3, 17), (1, 5, 4, 3), (2, 1, 65), (3, 16, 2, 2, 2)])
+@pytest.mark.parametrize("const", [True, False])
+def test_batchnorm(shape, const, tmp_path):
+    r = rng(len(shape))
+    x = _rand(r, shape)
+    p = _bn_params(r, shape[1])
+    attrs = {"epsilon": 1e-3}
+    if const:
+        check_node("BatchNormalization", {"x": x}, tmp_path, initializers=p, attrs=attrs)
+    else:
+        check_node("BatchNormalization", {"x": x, **p}, tmp_path, attrs=attrs)
+
+
+@pytest.mark.parametrize("opset", [9, 14, 15])
+def test_batchnorm_opsets(opset, tmp_path):
+    r = rng(1)
+    check_node("BatchNormalization", {"x": _rand(r, (2, 4, 5))}, tmp_path,
+               initializers=_bn_params(r, 4), opset=opset)
+
+
+def test_batchnorm_spatial0(tmp_path):
+    """Opset 7 spatial=0: statistics per (channel, position), shape [C, D]."""
+    r = rng(20)
+    p = {k: _rand(r, (3, 4)) for k in ("scale", "bias", "mean")}
+    p["var"] = r.uniform(0.5, 2, size=(3, 4)).astype(np.float32)
+    check_node("BatchNormalization", {"x": _rand(r, (2, 3, 4))}, tmp_path, initializers=p,
+               attrs={"spatial": 0}, opset=7)
+
+
+def test_batchnorm_mixed_const(tmp_path):
+    r = rng(2)
+    p = _bn_params(r, 6)
+    x = _rand(r, (2, 6, 7))
+    check_node("BatchNormalization", {"x": x, "mean": p.pop("mean")}, tmp_path,
+               initializers=p, input_order=["x", "scale", "bias", "mean", "var"])
+
+
+def test_batchnorm_float64(tmp_path):
+    r = rng(3)
+    check_node("BatchNormalization", {"x": _rand(r, (2, 3, 9), np.float64)}, tmp_path,
+               initializers=_bn_params(r, 3, np.float64))
+
+
+# -- LayerNormalization -------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape,axis", [((2, 17), -1), ((2, 3, 65), -1), ((4, 3, 5), 1),
+                                        ((2, 3, 4, 5), -2), ((3, 7), 0), ((1, 1), -1),
+                                        ((5, 3), 1)])
+@pytest.mark.parametrize("bias", [True, False])
+def test_layernorm(shape, axis, bias, tmp_path):
+    r = rng(4)
+    x = _rand(r, shape) * 3 + 1
+    ax = axis % len(shape)
+    inits = {"scale": _rand(r, shape[ax:])}
+    if bias:
+        inits["bias"] = _rand(r, shape[ax:])
+    check_node("LayerNormalization", {"x": x}, tmp_path, initializers=inits,
+               attrs={"axis": axis, "epsilon": 1e-4}, opset=17)
+
+
+def test_layernorm_runtime_params_and_stats(tmp_path):
+    r = rng(5)
+    x, s, b = _rand(r, (3, 4, 10)), _rand(r, (10,)), _rand(r, (10,))
+    check_node("LayerNormalization", {"x": x, "s": s, "b": b}, tmp_path, n_outputs=3, opset=17)
+
+
+def test_layernorm_mean_only(tmp_path):
+    r = rng(6)
+    x = _rand(r, (6, 9))
+    node = helper.make_node("LayerNormalization", ["x", "s"], ["y", "mu", ""], axis=1)
+    model = make_model([node], {"x": x}, ["y", "mu"], {"s": _rand(r, (9,))}, opset=17)
+    check(model, {"x": x}, tmp_path)
+
+
+def test_layernorm_scalar_scale_and_float64(tmp_path):
+    r = rng(7)
+    check_node("LayerNormalization", {"x": _rand(r, (3, 8))}, tmp_path,
+               initializers={"s": np.array([2.0], np.float32)}, opset=17)
+    check_node("LayerNormalization", {"x": _rand(r, (3, 8), np.float64)}, tmp_path,
+               initializers={"s": _rand(r, (8,), np.float64), "b": _rand(r, (8,), np.float64)},
+               opset=17)
+
+
+# -- Instance / Group normalization --------------------------------------------------------
+
+@pytest.mark.parametrize("shape", [(2, 3, 5), (1, 4, 3, 3), (2, 1, 17), (3, 2, 65), (2, 5, 1)])
+def test_instancenorm(shape, tmp_path):
+    r = rng(8)
+    c = shape[1]
+    check_node("InstanceNormalization", {"x": _rand(r, shape) * 2 - 1}, tmp_path,
+               initializers={"s": _rand(r, (c,)), "b": _rand(r, (c,))}, attrs={"epsilon": 1e-3})
+
+
+def test_instancenorm_runtime_float64(tmp_path):
+    r = rng(9)
+    check_node("InstanceNormalization", {"x": _rand(r, (2, 3, 7), np.float64),
+                                         "s": _rand(r, (3,), np.float64),
+                                         "b": _rand(r, (3,), np.float64)}, tmp_path)
+
+
+GROUPS = [((2, 6, 5), 3), ((1, 4, 3, 3), 2), ((2, 4, 7), 4), ((2, 4, 7), 1)]
+
+
+@pytest.mark.parametrize("shape,groups", GROUPS)
+def test_groupnorm(shape, groups, tmp_path):
+    r = rng(10)
+    opset, per = 21, shape[1]
+    x = _rand(r, shape)
+    node = helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=groups,
+                            epsilon=1e-4)
+    # onnx shape inference does not type this (function) op's output: give it explicitly
+    model = make_model([node], {"x": x}, ["y"], {"s": _rand(r, (per,)), "b": _rand(r, (per,))},
+                       opset=opset, output_types={"y": (np.float32, list(shape))})
+    check(model, {"x": x}, tmp_path)
+
+
+# -- Softmax family ------------------------------------------------------------------------
+
+SOFT_SHAPES = [((2, 17), None), ((3, 4, 5), -1), ((3, 4, 5), 1), ((3, 4, 5), 0), ((3, 4, 5), -3),
+               ((65,), 0), ((2, 3, 4, 5), 2), ((1, 1, 1), 1), ((4, 1, 3), 1)]
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax", "Hardmax"])
+@pytest.mark.parametrize("shape,axis", SOFT_SHAPES)
+@pytest.mark.parametrize("opset", [11, 13])
+def test_softmax(op, shape, axis, opset, tmp_path):
+    r = rng(11)
+    x = _rand(r, shape) * 4
+    if op == "Hardmax":
+        x = np.round(x)                     # ties: the first maximum wins
+    attrs = {} if axis is None else {"axis": axis}
+    check_node(op, {"x": x}, tmp_path, attrs=attrs, opset=opset)
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
+def test_softmax_inf_nan(op, tmp_path):
+    x = np.array([[-np.inf, 1, 2], [-np.inf, -np.inf, -np.inf], [np.inf, 0, 1],
+                  [np.nan, 0, 1], [1e30, -1e30, 0], [88, 89, 90]], np.float32)
+    check_node(op, {"x": x}, tmp_path, opset=13)
+    check_node(op, {"x": np.ascontiguousarray(x.T)}, tmp_path, attrs={"axis": 0}, opset=13)
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax", "Hardmax"])
+def test_softmax_float64(op, tmp_path):
+    r = rng(12)
+    check_node(op, {"x": _rand(r, (3, 5, 2), np.float64)}, tmp_path, attrs={"axis": 1}, opset=13)
+    check_node(op, {"x": _rand(r, (3, 5), np.float64)}, tmp_path, opset=13)
+
+
+def test_softmax_empty(tmp_path):
+    check_node("Softmax", {"x": np.zeros((0, 3), np.float32)}, tmp_path, opset=13)
+    check_node("Softmax", {"x": np.zeros((3, 0), np.float32)}, tmp_path, opset=13)
+
+
+@pytest.mark.parametrize("shape,groups", GROUPS)
+def test_groupnorm_opset18(shape, groups, tmp_path):
+    """Opset 18-20 GroupNormalization (scale/bias per group) fails onnx's checker (the op
+    version is deprecated), so build the IR directly and compare with numpy."""
+    import aicc
+    from aicc.bundle.writer import write_bundle
+    from aicc.compiler import compile_graph
+    from aicc.config import Options
+    from aicc.ir import Graph, Node, TensorType
+    from tests.oracle import STRICT_CFLAGS
+    r = rng(13)
+    x, s, b = _rand(r, shape), _rand(r, (groups,)), _rand(r, (groups,))
+    f32 = np.dtype(np.float32)
+    g = Graph(nodes=[Node("GroupNormalization", ["x", "s", "b"], ["y"],
+                          {"num_groups": groups, "epsilon": 1e-4})],
+              inputs=["x"], outputs=["y"],
+              types={"x": TensorType(f32, shape), "y": TensorType(f32, shape)},
+              constants={"s": s, "b": b}, opset=18)
+    opts = Options.load("generic")
+    _, prog = compile_graph(g, opts)
+    out = write_bundle(prog, tmp_path / "b", name=opts.name, target=opts.target, opts=opts,
+                       model_sha="0" * 64, original_inputs=[])
+    got = aicc.load(out, cflags=STRICT_CFLAGS).run({"x": x})["y"]
+    xg = x.astype(np.float64).reshape(shape[0], groups, -1)
+    mu, var = xg.mean(-1, keepdims=True), xg.var(-1, keepdims=True)
+    y = ((xg - mu) / np.sqrt(var + 1e-4)).reshape(shape[0], groups, shape[1] // groups, -1)
+    want = (y * s[:, None, None] + b[:, None, None]).reshape(shape)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
