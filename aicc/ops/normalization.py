@@ -95,6 +95,18 @@ class BatchNormalization(Op):
             return f"parameters of size {ch} do not match input {list(shape)}"
         return None
 
+    def reference(self, node, g, inputs):
+        """Inference mode (onnx.reference reads a momentum attribute at opsets 9-13 as
+        training mode, so it is not used here)."""
+        x, scale, b, mean, var = (np.asarray(v) for v in inputs[:5])
+        eps = float(self.attr(node, "epsilon"))
+        ch = scale.size
+        per = numel(x.shape[1:]) // ch          # spatial=0 (opset < 9) uses C*H*W params
+        shp = (1, ch) + (1,) * (x.ndim - 2) if per == numel(x.shape[2:]) else (1,) + x.shape[1:]
+        inv = (scale / np.sqrt(var + eps)).astype(x.dtype)
+        y = (x - mean.reshape(shp)) * inv.reshape(shp) + b.reshape(shp)
+        return [y.astype(x.dtype)]
+
     def emit(self, node, ctx):
         dt = ctx.out_dtype(0)
         shape = ctx.in_shape(0)
