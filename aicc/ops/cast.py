@@ -1,0 +1,120 @@
+"""Cast and CastLike between float32/64, int8..int64, uint8..uint64 and bool, with no C
+undefined (or implementation-defined) behaviour for any input value:
+
+- float -> integer: truncation toward zero, saturated to the integer range; NaN -> 0,
+  +Inf -> max, -Inf -> min (onnxruntime leaves these to the CPU; in-range values agree).
+- integer -> integer: modulo 2^bits (two's complement wrap, as onnxruntime); signed
+  results are formed from the unsigned bit pattern without relying on implementation-defined
+  conversions.
+- anything -> bool: x != 0 (so NaN -> true); bool -> anything: 0 or 1.
+- float64 -> float32: IEEE rounding, overflow -> +-Inf (C99 Annex F); integer -> float: nearest.
+- same dtype: a memcpy. float16 (and string) are not supported here except as a same-type copy.
+"""
+from __future__ import annotations
+
+import numpy as np
+from onnx import helper
+
+from ..emit_c.cwriter import c_float, ctype
+from .base import Op, register
+from .loops import emit_map, numel
+
+_OK = {"float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+       "uint64", "bool"}
+
+
+def _to_dtype(to) -> np.dtype:
+    if isinstance(to, str):       # Cast-1 spelled the type as a string
+        to = getattr(helper.TensorProto, to.upper())
+    return np.dtype(helper.tensor_dtype_to_np_dtype(int(to)))
+
+
+def _wrap_helper(ctx, dt: np.dtype) -> str:
+    """uint64 bit pattern -> signed intN, modulo 2^N, without implementation-defined casts."""
+    bits = dt.itemsize * 8
+    ct = ctype(dt)
+    name = f"aicc_wrap_{ct}"
+    m = f"UINT64_C({(1 << bits) - 1})"
+    mask = "" if bits == 64 else f"    u &= {m};\n"
+    inv = "~u" if bits == 64 else f"(~u & {m})"
+    ctx.helper(name, f"/* low {bits} bits of u as a two's complement {ct} */\n"
+               f"static {ct} {name}(uint64_t u)\n{{\n{mask}"
+               f"    if (u < UINT64_C({1 << (bits - 1)})) return ({ct})u;\n"
+               f"    return ({ct})(-({ct}){inv} - 1);   /* u - 2^{bits}, in range */\n}}")
+    return name
+
+
+def _sat_helper(ctx, src: np.dtype, dst: np.dtype) -> str:
+    """float -> integer, truncating, saturating, NaN -> 0."""
+    sct, dct = ctype(src), ctype(dst)
+    name = f"aicc_sat_{sct}_{dct}"
+    info = np.iinfo(dst)
+    lo = c_float(float(info.min), src)
+    hi = c_float(float(info.max) + 1.0, src)     # 2^k: exact in float32 and float64
+    mn = f"INT{info.bits}_MIN" if info.min else "0"
+    mx = f"{'U' if not info.min else ''}INT{info.bits}_MAX"
+    ctx.helper(name, f"/* {sct} -> {dct}: truncate, saturate, NaN -> 0 */\n"
+               f"static {dct} {name}({sct} x)\n{{\n"
+               f"    if (x != x) return 0;\n"
+               f"    if (x <= {lo}) return {mn};\n"
+               f"    if (x >= {hi}) return {mx};\n"
+               f"    return ({dct})x;\n}}")
+    return name
+
+
+def cast_expr(ctx, src: np.dtype, dst: np.dtype, x: str) -> str:
+    """C expression converting the C expression ``x`` of dtype src to dtype dst."""
+    dct = ctype(dst)
+    if dst.kind == "b":
+        return f"(uint8_t)({x} != 0)"
+    if src.kind == "b" or dst.kind == "f":
+        return f"({dct}){x}"
+    if src.kind == "f":
+        return f"{_sat_helper(ctx, src, dst)}({x})"
+    # integer -> integer
+    if dst.kind == "u" or np.can_cast(src, dst, casting="safe"):
+        return f"({dct}){x}"
+    return f"{_wrap_helper(ctx, dst)}((uint64_t){x})"
+
+
+class _CastBase(Op):
+    def dst(self, node, g) -> np.dtype:
+        raise NotImplementedError
+
+    def check(self, node, g):
+        src, dst = g.dtype(node.inputs[0]), self.dst(node, g)
+        if src == dst and src.name == "float16":
+            return None
+        for dt in (src, dst):
+            if dt.name not in _OK:
+                return f"cast {src.name} -> {dst.name}: {dt.name} not supported"
+        return None
+
+    def emit(self, node, ctx):
+        src, dst = ctx.in_dtype(0), ctx.out_dtype(0)
+        n = numel(ctx.out_shape(0))
+        if n == 0:
+            ctx(f"(void){ctx.out[0]};  /* empty tensor */")
+            return
+        if src == dst:
+            ctx("/* Cast to the same dtype: a copy */")
+            ctx(f"memcpy({ctx.out[0]}, {ctx.inp[0]}, {n * src.itemsize}u);")
+            return
+        ctx(f"/* Cast {src.name} -> {dst.name} (see aicc/ops/cast.py for edge cases) */")
+        emit_map(ctx, n, lambda x: cast_expr(ctx, src, dst, x))
+
+
+@register("Cast", since=1)
+class Cast(_CastBase):
+    attrs = {"to": None, "saturate": 1}
+
+    def dst(self, node, g):
+        return _to_dtype(node.attrs["to"])
+
+
+@register("CastLike", since=15)
+class CastLike(_CastBase):
+    attrs = {"saturate": 1}
+
+    def dst(self, node, g):
+        return g.dtype(node.inputs[1])

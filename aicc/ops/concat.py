@@ -1,0 +1,38 @@
+"""Concat: each input is block-copied into its slab of the output along ``axis`` (negative
+axis counts from the end). After dim merging a copy is ``outer`` memcpys of one contiguous
+row per input (a single memcpy when axis is the first non-unit dim). Empty inputs are skipped.
+Dtype-agnostic; values (NaN included) are copied bit for bit.
+"""
+from __future__ import annotations
+
+from .base import Op, register
+from .loops import strides_of
+from .transpose import dtype_reason, emit_copy, empty_guard
+
+
+@register("Concat", since=1)
+class Concat(Op):
+    attrs = {"axis": None}
+
+    def check(self, node, g):
+        return dtype_reason(g, node.inputs)
+
+    def emit(self, node, ctx):
+        out_shape = ctx.out_shape(0)
+        r = len(out_shape)
+        axis = int(self.attr(node, "axis") if self.attr(node, "axis") is not None else 1)
+        axis = axis + r if axis < 0 else axis
+        if empty_guard(ctx):
+            return
+        ost = strides_of(out_shape)
+        ct = ctx.out_ctype(0)
+        off = 0
+        for k, name in enumerate(node.inputs):
+            if not name:
+                continue
+            shape = ctx.in_shape(k)
+            emit_copy(ctx, shape, ost, strides_of(shape), ct, in_var=ctx.inp[k],
+                      out_base=off * ost[axis],
+                      note=f"input {k} -> output[{off}:{off + shape[axis]}] along axis {axis}")
+            off += shape[axis]
+        assert off == out_shape[axis], (off, out_shape)

@@ -1,0 +1,249 @@
+"""Resize (opsets 10, 11, 13, 18, 19) and Upsample (7, 9): nearest and N-D linear.
+
+All coordinate arithmetic happens at compile time: for every resized output dim a table maps
+each output index to source offsets (nearest: one offset; linear: two offsets and two weights),
+computed in float32 exactly as onnxruntime does (same formulas and operation order, so
+nearest ties resolve identically). The C kernel walks the output once, adding table entries;
+dims with scale 1 are identity (as in onnxruntime) and adjacent identity dims are merged, so
+NCHW 2-D resizes become (N*C) x H x W loops. Linear mode interpolates over every resized dim
+(2^k source reads for k resized dims, k <= 4), clamping the source coordinate into the input
+like onnxruntime; it needs float data. Nearest works on any dtype (bit-exact copies).
+
+Scales must be compile-time constants; sizes only need a static output shape (the scale is
+out/in, or the keep_aspect_ratio_policy scale). Opset 10 Resize and Upsample use asymmetric
+coordinates and onnxruntime's legacy nearest rounding (floor when upsampling, ceil when
+downsampling). Not supported (check() says so): mode cubic, antialias, tf_crop_and_resize.
+NaN in the input propagates through linear weights (a NaN source poisons its neighbours).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import UnsupportedError
+from .base import Op, register
+from .loops import numel, strides_of
+from .reshape import runtime_input_reason
+from .transpose import _Nest, dtype_reason
+
+F = np.float32
+COORD_MODES = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+               "asymmetric", "tf_half_pixel_for_nn"}
+NEAREST_MODES = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}
+
+
+def original_coords(mode, out_len, in_len, scale):
+    """Source coordinate (float32) of every output index, per coordinate_transformation_mode."""
+    x = np.arange(out_len, dtype=F)
+    s, h = F(scale), F(0.5)
+    with np.errstate(all="ignore"):
+        if mode == "asymmetric":
+            return x / s
+        if mode == "tf_half_pixel_for_nn":
+            return (x + h) / s
+        if mode == "pytorch_half_pixel":
+            return (x + h) / s - h if out_len > 1 else np.zeros(out_len, F)
+        if mode == "align_corners":
+            if out_len == 1:
+                return np.zeros(1, F)
+            return x * F(in_len - 1) / F(out_len - 1)
+        if mode == "half_pixel_symmetric":           # onnxruntime mixes float and double here
+            adjustment = F(out_len) / (s * F(in_len))
+            offset = (F(in_len) / F(2)) * (F(1) - adjustment)
+            orig = np.float64(offset) + (x.astype(np.float64) + 0.5) / np.float64(s) - 0.5
+            return orig.astype(F)
+        return (x + h) / s - h                         # half_pixel
+
+
+def nearest_index(x, mode, scale, in_len):
+    x64 = x.astype(np.float64)
+    rnd = np.sign(x64) * np.floor(np.abs(x64) + 0.5)   # std::round: halves away from zero
+    if mode == "simple":
+        idx = np.ceil(x64) if scale < 1 else np.trunc(x64)
+    elif mode == "round_prefer_floor":
+        idx = np.where(x64 == np.trunc(x64) + 0.5, np.floor(x64), rnd)
+    elif mode == "round_prefer_ceil":
+        idx = rnd
+    elif mode == "floor":
+        idx = np.floor(x64)
+    else:
+        idx = np.ceil(x64)
+    return np.clip(idx, 0, in_len - 1).astype(np.int64)
+
+
+def linear_taps(x, in_len):
+    """(lo, hi, weight of lo, weight of hi) per output index, onnxruntime's clamping."""
+    v = np.minimum(np.maximum(x, F(0)), F(in_len - 1)).astype(F)
+    lo = np.minimum(v.astype(np.int64), in_len - 1)
+    hi = np.minimum(lo + 1, in_len - 1)
+    d1 = np.abs(v - lo.astype(F)).astype(F)
+    d2 = np.abs(v - hi.astype(F)).astype(F)
+    same = lo == hi
+    d1[same], d2[same] = F(0.5), F(0.5)
+    return lo, hi, d2, d1
+
+
+class _Resize(Op):
+    attrs = {"mode": "nearest", "coordinate_transformation_mode": "half_pixel",
+             "nearest_mode": "round_prefer_floor", "cubic_coeff_a": -0.75, "exclude_outside": 0,
+             "extrapolation_value": 0.0, "antialias": 0, "axes": None,
+             "keep_aspect_ratio_policy": "stretch", "scales": None}
+
+    def legacy(self, g) -> bool:
+        return self.op_type == "Upsample" or g.opset < 11
+
+    def check(self, node, g):
+        mode = self.attr(node, "mode")
+        legacy = self.legacy(g)
+        if mode == "cubic":
+            return "mode cubic not supported (nearest and linear are)"
+        if mode not in ("nearest", "linear") and not (legacy and mode == "bilinear"):
+            return f"mode {mode!r} not supported"
+        if not legacy:
+            ct = self.attr(node, "coordinate_transformation_mode")
+            if ct not in COORD_MODES:
+                return f"coordinate_transformation_mode {ct!r} not supported"
+            if mode == "nearest" and self.attr(node, "nearest_mode") not in NEAREST_MODES:
+                return f"nearest_mode {self.attr(node, 'nearest_mode')!r} not supported"
+            if self.attr(node, "antialias"):
+                return "antialias not supported"
+        if mode != "nearest" and g.dtype(node.inputs[0]).kind != "f":
+            return "linear mode needs float data"
+        if mode != "nearest" and g.dtype(node.inputs[0]).name == "float16":
+            return "linear mode on float16 not supported"
+        return (dtype_reason(g, node.inputs[:1])
+                or runtime_input_reason(node, g, (1,) if legacy else (2,), "scales input"))
+
+    def scales(self, node, ctx, shape, out):
+        """float32 scale per dim, as onnxruntime derives it."""
+        r = len(shape)
+        if self.op_type == "Upsample" and self.attr(node, "scales") is not None:
+            given = [float(s) for s in self.attr(node, "scales")]
+        else:
+            k = 1 if self.legacy(ctx.g) else 2
+            given = None
+            if ctx.has_input(k):
+                v = ctx.in_const(k)
+                if v is None:
+                    raise UnsupportedError(f"{node.op_type} {node.name}: scales input is not a "
+                                           "compile-time constant")
+                given = v.reshape(-1).tolist() if v.size else None
+        axes = self.attr(node, "axes") if not self.legacy(ctx.g) else None
+        axes = list(range(r)) if axes is None else [int(a) + r if int(a) < 0 else int(a)
+                                                    for a in axes]
+        sc = [F(1)] * r
+        if given is not None:
+            for a, s in zip(axes, given):
+                sc[a] = F(s)
+            return sc
+        policy = self.attr(node, "keep_aspect_ratio_policy")
+        if policy in ("not_larger", "not_smaller"):     # the requested sizes, not the output
+            v = ctx.in_const(3)
+            if v is None:
+                raise UnsupportedError(f"{node.op_type} {node.name}: keep_aspect_ratio_policy "
+                                       "needs constant sizes")
+            out = list(shape)
+            for a, z in zip(axes, v.reshape(-1).tolist()):
+                out[a] = int(z)
+        for a in axes:
+            sc[a] = F(out[a]) / F(shape[a]) if shape[a] else F(1)
+        if policy in ("not_larger", "not_smaller") and axes:
+            s = (min if policy == "not_larger" else max)(sc[a] for a in axes)
+            for a in axes:
+                sc[a] = s
+        return sc
+
+    def emit(self, node, ctx):
+        shape, out = ctx.in_shape(0), ctx.out_shape(0)
+        r = len(shape)
+        if numel(out) == 0:
+            ctx(f"(void){ctx.out[0]};  /* empty output */")
+            return
+        if numel(shape) == 0:
+            raise UnsupportedError(f"{node.op_type} {node.name}: empty input, non-empty output")
+        legacy = self.legacy(ctx.g)
+        linear = self.attr(node, "mode") != "nearest"
+        coord = "asymmetric" if legacy else self.attr(node, "coordinate_transformation_mode")
+        near = "simple" if legacy else self.attr(node, "nearest_mode")
+        sc = self.scales(node, ctx, shape, out)
+        ist = strides_of(shape)
+        dt = ctx.out_dtype(0)
+        wdt = np.float64 if dt == np.float64 else np.float32
+        # per output dim: ("id", stride) | ("near", table) | ("lin", lo, hi, wlo, whi)
+        plan = []
+        for d in range(r):
+            if sc[d] == F(1) and out[d] == shape[d]:
+                if plan and plan[-1][0] == "id":
+                    plan[-1] = ("id", ist[d], plan[-1][2] * out[d])
+                else:
+                    plan.append(("id", ist[d], out[d]))
+                continue
+            x = original_coords(coord, out[d], shape[d], sc[d])
+            if linear:
+                lo, hi, wl, wh = linear_taps(x, shape[d])
+                plan.append(("lin", lo * ist[d], hi * ist[d], wl.astype(wdt), wh.astype(wdt)))
+            else:
+                plan.append(("near", nearest_index(x, near, sc[d], shape[d]) * ist[d]))
+        k = sum(p[0] == "lin" for p in plan)
+        if k > 4:
+            raise UnsupportedError(f"{node.op_type} {node.name}: linear over {k} dims (max 4)")
+        itype = np.uint32 if numel(shape) < 2 ** 32 else np.uint64
+        what = "linear" if linear else f"nearest ({near})"
+        ctx(f"/* {node.op_type} {what}, {coord}: scales [{', '.join(str(s) for s in sc)}]; "
+            "per-dim source tables */")
+        ctx("size_t o = 0;")
+        corners = ["0u"]
+        lerps = []                          # (wlo var, whi var) per lin level
+        tables: dict = {}
+
+        def table(arr, hint):               # one weights entry per distinct table
+            key = (arr.dtype.str, arr.tobytes())
+            if key not in tables:
+                tables[key] = ctx.const(arr, hint=hint)
+            return tables[key]
+        with _Nest(ctx.w) as nest:
+            for d, p in enumerate(plan):
+                n = p[2] if p[0] == "id" else len(p[1])
+                nest.open(f"for (size_t i{d} = 0; i{d} < {n}u; ++i{d})")
+                if p[0] == "id":
+                    adds = [[f"i{d}" + (f" * {p[1]}u" if p[1] != 1 else "")]]
+                elif p[0] == "near":
+                    t = table(p[1].astype(itype), f"near{d}_")
+                    adds = [[f"{t}[i{d}]"]]
+                else:
+                    tl = table(p[1].astype(itype), f"lo{d}_")
+                    th = table(p[2].astype(itype), f"hi{d}_")
+                    wl = table(p[3], f"wlo{d}_")
+                    wh = table(p[4], f"whi{d}_")
+                    ctx(f"const {ctx.out_ctype(0)} a{d} = {wl}[i{d}], b{d} = {wh}[i{d}];")
+                    lerps.append((f"a{d}", f"b{d}"))
+                    adds = [[f"{tl}[i{d}]", f"{th}[i{d}]"]]
+                new = []
+                for c in corners:
+                    for a in adds[0]:
+                        new.append(a if c == "0u" else f"{c} + {a}")
+                names = []
+                for j, e in enumerate(new):
+                    v = f"q{d}_{j}" if len(new) > 1 else f"q{d}"
+                    ctx(f"const size_t {v} = {e};")
+                    names.append(v)
+                corners = names
+
+            def expr(level, c):
+                if level == len(lerps):
+                    return f"{ctx.inp[0]}[{corners[c]}]"
+                a, b = lerps[level]
+                lo, hi = expr(level + 1, 2 * c), expr(level + 1, 2 * c + 1)
+                if level + 1 < len(lerps):
+                    lo, hi = f"({lo})", f"({hi})"
+                return f"{a} * {lo} + {b} * {hi}"
+            ctx(f"{ctx.out[0]}[o++] = {expr(0, 0)};")
+
+
+@register("Resize", since=10)
+class Resize(_Resize):
+    pass
+
+
+@register("Upsample", since=1)
+class Upsample(_Resize):
+    pass

@@ -1,0 +1,168 @@
+"""Transpose, and the strided-copy loop nest shared by the data-movement ops.
+
+``emit_copy`` copies a strided box: for every index vector ``i`` over ``dims``,
+``out[out_base + i . out_strides] = in[in_base + i . in_strides]`` (element units; input
+strides may be negative (Slice with negative steps) or zero (Expand, Tile broadcast)). Size-1
+dims are dropped and adjacent dims that stay adjacent in both tensors are merged, so most
+copies become one or two loops; a run contiguous in both tensors becomes one memcpy, and a
+2-D transposition whose source is strided in the innermost dim is tiled for locality.
+
+Data movement is dtype-agnostic (elements are copied by their C type, bool as uint8_t, float16
+as its uint16_t bits); NaN payloads are preserved bit for bit. Nothing here reads out of
+bounds: all offsets are computed at compile time from static shapes.
+"""
+from __future__ import annotations
+
+from ..emit_c.cwriter import C_TYPES
+from .base import Op, register
+from .loops import numel, strides_of
+
+TILE = 16           # tile edge of the blocked 2-D transposition (elements)
+
+
+def dtype_reason(g, names) -> str | None:
+    """Why these tensors cannot be moved by C code (None when every dtype has a C type)."""
+    for n in names:
+        if n:
+            dt = g.dtype(n)
+            if dt.name not in C_TYPES:
+                return f"dtype {dt.name} not supported"
+    return None
+
+
+def collapse_strided(dims, strides_list):
+    """Drop size-1 dims and merge dim d into d+1 when every stride list has
+    s[d] == s[d+1] * dims[d+1]. Returns (dims, [strides per list])."""
+    keep = [d for d in range(len(dims)) if dims[d] != 1]
+    nd, ns = [], [[] for _ in strides_list]
+    for d in keep:
+        if nd and all(s[-1] == st[d] * dims[d] for s, st in zip(ns, strides_list)):
+            nd[-1] *= dims[d]
+            for s, st in zip(ns, strides_list):
+                s[-1] = st[d]
+        else:
+            nd.append(int(dims[d]))
+            for s, st in zip(ns, strides_list):
+                s.append(int(st[d]))
+    return nd, ns
+
+
+def _term(var, stride):
+    if stride == 0:
+        return ""
+    mul = "" if abs(stride) == 1 else f" * {abs(stride)}u"
+    return f" {'+' if stride > 0 else '-'} {var}{mul}"
+
+
+def emit_copy(ctx, dims, out_strides, in_strides, ct, out_var=None, in_var=None,
+              out_base: int = 0, in_base: int = 0, note: str = "") -> None:
+    """Emit the loop nest of a strided box copy (see the module docstring)."""
+    w = ctx.w
+    out_var = out_var or ctx.out[0]
+    in_var = in_var or ctx.inp[0]
+    if numel(dims) == 0:
+        w(f"(void){out_var};  /* empty box: nothing to copy */")
+        return
+    dims, (os_, is_) = collapse_strided(list(dims), [list(out_strides), list(in_strides)])
+    if note:
+        w(f"/* {note} */")
+    if not dims:
+        w(f"{out_var}[{out_base}u] = {in_var}[{in_base}u];")
+        return
+    n = len(dims)
+    # blocked transposition: innermost source stride is not 1 but another dim reads contiguously
+    tile = None
+    if n >= 2 and abs(is_[-1]) != 1 and os_[-1] == 1:
+        cand = [d for d in range(n - 1) if is_[d] == 1]
+        if cand and dims[cand[0]] >= 2 * TILE and dims[-1] >= 2 * TILE:
+            tile = cand[0]
+    with _Nest(w) as nest:
+        ob, ib = f"{out_base}u", f"{in_base}u"
+        for d in [d for d in range(n - 1) if d != tile]:
+            nest.open(f"for (size_t i{d} = 0; i{d} < {dims[d]}u; ++i{d})")
+            ob = _offset(w, f"oo{d}", ob, f"i{d}", os_[d])
+            ib = _offset(w, f"io{d}", ib, f"i{d}", is_[d])
+        last = n - 1
+        if tile is not None:
+            a, b = tile, last
+            nest.open(f"for (size_t t{a} = 0; t{a} < {dims[a]}u; t{a} += {TILE}u)")
+            nest.open(f"for (size_t t{b} = 0; t{b} < {dims[b]}u; t{b} += {TILE}u)")
+            w(f"const size_t e{a} = t{a} + {TILE}u < {dims[a]}u ? t{a} + {TILE}u : {dims[a]}u;")
+            w(f"const size_t e{b} = t{b} + {TILE}u < {dims[b]}u ? t{b} + {TILE}u : {dims[b]}u;")
+            nest.open(f"for (size_t i{a} = t{a}; i{a} < e{a}; ++i{a})")
+            nest.open(f"for (size_t i{b} = t{b}; i{b} < e{b}; ++i{b})")
+            w(f"{out_var}[{_cat(ob, f'i{a}', os_[a], f'i{b}', os_[b])}] = "
+              f"{in_var}[{_cat(ib, f'i{a}', is_[a], f'i{b}', is_[b])}];")
+        elif os_[last] == 1 and is_[last] == 1 and dims[last] > 1:
+            w(f"memcpy({out_var} + {ob}, {in_var} + {ib}, {dims[last]}u * sizeof({ct}));")
+        else:
+            nest.open(f"for (size_t i{last} = 0; i{last} < {dims[last]}u; ++i{last})")
+            w(f"{out_var}[{_cat(ob, f'i{last}', os_[last])}] = "
+              f"{in_var}[{_cat(ib, f'i{last}', is_[last])}];")
+
+
+def _cat(base, *pairs):
+    """C index ``base +- i * |s| ...`` for (i, s) pairs, without a leading ``0u +``."""
+    e = base + "".join(_term(pairs[k], pairs[k + 1]) for k in range(0, len(pairs), 2))
+    return e[5:] if e.startswith("0u + ") else e
+
+
+def _offset(w, var, base, i, stride):
+    """Declare ``var = base +- i * |stride|`` (skipped for stride 0); returns the name."""
+    if stride == 0:
+        return base
+    w(f"const size_t {var} = {_cat(base, i, stride)};")
+    return var
+
+
+class _Nest:
+    """Opens braces on demand and closes them all at exit."""
+
+    def __init__(self, w):
+        self.w, self.depth = w, 0
+
+    def open(self, head):
+        self.w(head + " {")
+        self.w.level += 1
+        self.depth += 1
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for _ in range(self.depth):
+            self.w.level -= 1
+            self.w("}")
+
+
+def emit_gather_copy(ctx, out_shape, in_strides, in_base=0, note="") -> None:
+    """Contiguous output filled from the input through per-output-dim strides."""
+    emit_copy(ctx, out_shape, strides_of(out_shape), in_strides, ctx.out_ctype(0),
+              in_base=in_base, note=note)
+
+
+def empty_guard(ctx) -> bool:
+    """For an empty output: mark the output pointer used and return True."""
+    if numel(ctx.out_shape(0)) == 0:
+        ctx(f"(void){ctx.out[0]};  /* empty output */")
+        return True
+    return False
+
+
+@register("Transpose", since=1)
+class Transpose(Op):
+    attrs = {"perm": None}
+
+    def check(self, node, g):
+        return dtype_reason(g, node.inputs)
+
+    def emit(self, node, ctx):
+        shape = ctx.in_shape(0)
+        r = len(shape)
+        perm = self.attr(node, "perm")
+        perm = list(reversed(range(r))) if perm is None else [int(p) % r if r else 0 for p in perm]
+        if empty_guard(ctx):
+            return
+        st = strides_of(shape)
+        emit_gather_copy(ctx, ctx.out_shape(0), [st[p] for p in perm],
+                         note=f"Transpose perm={perm}: output-order loops, input read strided")
