@@ -1,0 +1,179 @@
+"""Conv (1-D, 2-D, 3-D; float32 and float64): groups, depthwise, strides, dilations,
+explicit pads and auto_pad, optional bias, fused activation epilogue (``aicc_act``).
+
+The weights must be a compile-time constant (they are packed for the GEMM kernel); the bias
+may be a constant or a run-time tensor. Kernels (C text in conv_kernels.py): depthwise and
+single-output-channel groups use the direct row kernel, everything else im2col + GEMM (1x1
+stride-1 unpadded convs gather with a plain copy).
+
+auto_pad SAME_UPPER/SAME_LOWER follow onnxruntime: total padding
+max(0, (ceil(in/stride) - 1) * stride + (k - 1) * dilation + 1 - in), the odd element at the
+end (UPPER) or the beginning (LOWER).
+
+NaN/Inf: IEEE arithmetic, no -ffast-math; a NaN or Inf in a receptive field propagates to
+the outputs it reaches (including 0 * Inf = NaN for zero weights, as in onnxruntime).
+Summation order differs from onnxruntime, so results agree to rounding, not bit-exactly.
+"""
+from __future__ import annotations
+
+from .activations import apply_epilogue, unfused
+from .base import Op, register
+from .conv_kernels import (AXPY, DIRECT, GEMM, IM2COL, PACK8, TILE, act_check, epilogue,
+                           pack_weights, params_c, suffix, tile_size, use)
+from .loops import numel
+from .reference import run_onnx_reference
+
+AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
+FLOATS = ("float32", "float64")
+
+
+def ints(v, n, default) -> list:
+    """An int-list attribute of length n (default repeated when absent)."""
+    if v is None or len(v) == 0:
+        return [default] * n
+    return [int(a) for a in v]
+
+
+def same_pads(in_sz, k, s, d, mode) -> tuple:
+    """(begin, end) padding of auto_pad SAME_UPPER/SAME_LOWER (output = ceil(in / s))."""
+    out = -(-in_sz // s)
+    total = max(0, (out - 1) * s + (k - 1) * d + 1 - in_sz)
+    small, big = total // 2, total - total // 2
+    return (small, big) if mode == "SAME_UPPER" else (big, small)
+
+
+class ConvGeometry:
+    """Spatial attributes of a Conv node resolved against its input and weight shapes."""
+
+    def __init__(self, op, node, x_shape, w_shape):
+        r = len(x_shape) - 2
+        if r < 1 or r > 3:
+            raise ValueError(f"rank {len(x_shape)} input (1-D, 2-D and 3-D convs only)")
+        if len(w_shape) != r + 2:
+            raise ValueError(f"weights of rank {len(w_shape)} for a rank {r + 2} input")
+        self.group = int(op.attr(node, "group"))
+        self.batch, self.cin = int(x_shape[0]), int(x_shape[1])
+        self.cout = int(w_shape[0])
+        self.k = [int(d) for d in w_shape[2:]]
+        ks = op.attr(node, "kernel_shape")
+        if ks is not None and len(ks) and [int(v) for v in ks] != self.k:
+            raise ValueError(f"kernel_shape {list(ks)} does not match weights {self.k}")
+        if self.group < 1 or self.cin % self.group or self.cout % self.group:
+            raise ValueError(f"group {self.group} does not divide channels {self.cin}->{self.cout}")
+        if int(w_shape[1]) * self.group != self.cin:
+            raise ValueError(f"weights have {w_shape[1]} input channels per group, "
+                             f"input has {self.cin} channels in {self.group} groups")
+        self.cin_g, self.cout_g = self.cin // self.group, self.cout // self.group
+        self.stride = ints(op.attr(node, "strides"), r, 1)
+        self.dil = ints(op.attr(node, "dilations"), r, 1)
+        self.inp = [int(d) for d in x_shape[2:]]
+        mode = op.attr(node, "auto_pad") or "NOTSET"
+        if mode not in AUTO_PADS:
+            raise ValueError(f"auto_pad {mode!r}")
+        if min(self.stride + self.dil + self.k) < 1:
+            raise ValueError("strides, dilations and kernel sizes must be positive")
+        if mode in ("SAME_UPPER", "SAME_LOWER"):
+            be = [same_pads(i, k, s, d, mode)
+                  for i, k, s, d in zip(self.inp, self.k, self.stride, self.dil)]
+            self.pad, self.pad_end = [b for b, _ in be], [e for _, e in be]
+        elif mode == "VALID":
+            self.pad, self.pad_end = [0] * r, [0] * r
+        else:
+            pads = ints(op.attr(node, "pads"), 2 * r, 0)
+            if len(pads) != 2 * r or min(pads) < 0:
+                raise ValueError(f"pads {pads} (need {2 * r} non-negative values)")
+            self.pad, self.pad_end = pads[:r], pads[r:]
+        self.out = [(i + b + e - (k - 1) * d - 1) // s + 1 for i, b, e, k, d, s in
+                    zip(self.inp, self.pad, self.pad_end, self.k, self.dil, self.stride)]
+        if min(self.out) < 1:
+            raise ValueError(f"empty output (spatial size {self.out})")
+
+    def params(self, tile=0) -> str:
+        return params_c(batch=self.batch, group=self.group, cin_g=self.cin_g,
+                        cout_g=self.cout_g, inp=self.inp, out=self.out, k=self.k,
+                        stride=self.stride, dil=self.dil, pad=self.pad, pad_end=self.pad_end,
+                        tile=tile)
+
+    def describe(self) -> str:
+        k = "x".join(map(str, self.k))
+        parts = [f"{k} kernel"]
+        if set(self.stride) != {1}:
+            parts.append("stride " + "x".join(map(str, self.stride)))
+        if set(self.dil) != {1}:
+            parts.append("dilation " + "x".join(map(str, self.dil)))
+        if any(self.pad) or any(self.pad_end):
+            parts.append(f"pads {self.pad + self.pad_end}")
+        if self.group > 1:
+            parts.append(f"{self.group} groups")
+        return ", ".join(parts)
+
+
+def static_shapes(g, names):
+    ts = [g.type_of(n) for n in names]
+    return None if not all(t.is_static for t in ts) else [tuple(int(d) for d in t.shape) for t in ts]
+
+
+@register("Conv", since=1)
+class Conv(Op):
+    attrs = {"auto_pad": "NOTSET", "dilations": None, "group": 1, "kernel_shape": None,
+             "pads": None, "strides": None}
+
+    def check(self, node, g):
+        dt = g.dtype(node.inputs[0])
+        if dt.name not in FLOATS:
+            return f"dtype {dt.name} not supported (float32, float64)"
+        if g.const(node.inputs[1]) is None:
+            return "weights (input 1) must be a constant initializer"
+        reason = act_check(node, dt)
+        if reason:
+            return reason
+        shapes = static_shapes(g, [node.inputs[0], node.inputs[1], node.outputs[0]])
+        if shapes is None:
+            return None                     # lower() reports non-static shapes
+        x, w, y = shapes
+        try:
+            geo = ConvGeometry(self, node, x, w)
+        except ValueError as e:
+            return str(e)
+        if self._has_bias(node) and tuple(g.shape(node.inputs[2])) != (geo.cout,):
+            return f"bias shape {list(g.shape(node.inputs[2]))}, expected [{geo.cout}]"
+        want = (geo.batch, geo.cout, *geo.out)
+        if y != want:
+            return f"output shape {list(y)} disagrees with the attributes ({list(want)})"
+        return None
+
+    @staticmethod
+    def _has_bias(node):
+        return len(node.inputs) > 2 and bool(node.inputs[2])
+
+    def reference(self, node, g, inputs):
+        y = run_onnx_reference(unfused(node), g, inputs)[0]
+        return [apply_epilogue(node, y)]
+
+    def emit(self, node, ctx):
+        x, w = ctx.in_shape(0), ctx.in_shape(1)
+        geo = ConvGeometry(self, node, x, w)
+        dt = ctx.out_dtype(0)
+        sfx = suffix(dt)
+        if numel(ctx.out_shape(0)) == 0:
+            ctx("/* empty output: nothing to compute */")
+            return
+        ep = epilogue(ctx, node, dt)
+        bias = ctx.inp[2] if self._has_bias(node) else "NULL"
+        K = geo.cin_g * numel(geo.k)
+        if geo.cin_g == 1 or geo.cout_g == 1:
+            use(ctx, dt, AXPY, DIRECT)
+            kind = "depthwise" if geo.cin_g == 1 else "one output channel per group"
+            ctx(f"/* Conv {geo.describe()} ({kind}): direct row kernel */")
+            ctx(geo.params())
+            ctx(f"aicc_conv_direct{sfx}(&prm, {ctx.inp[0]}, {ctx.inp[1]}, {bias}, "
+                f"{ctx.out[0]}, {ep});")
+            return
+        use(ctx, dt, PACK8, IM2COL, TILE, GEMM)
+        P = numel(geo.out)
+        tile = tile_size(K, P)
+        wp = ctx.const(pack_weights(ctx.in_const(1), geo.group), "wpack")
+        col = ctx.scratch(tile * K * dt.itemsize, ctx.out_ctype(0), "col")
+        ctx(f"/* Conv {geo.describe()}: im2col tiles of {tile} positions x K={K} + GEMM */")
+        ctx(geo.params(tile))
+        ctx(f"aicc_conv_gemm{sfx}(&prm, {ctx.inp[0]}, {wp}, {bias}, {ctx.out[0]}, {col}, {ep});")
