@@ -58,7 +58,9 @@ class StepContext:
 
     # -- additions ---------------------------------------------------------------
     def helper(self, name: str, code: str) -> str:
-        """Register a shared static C function (emitted once per bundle); returns name."""
+        """Register a shared static C function (emitted once per bundle); returns name.
+        Helpers are emitted sorted by name, before all steps: a helper that calls another
+        must sort after it (e.g. "conv.1.kernel" after "conv.0.util")."""
         prev = self._helpers.get(name)
         if prev is not None and prev != code:
             raise AssertionError(f"helper {name} defined twice with different code")
