@@ -11,7 +11,7 @@ DEMO_OUT    := build/demo
 DEMO_TARGET := $(shell grep -qw avx2 /proc/cpuinfo 2>/dev/null && grep -qw fma /proc/cpuinfo && echo x86-avx2 || echo generic)
 STRICT := -O2 -std=c99 -Wall -Wextra -pedantic -Wshadow -Werror
 
-.PHONY: setup demo test test-fast clean toolchain golden
+.PHONY: setup demo test clean toolchain golden conformance
 
 setup: $(STAMP) toolchain
 
@@ -46,6 +46,11 @@ test: setup
 # regenerate tests/golden/*/ from the model builders (expected outputs come from onnxruntime)
 golden: setup
 	$(BIN)/python -m tests.golden.regenerate
+
+# the ONNX backend node cases and light models; writes docs/CONFORMANCE.md and the allowlist
+# tests/conformance_passing.txt that `make test` replays
+conformance: setup
+	$(BIN)/python -m tools.conformance -j $(JOBS)
 
 clean:
 	rm -rf build

@@ -22,9 +22,11 @@ is only needed here, never at test time.  The script:
 * checks every export with onnx.checker and compares onnxruntime against
   torch,
 * writes files over 1 MB as structure-only ``<name>_<exporter>.struct.onnx``
-  (see fixtures.py), materializes them again and checks that onnxruntime
-  gives finite outputs,
-* rewrites README.md with a table of the fixtures.
+  (see fixtures.py: per-output-channel fill statistics for weights,
+  per-tensor for 1-D tensors), materializes them again, checks that
+  onnxruntime gives finite outputs and prints the output range next to the
+  range of the real (unstripped) export on the same seeded input,
+* rewrites README.md with a table of the fixtures and of those ranges.
 
 The output is deterministic: rerunning produces byte-identical files.
 """
@@ -509,12 +511,17 @@ def main() -> int:
             y = run_ort(mm, xin)
             if not np.isfinite(y).all():
                 raise RuntimeError(f"{tag}: non-finite outputs after materialize")
+            y_real = run_ort(m, xin)  # the real export on the same input
             print(f"[ok] {out.name:36s} {kind:14s} opset {opset_of(m):2d} "
                   f"{len(data)/1024:8.1f} KiB (full {full_size/1024:8.1f} KiB) "
-                  f"torch-err {err:.2e}  out{list(y.shape)} range [{y.min():.4g}, {y.max():.4g}] std {y.std():.4g}")
+                  f"torch-err {err:.2e}  out{list(y.shape)} range [{y.min():.4g}, {y.max():.4g}] std {y.std():.4g}"
+                  + ("" if kind == "complete" else
+                     f"  (real: range [{y_real.min():.4g}, {y_real.max():.4g}] std {y_real.std():.4g})"))
             rows.append(dict(name=name, exporter=exp, file=out.name, opset=opset_of(m),
                              shape=list(shape), ops=op_counts(m), size=len(data),
                              full_size=full_size, kind=kind,
+                             real_range=(float(y_real.min()), float(y_real.max()), float(y_real.std())),
+                             mat_range=(float(y.min()), float(y.max()), float(y.std())),
                              sha=hashlib.sha256(data).hexdigest()[:12]))
     if not only:
         write_readme(rows, failures)
@@ -539,12 +546,27 @@ def write_readme(rows, failures):
              "path = load_fixture(\"resnet18\", \"dynamo\")   # path to a complete, runnable .onnx\n```\n")
     L.append("Exports over 1 MB are committed *structure-only* (`*.struct.onnx`): each float "
              "tensor with more than 64 elements has its data removed and a JSON fill recipe "
-             "in its `doc_string` "
-             "(`{\"aicc_fill\": \"normal\", \"seed\": crc32(name), \"mean\", \"std\", \"min\", \"max\"}` "
-             "taken from the real values). `fixtures.materialize()` / `load_fixture()` fill them with "
-             "`np.random.default_rng(seed).normal(mean, std, dims).clip(min, max)` (float32), "
-             "which keeps each tensor's scale, so outputs are finite and sanely scaled but not "
-             "those of the exported torch model. Complete fixtures are bit-exact exports; "
+             "in its `doc_string`, with statistics taken from the real values and "
+             "`seed = crc32(tensor name)`. `fixtures.materialize()` / `load_fixture()` fill them "
+             "(float32) as follows:\n")
+    L.append("- 1-D tensors (biases, BatchNormalization parameters): per-tensor "
+             "`{\"aicc_fill\": \"normal\", \"seed\", \"mean\", \"std\", \"min\", \"max\"}`, "
+             "filled with `np.random.default_rng(seed).normal(mean, std, dims).clip(min, max)`.")
+    L.append("- Tensors with ndim >= 2 (Conv/ConvTranspose/Gemm/MatMul weights): per-output-channel "
+             "`{\"aicc_fill\": \"normal_per_axis\", \"seed\", \"axis\", \"mean\": [...], \"std\": [...], "
+             "\"min\": [...], \"max\": [...]}` with one entry (7 significant digits) per index `i` of "
+             "`axis`; `z = np.random.default_rng(seed).standard_normal(dims)` is standardized per "
+             "slice along `axis` (sample mean 0, std 1) and slice `i` is `mean[i] + std[i] * z` "
+             "clipped to `[min[i], max[i]]`, so each slice has exactly its recorded mean and std "
+             "(an exact mean matters: otherwise the folded biases stop cancelling the channel "
+             "means and activations grow with depth). `axis` is the output-channel "
+             "axis of the consuming node: 0 for Conv `W` [Cout, Cin/g, k...] and Gemm `B` with "
+             "transB=1, 1 for ConvTranspose `W` [Cin, Cout/g, k...] and Gemm `B` with transB=0, "
+             "last for MatMul `B`, else 0. This keeps the per-channel scale and mean that Conv+BN "
+             "folding bakes into the weights, so activations and outputs keep roughly the magnitude of the "
+             "real model (see the table below).\n")
+    L.append("Outputs of materialized models are finite and realistically scaled but not those of "
+             "the exported torch model. Complete fixtures are bit-exact exports; "
              "torch outputs for them matched onnxruntime at export time. "
              "Structure-only files do not pass `onnx.checker` or load in onnxruntime until "
              "materialized.\n")
@@ -564,6 +586,17 @@ def write_readme(rows, failures):
         L.append(f"| {r['name']} | {r['exporter']} | `{r['file']}` | {r['opset']} | "
                  f"{'x'.join(map(str, r['shape']))} | {size} | {r['kind']} | {ops} |")
     L.append("")
+    struct_rows = [r for r in rows if r["kind"] != "complete"]
+    if struct_rows:
+        L.append("Output range (min, max, std) under onnxruntime for a seeded standard-normal input "
+                 "(`np.random.default_rng(crc32(model name)).standard_normal(shape)`): the real "
+                 "export vs the materialized structure-only file.\n")
+        L.append("| file | real export | materialized |")
+        L.append("|---|---|---|")
+        fmt = lambda t: f"[{t[0]:.3g}, {t[1]:.3g}], std {t[2]:.3g}"  # noqa: E731
+        for r in struct_rows:
+            L.append(f"| `{r['file']}` | {fmt(r['real_range'])} | {fmt(r['mat_range'])} |")
+        L.append("")
     for exp in EXPORTERS:
         allops = sorted({k for r in rows if r["exporter"] == exp for k in r["ops"]})
         L.append(f"All op types, `{exp}`: {', '.join(allops)}\n")

@@ -4,18 +4,41 @@ Fixtures live next to this file as ``<name>_<exporter>.onnx`` (complete model)
 or ``<name>_<exporter>.struct.onnx`` ("structure-only": every float
 initializer with more than ``STRIP_MIN_ELEMS`` elements has had its data
 removed and replaced by a deterministic fill recipe, JSON in the tensor's
-``doc_string``)::
+``doc_string``).  Two recipe forms exist:
+
+* 1-D tensors (biases, BatchNormalization parameters), per-tensor statistics::
 
     {"aicc_fill": "normal", "seed": <crc32 of the name>, "mean": m, "std": s,
      "min": lo, "max": hi}
 
+  filled with ``np.random.default_rng(seed).normal(mean, std, dims)``
+  clipped to ``[min, max]``.
+
+* tensors with ndim >= 2 (Conv/ConvTranspose/Gemm/MatMul weights),
+  per-output-channel statistics::
+
+    {"aicc_fill": "normal_per_axis", "seed": <crc32 of the name>, "axis": k,
+     "mean": [m_0, ...], "std": [s_0, ...], "min": [lo_0, ...], "max": [hi_0, ...]}
+
+  one list entry per index ``i`` of axis ``k`` (rounded to 7 significant
+  digits).  ``z = np.random.default_rng(seed).standard_normal(dims)`` is
+  standardized per slice along ``k`` (sample mean 0, sample std 1; all zero
+  for a constant slice), and slice ``i`` is ``mean[i] + std[i] * z`` clipped
+  to ``[min[i], max[i]]``, so each slice has (before clipping) exactly its
+  recorded mean and std.
+  ``k`` is the output-channel axis of the consuming node: 0 for Conv weights
+  ``[Cout, Cin/g, ...]`` and Gemm ``B`` with ``transB=1``, 1 for
+  ConvTranspose weights ``[Cin, Cout/g, ...]`` and Gemm ``B`` with
+  ``transB=0``, ``ndim-1`` for MatMul ``B`` (``ndim-2`` for MatMul ``A``),
+  0 otherwise.  This keeps the per-channel scale and mean that the
+  exporters' Conv+BN folding bakes into each output channel, so activations
+  and outputs keep roughly the magnitude of the real model.
+
 ``materialize`` turns a structure-only file back into a runnable model by
-filling each stripped tensor with
-``np.random.default_rng(seed).normal(mean, std, dims).clip(min, max)``
-as float32.  The values are random but keep each tensor's scale, so the
-network produces finite, sanely scaled outputs.
-A structure-only file itself fails ``onnx.checker`` (tensors without data);
-materialize it first.
+filling each stripped tensor as above (float32).  The values are random, so
+outputs are not those of the exported torch model, but they are finite and
+sanely scaled.  A structure-only file itself fails ``onnx.checker`` (tensors
+without data); materialize it first.
 
 Typical use from a test::
 
@@ -53,6 +76,8 @@ FIXTURE_DIR = Path(__file__).resolve().parent
 EXPORTERS = ("ts", "dynamo", "tsbn")  # tsbn: TorchScript with BatchNormalization kept
 STRIP_MIN_ELEMS = 64  # float tensors with more elements than this get stripped
 FILL_KEY = "aicc_fill"
+FILL_NORMAL = "normal"  # per-tensor statistics (1-D tensors)
+FILL_PER_AXIS = "normal_per_axis"  # per-slice statistics along "axis" (ndim >= 2)
 STRUCT_SUFFIX = ".struct.onnx"
 
 _FLOAT_TYPES = {TensorProto.FLOAT: np.float32}
@@ -122,11 +147,70 @@ def is_structure_only(model: onnx.ModelProto) -> bool:
 # Stripping (used by export_torch.py) and materializing
 # --------------------------------------------------------------------------
 
+def _iter_named_tensors(graph: onnx.GraphProto):
+    """(tensor, value name) for initializers and Constant-node tensors of a
+    graph and its subgraphs (same order as ``_iter_tensors``)."""
+    for t in graph.initializer:
+        yield t, t.name
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.TENSOR:
+                yield attr.t, (node.output[0] if node.op_type == "Constant" and node.output else attr.t.name)
+            elif attr.type == onnx.AttributeProto.GRAPH:
+                yield from _iter_named_tensors(attr.g)
+            elif attr.type == onnx.AttributeProto.GRAPHS:
+                for g in attr.graphs:
+                    yield from _iter_named_tensors(g)
+
+
+def _channel_axes(graph: onnx.GraphProto, out: dict | None = None) -> dict:
+    """value name -> (op_type, input index, attrs) of its first consumer."""
+    out = {} if out is None else out
+    for node in graph.node:
+        attrs = {a.name: a.i for a in node.attribute if a.type == onnx.AttributeProto.INT}
+        for i, x in enumerate(node.input):
+            if x and x not in out:
+                out[x] = (node.op_type if node.domain in ("", "ai.onnx") else None, i, attrs)
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                _channel_axes(attr.g, out)
+            elif attr.type == onnx.AttributeProto.GRAPHS:
+                for g in attr.graphs:
+                    _channel_axes(g, out)
+    return out
+
+
+def _output_axis(consumer, ndim: int) -> int:
+    """Output-channel axis of a weight with ``ndim`` >= 2 dims, given how it
+    is consumed (see the module docstring)."""
+    if consumer is None:
+        return 0
+    op, idx, attrs = consumer
+    if op == "Conv" and idx == 1:
+        return 0
+    if op == "ConvTranspose" and idx == 1:
+        return 1
+    if op == "Gemm" and ndim == 2:
+        if idx == 1:
+            return 0 if attrs.get("transB", 0) else 1
+        if idx == 0:
+            return 1 if attrs.get("transA", 0) else 0
+    if op == "MatMul":
+        return ndim - 1 if idx == 1 else ndim - 2
+    return 0
+
+
+def _r7(x) -> float:
+    """Round to 7 significant digits (about float32 precision, short JSON)."""
+    return float(f"{float(x):.7g}")
+
+
 def strip_model(model: onnx.ModelProto, min_elems: int = STRIP_MIN_ELEMS) -> onnx.ModelProto:
     """Return a copy with large float tensors replaced by fill recipes."""
     m = onnx.ModelProto()
     m.CopyFrom(model)
-    for idx, t in enumerate(_iter_tensors(m.graph)):
+    consumers = _channel_axes(m.graph)
+    for idx, (t, vname) in enumerate(_iter_named_tensors(m.graph)):
         if t.data_type not in _FLOAT_TYPES or t.data_location == TensorProto.EXTERNAL:
             continue
         n = int(np.prod(t.dims)) if len(t.dims) else 1
@@ -134,26 +218,66 @@ def strip_model(model: onnx.ModelProto, min_elems: int = STRIP_MIN_ELEMS) -> onn
             continue
         a = numpy_helper.to_array(t).astype(np.float64)
         key = t.name or f"__const_{idx}"
-        recipe = {
-            FILL_KEY: "normal",
-            "seed": _name_seed(key),
-            "mean": float(np.float32(a.mean())),
-            "std": float(np.float32(a.std())),
-            "min": float(a.min()),
-            "max": float(a.max()),
-        }
+        if a.ndim >= 2:
+            axis = _output_axis(consumers.get(vname), a.ndim)
+            s = np.moveaxis(a, axis, 0).reshape(a.shape[axis], -1)
+            recipe = {
+                FILL_KEY: FILL_PER_AXIS,
+                "seed": _name_seed(key),
+                "axis": axis,
+                "mean": [_r7(v) for v in s.mean(axis=1)],
+                "std": [_r7(v) for v in s.std(axis=1)],
+                "min": [_r7(v) for v in s.min(axis=1)],
+                "max": [_r7(v) for v in s.max(axis=1)],
+            }
+            doc = json.dumps(recipe, sort_keys=True, separators=(",", ":"))
+        else:
+            recipe = {
+                FILL_KEY: FILL_NORMAL,
+                "seed": _name_seed(key),
+                "mean": float(np.float32(a.mean())),
+                "std": float(np.float32(a.std())),
+                "min": float(a.min()),
+                "max": float(a.max()),
+            }
+            doc = json.dumps(recipe, sort_keys=True)
         t.ClearField("raw_data")
         t.ClearField("float_data")
-        t.doc_string = json.dumps(recipe, sort_keys=True)
+        t.doc_string = doc
     return m
 
 
 def _fill(recipe: dict, dims) -> np.ndarray:
-    if recipe[FILL_KEY] != "normal":
-        raise ValueError(f"unknown fill recipe {recipe[FILL_KEY]!r}")
+    kind = recipe[FILL_KEY]
+    dims = tuple(int(d) for d in dims)
     rng = np.random.default_rng(int(recipe["seed"]))
-    a = rng.normal(recipe["mean"], recipe["std"], tuple(int(d) for d in dims))
-    return a.clip(recipe["min"], recipe["max"]).astype(np.float32)
+    if kind == FILL_NORMAL:
+        a = rng.normal(recipe["mean"], recipe["std"], dims)
+        return a.clip(recipe["min"], recipe["max"]).astype(np.float32)
+    if kind == FILL_PER_AXIS:
+        axis = int(recipe["axis"])
+        if not -len(dims) <= axis < len(dims):
+            raise ValueError(f"fill axis {axis} out of range for dims {dims}")
+        axis %= len(dims)
+        c = dims[axis]
+        stats = {}
+        for k in ("mean", "std", "min", "max"):
+            v = np.asarray(recipe[k], dtype=np.float64)
+            if v.shape != (c,):
+                raise ValueError(f"fill {k!r} has {v.size} entries, axis {axis} of {dims} has {c}")
+            stats[k] = v.reshape(c, 1)
+        # one row per slice; standardize each row's sample so the slice gets
+        # exactly the recorded mean/std (the mean matters: with random sample
+        # means the folded biases no longer cancel the channel means and
+        # activations grow layer by layer)
+        moved = (c,) + dims[:axis] + dims[axis + 1:]
+        z = np.moveaxis(rng.standard_normal(dims), axis, 0).reshape(c, -1)
+        z = z - z.mean(axis=1, keepdims=True)
+        zs = z.std(axis=1, keepdims=True)
+        z = np.divide(z, zs, out=np.zeros_like(z), where=zs > 0)
+        a = np.clip(stats["mean"] + stats["std"] * z, stats["min"], stats["max"])
+        return np.moveaxis(a.reshape(moved), 0, axis).astype(np.float32)
+    raise ValueError(f"unknown fill recipe {kind!r}")
 
 
 def materialize(path, out_path=None):
