@@ -10,14 +10,16 @@ from .registry import graph_pass
 IDENTITY_LIKE = {"Identity"}
 
 
-def _is_identity(n, g) -> bool:
+def _is_identity(n, g, used=frozenset()) -> bool:
     if n.domain not in ("", "ai.onnx"):
         return False
     if n.op_type in IDENTITY_LIKE:
         return True
     # Dropout in inference: output = input, mask unused (and training_mode, opset >= 12,
     # absent or a constant false: a training-mode Dropout is random, not an identity)
-    if n.op_type != "Dropout" or (len(n.outputs) >= 2 and n.outputs[1]):
+    if n.op_type != "Dropout" or (len(n.outputs) >= 2 and n.outputs[1] in used):
+        return False
+    if n.attrs.get("is_test", 1) == 0 and g.opset < 7:
         return False
     if len(n.inputs) >= 3 and n.inputs[2]:
         tm = g.const(n.inputs[2])
@@ -32,12 +34,14 @@ def remove_identity(g):
     g = g.copy()
     rename, kept = {}, []
     outs = set(g.outputs)
+    used = outs | {i for n in g.nodes for i in n.inputs if i}
     for n in g.nodes:
         n.inputs = [rename.get(i, i) for i in n.inputs]
-        if _is_identity(n, g) and n.outputs[0] not in outs:
+        ident = _is_identity(n, g, used)
+        if ident and n.outputs[0] not in outs:
             rename[n.outputs[0]] = n.inputs[0]
             continue
-        if _is_identity(n, g) and n.op_type == "Dropout":
+        if ident and n.op_type == "Dropout":
             n = Node("Identity", n.inputs[:1], n.outputs[:1], {}, n.name)
         kept.append(n)
     g.nodes = kept
