@@ -93,10 +93,12 @@ def prepare(model: onnx.ModelProto, name: str = "model") -> onnx.ModelProto:
 
 
 def model_opset(model: onnx.ModelProto) -> int:
+    """The default-domain opset; a model importing no default-domain opset gets the newest
+    (it has no default-domain ops, so nothing depends on the number)."""
     for imp in model.opset_import:
         if imp.domain in ("", "ai.onnx"):
             return int(imp.version)
-    return 1
+    return int(onnx.defs.onnx_opset_version())
 
 
 def _one_line(e: Exception) -> str:
