@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import InputError, ModelError
+from .ir import dtype_from_name
 
 DEFAULT_RTOL = 1e-4
 DEFAULT_ATOL = 1e-5
@@ -18,7 +19,7 @@ def random_inputs(specs: list, seed: int = 0) -> dict:
     rng = np.random.default_rng(seed)
     feeds = {}
     for s in specs:
-        dt, shape = np.dtype(s["dtype"]), tuple(s["shape"])
+        dt, shape = dtype_from_name(s["dtype"]), tuple(s["shape"])
         if dt.kind == "f":
             feeds[s["name"]] = rng.standard_normal(shape).astype(dt)
         elif dt.kind == "b":

@@ -75,6 +75,8 @@ def assert_close(got: dict, want: dict, rtol=1e-4, atol=1e-5) -> None:
         g, w = np.asarray(got[k]), np.asarray(want[k])
         assert g.shape == w.shape, f"{k}: shape {g.shape} != {w.shape}"
         assert g.dtype == w.dtype, f"{k}: dtype {g.dtype} != {w.dtype}"
+        if "float" in w.dtype.name and w.dtype.kind not in "fc":   # ml_dtypes: bfloat16, ...
+            g, w = g.astype(np.float32), w.astype(np.float32)
         if w.dtype.kind in "fc":
             np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, equal_nan=True, err_msg=k)
         else:

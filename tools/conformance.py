@@ -56,6 +56,15 @@ def _light_case(name):
     return model, {inp.name: x}, [numpy_helper.to_array(out)]
 
 
+def _tensor(v):
+    """TensorProto -> ndarray (float16, bfloat16, 8-bit floats, 4-bit ints); others as they are."""
+    import onnx
+    from onnx import numpy_helper
+    if isinstance(v, onnx.TensorProto):
+        return numpy_helper.to_array(v)
+    return v
+
+
 def _compare(got, want):
     import numpy as np
     got, want = np.asarray(got), np.asarray(want)
@@ -63,6 +72,10 @@ def _compare(got, want):
         return "non-tensor output"
     if got.shape != want.shape:
         return f"shape {list(got.shape)} != {list(want.shape)}"
+    if got.dtype != want.dtype:
+        return f"dtype {got.dtype} != {want.dtype}"
+    if "float" in want.dtype.name and want.dtype.kind not in "fc":   # ml_dtypes (bfloat16, ...)
+        got, want = got.astype(np.float32), want.astype(np.float32)
     if want.dtype.kind in "fc":
         if got.dtype != want.dtype:
             return f"dtype {got.dtype} != {want.dtype}"
@@ -98,6 +111,8 @@ def run_case(name, cases, tmp) -> tuple:
             in_names = [i.name for i in c.model.graph.input if i.name not in inits]
             datasets = []
             for ins, outs in c.data_sets:
+                ins = [_tensor(v) for v in ins]
+                outs = [_tensor(v) for v in outs]
                 if any(not hasattr(v, "dtype") for v in list(ins) + list(outs)):
                     return "unsupported", "sequence/optional/map values"
                 datasets.append((dict(zip(in_names, ins)), list(outs)))

@@ -12,6 +12,7 @@ import cffi
 import numpy as np
 
 from ..errors import AiccError, BuildError, InputError
+from ..ir import dtype_from_name
 
 _CDEF = """
 typedef void (*aicc_hook_fn)(void *user, uint32_t step, const char *op, int after);
@@ -92,7 +93,7 @@ class Bundle:
         arrays = []
         for spec in self.inputs:
             a = np.asarray(feeds[spec["name"]])
-            want = np.dtype(spec["dtype"])
+            want = dtype_from_name(spec["dtype"])
             if a.dtype != want:
                 raise InputError(f"input '{spec['name']}': dtype {a.dtype.name}, "
                                  f"expected {want.name}")
@@ -104,7 +105,7 @@ class Bundle:
 
     def run(self, feeds: dict, hook=None) -> dict:
         ins = self._check_inputs(feeds)
-        outs = [np.empty(o["shape"], dtype=np.dtype(o["dtype"])) for o in self.outputs]
+        outs = [np.empty(o["shape"], dtype=dtype_from_name(o["dtype"])) for o in self.outputs]
         ffi = self.ffi
         in_ptrs = ffi.new("void *[]", [ffi.cast("void *", a.ctypes.data) for a in ins] or [ffi.NULL])
         out_ptrs = ffi.new("void *[]", [ffi.cast("void *", a.ctypes.data) for a in outs] or [ffi.NULL])

@@ -10,7 +10,7 @@ C_TYPES = {
     "float32": "float", "float64": "double",
     "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
     "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t",
-    "bool": "uint8_t", "float16": "uint16_t",
+    "bool": "uint8_t", "float16": "uint16_t", "bfloat16": "uint16_t",
 }
 
 C_KEYWORDS = set("""auto break case char const continue default do double else enum extern

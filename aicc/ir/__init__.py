@@ -1,4 +1,4 @@
-from .graph import Graph, Node, TensorType
+from .graph import Graph, Node, TensorType, dtype_from_name
 from .verify import verify
 
-__all__ = ["Graph", "Node", "TensorType", "verify"]
+__all__ = ["Graph", "Node", "TensorType", "dtype_from_name", "verify"]

@@ -114,3 +114,11 @@ class Graph:
     def __str__(self) -> str:
         from .printer import format_graph
         return format_graph(self)
+
+
+def dtype_from_name(name: str) -> np.dtype:
+    """numpy dtype from its name, including ml_dtypes' bfloat16 (which onnx uses)."""
+    if name == "bfloat16":
+        import ml_dtypes
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)

@@ -8,7 +8,10 @@ undefined (or implementation-defined) behaviour for any input value:
   conversions.
 - anything -> bool: x != 0 (so NaN -> true); bool -> anything: 0 or 1.
 - float64 -> float32: IEEE rounding, overflow -> +-Inf (C99 Annex F); integer -> float: nearest.
-- same dtype: a memcpy. float16 (and string) are not supported here except as a same-type copy.
+- float16/bfloat16: through float32 (exact up-conversion; down-conversion rounds to nearest
+  even, overflow -> Inf, NaN stays NaN). float64 -> half rounds twice (via float32), as
+  onnxruntime does. Strings and 8-bit floats are not supported.
+- same dtype: a memcpy.
 """
 from __future__ import annotations
 
@@ -17,10 +20,11 @@ from onnx import helper
 
 from ..emit_c.cwriter import c_float, ctype
 from .base import Op, register
+from .half import HALF_TYPES, from_float, to_float
 from .loops import emit_map, numel
 
 _OK = {"float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-       "uint64", "bool"}
+       "uint64", "bool", "float16", "bfloat16"}
 
 
 def _to_dtype(to) -> np.dtype:
@@ -64,6 +68,16 @@ def _sat_helper(ctx, src: np.dtype, dst: np.dtype) -> str:
 
 def cast_expr(ctx, src: np.dtype, dst: np.dtype, x: str) -> str:
     """C expression converting the C expression ``x`` of dtype src to dtype dst."""
+    if src.name in HALF_TYPES and dst.name in HALF_TYPES:
+        return f"{from_float(ctx, dst.name)}({to_float(ctx, src.name)}({x}))"
+    if src.name in HALF_TYPES:
+        return cast_expr(ctx, np.dtype(np.float32), dst, f"{to_float(ctx, src.name)}({x})")
+    if dst.name in HALF_TYPES:
+        if src.kind == "b":
+            x = f"(float)({x} != 0)"
+        elif src != np.float32:
+            x = f"(float){x}"
+        return f"{from_float(ctx, dst.name)}({x})"
     dct = ctype(dst)
     if dst.kind == "b":
         return f"(uint8_t)({x} != 0)"
@@ -83,8 +97,6 @@ class _CastBase(Op):
 
     def check(self, node, g):
         src, dst = g.dtype(node.inputs[0]), self.dst(node, g)
-        if src == dst and src.name == "float16":
-            return None
         for dt in (src, dst):
             if dt.name not in _OK:
                 return f"cast {src.name} -> {dst.name}: {dt.name} not supported"

@@ -1,0 +1,72 @@
+"""float16 / bfloat16: conversions (exact and round-to-nearest-even, edge values) and ops that
+compute in float32 through the upcast-half pass, against onnxruntime / numpy."""
+import ml_dtypes
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+from aicc.frontend import to_graph
+from aicc.passes import run_pipeline
+from tests.oracle import check, check_node, make_model, rng
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+
+EDGE = np.array([0.0, -0.0, 1.0, -1.0, 65504.0, 65519.0, 65520.0, 1e6, -1e6, 6.1e-5, 6.0e-8,
+                 5.96e-8, 2.98e-8, 2.99e-8, 1e-9, np.inf, -np.inf, np.nan, 1.0009765625,
+                 1.00146484375, 0.333333, 3.14159265, -2.5e-6], np.float32)
+
+
+def _bits(a):
+    return np.asarray(a).view(np.uint16)
+
+
+@pytest.mark.parametrize("to,npdt", [(TensorProto.FLOAT16, np.float16), (TensorProto.BFLOAT16, BF16)])
+def test_float_to_half_rounding(to, npdt, tmp_path):
+    x = np.concatenate([EDGE, rng(0).normal(size=200).astype(np.float32) * 100])
+    got, _ = check_node("Cast", {"x": x}, tmp_path, attrs={"to": to})
+    want = x.astype(npdt)
+    nan = np.isnan(x)
+    np.testing.assert_array_equal(_bits(got["y0"])[~nan], _bits(want)[~nan])
+    assert np.isnan(got["y0"].astype(np.float32)[nan]).all()
+
+
+@pytest.mark.parametrize("npdt,to", [(np.float16, TensorProto.FLOAT), (BF16, TensorProto.FLOAT),
+                                     (np.float16, TensorProto.INT32), (np.float16, TensorProto.DOUBLE)])
+def test_half_to_other(npdt, to, tmp_path):
+    x = np.concatenate([EDGE[np.isfinite(EDGE)], rng(1).normal(size=50) * 100]).astype(npdt)
+    if to == TensorProto.INT32:
+        x = x[np.abs(x.astype(np.float32)) < 1e5]
+    check_node("Cast", {"x": x}, tmp_path, attrs={"to": to})
+
+
+def test_all_float16_subnormals_and_normals_round_trip(tmp_path):
+    bits = np.arange(0, 0x7C00, 7, dtype=np.uint16)
+    x = bits.view(np.float16)
+    got, _ = check_node("Cast", {"x": x}, tmp_path, attrs={"to": TensorProto.FLOAT})
+    np.testing.assert_array_equal(got["y0"], x.astype(np.float32))
+
+
+@pytest.mark.parametrize("op", ["Add", "Mul", "Div"])
+def test_binary_float16(op, tmp_path):
+    a = rng(2).normal(size=(3, 8)).astype(np.float16)
+    b = (rng(3).normal(size=(8,)) + 3).astype(np.float16)
+    check_node(op, {"a": a, "b": b}, tmp_path, rtol=1e-3, atol=1e-3)
+
+
+def test_conv_relu_float16(tmp_path):
+    x = rng(4).normal(size=(1, 3, 8, 8)).astype(np.float16)
+    w = (rng(5).normal(size=(4, 3, 3, 3)) * 0.3).astype(np.float16)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["y"])]
+    check(make_model(nodes, {"x": x}, ["y"], {"w": w}), {"x": x}, tmp_path, rtol=2e-3, atol=2e-3)
+
+
+def test_upcast_pass_structure():
+    x = np.zeros((2, 4), np.float16)
+    nodes = [helper.make_node("Reshape", ["x", "s"], ["r"]),
+             helper.make_node("Sigmoid", ["r"], ["y"])]
+    m = make_model(nodes, {"x": x}, ["y"], {"s": np.array([4, 2], np.int64)})
+    g = run_pipeline(to_graph(m), [("upcast-half", {})], check=True)
+    assert [n.op_type for n in g.nodes] == ["Reshape", "Cast", "Sigmoid", "Cast"]
+    assert g.dtype(g.nodes[2].inputs[0]) == np.float32
+    assert g.dtype("y") == np.float16 and g.outputs == ["y"]
