@@ -112,11 +112,16 @@ def validate(model, bundle, inputs, seed, rtol, atol):
 
 @cli.command()
 @click.argument("path", type=click.Path())
-def inspect(path):
+@click.option("--memory", is_flag=True, help="Bundle: memory plan report and a picture.")
+@click.option("--svg", type=click.Path(dir_okay=False), help="Where to write the picture "
+              "[BUNDLE/memory.svg].")
+def inspect(path, memory, svg):
     """Show ops, shapes and support of MODEL.onnx, or the plan of a bundle folder."""
     from .inspect import inspect_bundle, inspect_model
     p = Path(path)
-    text, ok = (inspect_bundle(p), True) if p.is_dir() else inspect_model(p)
+    if memory and not p.is_dir():
+        raise ConfigError("--memory applies to a bundle folder")
+    text, ok = (inspect_bundle(p, memory=memory, svg=svg), True) if p.is_dir() else inspect_model(p)
     click.echo(text)
     if not ok:
         sys.exit(2)

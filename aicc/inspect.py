@@ -53,7 +53,7 @@ def inspect_model(path) -> tuple:
     return "\n".join(lines), ok
 
 
-def inspect_bundle(path) -> str:
+def inspect_bundle(path, memory: bool = False, svg=None) -> str:
     p = Path(path)
     mf = p / "manifest.json"
     if not mf.is_file():
@@ -74,4 +74,10 @@ def inspect_bundle(path) -> str:
     counts = Counter(s["op"] for s in m["steps"])
     lines.append(f"  {len(m['steps'])} steps: " +
                  ", ".join(f"{k} x{v}" for k, v in sorted(counts.items())))
+    if memory:
+        from .memory_svg import memory_report, plan_svg
+        lines += memory_report(m)
+        out = Path(svg) if svg else p / "memory.svg"
+        out.write_text(plan_svg(m))
+        lines.append(f"  picture: {out}")
     return "\n".join(lines)

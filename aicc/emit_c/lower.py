@@ -15,6 +15,7 @@ from ..errors import ModelError, UnsupportedError
 from ..ops import load_all, lookup
 from ..passes.memory_plan import Buffer, arena_size, peak_live_bytes, plan
 from .context import StepContext
+from .sharing import Sharing
 from .cwriter import ctype
 
 
@@ -40,6 +41,7 @@ class Program:
     weight_entries: list                        # (what, offset, nbytes)
     locations: dict                             # tensor -> (kind, offset|index)
     alignment: int
+    shared: dict = field(default_factory=dict)  # tensor -> tensor whose memory it uses
 
 
 def _align(x: int, a: int) -> int:
@@ -62,13 +64,18 @@ def lower(g, opts) -> Program:
                                    "shapes need --input-shape (buckets come later)")
     helpers: dict = {}
     steps = []
-    for k, node in enumerate(g.nodes):
+    share = Sharing(g)
+    for node in g.nodes:
+        if share.is_view(node):
+            share.add_view(node)           # no step: the output is the input's memory
+            continue
         op = lookup(node, g.opset)
+        k = len(steps)
         ctx = StepContext(g, node, k, opts.target, helpers)
         op.emit(node, ctx)
         steps.append(Step(k, node, ctx.w.text(), ctx))
 
-    # -- lifetimes -----------------------------------------------------------------
+    # -- lifetimes (per tensor, then per shared buffer) ---------------------------------
     inputs, outputs = set(g.inputs), set(g.outputs)
     first, last = {}, {}
     for s in steps:
@@ -77,14 +84,29 @@ def lower(g, opts) -> Program:
                 first.setdefault(name, s.index)
                 last[name] = max(last.get(name, s.index), s.index)
         for k, name in enumerate(s.node.inputs):
-            if name and name in first and _uses(s.body, s.ctx.inp[k]):
-                last[name] = max(last[name], s.index)
+            if name and _uses(s.body, s.ctx.inp[k]):
+                last[name] = max(last.get(name, -1), s.index)
+
+    def arena_tensor(name):
+        return name not in outputs and name not in inputs and name not in g.constants
+
+    if opts.memory.get("inplace", True):
+        for s in steps:
+            share.try_inplace(s, last, arena_tensor)
+    gfirst, glast = {}, {}
+    for name in first:
+        r = share.root(name)
+        if r in first:
+            gfirst[r] = min(gfirst.get(r, first[r]), first[name])
+    for name, lst in last.items():
+        r = share.root(name)
+        glast[r] = max(glast.get(r, lst), lst)
     bufs, where = [], {}
-    for name in sorted(first, key=lambda n: (first[n], n)):
-        if name in outputs or name in g.constants:
+    for name in sorted(gfirst, key=lambda n: (gfirst[n], n)):
+        if not arena_tensor(name) or share.root(name) != name:
             continue
         where[name] = len(bufs)
-        bufs.append(Buffer(name, g.type_of(name).nbytes, first[name], last[name], align))
+        bufs.append(Buffer(name, g.type_of(name).nbytes, gfirst[name], glast[name], align))
     scratch_ix = {}
     for s in steps:
         for var, nbytes, _ct in s.ctx.scratches:
@@ -116,6 +138,10 @@ def lower(g, opts) -> Program:
         locations[name] = ("output", i)
     for name, ix in where.items():
         locations[name] = ("arena", offsets[ix])
+    for name in share.parent:                  # views and in-place outputs
+        r = share.root(name)
+        if r in locations:
+            locations[name] = locations[r]
 
     for s in steps:
         n, ctx = s.node, s.ctx
@@ -143,4 +169,5 @@ def lower(g, opts) -> Program:
     blob.extend(b"\0" * (_align(len(blob), align) - len(blob)))
     return Program(graph=g, steps=steps, helpers=helpers, buffers=bufs, offsets=offsets,
                    arena_bytes=arena, peak_bytes=peak_live_bytes(bufs), weights=bytes(blob),
-                   weight_entries=entries, locations=locations, alignment=align)
+                   weight_entries=entries, locations=locations, alignment=align,
+                   shared={k: share.root(k) for k in sorted(share.parent)})

@@ -117,10 +117,10 @@ def source(prog, name: str, model_sha: str, embedded: bool) -> str:
         w(f"/* step {s.index}: {_label(n.op_type)}({ins}) -> {outs} */")
         w(f"static void {_step_fn_name(s)}(const aicc_frame *f)")
         w("{")
-        restrict = " restrict" if s.ctx.restrict else ""
+        restrict = "restrict " if s.ctx.restrict else ""      # not on in-place steps
         for var, kind, off, ct, const, comment in s.args:
             q = "const " if const else ""
-            w(f"    {q}{ct} *{restrict} {var} = {_ptr_expr(kind, off, ct, const)};  /* {comment} */")
+            w(f"    {q}{ct} *{restrict}{var} = {_ptr_expr(kind, off, ct, const)};  /* {comment} */")
         for var, *_ in s.args:
             if not re.search(rf"\b{var}\b", s.body):
                 w(f"    (void){var};")

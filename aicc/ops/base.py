@@ -22,6 +22,12 @@ class Op:
     since: int = 1
     attrs: dict = {}            # attribute name -> spec default (None: required / no default)
     folds: bool = True          # may constant folding evaluate it?
+    # Memory sharing (emit_c/sharing.py): a view op's output is its input 0 under another
+    # shape (no step, no copy). inplace_inputs(node, g) -> input indices whose memory the
+    # op may overwrite with output 0 (its emitted loops must read each element before
+    # writing the same element, and must not pass these pointers to restrict helpers).
+    view: bool = False
+    inplace_inputs = None
 
     # -- attributes --------------------------------------------------------
     def attr(self, node, name):

@@ -302,10 +302,10 @@ static void aicc_ep_f32_sigmoid(float *y, size_t n)
 /* step 0: Conv(float32[1,3,12,12], float32[4,3,3,3]) -> float32[1,4,6,6] */
 static void step0_conv(const aicc_frame *f)
 {
-    const float * restrict in0 = (const float *)f->inputs[0];  /* float32[1,3,12,12] */
-    float * restrict out0 = (float *)(f->arena + 4608u);  /* float32[1,4,6,6] */
-    const float * restrict wpack0 = (const float *)(f->weights + 0u);  /* float32[1, 1, 27, 4] derived */
-    float * restrict col0 = (float *)(f->arena + 0u);  /* scratch 4320 bytes */
+    const float *restrict in0 = (const float *)f->inputs[0];  /* float32[1,3,12,12] */
+    float *restrict out0 = (float *)(f->arena + 4608u);  /* float32[1,4,6,6] */
+    const float *restrict wpack0 = (const float *)(f->weights + 0u);  /* float32[1, 1, 27, 4] derived */
+    float *restrict col0 = (float *)(f->arena + 0u);  /* scratch 4320 bytes */
     /* Conv 3x3 kernel, stride 2x2, pads [1, 1, 1, 1]: im2col tiles of 40 positions x K=27 + GEMM */
     static const aicc_conv_params prm = {
         1u, 1u, 3u, 4u,
@@ -319,12 +319,12 @@ static void step0_conv(const aicc_frame *f)
 /* step 1: ConvTranspose(float32[1,4,6,6], float32[4,4,2,2], float32[4]) -> float32[1,4,12,12] */
 static void step1_convtranspose(const aicc_frame *f)
 {
-    const float * restrict in0 = (const float *)(f->arena + 4608u);  /* float32[1,4,6,6] */
-    const float * restrict in2 = (const float *)(f->weights + 448u);  /* float32[4] */
-    float * restrict out0 = (float *)(f->arena + 0u);  /* float32[1,4,12,12] */
-    const float * restrict wpack0 = (const float *)(f->weights + 512u);  /* float32[1, 4, 4, 4] derived */
-    float * restrict col0 = (float *)(f->arena + 2304u);  /* scratch 640 bytes */
-    float * restrict rows1 = (float *)(f->arena + 2944u);  /* scratch 640 bytes */
+    const float *restrict in0 = (const float *)(f->arena + 4608u);  /* float32[1,4,6,6] */
+    const float *restrict in2 = (const float *)(f->weights + 448u);  /* float32[4] */
+    float *restrict out0 = (float *)(f->arena + 0u);  /* float32[1,4,12,12] */
+    const float *restrict wpack0 = (const float *)(f->weights + 512u);  /* float32[1, 4, 4, 4] derived */
+    float *restrict col0 = (float *)(f->arena + 2304u);  /* scratch 640 bytes */
+    float *restrict rows1 = (float *)(f->arena + 2944u);  /* scratch 640 bytes */
     /* ConvTranspose 2x2 kernel, stride 2x2, pads [0, 0, 0, 0], 1 group(s): GEMM over tiles of 40 input positions + col2im */
     static const aicc_conv_params prm = {
         1u, 1u, 4u, 4u,
@@ -338,28 +338,28 @@ static void step1_convtranspose(const aicc_frame *f)
 /* step 2: Resize(float32[1,4,6,6], float32[0], float32[4]) -> float32[1,4,12,12] */
 static void step2_resize(const aicc_frame *f)
 {
-    const float * restrict in0 = (const float *)(f->arena + 4608u);  /* float32[1,4,6,6] */
-    float * restrict out0 = (float *)(f->arena + 2304u);  /* float32[1,4,12,12] */
-    const uint32_t * restrict lo1_0 = (const uint32_t *)(f->weights + 768u);  /* uint32[12] derived */
-    const uint32_t * restrict hi1_1 = (const uint32_t *)(f->weights + 832u);  /* uint32[12] derived */
-    const float * restrict wlo1_2 = (const float *)(f->weights + 896u);  /* float32[12] derived */
-    const float * restrict whi1_3 = (const float *)(f->weights + 960u);  /* float32[12] derived */
-    const uint32_t * restrict lo2_4 = (const uint32_t *)(f->weights + 1024u);  /* uint32[12] derived */
-    const uint32_t * restrict hi2_5 = (const uint32_t *)(f->weights + 1088u);  /* uint32[12] derived */
+    const float *restrict in0 = (const float *)(f->arena + 4608u);  /* float32[1,4,6,6] */
+    float *restrict out0 = (float *)(f->arena + 2304u);  /* float32[1,4,12,12] */
+    const uint32_t *restrict lo2_0 = (const uint32_t *)(f->weights + 768u);  /* uint32[12] derived */
+    const uint32_t *restrict hi2_1 = (const uint32_t *)(f->weights + 832u);  /* uint32[12] derived */
+    const float *restrict wlo2_2 = (const float *)(f->weights + 896u);  /* float32[12] derived */
+    const float *restrict whi2_3 = (const float *)(f->weights + 960u);  /* float32[12] derived */
+    const uint32_t *restrict lo3_4 = (const uint32_t *)(f->weights + 1024u);  /* uint32[12] derived */
+    const uint32_t *restrict hi3_5 = (const uint32_t *)(f->weights + 1088u);  /* uint32[12] derived */
     /* Resize linear, half_pixel: scales [1.0, 1.0, 2.0, 2.0]; per-dim source tables */
     size_t o = 0;
     for (size_t i0 = 0; i0 < 4u; ++i0) {
         const size_t q0 = i0 * 36u;
         for (size_t i1 = 0; i1 < 12u; ++i1) {
-            const float a1 = wlo1_2[i1], b1 = whi1_3[i1];
-            const size_t q1_0 = q0 + lo1_0[i1];
-            const size_t q1_1 = q0 + hi1_1[i1];
+            const float a1 = wlo2_2[i1], b1 = whi2_3[i1];
+            const size_t q1_0 = q0 + lo2_0[i1];
+            const size_t q1_1 = q0 + hi2_1[i1];
             for (size_t i2 = 0; i2 < 12u; ++i2) {
-                const float a2 = wlo1_2[i2], b2 = whi1_3[i2];
-                const size_t q2_0 = q1_0 + lo2_4[i2];
-                const size_t q2_1 = q1_0 + hi2_5[i2];
-                const size_t q2_2 = q1_1 + lo2_4[i2];
-                const size_t q2_3 = q1_1 + hi2_5[i2];
+                const float a2 = wlo2_2[i2], b2 = whi2_3[i2];
+                const size_t q2_0 = q1_0 + lo3_4[i2];
+                const size_t q2_1 = q1_0 + hi3_5[i2];
+                const size_t q2_2 = q1_1 + lo3_4[i2];
+                const size_t q2_3 = q1_1 + hi3_5[i2];
                 out0[o++] = a1 * (a2 * in0[q2_0] + b2 * in0[q2_1]) + b1 * (a2 * in0[q2_2] + b2 * in0[q2_3]);
             }
         }
@@ -369,10 +369,10 @@ static void step2_resize(const aicc_frame *f)
 /* step 3: Concat(float32[1,4,12,12], float32[1,4,12,12], float32[1,3,12,12]) -> float32[1,11,12,12] */
 static void step3_concat(const aicc_frame *f)
 {
-    const float * restrict in0 = (const float *)(f->arena + 0u);  /* float32[1,4,12,12] */
-    const float * restrict in1 = (const float *)(f->arena + 2304u);  /* float32[1,4,12,12] */
-    const float * restrict in2 = (const float *)f->inputs[0];  /* float32[1,3,12,12] */
-    float * restrict out0 = (float *)(f->arena + 57024u);  /* float32[1,11,12,12] */
+    const float *restrict in0 = (const float *)(f->arena + 0u);  /* float32[1,4,12,12] */
+    const float *restrict in1 = (const float *)(f->arena + 2304u);  /* float32[1,4,12,12] */
+    const float *restrict in2 = (const float *)f->inputs[0];  /* float32[1,3,12,12] */
+    float *restrict out0 = (float *)(f->arena + 57024u);  /* float32[1,11,12,12] */
     /* input 0 -> output[0:4] along axis 1 */
     memcpy(out0 + 0u, in0 + 0u, 576u * sizeof(float));
     /* input 1 -> output[4:8] along axis 1 */
@@ -384,10 +384,10 @@ static void step3_concat(const aicc_frame *f)
 /* step 4: Conv(float32[1,11,12,12], float32[2,11,3,3]) -> float32[1,2,12,12] */
 static void step4_conv(const aicc_frame *f)
 {
-    const float * restrict in0 = (const float *)(f->arena + 57024u);  /* float32[1,11,12,12] */
-    float * restrict out0 = (float *)(f->arena + 63360u);  /* float32[1,2,12,12] */
-    const float * restrict wpack0 = (const float *)(f->weights + 1152u);  /* float32[1, 1, 99, 4] derived */
-    float * restrict col0 = (float *)(f->arena + 0u);  /* scratch 57024 bytes */
+    const float *restrict in0 = (const float *)(f->arena + 57024u);  /* float32[1,11,12,12] */
+    float *restrict out0 = (float *)(f->arena + 63360u);  /* float32[1,2,12,12] */
+    const float *restrict wpack0 = (const float *)(f->weights + 1152u);  /* float32[1, 1, 99, 4] derived */
+    float *restrict col0 = (float *)(f->arena + 0u);  /* scratch 57024 bytes */
     /* Conv 3x3 kernel, pads [1, 1, 1, 1]: im2col tiles of 144 positions x K=99 + GEMM */
     static const aicc_conv_params prm = {
         1u, 1u, 11u, 2u,
@@ -401,8 +401,8 @@ static void step4_conv(const aicc_frame *f)
 /* step 5: Reshape(float32[1,2,12,12], int64[3]) -> float32[1,2,144] */
 static void step5_reshape(const aicc_frame *f)
 {
-    const float * restrict in0 = (const float *)(f->arena + 63360u);  /* float32[1,2,12,12] */
-    float * restrict out0 = (float *)f->outputs[0];  /* float32[1,2,144] */
+    const float *restrict in0 = (const float *)(f->arena + 63360u);  /* float32[1,2,12,12] */
+    float *restrict out0 = (float *)f->outputs[0];  /* float32[1,2,144] */
     /* Reshape: same bytes, new shape */
     memcpy(out0, in0, 1152u);
 }

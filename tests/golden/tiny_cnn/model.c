@@ -14,10 +14,6 @@
 
 extern const unsigned char model_weights[];   /* model_weights.S */
 
-/* max/min that propagate NaN (as numpy and onnxruntime do) */
-#define AICC_FMAX(a, b) ((a) != (a) || (a) > (b) ? (a) : (b))
-#define AICC_FMIN(a, b) ((a) != (a) || (a) < (b) ? (a) : (b))
-
 /* GEMM (panel width 16): Y[M,N] = alpha * (A @ B) + beta * C. A(i, k) = A[i*ars + k*acs];
  * B packed in column panels (aicc_pack_b_f32_nb16); C(i, j) = C[i*crs + j*ccs], C may
  * be NULL; Y dense row-major. 4 x 16 accumulators, k ascending, per output element. */
@@ -522,11 +518,11 @@ static void aicc_global_pool_f32(size_t planes, size_t n, int avg, const float *
 /* step 0: Conv(float32[1,3,16,16], float32[8,3,3,3], float32[8]) -> float32[1,8,16,16] */
 static void step0_conv(const aicc_frame *f)
 {
-    const float * restrict in0 = (const float *)f->inputs[0];  /* float32[1,3,16,16] */
-    const float * restrict in2 = (const float *)(f->weights + 0u);  /* float32[8] */
-    float * restrict out0 = (float *)(f->arena + 27648u);  /* float32[1,8,16,16] */
-    const float * restrict wpack0 = (const float *)(f->weights + 64u);  /* float32[1, 2, 27, 4] derived */
-    float * restrict col0 = (float *)(f->arena + 0u);  /* scratch 27648 bytes */
+    const float *restrict in0 = (const float *)f->inputs[0];  /* float32[1,3,16,16] */
+    const float *restrict in2 = (const float *)(f->weights + 0u);  /* float32[8] */
+    float *restrict out0 = (float *)(f->arena + 27648u);  /* float32[1,8,16,16] */
+    const float *restrict wpack0 = (const float *)(f->weights + 64u);  /* float32[1, 2, 27, 4] derived */
+    float *restrict col0 = (float *)(f->arena + 0u);  /* scratch 27648 bytes */
     /* Conv 3x3 kernel, pads [1, 1, 1, 1]: im2col tiles of 256 positions x K=27 + GEMM */
     static const aicc_conv_params prm = {
         1u, 1u, 3u, 8u,
@@ -540,8 +536,8 @@ static void step0_conv(const aicc_frame *f)
 /* step 1: MaxPool(float32[1,8,16,16]) -> float32[1,8,8,8] */
 static void step1_maxpool(const aicc_frame *f)
 {
-    const float * restrict in0 = (const float *)(f->arena + 27648u);  /* float32[1,8,16,16] */
-    float * restrict out0 = (float *)(f->arena + 0u);  /* float32[1,8,8,8] */
+    const float *restrict in0 = (const float *)(f->arena + 27648u);  /* float32[1,8,16,16] */
+    float *restrict out0 = (float *)(f->arena + 0u);  /* float32[1,8,8,8] */
     /* MaxPool 2x2 window, stride 2x2, pads [0, 0, 0, 0] */
     static const aicc_conv_params prm = {
         1u, 1u, 8u, 8u,
@@ -555,10 +551,10 @@ static void step1_maxpool(const aicc_frame *f)
 /* step 2: Conv(float32[1,8,8,8], float32[8,1,3,3], float32[8]) -> float32[1,8,8,8] */
 static void step2_conv(const aicc_frame *f)
 {
-    const float * restrict in0 = (const float *)(f->arena + 0u);  /* float32[1,8,8,8] */
-    const float * restrict in1 = (const float *)(f->weights + 960u);  /* float32[8,1,3,3] */
-    const float * restrict in2 = (const float *)(f->weights + 1280u);  /* float32[8] */
-    float * restrict out0 = (float *)(f->arena + 2048u);  /* float32[1,8,8,8] */
+    const float *restrict in0 = (const float *)(f->arena + 0u);  /* float32[1,8,8,8] */
+    const float *restrict in1 = (const float *)(f->weights + 960u);  /* float32[8,1,3,3] */
+    const float *restrict in2 = (const float *)(f->weights + 1280u);  /* float32[8] */
+    float *restrict out0 = (float *)(f->arena + 2048u);  /* float32[1,8,8,8] */
     /* Conv 3x3 kernel, pads [1, 1, 1, 1], 8 groups (depthwise): direct row kernel */
     static const aicc_conv_params prm = {
         1u, 8u, 1u, 1u,
@@ -572,11 +568,11 @@ static void step2_conv(const aicc_frame *f)
 /* step 3: Conv(float32[1,8,8,8], float32[8,8,1,1], float32[8]) -> float32[1,8,8,8] */
 static void step3_conv(const aicc_frame *f)
 {
-    const float * restrict in0 = (const float *)(f->arena + 2048u);  /* float32[1,8,8,8] */
-    const float * restrict in2 = (const float *)(f->weights + 1344u);  /* float32[8] */
-    float * restrict out0 = (float *)(f->arena + 4096u);  /* float32[1,8,8,8] */
-    const float * restrict wpack0 = (const float *)(f->weights + 1408u);  /* float32[1, 2, 8, 4] derived */
-    float * restrict col0 = (float *)(f->arena + 6144u);  /* scratch 2048 bytes */
+    const float *restrict in0 = (const float *)(f->arena + 2048u);  /* float32[1,8,8,8] */
+    const float *restrict in2 = (const float *)(f->weights + 1344u);  /* float32[8] */
+    float *restrict out0 = (float *)(f->arena + 4096u);  /* float32[1,8,8,8] */
+    const float *restrict wpack0 = (const float *)(f->weights + 1408u);  /* float32[1, 2, 8, 4] derived */
+    float *restrict col0 = (float *)(f->arena + 6144u);  /* scratch 2048 bytes */
     /* Conv 1x1 kernel: im2col tiles of 64 positions x K=8 + GEMM */
     static const aicc_conv_params prm = {
         1u, 1u, 8u, 8u,
@@ -590,9 +586,9 @@ static void step3_conv(const aicc_frame *f)
 /* step 4: Add(float32[1,8,8,8], float32[1,8,8,8]) -> float32[1,8,8,8] */
 static void step4_add(const aicc_frame *f)
 {
-    const float * restrict in0 = (const float *)(f->arena + 4096u);  /* float32[1,8,8,8] */
-    const float * restrict in1 = (const float *)(f->arena + 0u);  /* float32[1,8,8,8] */
-    float * restrict out0 = (float *)(f->arena + 2048u);  /* float32[1,8,8,8] */
+    const float *in0 = (const float *)(f->arena + 4096u);  /* float32[1,8,8,8] */
+    const float *in1 = (const float *)(f->arena + 0u);  /* float32[1,8,8,8] */
+    float *out0 = (float *)(f->arena + 4096u);  /* float32[1,8,8,8] */
     for (size_t i0 = 0; i0 < 512u; ++i0) {
         out0[i0] = in0[i0] + in1[i0];
     }
@@ -601,57 +597,47 @@ static void step4_add(const aicc_frame *f)
 /* step 5: GlobalAveragePool(float32[1,8,8,8]) -> float32[1,8,1,1] */
 static void step5_globalaveragepoo(const aicc_frame *f)
 {
-    const float * restrict in0 = (const float *)(f->arena + 2048u);  /* float32[1,8,8,8] */
-    float * restrict out0 = (float *)(f->arena + 0u);  /* float32[1,8,1,1] */
+    const float *restrict in0 = (const float *)(f->arena + 4096u);  /* float32[1,8,8,8] */
+    float *restrict out0 = (float *)(f->arena + 64u);  /* float32[1,8,1,1] */
     /* GlobalAveragePool over 8 planes of 64 elements */
     aicc_global_pool_f32(8u, 64u, 1, in0, out0);
 }
 
-/* step 6: Flatten(float32[1,8,1,1]) -> float32[1,8] */
-static void step6_flatten(const aicc_frame *f)
+/* step 6: Gemm(float32[1,8], float32[10,8], float32[10]) -> float32[1,10] */
+static void step6_gemm(const aicc_frame *f)
 {
-    const float * restrict in0 = (const float *)(f->arena + 0u);  /* float32[1,8,1,1] */
-    float * restrict out0 = (float *)(f->arena + 64u);  /* float32[1,8] */
-    /* Flatten: same bytes, new shape */
-    memcpy(out0, in0, 32u);
-}
-
-/* step 7: Gemm(float32[1,8], float32[10,8], float32[10]) -> float32[1,10] */
-static void step7_gemm(const aicc_frame *f)
-{
-    const float * restrict in0 = (const float *)(f->arena + 64u);  /* float32[1,8] */
-    const float * restrict in2 = (const float *)(f->weights + 1664u);  /* float32[10] */
-    float * restrict out0 = (float *)(f->arena + 0u);  /* float32[1,10] */
-    const float * restrict pk0 = (const float *)(f->weights + 1728u);  /* float32[1, 8, 16] derived */
+    const float *restrict in0 = (const float *)(f->arena + 64u);  /* float32[1,8] */
+    const float *restrict in2 = (const float *)(f->weights + 1664u);  /* float32[10] */
+    float *restrict out0 = (float *)(f->arena + 0u);  /* float32[1,10] */
+    const float *restrict pk0 = (const float *)(f->weights + 1728u);  /* float32[1, 8, 16] derived */
     aicc_gemm_f32_nb16(1u, 10u, 8u, in0, 8u, 1u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0);
 }
 
-/* step 8: Softmax(float32[1,10]) -> float32[1,10] */
-static void step8_softmax(const aicc_frame *f)
+/* step 7: Softmax(float32[1,10]) -> float32[1,10] */
+static void step7_softmax(const aicc_frame *f)
 {
-    const float * restrict in0 = (const float *)(f->arena + 0u);  /* float32[1,10] */
-    float * restrict out0 = (float *)f->outputs[0];  /* float32[1,10] */
+    const float *restrict in0 = (const float *)(f->arena + 0u);  /* float32[1,10] */
+    float *restrict out0 = (float *)f->outputs[0];  /* float32[1,10] */
     aicc_softmax_rows_f32(1u, 10u, in0, out0);
 }
 
-static const aicc_step model_steps[9] = {
+static const aicc_step model_steps[8] = {
     { step0_conv, "Conv" },
     { step1_maxpool, "MaxPool" },
     { step2_conv, "Conv" },
     { step3_conv, "Conv" },
     { step4_add, "Add" },
     { step5_globalaveragepoo, "GlobalAveragePool" },
-    { step6_flatten, "Flatten" },
-    { step7_gemm, "Gemm" },
-    { step8_softmax, "Softmax" },
+    { step6_gemm, "Gemm" },
+    { step7_softmax, "Softmax" },
 };
 
 static const size_t model_input_align[1] = { 4u };
 static const size_t model_output_align[1] = { 4u };
 
 static const aicc_plan model_plan_data = {
-    9u, model_steps,
+    8u, model_steps,
     35840u, 64u,
     2240u, model_weights,
     1u, model_input_align,
