@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from aicc.passes.memory_plan import (Buffer, arena_size, check_plan, peak_live_bytes,
-                                     plan, plan_greedy_by_size, plan_no_reuse)
+                                     plan, plan_greedy_by_size, plan_no_reuse, plan_search)
 
 
 def random_buffers(seed, n=40, steps=30):
@@ -19,7 +19,7 @@ def random_buffers(seed, n=40, steps=30):
 
 
 @pytest.mark.parametrize("seed", range(30))
-@pytest.mark.parametrize("planner", [plan_greedy_by_size, plan_no_reuse])
+@pytest.mark.parametrize("planner", [plan_greedy_by_size, plan_no_reuse, plan_search])
 def test_planner_properties(seed, planner):
     bufs = random_buffers(seed)
     offs = planner(bufs)
@@ -46,3 +46,11 @@ def test_check_plan_catches_overlap():
         check_plan(bufs, [0, 64])
     with pytest.raises(AssertionError, match="aligned"):
         check_plan(bufs, [0, 100])
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_search_not_worse_than_greedy_and_deterministic(seed):
+    bufs = random_buffers(seed)
+    a = plan_search(bufs, 100)
+    assert arena_size(bufs, a) <= arena_size(bufs, plan_greedy_by_size(bufs))
+    assert plan_search(bufs, 100) == a

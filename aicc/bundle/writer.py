@@ -123,7 +123,7 @@ def manifest(prog, name, target, opts, model_sha, embedded, original) -> dict:
         "weights_bytes": len(prog.weights),
         "weights_embedded": embedded,
         "weights_file": "weights.bin",
-        "memory": {"planner": opts.memory.get("planner", "greedy-by-size"),
+        "memory": {"planner": opts.memory.get("planner", "search"),
                    "peak_live_bytes": prog.peak_bytes, "buffers": bufs,
                    "shared": prog.shared},
         "steps": steps,

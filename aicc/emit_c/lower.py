@@ -112,7 +112,8 @@ def lower(g, opts) -> Program:
         for var, nbytes, _ct in s.ctx.scratches:
             scratch_ix[(s.index, var)] = len(bufs)
             bufs.append(Buffer(f"step{s.index}.{var}", nbytes, s.index, s.index, align))
-    offsets = plan(bufs, opts.memory.get("planner", "greedy-by-size"))
+    offsets = plan(bufs, opts.memory.get("planner", "search"),
+                   int(opts.memory.get("search_iterations", 300)))
     arena = max(arena_size(bufs, offsets, align), align)
 
     # -- weights image ----------------------------------------------------------------

@@ -37,7 +37,49 @@ def plan_no_reuse(bufs: list) -> list:
 def plan_greedy_by_size(bufs: list) -> list:
     """Place the largest buffers first, each at the lowest aligned offset where it does not
     overlap a placed buffer whose lifetime intersects its own (best fit among gaps)."""
-    order = sorted(range(len(bufs)), key=lambda i: (-bufs[i].size, bufs[i].first, i))
+    return _place(bufs, sorted(range(len(bufs)), key=lambda i: (-bufs[i].size, bufs[i].first, i)))
+
+
+def plan_search(bufs: list, iterations: int = 300, seed: int = 0) -> list:
+    """Greedy placement over several priority orders (size, lifetime, size x lifetime,
+    first/last use), then a hill-climb that swaps nearby entries of the best order for a
+    fixed number of iterations (a count, not a time, so bundles stay deterministic). Stops
+    early at the lower bound. Never worse than greedy-by-size (its order is tried first)."""
+    import random
+    n = len(bufs)
+    if n == 0:
+        return []
+    keys = [
+        lambda i: (-bufs[i].size, bufs[i].first, i),
+        lambda i: (-(bufs[i].last - bufs[i].first + 1), -bufs[i].size, i),
+        lambda i: (-bufs[i].size * (bufs[i].last - bufs[i].first + 1), i),
+        lambda i: (bufs[i].first, -bufs[i].size, i),
+        lambda i: (-bufs[i].last, -bufs[i].size, i),
+    ]
+    best_order, best_offs, best = None, None, None
+    for key in keys:
+        order = sorted(range(n), key=key)
+        offs = _place(bufs, order)
+        size = arena_size(bufs, offs)
+        if best is None or size < best:
+            best_order, best_offs, best = order, offs, size
+    lower = peak_live_bytes(bufs)
+    rng = random.Random(seed)
+    for _ in range(iterations if n > 1 else 0):
+        if best <= lower:
+            break
+        order = list(best_order)
+        i = rng.randrange(n)
+        j = min(n - 1, i + 1 + rng.randrange(min(8, n)))
+        order[i], order[j] = order[j], order[i]
+        offs = _place(bufs, order)
+        size = arena_size(bufs, offs)
+        if size < best:
+            best_order, best_offs, best = order, offs, size
+    return best_offs
+
+
+def _place(bufs: list, order: list) -> list:
     offsets = [None] * len(bufs)
     placed: list = []
     for i in order:
@@ -59,7 +101,8 @@ def plan_greedy_by_size(bufs: list) -> list:
     return offsets
 
 
-PLANNERS = {"greedy-by-size": plan_greedy_by_size, "no-reuse": plan_no_reuse}
+PLANNERS = {"greedy-by-size": plan_greedy_by_size, "no-reuse": plan_no_reuse,
+            "search": plan_search}
 
 
 def arena_size(bufs: list, offsets: list, align: int = 64) -> int:
@@ -88,10 +131,10 @@ def check_plan(bufs: list, offsets: list) -> None:
                                      f"[{ob},{ob + b.size}) while both are live")
 
 
-def plan(bufs: list, planner: str = "greedy-by-size") -> list:
+def plan(bufs: list, planner: str = "greedy-by-size", iterations: int = 300) -> list:
     fn = PLANNERS.get(planner)
     if fn is None:
         raise ConfigError(f"unknown memory planner '{planner}' (known: {', '.join(PLANNERS)})")
-    offsets = fn(bufs)
+    offsets = fn(bufs, iterations) if planner == "search" else fn(bufs)
     check_plan(bufs, offsets)
     return offsets
