@@ -187,6 +187,12 @@ def bench(bundle, model, seconds, warmup, as_json):
         click.echo(f"ratio aicc/onnxruntime: {res['ratio']:.3f}")
 
 
+def one_line(msg: str, limit: int = 2000) -> str:
+    """Control characters (from model strings) escaped, so an error is always one line."""
+    out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in msg.strip())
+    return out if len(out) <= limit else out[:limit] + "..."
+
+
 def main(argv=None):
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:
@@ -202,8 +208,7 @@ def main(argv=None):
     except AiccError as e:
         if debug:
             raise
-        msg = " ".join(str(e).split("\n")[0].split())
-        click.echo(f"aicc: error: {msg}", err=True)
+        click.echo(f"aicc: error: {one_line(str(e))}", err=True)
         sys.exit(e.exit_code)
     except (InputError, FileNotFoundError, PermissionError, IsADirectoryError) as e:
         if debug:

@@ -39,8 +39,11 @@ def build_bundle(path, cflags: str | None = None, quiet: bool = True) -> Path:
         cmd.append(f"CFLAGS={cflags}")
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
-        raise BuildError(f"bundle {path} failed to compile: "
-                         f"{(r.stderr or r.stdout).strip().splitlines()[-1:]}\n{r.stderr}")
+        lines = (r.stderr or r.stdout).strip().splitlines()
+        first = next((ln for ln in lines if "error" in ln), lines[-1] if lines else "")
+        err = BuildError(f"bundle {path} failed to compile (a bug in aicc): {first.strip()}")
+        err.detail = r.stderr
+        raise err
     return path / f"lib{m['name']}.so"
 
 
