@@ -11,7 +11,7 @@ DEMO_OUT    := build/demo
 DEMO_TARGET := $(shell grep -qw avx2 /proc/cpuinfo 2>/dev/null && grep -qw fma /proc/cpuinfo && echo x86-avx2 || echo generic)
 STRICT := -O2 -std=c99 -Wall -Wextra -pedantic -Wshadow -Werror
 
-.PHONY: setup demo test clean toolchain golden conformance
+.PHONY: setup demo test clean toolchain golden conformance fuzz
 
 setup: $(STAMP) toolchain
 
@@ -51,6 +51,11 @@ golden: setup
 # tests/conformance_passing.txt that `make test` replays
 conformance: setup
 	$(BIN)/python -m tools.conformance -j $(JOBS)
+
+# fuzz the compiler for FUZZ_SECONDS; crashes land in tests/fuzz_corpus/ (replayed by make test)
+FUZZ_SECONDS ?= 60
+fuzz: setup
+	$(BIN)/python -m tools.fuzz --seconds $(FUZZ_SECONDS)
 
 clean:
 	rm -rf build
