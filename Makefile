@@ -11,7 +11,7 @@ DEMO_OUT    := build/demo
 DEMO_TARGET := $(shell grep -qw avx2 /proc/cpuinfo 2>/dev/null && grep -qw fma /proc/cpuinfo && echo x86-avx2 || echo generic)
 STRICT := -O2 -std=c99 -Wall -Wextra -pedantic -Wshadow -Werror
 
-.PHONY: setup demo test clean toolchain golden conformance fuzz
+.PHONY: setup demo test clean toolchain golden conformance fuzz sanitize
 
 setup: $(STAMP) toolchain
 
@@ -51,6 +51,12 @@ golden: setup
 # tests/conformance_passing.txt that `make test` replays
 conformance: setup
 	$(BIN)/python -m tools.conformance -j $(JOBS)
+
+# the op suite with every bundle built under AddressSanitizer + UndefinedBehaviorSanitizer
+# (python runs with libasan preloaded; any report fails the test). Slow: not part of `make test`.
+sanitize: setup
+	AICC_SANITIZE=1 ASAN_OPTIONS=detect_leaks=0 LD_PRELOAD=$$($(CC) -print-file-name=libasan.so) \
+	  $(BIN)/python -m pytest -q -n $(JOBS) tests/ops
 
 # fuzz the compiler for FUZZ_SECONDS; crashes land in tests/fuzz_corpus/ (replayed by make test)
 FUZZ_SECONDS ?= 60

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,12 @@ _counter = itertools.count()
 
 # every bundle built by the tests must compile warning-free with these
 STRICT_CFLAGS = "-O2 -std=c99 -Wall -Wextra -pedantic -Wshadow -Werror"
+# `make sanitize` sets AICC_SANITIZE=1 (and preloads libasan): every bundle is then built with
+# AddressSanitizer + UndefinedBehaviorSanitizer, and any report aborts the test run
+if os.environ.get("AICC_SANITIZE") == "1":
+    STRICT_CFLAGS = ("-O1 -g -std=c99 -Wall -Wextra -pedantic -Wshadow -Werror "
+                     "-fsanitize=address,undefined -fno-sanitize-recover=all "
+                     "-fno-omit-frame-pointer")
 
 
 def make_model(nodes, inputs: dict, outputs: list, initializers: dict | None = None,
