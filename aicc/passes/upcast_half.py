@@ -46,7 +46,7 @@ def upcast_half(g):
     up = {}            # half tensor -> its float32 twin
     nodes = []
     for n in g.nodes:
-        if n.domain not in ("", "ai.onnx") or n.op_type in HALF_NATIVE:
+        if n.domain not in ("", "ai.onnx", "ai.onnx.preview") or n.op_type in HALF_NATIVE:
             nodes.append(n)
             continue
         ins = [i for i in n.inputs if _is_half(g, i)]
