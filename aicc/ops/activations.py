@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..emit_c.cwriter import c_literal
+from ..emit_c.cwriter import c_literal, ctype
 
 
 def _clamp01(t, L):
@@ -104,12 +104,44 @@ def math_fn(dtype):
     return lambda name: name
 
 
+def _int_expr(name: str, params: dict, x: str, dt) -> str:
+    """Integer forms of INT_OK: -INT_MIN is INT_MIN (two's complement wrap, as onnxruntime
+    and numpy) without signed overflow; no comparison that is always false for unsigned
+    types (which -Wtype-limits rejects). Clip bounds are saturated to the dtype's range."""
+    ct = ctype(dt)
+    L = lambda v: c_literal(v, dt)  # noqa: E731
+    uns = dt.kind == "u"
+    neg = (f"({ct})(0u - {x})" if uns else
+           f"({ct})({x} == INT{dt.itemsize * 8}_MIN ? {x} : -{x})")
+    if name == "Abs":
+        return x if uns else f"({x} < 0 ? {neg} : {x})"
+    if name == "Neg":
+        return neg
+    if name == "Relu":
+        return x if uns else f"({x} < 0 ? 0 : {x})"
+    if name == "Sign":
+        return f"({ct})({x} > 0)" if uns else f"({ct})(({x} > 0) - ({x} < 0))"
+    if name == "Clip":
+        info = np.iinfo(dt)
+        e = x
+        lo, hi = params.get("min"), params.get("max")
+        if lo is not None and lo == lo and lo > info.min:
+            lo = min(int(lo), int(info.max))
+            e = f"({e} < {L(lo)} ? {L(lo)} : {e})"
+        if hi is not None and hi == hi and hi < info.max:
+            hi = max(int(hi), int(info.min))
+            e = f"({e} > {L(hi)} ? {L(hi)} : {e})"
+        return e
+    raise KeyError(f"{name} has no integer form")
+
+
 def act_expr(name: str, params: dict, x: str, dtype) -> str:
-    """C expression of activation ``name`` applied to the C expression ``x``."""
+    """C expression of activation ``name`` applied to the C expression ``x`` (evaluated
+    more than once: pass a variable)."""
     dt = np.dtype(dtype)
+    if dt.kind in "iu":
+        return _int_expr(name, params, x, dt)
     m = math_fn(dt)
-    if dt.kind in "iu" and name == "Abs":
-        return f"({x} < 0 ? -{x} : {x})"
     return ACT[name](x, params, m, lambda v: c_literal(v, dt))
 
 

@@ -63,7 +63,7 @@ def test_user_yaml_overrides_pipeline(tmp_path):
                    "memory:\n  alignment: 16\n")
     o = Options.load(config=cfg)
     assert o.pipeline == [("fold-constants", {"max_bytes": 64}), ("remove-identity", {})]
-    assert o.memory["alignment"] == 16 and o.memory["planner"] == "greedy-by-size"  # merged
+    assert o.memory["alignment"] == 16 and o.memory["planner"] == "search"  # merged
 
 
 @pytest.mark.parametrize("text,msg", [
