@@ -1,0 +1,397 @@
+"""Integer matmul/conv: MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv (uint8/int8).
+
+Products ``(a - a_zp) * (b - b_zp)`` are formed in int32 (at most 255 * 255 in magnitude:
+never overflows) and accumulated modulo 2^32 in uint32 (the spec allows the accumulation to
+wrap "if and only if in 32 bits"; onnxruntime wraps the same way). The sum is turned back
+into int32 without implementation-defined conversions. Zero-point taps of padding contribute
+nothing (the padding value is the zero point).
+
+Zero points and scales (constants or run-time tensors):
+- MatMulInteger / QLinearMatMul: ``a`` per-tensor; ``b`` per-tensor or per-column (N
+  elements, every other dim 1); ``y`` per-tensor (onnxruntime's restrictions).
+- ConvInteger / QLinearConv: ``x`` and ``y`` per-tensor; ``w`` per-tensor or per output
+  channel (M elements). QLinearConv's optional int32 bias is added modulo 2^32.
+
+Requantization (QLinear*): ``y = saturate(rint(acc * m) + y_zp)`` with ``m = a_scale *
+b_scale / y_scale`` computed in float32 and ``acc * m`` in float64, as onnx.reference does
+(onnxruntime multiplies in float32; the two can differ by one unit on near-ties). Rounding is
+half to even; NaN (a NaN or zero scale) gives y_zp; +-Inf saturates. float16/bfloat16 scales
+and 8-bit float operands are refused by check().
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..emit_c.cwriter import c_float, c_int, ctype
+from .base import Op, register
+from .conv import ConvGeometry, static_shapes
+from .conv_kernels import PARAMS, RANGE
+from .gemm import empty_body
+from .loops import collapse, numel
+from .matmul import _dims
+from .quantize import round_helper
+
+INT8 = ("uint8", "int8")
+QRANGE = {"uint8": (0, 255), "int8": (-128, 127)}
+
+WRAP = """\
+/* uint32 accumulator (sum modulo 2^32) -> int32 two's complement, without
+ * implementation-defined conversions. */
+static AICC_UNUSED int32_t aicc_u32_i32(uint32_t u)
+{
+    return u < 0x80000000u ? (int32_t)u : -(int32_t)(~u) - 1;
+}"""
+
+ROW = """\
+/* One row of an integer matrix product: acc[n] = sum_k (a[k] - azp) * (b[k, n] - bzp[n * bzs])
+ * modulo 2^32, b row-major [K, N]. Each product fits in int32 (|.| <= 255 * 255). */
+static void aicc_imm_row_SFX(size_t N, size_t K, const TA *a, int32_t azp, const TB *b,
+                             const TB *bzp, size_t bzs, uint32_t *acc)
+{
+    for (size_t n = 0; n < N; ++n)
+        acc[n] = 0u;
+    for (size_t k = 0; k < K; ++k) {
+        const int32_t av = (int32_t)a[k] - azp;
+        const TB *bk = b + k * N;
+        if (av == 0)
+            continue;
+        for (size_t n = 0; n < N; ++n)
+            acc[n] += (uint32_t)(av * ((int32_t)bk[n] - (int32_t)bzp[n * bzs]));
+    }
+}"""
+
+CONV = """\
+/* Integer convolution of one (batch, output channel) plane: acc[p] over the output positions
+ * = sum over the group's input channels and kernel taps of (w - wzp) * (x - xzp), modulo 2^32.
+ * x: the group's first input channel of this batch; w: this output channel's filter
+ * [cin_g][k0][k1][k2]. Taps in the padding are skipped (they contribute zero). */
+static void aicc_iconv_SFX(const aicc_conv_params *p, const TA *x, int32_t xzp, const TB *w,
+                           int32_t wzp, uint32_t *acc)
+{
+    const size_t o1n = p->out[1], o2n = p->out[2], P = p->out[0] * o1n * o2n;
+    const size_t plane = p->in[0] * p->in[1] * p->in[2];
+    for (size_t q = 0; q < P; ++q)
+        acc[q] = 0u;
+    for (size_t c = 0; c < p->cin_g; ++c) {
+        const TA *xc = x + c * plane;
+        for (size_t t = 0; t < p->k[0] * p->k[1] * p->k[2]; ++t) {
+            const size_t t0 = t / (p->k[1] * p->k[2]), t1 = t / p->k[2] % p->k[1],
+                         t2 = t % p->k[2];
+            const int32_t wv = (int32_t)*w++ - wzp;
+            const int64_t f0 = aicc_tap_off(p, 0, t0), f1 = aicc_tap_off(p, 1, t1),
+                          f2 = aicc_tap_off(p, 2, t2);
+            size_t l0, h0, l1, h1, l2, h2;
+            if (wv == 0)
+                continue;
+            aicc_valid_range(f0, p->stride[0], p->in[0], p->out[0], &l0, &h0);
+            aicc_valid_range(f1, p->stride[1], p->in[1], p->out[1], &l1, &h1);
+            aicc_valid_range(f2, p->stride[2], p->in[2], p->out[2], &l2, &h2);
+            for (size_t o0 = l0; o0 < h0; ++o0) {
+                const size_t i0 = (size_t)((int64_t)(o0 * p->stride[0]) + f0);
+                for (size_t o1 = l1; o1 < h1; ++o1) {
+                    const size_t i1 = (size_t)((int64_t)(o1 * p->stride[1]) + f1);
+                    const TA *xr = xc + (i0 * p->in[1] + i1) * p->in[2];
+                    uint32_t *ar = acc + (o0 * o1n + o1) * o2n;
+                    for (size_t o2 = l2; o2 < h2; ++o2) {
+                        const size_t i2 = (size_t)((int64_t)(o2 * p->stride[2]) + f2);
+                        ar[o2] += (uint32_t)(wv * ((int32_t)xr[i2] - xzp));
+                    }
+                }
+            }
+        }
+    }
+}"""
+
+
+def _sfx(ta, tb) -> str:
+    return f"_{'u8' if ta.name == 'uint8' else 's8'}{'u8' if tb.name == 'uint8' else 's8'}"
+
+
+def _typed(code, ta, tb) -> str:
+    return (code.replace("_SFX", _sfx(ta, tb)).replace("TA", ctype(ta))
+            .replace("TB", ctype(tb)))
+
+
+def _numel(g, name) -> int:
+    return numel(tuple(g.shape(name)))
+
+
+def _per_tensor(g, node, ks, what) -> str | None:
+    for k in ks:
+        if k < len(node.inputs) and node.inputs[k] and _numel(g, node.inputs[k]) != 1:
+            return (f"{what} (input {k}) must be per-tensor, has shape "
+                    f"{list(g.shape(node.inputs[k]))}")
+    return None
+
+
+def _per_last(g, name, n) -> int | None:
+    """Stride (0 or 1) of a per-tensor or per-last-dim (n elements) tensor, else None."""
+    s = tuple(int(d) for d in g.shape(name))
+    if numel(s) == 1:
+        return 0
+    if numel(s) == n and len(s) >= 1 and s[-1] == n:
+        return 1
+    return None
+
+
+def _scalar(ctx, k) -> str:
+    """Element 0 of input k: a literal when constant, else a load."""
+    v = ctx.in_const(k)
+    if v is not None:
+        v = np.asarray(v).reshape(-1)[0]
+        return c_float(v) if v.dtype.kind == "f" else c_int(v, v.dtype)
+    return f"{ctx.inp[k]}[0]"
+
+
+def _zp(ctx, k) -> str:
+    return f"(int32_t){_scalar(ctx, k)}" if ctx.has_input(k) else "0"
+
+
+def _requant_prelude(ctx, ks, ys_k, yzp_k):
+    """Declare ``sa`` (the per-tensor input scale), ``ys`` and ``yzp``."""
+    ctx(f"const float sa = {_scalar(ctx, ks)};")
+    ctx(f"const float ys = {_scalar(ctx, ys_k)};")
+    ctx(f"const int32_t yzp = {_zp(ctx, yzp_k)};")
+
+
+class _MatMulBase(Op):
+    """Shared by MatMulInteger and QLinearMatMul: input positions of a, b and their zps."""
+    A = B = AZ = BZ = 0
+    BS = None
+
+    def check_mm(self, node, g):
+        a, b = node.inputs[self.A], node.inputs[self.B]
+        for name in (a, b):
+            if g.dtype(name).name not in INT8:
+                return f"operand dtype {g.dtype(name).name} not supported (uint8, int8)"
+        sa, sb = tuple(g.shape(a)), tuple(g.shape(b))
+        if len(sa) == 0 or len(sb) == 0:
+            return "scalar operand"
+        pa, pb, _, _, k, n = _dims(sa, sb)
+        if (sb[-2] if len(sb) > 1 else sb[0]) != k:
+            return f"inner dims differ: {list(sa)} x {list(sb)}"
+        if any(x != y and 1 not in (x, y) for x, y in zip(pa, pb)):
+            return f"batch dims do not broadcast: {list(sa)} x {list(sb)}"
+        r = _per_tensor(g, node, [self.AZ], "a zero point")
+        if r:
+            return r
+        for k_ in [self.BZ] + ([self.BS] if self.BS is not None else []):
+            present = k_ < len(node.inputs) and node.inputs[k_]
+            if present and _per_last(g, node.inputs[k_], n) is None:
+                return (f"b zero point/scale of shape {list(g.shape(node.inputs[k_]))}: "
+                        f"per-tensor or per-column [{n}] only")
+        return None
+
+    def emit_mm(self, node, ctx, post):
+        """Loops over output matrices and rows; ``post(yrow, nvar)`` writes one output row
+        from ``acc`` (N uint32)."""
+        ta, tb = ctx.in_dtype(self.A), ctx.in_dtype(self.B)
+        pa, pb, bo, m, k, n = _dims(ctx.in_shape(self.A), ctx.in_shape(self.B))
+        if numel(bo) * m * n == 0:
+            empty_body(ctx)
+            return
+        ctx.helper("qlinear.0.wrap", WRAP)
+        ctx.helper(f"qlinear.1.row{_sfx(ta, tb)}", _typed(ROW, ta, tb))
+        row = f"aicc_imm_row{_sfx(ta, tb)}"
+        acc = ctx.scratch(n * 4, "uint32_t", "acc")
+        tbc = ctype(tb)
+        if ctx.has_input(self.BZ):
+            bzs = _per_last(ctx.g, node.inputs[self.BZ], n)
+            bz = ctx.inp[self.BZ]
+        else:
+            ctx(f"static const {tbc} bz0 = 0;")
+            bzs, bz = 0, "&bz0"
+        ctx(f"const int32_t azp = {_zp(ctx, self.AZ)};")
+        dims, full = collapse(bo, [pa, pb])
+        nd = len(dims)
+        strides = []
+        for f in full:
+            st, accs = [0] * nd, 1
+            for d in reversed(range(nd)):
+                if f[d]:
+                    st[d] = accs
+                    accs *= dims[d]
+            strides.append(st)
+        ctx("size_t ob = 0;")
+        for d in range(nd):
+            ctx(f"for (size_t b{d} = 0; b{d} < {dims[d]}u; ++b{d}) {{")
+            ctx.w.level += 1
+
+        def ix(st):
+            t = [f"b{d}" if st[d] == 1 else f"b{d} * {st[d]}u" for d in range(nd) if st[d]]
+            return " + ".join(t) if t else "0"
+        ctx(f"const size_t ia = {ix(strides[0])}, ib = {ix(strides[1])};")
+        with ctx.block(f"for (size_t i = 0; i < {m}u; ++i)"):
+            ctx(f"{row}({n}u, {k}u, {ctx.inp[self.A]} + (ia * {m}u + i) * {k}u, azp, "
+                f"{ctx.inp[self.B]} + ib * {k * n}u, {bz}, {bzs}u, {acc});")
+            post(f"(ob * {m}u + i) * {n}u", acc, n)
+        ctx("++ob;")
+        for _ in range(nd):
+            ctx.w.level -= 1
+            ctx("}")
+
+
+@register("MatMulInteger", since=10)
+class MatMulInteger(_MatMulBase):
+    A, B, AZ, BZ = 0, 1, 2, 3
+
+    def check(self, node, g):
+        return self.check_mm(node, g)
+
+    def emit(self, node, ctx):
+        ctx("/* MatMulInteger: int32 y = (a - azp) @ (b - bzp), accumulated modulo 2^32 */")
+
+        def post(base, acc, n):
+            with ctx.block(f"for (size_t j = 0; j < {n}u; ++j)"):
+                ctx(f"{ctx.out[0]}[{base} + j] = aicc_u32_i32({acc}[j]);")
+        self.emit_mm(node, ctx, post)
+
+
+@register("QLinearMatMul", since=10)
+class QLinearMatMul(_MatMulBase):
+    A, B, AZ, BZ, BS = 0, 3, 2, 5, 4
+
+    def check(self, node, g):
+        for k in (1, 4, 6):
+            if g.dtype(node.inputs[k]).name != "float32":
+                return f"scale dtype {g.dtype(node.inputs[k]).name} not supported (float32)"
+        if g.dtype(node.outputs[0]).name not in INT8:
+            return f"output dtype {g.dtype(node.outputs[0]).name} not supported (uint8, int8)"
+        return (_per_tensor(g, node, [1, 6, 7], "a scale / y scale / y zero point")
+                or self.check_mm(node, g))
+
+    def emit(self, node, ctx):
+        ydt = ctx.out_dtype(0)
+        lo, hi = QRANGE[ydt.name]
+        rnd = round_helper(ctx, np.dtype(np.float64))
+        bss = _per_last(ctx.g, node.inputs[4], _dims(ctx.in_shape(0), ctx.in_shape(3))[5])
+        ctx("/* QLinearMatMul: y = saturate(rint(acc * (a_scale * b_scale / y_scale)) + yzp), "
+            "acc = (a - azp) @ (b - bzp) in int32 */")
+        _requant_prelude(ctx, 1, 6, 7)
+        yct = ctype(ydt)
+
+        def post(base, acc, n):
+            with ctx.block(f"for (size_t j = 0; j < {n}u; ++j)"):
+                bs = f"{ctx.inp[4]}[j]" if bss else f"{ctx.inp[4]}[0]"
+                ctx(f"const float mlt = sa * {bs} / ys;")
+                ctx(f"{ctx.out[0]}[{base} + j] = ({yct}){rnd}((double)aicc_u32_i32({acc}[j]) * "
+                    f"(double)mlt, yzp, {lo}, {hi});")
+        self.emit_mm(node, ctx, post)
+
+
+class _ConvBase(Op):
+    attrs = {"auto_pad": "NOTSET", "dilations": None, "group": 1, "kernel_shape": None,
+             "pads": None, "strides": None}
+    X = W = XZ = WZ = 0
+    WS = None
+
+    def check_conv(self, node, g):
+        x, w, y = node.inputs[self.X], node.inputs[self.W], node.outputs[0]
+        for name in (x, w):
+            if g.dtype(name).name not in INT8:
+                return f"operand dtype {g.dtype(name).name} not supported (uint8, int8)"
+        shapes = static_shapes(g, [x, w, y])
+        if shapes is None:
+            return None
+        xs, ws, ys = shapes
+        try:
+            geo = ConvGeometry(self, node, xs, ws)
+        except ValueError as e:
+            return str(e)
+        if ys != (geo.batch, geo.cout, *geo.out):
+            return f"output shape {list(ys)} disagrees with the attributes"
+        r = _per_tensor(g, node, [self.XZ], "x zero point")
+        if r:
+            return r
+        for k in [self.WZ] + ([self.WS] if self.WS is not None else []):
+            present = k < len(node.inputs) and node.inputs[k]
+            if present and _numel(g, node.inputs[k]) not in (1, geo.cout):
+                return (f"w zero point/scale of shape {list(g.shape(node.inputs[k]))}: "
+                        f"per-tensor or per output channel [{geo.cout}] only")
+        return None
+
+    def emit_conv(self, node, ctx, post):
+        ta, tb = ctx.in_dtype(self.X), ctx.in_dtype(self.W)
+        geo = ConvGeometry(self, node, ctx.in_shape(self.X), ctx.in_shape(self.W))
+        P = numel(geo.out)
+        if geo.batch * geo.cout * P == 0:
+            empty_body(ctx)
+            return
+        ctx.helper("conv.0.params", PARAMS)
+        ctx.helper("conv.1.range", RANGE)
+        ctx.helper("qlinear.0.wrap", WRAP)
+        fn = f"aicc_iconv{_sfx(ta, tb)}"
+        ctx.helper(f"qlinear.2.conv{_sfx(ta, tb)}", _typed(CONV, ta, tb))
+        acc = ctx.scratch(P * 4, "uint32_t", "acc")
+        ctx(f"/* {geo.describe()} */")
+        ctx(geo.params())
+        ctx(f"const int32_t xzp = {_zp(ctx, self.XZ)};")
+        wz = None
+        if ctx.has_input(self.WZ):
+            wzn = _numel(ctx.g, node.inputs[self.WZ])
+            wz = f"(int32_t){ctx.inp[self.WZ]}[{'oc' if wzn > 1 else '0'}]"
+        inP, K = numel(geo.inp), geo.cin_g * numel(geo.k)
+        with ctx.block(f"for (size_t nb = 0; nb < {geo.batch}u; ++nb)"):
+            with ctx.block(f"for (size_t oc = 0; oc < {geo.cout}u; ++oc)"):
+                ctx(f"const size_t gi = oc / {geo.cout_g}u;")
+                xoff = f"(nb * {geo.cin}u + gi * {geo.cin_g}u) * {inP}u"
+                ctx(f"{fn}(&prm, {ctx.inp[self.X]} + {xoff}, xzp, {ctx.inp[self.W]} + oc * {K}u, "
+                    f"{wz or '0'}, {acc});")
+                post(f"(nb * {geo.cout}u + oc) * {P}u", acc, P)
+
+
+@register("ConvInteger", since=10)
+class ConvInteger(_ConvBase):
+    X, W, XZ, WZ = 0, 1, 2, 3
+
+    def check(self, node, g):
+        return self.check_conv(node, g)
+
+    def emit(self, node, ctx):
+        ctx("/* ConvInteger: int32 y = conv(x - xzp, w - wzp), accumulated modulo 2^32 */")
+
+        def post(base, acc, P):
+            with ctx.block(f"for (size_t q = 0; q < {P}u; ++q)"):
+                ctx(f"{ctx.out[0]}[{base} + q] = aicc_u32_i32({acc}[q]);")
+        self.emit_conv(node, ctx, post)
+
+
+@register("QLinearConv", since=10)
+class QLinearConv(_ConvBase):
+    X, W, XZ, WZ, WS = 0, 3, 2, 5, 4
+
+    def check(self, node, g):
+        for k in (1, 4, 6):
+            if g.dtype(node.inputs[k]).name != "float32":
+                return f"scale dtype {g.dtype(node.inputs[k]).name} not supported (float32)"
+        if g.dtype(node.outputs[0]).name not in INT8:
+            return f"output dtype {g.dtype(node.outputs[0]).name} not supported (uint8, int8)"
+        if len(node.inputs) > 8 and node.inputs[8]:
+            if g.dtype(node.inputs[8]).name != "int32":
+                return "bias must be int32"
+            w = g.shape(node.inputs[3])
+            if tuple(g.shape(node.inputs[8])) != (w[0],):
+                return f"bias shape {list(g.shape(node.inputs[8]))}, expected [{w[0]}]"
+        return (_per_tensor(g, node, [1, 6, 7], "x scale / y scale / y zero point")
+                or self.check_conv(node, g))
+
+    def emit(self, node, ctx):
+        ydt = ctx.out_dtype(0)
+        lo, hi = QRANGE[ydt.name]
+        rnd = round_helper(ctx, np.dtype(np.float64))
+        wsn = _numel(ctx.g, node.inputs[4])
+        ctx("/* QLinearConv: y = saturate(rint((acc + bias) * (x_scale * w_scale / y_scale)) + "
+            "yzp), acc = conv(x - xzp, w - wzp) in int32 */")
+        _requant_prelude(ctx, 1, 6, 7)
+        yct = ctype(ydt)
+        bias = ctx.inp[8] if ctx.has_input(8) else None
+
+        def post(base, acc, P):
+            ctx(f"const float mlt = sa * {ctx.inp[4]}[{'oc' if wsn > 1 else '0'}] / ys;")
+            if bias:
+                ctx(f"const uint32_t bv = (uint32_t){bias}[oc];")
+            add = " + bv" if bias else ""
+            with ctx.block(f"for (size_t q = 0; q < {P}u; ++q)"):
+                ctx(f"{ctx.out[0]}[{base} + q] = ({yct}){rnd}((double)aicc_u32_i32({acc}[q]{add}) "
+                    f"* (double)mlt, yzp, {lo}, {hi});")
+        self.emit_conv(node, ctx, post)
