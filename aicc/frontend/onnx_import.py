@@ -85,6 +85,8 @@ def prepare(model: onnx.ModelProto, name: str = "model") -> onnx.ModelProto:
         except Exception as e:  # noqa: BLE001
             raise ModelError(f"{name}: cannot convert opset {opset} to {MIN_OPSET}: "
                              f"{_one_line(e)}") from None
+    from .quirks import bind_function_defaults
+    bind_function_defaults(model, model_opset(model))
     try:
         model = shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
     except Exception as e:  # noqa: BLE001
@@ -161,6 +163,14 @@ def to_graph(model: onnx.ModelProto) -> Graph:
                 attrs[a.name] = _attr_value(a)
         nodes.append(Node(n.op_type, list(n.input), list(n.output), attrs,
                           name=n.name or f"{n.op_type}_{k}", domain=n.domain or ""))
+    # tensors onnx typed without a shape (shape set by a run-time value): shapes flowing back
+    # from typed consumers through shape-preserving unary ops (backprop_shapes.py)
+    untyped = {vi.name: onnx_dtype(vi.type.tensor_type.elem_type) for vi in g.value_info
+               if vi.name not in types and vi.type.WhichOneof("value") == "tensor_type"
+               and vi.type.tensor_type.elem_type}
+    if untyped:
+        from .backprop_shapes import backprop_shapes
+        backprop_shapes(nodes, types, untyped)
     inputs = [i.name for i in g.input if i.name not in constants]
     for i in inputs:
         if i not in types:

@@ -4,8 +4,11 @@ GroupNormalization (opset 18: scale/bias per group; opset 21: per channel).
 BatchNormalization is a per-channel affine map ``y = x * mul[c] + add[c]`` with
 ``mul = scale / sqrt(var + eps)`` and ``add = B - mean * mul`` (onnxruntime's order of
 operations). With scale/B/mean/var all constants, mul/add are computed at compile time in the
-tensor dtype; otherwise a small helper computes them into step scratch at run time. Training
-mode and the running-statistics outputs are not supported.
+tensor dtype; otherwise a small helper computes them into step scratch at run time.
+training_mode=1 (opset >= 14) normalizes with the batch statistics instead: per channel the
+mean and the population variance over N and the spatial dims (two passes, tensor dtype),
+and writes the optional running_mean/running_var outputs as
+``input * momentum + current * (1 - momentum)`` (onnx.reference's formula).
 
 The other three normalize groups of contiguous elements (a row of the trailing axes, one
 channel, or one group of channels): two passes per group (mean, then the mean of squared
@@ -73,14 +76,57 @@ static void {name}(size_t C, const {ct} *restrict scale, const {ct} *restrict bi
 }}""")
 
 
+def _bn_train_helper(ctx, dt) -> str:
+    ct = ctype(dt)
+    name = f"aicc_bn_train_{_sfx(dt)}"
+    z, one = c_literal(0, dt), c_literal(1, dt)
+    return ctx.helper(name, f"""\
+/* Training-mode batch statistics over [N, C, S] (N*S > 0): per channel the mean and the
+ * population variance (two passes) into mean/var, and the running statistics
+ * in * momentum + current * (1 - momentum) into run_mean/run_var (either may be NULL). */
+static void {name}(size_t N, size_t C, size_t S, const {ct} *restrict x,
+    const {ct} *restrict in_mean, const {ct} *restrict in_var, {ct} momentum,
+    {ct} *restrict mean, {ct} *restrict var, {ct} *restrict run_mean, {ct} *restrict run_var)
+{{
+    const {ct} cnt = ({ct})(N * S);
+    for (size_t c = 0; c < C; ++c) {{
+        {ct} sum = {z}, ss = {z};
+        for (size_t n = 0; n < N; ++n)
+            for (size_t s = 0; s < S; ++s) sum += x[(n * C + c) * S + s];
+        const {ct} mu = sum / cnt;
+        for (size_t n = 0; n < N; ++n)
+            for (size_t s = 0; s < S; ++s) {{
+                const {ct} t = x[(n * C + c) * S + s] - mu;
+                ss += t * t;
+            }}
+        mean[c] = mu;
+        var[c] = ss / cnt;
+        if (run_mean) run_mean[c] = in_mean[c] * momentum + mu * ({one} - momentum);
+        if (run_var) run_var[c] = in_var[c] * momentum + var[c] * ({one} - momentum);
+    }}
+}}""")
+
+
 @register("BatchNormalization", since=7)
 class BatchNormalization(Op):
     attrs = {"epsilon": 1e-5, "momentum": 0.9, "spatial": 1, "training_mode": 0}
 
+    def _training(self, node, g) -> bool:
+        return g.opset >= 14 and bool(self.attr(node, "training_mode"))
+
     def check(self, node, g):
-        if self.attr(node, "training_mode"):
+        if self._training(node, g):
+            shape = g.shape(node.inputs[0])
+            if numel(shape) == 0:
+                return "empty input in training mode"
+            if len(shape) >= 2 and numel(g.shape(node.inputs[1])) != int(shape[1]):
+                return "training mode needs per-channel parameters"
+            for o in node.outputs[1:]:
+                if o and g.dtype(o) != g.dtype(node.inputs[0]):
+                    return "running mean/var of a dtype other than the input's"
+        elif self.attr(node, "training_mode"):
             return "training_mode=1"
-        if any(o for o in node.outputs[1:]):
+        elif any(o for o in node.outputs[1:]):
             return "running mean/var outputs (training mode)"
         r = float_dtype_reason(g.dtype(i) for i in node.inputs[:5])
         if r:
@@ -97,9 +143,18 @@ class BatchNormalization(Op):
 
     def reference(self, node, g, inputs):
         """Inference mode (onnx.reference reads a momentum attribute at opsets 9-13 as
-        training mode, so it is not used here)."""
+        training mode, so it is not used here); training mode at opset >= 14."""
         x, scale, b, mean, var = (np.asarray(v) for v in inputs[:5])
         eps = float(self.attr(node, "epsilon"))
+        if self._training(node, g):
+            axes = tuple(a for a in range(x.ndim) if a != 1)
+            mom = float(self.attr(node, "momentum"))
+            cm, cv = x.mean(axis=axes), x.var(axis=axes)
+            shp = (1, -1) + (1,) * (x.ndim - 2)
+            y = (x - cm.reshape(shp)) / np.sqrt(cv.reshape(shp) + eps) * scale.reshape(shp) \
+                + b.reshape(shp)
+            outs = [y, mean * mom + cm * (1 - mom), var * mom + cv * (1 - mom)]
+            return [o.astype(x.dtype) for o in outs[:len(node.outputs)]]
         ch = scale.size
         per = numel(x.shape[1:]) // ch          # spatial=0 (opset < 9) uses C*H*W params
         shp = (1, ch) + (1,) * (x.ndim - 2) if per == numel(x.shape[2:]) else (1,) + x.shape[1:]
@@ -117,7 +172,18 @@ class BatchNormalization(Op):
             return
         eps = float(self.attr(node, "epsilon"))
         consts = [ctx.in_const(k) for k in range(1, 5)]
-        if all(c is not None for c in consts):
+        if self._training(node, ctx.g):
+            ct = ctype(dt)
+            ws = ctx.scratch(4 * ch * dt.itemsize, ct, "ws")
+            i = ctx.inp
+            outs = [ctx.out[k] if len(ctx.out) > k and ctx.out[k] else "NULL" for k in (1, 2)]
+            mom = c_literal(float(self.attr(node, "momentum")), dt)
+            ctx(f"{_bn_train_helper(ctx, dt)}({n}u, {ch}u, {s}u, {i[0]}, {i[3]}, {i[4]}, {mom}, "
+                f"{ws}, {ws} + {ch}u, {outs[0]}, {outs[1]});")
+            mvar, avar = f"{ws} + {2 * ch}u", f"{ws} + {3 * ch}u"
+            ctx(f"{_bn_params_helper(ctx, dt)}({ch}u, {i[1]}, {i[2]}, {ws}, {ws} + {ch}u, "
+                f"{c_literal(eps, dt)}, {mvar}, {avar});")
+        elif all(c is not None for c in consts):
             scale, bias, mean, var = (np.asarray(c, dtype=dt).reshape(-1) for c in consts)
             with np.errstate(all="ignore"):
                 inv = (dt.type(1) / np.sqrt(var + dt.type(eps))).astype(dt)

@@ -1,10 +1,14 @@
-"""Reductions: ReduceSum/Mean/Max/Min/Prod/L1/L2/SumSquare/LogSumExp, ArgMax/ArgMin.
+"""Reductions: ReduceSum/Mean/Max/Min/Prod/L1/L2/SumSquare/LogSum/LogSumExp.
+
+(ArgMax/ArgMin live in argmax.py.)
 
 Axes come from the ``axes`` attribute (ReduceSum before opset 13, the others before 18) or
-from a constant second input (later opsets; a run-time axes tensor is unsupported). No axes
-reduce everything, unless ``noop_with_empty_axes`` is set: then the output is the input
-mapped element by element as onnxruntime does (x for most, |x| for L1/L2, x*x for
-SumSquare). keepdims only changes the output's shape, not its layout.
+from the second input (later opsets). A constant axes input (or one of static size 0, which
+is always empty) is baked in at compile time; axes fed at run time use the kernels of
+reduce_rt.py (output shape static, axes values read in C). No axes reduce everything, unless
+``noop_with_empty_axes`` is set: then the output is the input mapped element by element as
+onnxruntime does (x for most, |x| for L1/L2, x*x for SumSquare, log(x) for LogSum).
+keepdims only changes the output's shape, not its layout.
 
 Layout: size-1 dims are dropped and adjacent dims that are both reduced or both kept are
 merged. One reduced group is one call of a helper over [O, D, I] (reduce the middle axis):
@@ -12,20 +16,21 @@ a "rows" helper when I == 1 (scalar accumulator over contiguous values) and a "c
 otherwise (accumulates a row of I outputs at a time: contiguous, vectorizable). Several
 separate reduced groups (e.g. axes 0 and 2 of [A, B, C]) are reduced one at a time, the
 intermediate results in step scratch; every reduction here composes (Mean of equal-size
-Means, L2 of L2s, LogSumExp of LogSumExps, SumSquare and L1 continue as Sum).
+Means, L2 of L2s, LogSumExp of LogSumExps, SumSquare and L1 continue as Sum, LogSum sums
+until its last stage).
 
 Accumulation is in the tensor dtype, in ascending index order. Integers (Sum, Prod, Max,
-Min, ArgMax, ArgMin) wrap around on overflow (computed in unsigned arithmetic: no UB).
+Min) wrap around on overflow (computed in unsigned arithmetic: no UB). ReduceMax/ReduceMin
+accept bool (any / all).
 
-NaN/Inf: Sum/Mean/Prod/L1/L2/SumSquare follow IEEE arithmetic. ReduceMax/Min propagate NaN
-(as numpy and onnx.reference; onnxruntime ignores NaN when reducing a contiguous trailing
-axis but propagates it otherwise). LogSumExp is ``log(sum(exp(x - m))) + m`` with m the
-maximum, replaced by 0 when infinite (onnxruntime): all -Inf gives -Inf, a +Inf gives +Inf.
-ArgMax/ArgMin follow onnxruntime: comparisons with NaN are false, so NaN is only selected
-when it is the first value. Empty reduced axes give the identity: Sum/L1/L2/SumSquare 0,
-Prod 1, Max -Inf (the type's minimum for integers), Min +Inf (maximum), LogSumExp -Inf, and
-Mean 0/0 = NaN (undefined in ONNX; onnxruntime returns 0). ArgMax/ArgMin over an empty axis
-are rejected by check().
+NaN/Inf: Sum/Mean/Prod/L1/L2/SumSquare/LogSum follow IEEE arithmetic (LogSum of a negative
+sum is NaN, of 0 is -Inf). ReduceMax/Min propagate NaN (as numpy and onnx.reference;
+onnxruntime ignores NaN when reducing a contiguous trailing axis but propagates it
+otherwise). LogSumExp is ``log(sum(exp(x - m))) + m`` with m the maximum, replaced by 0 when
+infinite (onnxruntime): all -Inf gives -Inf, a +Inf gives +Inf. Empty reduced axes give the
+identity: Sum/L1/L2/SumSquare 0, Prod 1, Max -Inf (the type's minimum for integers, false
+for bool), Min +Inf (maximum, true), LogSum and LogSumExp -Inf, and Mean 0/0 = NaN
+(undefined in ONNX; onnxruntime returns 0).
 """
 from __future__ import annotations
 
@@ -35,11 +40,21 @@ from ..emit_c.cwriter import c_literal, ctype
 from .base import Op, register_many
 from .gemm import empty_body
 from .loops import numel
+from .reduce_rt import emit_runtime
 
-FLOAT_ONLY = {"ReduceMean", "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp"}
+FLOAT_ONLY = {"ReduceMean", "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp",
+              "ReduceLogSum"}
+BOOL_OK = {"ReduceMax", "ReduceMin"}
 REDUCE = ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
-          "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp"]
+          "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp", "ReduceLogSum"]
 LATER = {"ReduceSumSquare": "ReduceSum", "ReduceL1": "ReduceSum"}   # kind of later stages
+
+
+def _stage_kind(kind, k, n) -> str:
+    """The reduction performed by stage k of n (see the module docstring)."""
+    if kind == "ReduceLogSum":
+        return kind if k == n - 1 else "ReduceSum"
+    return kind if k == 0 else LATER.get(kind, kind)
 
 
 def _sfx(dt) -> str:
@@ -53,6 +68,9 @@ def _fn(dt, name) -> str:
 def _exprs(kind, dt):
     """(init, acc(a, v), fin(a) or None) as C expression templates."""
     L = lambda v: c_literal(v, dt)  # noqa: E731
+    if dt.kind == "b":
+        return {"ReduceMax": ("0", "({v} > {a} ? {v} : {a})", None),
+                "ReduceMin": ("1", "({v} < {a} ? {v} : {a})", None)}[kind]
     if dt.kind in "iu":
         info = np.iinfo(dt)
         ut = "uint64_t" if dt.itemsize == 8 else "uint32_t"
@@ -73,6 +91,7 @@ def _exprs(kind, dt):
         "ReduceL1": (L(0), f"{{a}} + {_fn(dt, 'fabs')}({{v}})", None),
         "ReduceL2": (L(0), "{a} + {v} * {v}", f"{_fn(dt, 'sqrt')}({{a}})"),
         "ReduceSumSquare": (L(0), "{a} + {v} * {v}", None),
+        "ReduceLogSum": (L(0), "{a} + {v}", f"{_fn(dt, 'log')}({{a}})"),
     }[kind]
 
 
@@ -206,6 +225,8 @@ def _dtype_reason(op_type, dt) -> str | None:
         return None
     if dt.kind in "iu" and op_type not in FLOAT_ONLY:
         return None
+    if dt.kind == "b" and op_type in BOOL_OK:
+        return None
     return f"dtype {dt.name} not supported"
 
 
@@ -213,17 +234,23 @@ def _dtype_reason(op_type, dt) -> str | None:
 class Reduce(Op):
     attrs = {"keepdims": 1, "noop_with_empty_axes": 0}
 
+    def _axes_input(self, g) -> bool:
+        return g.opset >= (13 if self.op_type == "ReduceSum" else 18)
+
+    def _runtime(self, node, g) -> bool:
+        """Axes fed at run time (a non-constant axes input that is not statically empty)."""
+        return (self._axes_input(g) and len(node.inputs) > 1 and bool(node.inputs[1])
+                and g.const(node.inputs[1]) is None and numel(g.shape(node.inputs[1])) > 0)
+
     def _axes(self, node, g):
         """Normalized reduced axes (a set; empty means 'noop'), or a reason string."""
         rank = len(g.shape(node.inputs[0]))
-        if g.opset >= (13 if self.op_type == "ReduceSum" else 18):
+        if self._axes_input(g):
+            axes = []
             if len(node.inputs) > 1 and node.inputs[1]:
                 v = g.const(node.inputs[1])
-                if v is None:
-                    return "axes computed at run time"
-                axes = [int(a) for a in np.asarray(v).reshape(-1)]
-            else:
-                axes = []
+                if v is not None:
+                    axes = [int(a) for a in np.asarray(v).reshape(-1)]
         else:
             axes = [int(a) for a in node.attrs.get("axes", [])]
         if any(not -rank <= a < max(rank, 1) for a in axes):
@@ -236,12 +263,23 @@ class Reduce(Op):
         r = _dtype_reason(self.op_type, g.dtype(node.inputs[0]))
         if r:
             return r
+        if self._runtime(node, g):
+            if node.outputs[0] not in g.types:
+                return "axes computed at run time and the output shape is unknown"
+            if g.dtype(node.inputs[1]) != np.int64:
+                return f"axes of dtype {g.dtype(node.inputs[1]).name}"
+            return None
         axes = self._axes(node, g)
         return axes if isinstance(axes, str) else None
 
     def emit(self, node, ctx):
         dt = ctx.in_dtype(0)
         ct = ctype(dt)
+        if self._runtime(node, ctx.g):
+            exprs = None if self.op_type == "ReduceLogSumExp" else _exprs(self.op_type, dt)
+            emit_runtime(ctx, self.op_type, dt, _sfx(dt), exprs,
+                         self.attr(node, "keepdims"), self.attr(node, "noop_with_empty_axes"))
+            return
         shape = ctx.in_shape(0)
         axes = self._axes(node, ctx.g)
         x, y = ctx.inp[0], ctx.out[0]
@@ -256,7 +294,7 @@ class Reduce(Op):
         stages = _stages(shape, axes) or [(numel(shape), 1, 1)]   # noop: elementwise map
         src = x
         for k, (o, d, i) in enumerate(stages):
-            kind = self.op_type if k == 0 else LATER.get(self.op_type, self.op_type)
+            kind = _stage_kind(self.op_type, k, len(stages))
             dst = y if k == len(stages) - 1 else ctx.scratch(o * i * dt.itemsize, ct, "ws")
             if i == 1:
                 ctx(f"{_reduce_helper(ctx, kind, dt, rows=True)}({o}u, {d}u, {src}, {dst});")
@@ -268,59 +306,3 @@ class Reduce(Op):
                 ctx(f"{_reduce_helper(ctx, kind, dt, rows=False)}({o}u, {d}u, {i}u, {src}, "
                     f"{dst});")
             src = dst
-
-
-def _arg_helper(ctx, kind, dt) -> str:
-    ct = ctype(dt)
-    name = f"aicc_{kind.lower()}_{_sfx(dt)}"
-    cmp = ">" if kind == "ArgMax" else "<"
-    return ctx.helper(name, f"""\
-/* {kind} over the middle axis of [O, D, I] (D >= 1): index of the first extreme value, or
- * of the last one when last != 0. Comparisons with NaN are false (onnxruntime). */
-static void {name}(size_t O, size_t D, size_t I, const {ct} *restrict x,
-    int64_t *restrict y, int last)
-{{
-    for (size_t o = 0; o < O; ++o)
-        for (size_t i = 0; i < I; ++i) {{
-            const {ct} *restrict xo = x + o * D * I + i;
-            {ct} best = xo[0];
-            size_t at = 0;
-            for (size_t d = 1; d < D; ++d) {{
-                const {ct} v = xo[d * I];
-                if (v {cmp} best || (last && v == best)) {{
-                    best = v;
-                    at = d;
-                }}
-            }}
-            y[o * I + i] = (int64_t)at;
-        }}
-}}""")
-
-
-@register_many(["ArgMax", "ArgMin"], since=1)
-class ArgReduce(Op):
-    attrs = {"axis": 0, "keepdims": 1, "select_last_index": 0}
-
-    def check(self, node, g):
-        dt = g.dtype(node.inputs[0])
-        if dt.kind not in "iuf" or dt == np.float16:
-            return f"dtype {dt.name} not supported"
-        shape = g.shape(node.inputs[0])
-        ax = int(self.attr(node, "axis"))
-        if not -len(shape) <= ax < len(shape):
-            return f"axis {ax} out of range for rank {len(shape)}"
-        if int(shape[ax]) == 0:
-            return "empty reduced axis"
-        return None
-
-    def emit(self, node, ctx):
-        shape = ctx.in_shape(0)
-        ax = int(self.attr(node, "axis"))
-        ax = ax + len(shape) if ax < 0 else ax
-        o, d, i = numel(shape[:ax]), shape[ax], numel(shape[ax + 1:])
-        if o * d * i == 0:
-            empty_body(ctx)
-            return
-        fn = _arg_helper(ctx, self.op_type, ctx.in_dtype(0))
-        last = 1 if self.attr(node, "select_last_index") else 0
-        ctx(f"{fn}({o}u, {d}u, {i}u, {ctx.inp[0]}, {ctx.out[0]}, {last});")
