@@ -1,18 +1,24 @@
 """Expand and Tile: broadcast copies.
 
-Expand: the output shape is the numpy broadcast of the input shape with the (constant) shape
-input, as inferred; broadcast dims read with stride 0. Tile: the output dim d is
+Expand: the output shape is the numpy broadcast of the input shape with the shape input, as
+inferred; broadcast dims read with stride 0. Tile: the output dim d is
 ``input dim d * repeats[d]``; every output dim is split into a (repeat, input dim) loop pair,
 the repeat loop reading with stride 0. Both go through the strided copy of transpose.py
-(merged dims, memcpy of contiguous runs). Shape/repeats inputs must be compile-time constants
-and are never read by the C code. Dtype-agnostic, bit-exact.
+(merged dims, memcpy of contiguous runs).
+
+The shape/repeats inputs are never read by the C code: everything follows from the static
+input and output shapes (Tile's repeats are output dim / input dim). They may therefore be
+computed at run time (graph inputs) when the output shape is static (inferred, or declared by
+the model); a run-time value that disagrees with the static output shape is ignored (the
+static broadcast/tiling is done; nothing is read or written out of bounds). Dtype-agnostic,
+bit-exact.
 """
 from __future__ import annotations
 
 from ..errors import UnsupportedError
 from .base import Op, register
 from .loops import strides_of
-from .reshape import runtime_input_reason
+from .reshape import static_output_reason
 from .transpose import dtype_reason, emit_copy, emit_gather_copy, empty_guard
 
 
@@ -20,7 +26,8 @@ from .transpose import dtype_reason, emit_copy, emit_gather_copy, empty_guard
 class Expand(Op):
     def check(self, node, g):
         return (dtype_reason(g, node.inputs[:1])
-                or runtime_input_reason(node, g, (1,), "shape input"))
+                or static_output_reason(node, g, "the run-time shape input")
+                or _expand_reason(g.shape(node.inputs[0]), g.shape(node.outputs[0])))
 
     def emit(self, node, ctx):
         out = ctx.out_shape(0)
@@ -34,17 +41,36 @@ class Expand(Op):
                          note=f"Expand {list(shape)} -> {list(out)}: stride 0 on broadcast dims")
 
 
+def _expand_reason(shape, out):
+    if not all(isinstance(d, int) for d in tuple(shape) + tuple(out)):
+        return None                     # non-static shapes are reported elsewhere
+    ins = (1,) * (len(out) - len(shape)) + tuple(shape)
+    if len(shape) > len(out) or any(a not in (1, b) for a, b in zip(ins, out)):
+        return f"output {list(out)} is not a broadcast of the input {list(shape)}"
+    return None
+
+
+def _tile_reason(shape, out):
+    if not all(isinstance(d, int) for d in tuple(shape) + tuple(out)):
+        return None                     # non-static shapes are reported elsewhere
+    if len(shape) != len(out) or any(a and b % a for a, b in zip(shape, out)) \
+            or any(a == 0 and b for a, b in zip(shape, out)):
+        return f"output {list(out)} is not a tiling of the input {list(shape)}"
+    return None
+
+
 @register("Tile", since=6)
 class Tile(Op):
     def check(self, node, g):
         return (dtype_reason(g, node.inputs[:1])
-                or runtime_input_reason(node, g, (1,), "repeats input"))
+                or static_output_reason(node, g, "the run-time repeats input")
+                or _tile_reason(g.shape(node.inputs[0]), g.shape(node.outputs[0])))
 
     def emit(self, node, ctx):
         shape, out = ctx.in_shape(0), ctx.out_shape(0)
-        for a, b in zip(shape, out):
-            if a and b % a:
-                raise UnsupportedError(f"Tile {node.name}: output {out} is not a tiling of {shape}")
+        why = _tile_reason(shape, out)
+        if why:
+            raise UnsupportedError(f"Tile {node.name}: {why}")
         if empty_guard(ctx):
             return
         ist, ost = strides_of(shape), strides_of(out)

@@ -19,8 +19,8 @@ from .transpose import dtype_reason
 
 
 def _fill_literal(v, dt: np.dtype) -> str:
-    if dt.name == "float16":               # stored as its uint16_t bits
-        return f"{int(np.float16(v).view(np.uint16))}u"
+    if dt.name in ("float16", "bfloat16"):  # stored as its uint16_t bits
+        return f"{int(np.asarray(v).astype(dt).view(np.uint16))}u"
     return c_literal(v.item() if hasattr(v, "item") else v, dt)
 
 

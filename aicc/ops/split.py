@@ -2,14 +2,16 @@
 end). The slab sizes are the outputs' inferred shapes, which already encode every form of the
 op: ``split`` as attribute (before opset 13) or constant input (from 13), ``num_outputs``
 (from 18, the last chunk smaller when the size does not divide) and the equal split default.
-Each output is one strided block copy (memcpy rows). Dtype-agnostic, bit-exact.
+Each output is one strided block copy (memcpy rows). A ``split`` input computed at run time
+is never read: the static output shapes decide the chunks (a run-time value that disagrees
+with them is ignored; nothing is read or written out of bounds). Dtype-agnostic, bit-exact.
 """
 from __future__ import annotations
 
 from ..errors import UnsupportedError
 from .base import Op, register
 from .loops import numel, strides_of
-from .reshape import runtime_input_reason
+from .reshape import static_output_reason
 from .transpose import dtype_reason, emit_copy
 
 
@@ -18,8 +20,19 @@ class Split(Op):
     attrs = {"axis": 0, "split": None, "num_outputs": None}
 
     def check(self, node, g):
-        return (dtype_reason(g, node.inputs[:1])
-                or runtime_input_reason(node, g, (1,), "split input"))
+        why = (dtype_reason(g, node.inputs[:1])
+               or static_output_reason(node, g, "the run-time split input"))
+        if why:
+            return why
+        shape = g.shape(node.inputs[0])
+        r = len(shape)
+        a = int(self.attr(node, "axis"))
+        a = a + r if a < 0 else a
+        outs = [g.shape(o) for o in node.outputs if o]
+        if any(len(o) != r or any(o[d] != shape[d] for d in range(r) if d != a) for o in outs) \
+                or sum(o[a] for o in outs) > shape[a]:
+            return f"output shapes {[list(o) for o in outs]} do not split the input {list(shape)}"
+        return None
 
     def emit(self, node, ctx):
         shape = ctx.in_shape(0)
@@ -48,8 +61,13 @@ class Split(Op):
         n = len(node.outputs)
         if ctx.has_input(1):
             v = ctx.in_const(1)
-            if v is None:
-                raise UnsupportedError(f"Split {node.name}: split input is not a constant")
+            if v is None:            # read at run time: the static output shapes decide
+                r = len(ctx.in_shape(0))
+                a = int(self.attr(node, "axis"))
+                a = a + r if a < 0 else a
+                return [ctx.out_shape(k)[a] if name else dim - sum(
+                    ctx.out_shape(j)[a] for j, o in enumerate(node.outputs) if o)
+                    for k, name in enumerate(node.outputs)]
             sizes = [int(x) for x in v.reshape(-1)]
         elif self.attr(node, "split") is not None:
             sizes = [int(x) for x in self.attr(node, "split")]

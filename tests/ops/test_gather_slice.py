@@ -151,7 +151,7 @@ def test_slice_opset1(attrs, tmp_path):
     check_node("Slice", {"x": data((4, 5, 6), np.float32)}, tmp_path, attrs=attrs, opset=9)
 
 
-def test_slice_runtime_starts_rejected(tmp_path):
-    with pytest.raises(UnsupportedError, match="compile-time constant"):
+def test_slice_runtime_starts_need_static_output(tmp_path):
+    with pytest.raises(UnsupportedError, match="no static shape"):
         check_node("Slice", {"x": data((4, 5), np.float32), "s": i64(1)}, tmp_path,
                    initializers={"e": i64(3)})
