@@ -15,7 +15,27 @@ class Concat(Op):
     attrs = {"axis": None}
 
     def check(self, node, g):
-        return dtype_reason(g, node.inputs)
+        r = dtype_reason(g, node.inputs)
+        if r:
+            return r
+        out = g.shape(node.outputs[0])
+        rank = len(out)
+        axis = self.attr(node, "axis")
+        axis = 1 if axis is None else int(axis)
+        if not -rank <= axis < rank:
+            return f"axis {axis} out of range for rank {rank}"
+        axis %= rank
+        total = 0
+        for i in node.inputs:
+            if not i:
+                continue
+            s = g.shape(i)
+            if len(s) != rank or any(a != b for d, (a, b) in enumerate(zip(s, out)) if d != axis):
+                return f"input shape {list(s)} does not fit output {list(out)} on axis {axis}"
+            total += s[axis]
+        if total != out[axis]:
+            return f"inputs add up to {total} along axis {axis}, output has {out[axis]}"
+        return None
 
     def emit(self, node, ctx):
         out_shape = ctx.out_shape(0)
