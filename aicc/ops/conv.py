@@ -1,10 +1,12 @@
 """Conv (1-D, 2-D, 3-D; float32 and float64): groups, depthwise, strides, dilations,
 explicit pads and auto_pad, optional bias, fused activation epilogue (``aicc_act``).
 
-The weights must be a compile-time constant (they are packed for the GEMM kernel); the bias
-may be a constant or a run-time tensor. Kernels (C text in conv_kernels.py): depthwise and
-single-output-channel groups use the direct row kernel, everything else im2col + GEMM (1x1
-stride-1 unpadded convs gather with a plain copy).
+Weights and bias may be compile-time constants or run-time tensors. The GEMM kernel wants
+the weights packed: constant weights are packed at compile time (no run-time cost), run-time
+weights are packed into step scratch at the start of the step (``aicc_packw``). Kernels (C
+text in conv_kernels.py): depthwise and single-output-channel groups use the direct row
+kernel (weights in their ONNX layout), everything else im2col + GEMM (1x1 stride-1 unpadded
+convs gather with a plain copy).
 
 auto_pad SAME_UPPER/SAME_LOWER follow onnxruntime: total padding
 max(0, (ceil(in/stride) - 1) * stride + (k - 1) * dilation + 1 - in), the odd element at the
@@ -16,6 +18,7 @@ Summation order differs from onnxruntime, so results agree to rounding, not bit-
 """
 from __future__ import annotations
 
+from ..emit_c.cwriter import ctype
 from .activations import apply_epilogue, unfused
 from .base import Op, register
 from .conv_kernels import (AXPY, DIRECT, GEMM, IM2COL, PACK8, TILE, act_check, epilogue,
@@ -113,6 +116,39 @@ def static_shapes(g, names):
     return None if not all(t.is_static for t in ts) else [tuple(int(d) for d in t.shape) for t in ts]
 
 
+PACKW = """\
+/* Packs weights at run time exactly as pack_weights() does at compile time: per group g and
+ * block b of 4 rows, wp[((g * nb + b) * K + k) * 4 + r] = w[g * sg + (4b + r) * sm + k * sk],
+ * zero for rows 4b + r >= M (the padding of the last block). Conv: M = output channels per
+ * group, K = C/group * kernel taps; ConvTranspose: the transposed weights. */
+static void aicc_packw_SFX(const TYPE *restrict w, size_t group, size_t M, size_t K, size_t sg,
+                           size_t sm, size_t sk, TYPE *restrict wp)
+{
+    const size_t nb = (M + 3) / 4;
+    for (size_t g = 0; g < group; ++g)
+        for (size_t b = 0; b < nb; ++b)
+            for (size_t k = 0; k < K; ++k)
+                for (size_t r = 0; r < 4; ++r) {
+                    const size_t m = 4 * b + r;
+                    *wp++ = m < M ? w[g * sg + m * sm + k * sk] : (TYPE)0;
+                }
+}"""
+
+
+def packed_weights(ctx, dt, w_const, pack, group, M, K, strides) -> str:
+    """C name of the packed weights: a compile-time constant (``pack()`` of the constant)
+    or step scratch filled at run time from input 1 with element strides (sg, sm, sk)."""
+    if w_const is not None:
+        return ctx.const(pack(), "wpack")
+    use(ctx, dt, ("3.packw", PACKW))
+    nb = (M + 3) // 4
+    wp = ctx.scratch(group * nb * 4 * K * dt.itemsize, ctype(dt), "wpack")
+    sg, sm, sk = strides
+    ctx("/* run-time weights: packed into scratch for the GEMM kernel */")
+    ctx(f"aicc_packw{suffix(dt)}({ctx.inp[1]}, {group}u, {M}u, {K}u, {sg}u, {sm}u, {sk}u, {wp});")
+    return wp
+
+
 @register("Conv", since=1)
 class Conv(Op):
     attrs = {"auto_pad": "NOTSET", "dilations": None, "group": 1, "kernel_shape": None,
@@ -122,8 +158,6 @@ class Conv(Op):
         dt = g.dtype(node.inputs[0])
         if dt.name not in FLOATS:
             return f"dtype {dt.name} not supported (float32, float64)"
-        if g.const(node.inputs[1]) is None:
-            return "weights (input 1) must be a constant initializer"
         reason = act_check(node, dt)
         if reason:
             return reason
@@ -172,7 +206,9 @@ class Conv(Op):
         use(ctx, dt, PACK8, IM2COL, TILE, GEMM)
         P = numel(geo.out)
         tile = tile_size(K, P)
-        wp = ctx.const(pack_weights(ctx.in_const(1), geo.group), "wpack")
+        wp = packed_weights(ctx, dt, ctx.in_const(1),
+                            lambda: pack_weights(ctx.in_const(1), geo.group),
+                            geo.group, geo.cout_g, K, (geo.cout_g * K, K, 1))
         col = ctx.scratch(tile * K * dt.itemsize, ctx.out_ctype(0), "col")
         ctx(f"/* Conv {geo.describe()}: im2col tiles of {tile} positions x K={K} + GEMM */")
         ctx(geo.params(tile))

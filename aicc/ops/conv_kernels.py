@@ -295,7 +295,8 @@ static void aicc_conv_direct_SFX(const aicc_conv_params *p, const TYPE *restrict
 # -- helpers for emitters ----------------------------------------------------------------
 
 def suffix(dtype) -> str:
-    return {"float32": "_f32", "float64": "_f64"}[np.dtype(dtype).name]
+    sfx = {"float32": "_f32", "float64": "_f64", "int8": "_i8", "uint8": "_u8"}
+    return sfx[np.dtype(dtype).name]
 
 
 def typed(code: str, dtype) -> str:

@@ -1,10 +1,11 @@
 """ConvTranspose (1-D, 2-D, 3-D; float32 and float64): groups, strides, dilations, pads,
 output_padding, output_shape, auto_pad, optional bias, fused activation epilogue.
 
-The weights must be a compile-time constant. Kernels (C text below, built from the pieces
-in conv_kernels.py): groups with at least 4 input channels run as GEMM (W^T x, weights packed
-at compile time) + col2im; fewer input channels per group (depthwise) scatter each weighted
-input row into the output.
+Weights and bias may be compile-time constants or run-time tensors (run-time weights are
+packed into step scratch for the GEMM path, see conv.py). Kernels (C text below, built from
+the pieces in conv_kernels.py): groups with at least 4 input channels run as GEMM (W^T x,
+weights packed) + col2im; fewer input channels per group (depthwise) scatter each weighted
+input row into the output (weights in their ONNX layout).
 
 Padding follows the ONNX spec and onnxruntime 1.32 (older onnxruntime releases split it the
 other way round): when output_shape is given, or auto_pad is SAME_UPPER/SAME_LOWER (target
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from .activations import apply_epilogue, unfused
 from .base import Op, register
-from .conv import AUTO_PADS, FLOATS, ints, static_shapes
+from .conv import AUTO_PADS, FLOATS, ints, packed_weights, static_shapes
 from .conv_kernels import (AXPY, PACK8, TILE, act_check, epilogue, pack_weights, params_c,
                            suffix, tile_size, use)
 from .loops import numel
@@ -224,8 +225,6 @@ class ConvTranspose(Op):
         dt = g.dtype(node.inputs[0])
         if dt.name not in FLOATS:
             return f"dtype {dt.name} not supported (float32, float64)"
-        if g.const(node.inputs[1]) is None:
-            return "weights (input 1) must be a constant initializer"
         reason = act_check(node, dt)
         if reason:
             return reason
@@ -284,9 +283,12 @@ class ConvTranspose(Op):
         use(ctx, dt, AXPY, PACK8, TILE, ("8.convt_gemm", CONVT_GEMM))
         w = ctx.in_const(1)                     # [C][M/g][k...] -> per group [M/g * kk][C/g]
         kk = numel(geo.k)
-        a = w.reshape(geo.group, geo.cin_g, geo.cout_g * kk).transpose(0, 2, 1)
-        wp = ctx.const(pack_weights(a.reshape(geo.group * geo.cout_g * kk, geo.cin_g), geo.group),
-                       "wpack")
+        M = geo.cout_g * kk
+
+        def pack():
+            a = w.reshape(geo.group, geo.cin_g, M).transpose(0, 2, 1)
+            return pack_weights(a.reshape(geo.group * M, geo.cin_g), geo.group)
+        wp = packed_weights(ctx, dt, w, pack, geo.group, M, geo.cin_g, (geo.cin_g * M, 1, M))
         tile = tile_size(geo.cin_g + 4, numel(geo.inp))
         col = ctx.scratch(tile * geo.cin_g * dt.itemsize, ctx.out_ctype(0), "col")
         buf = ctx.scratch(tile * 4 * dt.itemsize, ctx.out_ctype(0), "rows")

@@ -1,5 +1,5 @@
 """MaxPool (with the optional Indices output), AveragePool, GlobalAveragePool, GlobalMaxPool:
-1-D, 2-D and 3-D, float32 and float64.
+1-D, 2-D and 3-D, float32 and float64 (MaxPool also int8 and uint8). Kernels: pool_kernels.py.
 
 Attributes: kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, storage_order
 (Indices), count_include_pad. Output sizes and auto_pad SAME_* padding follow onnxruntime:
@@ -12,7 +12,8 @@ them).
 
 Semantics at the edges:
 * MaxPool: padding never wins (it acts as -inf); a window with no input element (only
-  possible with pads >= kernel, which onnxruntime rejects) gives -inf and Indices -1.
+  possible with pads >= kernel, which onnxruntime rejects) gives -inf (int8/uint8: the
+  type's minimum) and Indices -1.
 * AveragePool divisor: without count_include_pad the number of input elements in the
   window; with it, the taps inside the padded input [-pad_begin, in + pad_end) (windows that
   ceil_mode extends beyond the trailing padding are not charged for the overhang); a window
@@ -29,221 +30,9 @@ from __future__ import annotations
 
 from .base import Op, register, register_many
 from .conv import AUTO_PADS, FLOATS, ints, static_shapes
-from .conv_kernels import params_c, suffix, typed, use
+from .conv_kernels import params_c, suffix, use
+from .pool_kernels import DIVIDE, GLOBAL, POOL, POOL_IDX, ROWS, TAPS, ptyped
 from .loops import numel
-
-ROWS = """\
-/* y[i] = max(y[i], x[i * sx]) for i < n; NaN propagates (a NaN x wins, a NaN y stays).
- * Blocks of 8 with branch-free selects, which compilers vectorize (unit stride) at -O2. */
-static void aicc_rowmax_SFX(size_t n, const TYPE *restrict x, size_t sx, TYPE *restrict y)
-{
-    const size_t n8 = n - n % 8;
-    size_t i = 0;
-    for (; i < n8; i += 8)
-        for (size_t u = 0; u < 8; ++u) {
-            const TYPE v = x[(i + u) * sx], a = y[i + u];
-            const TYPE m = v > a ? v : a;
-            y[i + u] = v != v ? v : m;
-        }
-    for (; i < n; ++i) {
-        const TYPE v = x[i * sx], a = y[i];
-        const TYPE m = v > a ? v : a;
-        y[i] = v != v ? v : m;
-    }
-}
-
-/* y[i] += x[i * sx] for i < n (blocks of 8 as above) */
-static void aicc_rowadd_SFX(size_t n, const TYPE *restrict x, size_t sx, TYPE *restrict y)
-{
-    const size_t n8 = n - n % 8;
-    size_t i = 0;
-    for (; i < n8; i += 8)
-        for (size_t u = 0; u < 8; ++u)
-            y[i + u] += x[(i + u) * sx];
-    for (; i < n; ++i)
-        y[i] += x[i * sx];
-}"""
-
-TAPS = """\
-/* The number of taps t < k of a window starting at s (step d) with 0 <= s + t * d < n. */
-static size_t aicc_taps(int64_t s, size_t k, size_t d, int64_t n)
-{
-    const int64_t dd = (int64_t)d;
-    const int64_t lo = s >= 0 ? 0 : (-s + dd - 1) / dd;
-    int64_t hi = n - 1 - s < 0 ? -1 : (n - 1 - s) / dd;     /* last tap inside */
-    if (hi > (int64_t)k - 1)
-        hi = (int64_t)k - 1;
-    return hi >= lo ? (size_t)(hi - lo + 1) : 0;
-}
-
-/* AveragePool divisor along spatial dim d for output position o: the taps inside the input,
- * or with count_include_pad (p->flag) inside the padded input [-pad, in + pad_end). */
-static size_t aicc_window_count(const aicc_conv_params *p, int d, size_t o)
-{
-    const int64_t start = (int64_t)(o * p->stride[d]);      /* in padded coordinates */
-    const int64_t padded = (int64_t)(p->pad[d] + p->in[d] + p->pad_end[d]);
-    if (p->flag)
-        return aicc_taps(start, p->k[d], p->dil[d], padded);
-    return aicc_taps(start - (int64_t)p->pad[d], p->k[d], p->dil[d], (int64_t)p->in[d]);
-}"""
-
-DIVIDE = """\
-/* Divides an AveragePool output row of sums by the window element counts (czy: the count
- * of the row's window along D and H). Columns whose window lies inside the input share one
- * divisor and run in blocks of 8 (vectorized); the border columns are counted one by one. */
-static void aicc_divide_row_SFX(const aicc_conv_params *p, size_t czy, TYPE *restrict yr)
-{
-    const size_t OW = p->out[2], SW = p->stride[2];
-    size_t flo, fhi, llo, lhi, lo, hi, o = 0;
-    if (czy == 0)
-        return;     /* no input element in the window: the sum stays 0 */
-    aicc_valid_range(aicc_tap_off(p, 2, 0), SW, p->in[2], OW, &flo, &fhi);
-    aicc_valid_range(aicc_tap_off(p, 2, p->k[2] - 1), SW, p->in[2], OW, &llo, &lhi);
-    lo = flo > llo ? flo : llo;
-    hi = fhi < lhi ? fhi : lhi;
-    hi = hi < lo ? lo : hi;
-    for (; o < (hi > lo ? lo : OW); ++o) {       /* leading border (or every column) */
-        const size_t cnt = czy * aicc_window_count(p, 2, o);
-        yr[o] = cnt > 0 ? yr[o] / (TYPE)cnt : (TYPE)0;
-    }
-    if (hi > lo) {                                /* interior: one divisor */
-        const TYPE d = (TYPE)(czy * p->k[2]);
-        const size_t n8 = lo + (hi - lo) / 8 * 8;
-        for (; o < n8; o += 8)
-            for (size_t u = 0; u < 8; ++u)
-                yr[o + u] /= d;
-        for (; o < hi; ++o)
-            yr[o] /= d;
-    }
-    for (; o < OW; ++o) {                         /* trailing border */
-        const size_t cnt = czy * aicc_window_count(p, 2, o);
-        yr[o] = cnt > 0 ? yr[o] / (TYPE)cnt : (TYPE)0;
-    }
-}"""
-
-POOL = """\
-/* MaxPool (avg == 0) or AveragePool (avg == 1), one plane at a time: the plane starts at
- * -inf (max) or 0 (sum); per kernel tap, the ranges of output rows/columns where the tap
- * lands inside the input are computed once and every such row takes the max with (adds) the
- * input row; padding is skipped, never tested per element. Averages then divide by the
- * window's element count (aicc_window_count). */
-static void aicc_pool_SFX(const aicc_conv_params *p, int avg, const TYPE *restrict x,
-                          TYPE *restrict y)
-{
-    const size_t X = p->in[0] * p->in[1] * p->in[2], P = p->out[0] * p->out[1] * p->out[2];
-    const size_t KK = p->k[0] * p->k[1] * p->k[2], OW = p->out[2], SW = p->stride[2];
-    for (size_t c = 0; c < p->batch * p->cin_g; ++c) {
-        const TYPE *xc = x + c * X;
-        TYPE *yc = y + c * P;
-        for (size_t i = 0; i < P; ++i)
-            yc[i] = avg ? (TYPE)0 : -(TYPE)INFINITY;
-        for (size_t t = 0; t < KK; ++t) {
-            const size_t kz = t / (p->k[1] * p->k[2]), ky = t / p->k[2] % p->k[1];
-            const size_t kx = t % p->k[2];
-            size_t zlo, zhi, ylo, yhi, lo, hi;
-            aicc_valid_range(aicc_tap_off(p, 0, kz), p->stride[0], p->in[0], p->out[0],
-                             &zlo, &zhi);
-            aicc_valid_range(aicc_tap_off(p, 1, ky), p->stride[1], p->in[1], p->out[1],
-                             &ylo, &yhi);
-            aicc_valid_range(aicc_tap_off(p, 2, kx), SW, p->in[2], OW, &lo, &hi);
-            if (lo == hi)
-                continue;
-            for (size_t z = zlo; z < zhi; ++z)
-                for (size_t r = ylo; r < yhi; ++r) {
-                    const size_t iz = (size_t)aicc_pos(p, 0, z, kz);
-                    const size_t iy = (size_t)aicc_pos(p, 1, r, ky);
-                    const TYPE *xs = xc + (iz * p->in[1] + iy) * p->in[2] + aicc_pos(p, 2, lo, kx);
-                    TYPE *yr = yc + (z * p->out[1] + r) * OW + lo;
-                    if (avg)
-                        aicc_rowadd_SFX(hi - lo, xs, SW, yr);
-                    else
-                        aicc_rowmax_SFX(hi - lo, xs, SW, yr);
-                }
-        }
-        if (avg)
-            for (size_t z = 0; z < p->out[0]; ++z)
-                for (size_t r = 0; r < p->out[1]; ++r)
-                    aicc_divide_row_SFX(p, aicc_window_count(p, 0, z) * aicc_window_count(p, 1, r),
-                                        yc + (z * p->out[1] + r) * OW);
-    }
-}"""
-
-POOL_IDX = """\
-/* MaxPool with Indices: per output element, scan its window (taps outside the input are
- * skipped); the first maximum in scan order wins (a NaN wins and stays). The index is
- * flattened over the input tensor, the spatial part row-major (p->flag == 0) or
- * column-major (p->flag == 1). A window without input elements gives -inf and -1. */
-static void aicc_maxpool_idx_SFX(const aicc_conv_params *p, const TYPE *restrict x,
-                                 TYPE *restrict y, int64_t *restrict idx)
-{
-    const size_t X = p->in[0] * p->in[1] * p->in[2], KK = p->k[0] * p->k[1] * p->k[2];
-    size_t q = 0;
-    for (size_t c = 0; c < p->batch * p->cin_g; ++c)
-        for (size_t z = 0; z < p->out[0]; ++z)
-            for (size_t r = 0; r < p->out[1]; ++r)
-                for (size_t o = 0; o < p->out[2]; ++o, ++q) {
-                    TYPE best = -(TYPE)INFINITY;
-                    int64_t at = -1;
-                    for (size_t t = 0; t < KK; ++t) {
-                        const int64_t iz = aicc_pos(p, 0, z, t / (p->k[1] * p->k[2]));
-                        const int64_t iy = aicc_pos(p, 1, r, t / p->k[2] % p->k[1]);
-                        const int64_t ix = aicc_pos(p, 2, o, t % p->k[2]);
-                        size_t i, s;
-                        TYPE v;
-                        if (!aicc_inside(iz, p->in[0]) || !aicc_inside(iy, p->in[1]) ||
-                            !aicc_inside(ix, p->in[2]))
-                            continue;
-                        i = ((size_t)iz * p->in[1] + (size_t)iy) * p->in[2] + (size_t)ix;
-                        s = p->flag ? ((size_t)ix * p->in[1] + (size_t)iy) * p->in[0] + (size_t)iz
-                                    : i;
-                        v = x[c * X + i];
-                        if (at < 0 || v > best || (v != v && best == best)) {
-                            best = v;
-                            at = (int64_t)(c * X + s);
-                        }
-                    }
-                    y[q] = best;
-                    idx[q] = at;
-                }
-}"""
-
-GLOBAL = """\
-/* Global pooling over planes of n elements: the mean (avg == 1) or the max (NaN
- * propagates). 8 partial results so the loops vectorize at -O2 without reassociation. */
-static void aicc_global_pool_SFX(size_t planes, size_t n, int avg, const TYPE *restrict x,
-                                 TYPE *restrict y)
-{
-    for (size_t c = 0; c < planes; ++c) {
-        const TYPE *xc = x + c * n;
-        const TYPE init = avg ? (TYPE)0 : -(TYPE)INFINITY;
-        TYPE acc[8], s = init;
-        const size_t n8 = n - n % 8;
-        size_t i = 0;
-        for (size_t u = 0; u < 8; ++u)
-            acc[u] = init;
-        if (avg) {
-            for (; i < n8; i += 8)
-                for (size_t u = 0; u < 8; ++u)
-                    acc[u] += xc[i + u];
-            for (; i < n; ++i)
-                s += xc[i];
-            for (size_t u = 0; u < 8; ++u)
-                s += acc[u];
-            y[c] = s / (TYPE)n;
-        } else {
-            for (; i < n8; i += 8)
-                for (size_t u = 0; u < 8; ++u) {
-                    const TYPE v = xc[i + u];
-                    acc[u] = (v > acc[u] || v != v) ? v : acc[u];
-                }
-            for (; i < n; ++i)
-                s = (xc[i] > s || xc[i] != xc[i]) ? xc[i] : s;
-            for (size_t u = 0; u < 8; ++u)
-                s = (acc[u] > s || acc[u] != acc[u]) ? acc[u] : s;
-            y[c] = s;
-        }
-    }
-}"""
 
 
 class PoolGeometry:
@@ -301,14 +90,16 @@ class PoolGeometry:
                         pad_end=self.pad_end, flag=flag)
 
 
-def _check_float(g, node):
+def _check_float(g, node, dtypes=FLOATS):
     dt = g.dtype(node.inputs[0])
-    return None if dt.name in FLOATS else f"dtype {dt.name} not supported (float32, float64)"
+    return None if dt.name in dtypes else f"dtype {dt.name} not supported ({', '.join(dtypes)})"
 
 
 class _Pool(Op):
+    dtypes = FLOATS
+
     def check(self, node, g):
-        reason = _check_float(g, node)
+        reason = _check_float(g, node, self.dtypes)
         if reason:
             return reason
         outs = [o for o in node.outputs if o]
@@ -341,16 +132,16 @@ class _Pool(Op):
                 f"{'x'.join(map(str, geo.stride))}, pads {geo.pad + geo.pad_end}")
         if not avg and len(node.outputs) > 1 and node.outputs[1]:
             use(ctx, dt)
-            ctx.helper(f"pool.4.maxpool_idx{sfx}", typed(POOL_IDX, dt))
+            ctx.helper(f"pool.4.maxpool_idx{sfx}", ptyped(POOL_IDX, dt))
             ctx(f"/* {what}, with Indices (storage_order {flag}) */")
             ctx(geo.params(flag))
             ctx(f"aicc_maxpool_idx{sfx}(&prm, {ctx.inp[0]}, {ctx.out[0]}, {ctx.out[1]});")
             return
         use(ctx, dt)
         ctx.helper("pool.0.taps", TAPS)
-        ctx.helper(f"pool.1.rows{sfx}", typed(ROWS, dt))
-        ctx.helper(f"pool.2.divide{sfx}", typed(DIVIDE, dt))
-        ctx.helper(f"pool.3.pool{sfx}", typed(POOL, dt))
+        ctx.helper(f"pool.1.rows{sfx}", ptyped(ROWS, dt))
+        ctx.helper(f"pool.2.divide{sfx}", ptyped(DIVIDE, dt))
+        ctx.helper(f"pool.3.pool{sfx}", ptyped(POOL, dt))
         ctx(f"/* {what} */")
         ctx(geo.params(flag))
         ctx(f"aicc_pool{sfx}(&prm, {1 if avg else 0}, {ctx.inp[0]}, {ctx.out[0]});")
@@ -358,6 +149,7 @@ class _Pool(Op):
 
 @register("MaxPool", since=1)
 class MaxPool(_Pool):
+    dtypes = FLOATS + ("int8", "uint8")
     attrs = {"auto_pad": "NOTSET", "ceil_mode": 0, "dilations": None, "kernel_shape": None,
              "pads": None, "storage_order": 0, "strides": None}
 
@@ -403,7 +195,7 @@ class GlobalPool(Op):
                 ctx(f"{ctx.out[0]}[i] = {v};")
             return
         sfx = suffix(dt)
-        ctx.helper(f"pool.5.global{sfx}", typed(GLOBAL, dt))
+        ctx.helper(f"pool.5.global{sfx}", ptyped(GLOBAL, dt))
         avg = 1 if self.op_type == "GlobalAveragePool" else 0
         ctx(f"/* {self.op_type} over {planes} planes of {n} elements */")
         ctx(f"aicc_global_pool{sfx}({planes}u, {n}u, {avg}, {ctx.inp[0]}, {ctx.out[0]});")

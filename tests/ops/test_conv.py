@@ -130,13 +130,33 @@ def test_conv_nan_inf(tmp_path):
                attrs={"pads": [1, 1, 1, 1], "group": 3})
 
 
-def test_conv_weights_must_be_constant(tmp_path):
-    x = np.zeros((1, 3, 5, 5), np.float32)
-    w = np.zeros((4, 3, 3, 3), np.float32)
-    node = helper.make_node("Conv", ["x", "w"], ["y"])
-    model = make_model([node], {"x": x, "w": w}, ["y"])
-    with pytest.raises(UnsupportedError, match="weights .* must be a constant"):
-        compile_and_run(model, {"x": x, "w": w}, tmp_path)
+RUNTIME_W = ["3x3_pad1", "group3_odd", "depthwise", "one_out_channel", "channels_11_to_13",
+             "big_k_tiles", "1d", "3d_strided"]
+
+
+def _runtime(op, xs, ws, attrs, tmp_path, bias, dtype=np.float32, seed=7):
+    """Weights (and bias) fed at run time: packed into step scratch by the step itself."""
+    r = rng(seed)
+    feeds = {"x": r.normal(size=xs).astype(dtype),
+             "w": (r.normal(size=ws) / np.sqrt(np.prod(ws[1:]))).astype(dtype)}
+    if bias:
+        m = ws[0] if op == "Conv" else ws[1] * attrs.get("group", 1)
+        feeds["b"] = r.normal(size=(m,)).astype(dtype)
+    check_node(op, feeds, tmp_path, attrs=attrs)
+
+
+@pytest.mark.parametrize("case", RUNTIME_W)
+def test_conv_runtime_weights(case, tmp_path):
+    xs, ws, attrs = CONV_CASES[case]
+    _runtime("Conv", xs, ws, attrs, tmp_path, bias=case != "1d")
+
+
+def test_conv_runtime_weights_float64_const_bias(tmp_path):
+    r = rng(8)
+    x = r.normal(size=(2, 6, 7, 5))
+    w = r.normal(size=(6, 3, 3, 3))
+    check_node("Conv", {"x": x, "w": w}, tmp_path, initializers={"b": r.normal(size=(6,))},
+               attrs={"group": 2, "pads": [1, 0, 1, 2]})
 
 
 # -- ConvTranspose ---------------------------------------------------------------------
@@ -189,6 +209,15 @@ def test_conv_transpose_output_shape_unreachable(tmp_path):
     model = make_model([node], {"x": x}, ["y"], {"w": np.zeros((3, 2, 3, 3), np.float32)})
     with pytest.raises(UnsupportedError, match="output_shape"):
         compile_and_run(model, {"x": x}, tmp_path)
+
+
+@pytest.mark.parametrize("case", ["3x3", "3x3_scatter", "group2", "s2_k4_pads", "1d", "3d",
+                                  "output_shape", "channels_odd"])
+def test_conv_transpose_runtime_weights(case, tmp_path):
+    xs, ws, attrs = CONVT_CASES[case]
+    _runtime("ConvTranspose", xs, ws, attrs, tmp_path, bias=case != "3d")
+    if case == "3x3":   # (onnxruntime has no float64 ConvTranspose: onnx.reference)
+        _runtime("ConvTranspose", xs, ws, attrs, tmp_path, bias=True, dtype=np.float64)
 
 
 def test_conv_transpose_no_bias_float64(tmp_path):

@@ -1,5 +1,5 @@
-"""MaxPool (with Indices), AveragePool, GlobalAveragePool, GlobalMaxPool: compiled C vs
-onnxruntime over shapes and attribute combinations; NaN behaviour vs numpy (documented in
+"""MaxPool (with Indices; float, int8, uint8), AveragePool, GlobalAveragePool,
+GlobalMaxPool: compiled C vs onnxruntime over shapes and attribute combinations; NaN behaviour vs numpy (documented in
 aicc/ops/pool.py: NaN propagates, where onnxruntime's result depends on its kernel)."""
 import numpy as np
 import pytest
@@ -98,6 +98,24 @@ def test_maxpool_indices(case, order, tmp_path):
     x = rng(5).normal(size=shape).astype(np.float32)
     check_node("MaxPool", {"x": x}, tmp_path, attrs={**attrs, "storage_order": order},
                n_outputs=2)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+@pytest.mark.parametrize("case", ["3x3_s2_pad1_odd", "asym_pads_s2", "dilation2", "ceil_pads",
+                                  "same_lower_k2", "1d", "3d", "wide_rows"])
+def test_maxpool_int8_uint8(case, dtype, tmp_path):
+    shape, attrs = CASES[case]
+    info = np.iinfo(dtype)
+    x = rng(12).integers(info.min, info.max, size=shape, endpoint=True).astype(dtype)
+    x.flat[::7] = info.min          # the type's minimum must still win where it is the max
+    check_node("MaxPool", {"x": x}, tmp_path, attrs=attrs, opset=12)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_maxpool_int8_uint8_indices(dtype, tmp_path):
+    shape, attrs = CASES["3x3_s2_pad1_odd"]
+    x = rng(13).integers(0, 100, size=shape).astype(dtype)
+    check_node("MaxPool", {"x": x}, tmp_path, attrs=attrs, opset=12, n_outputs=2)
 
 
 @pytest.mark.parametrize("op", ["MaxPool", "AveragePool"])
