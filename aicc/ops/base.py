@@ -93,6 +93,43 @@ def registered_ops() -> list:
     return sorted(f"{d + '.' if d else ''}{t}" for (d, t) in _REGISTRY)
 
 
+_ONNX_TYPE = {"float32": "float", "float64": "double"}
+
+
+def schema_type_reason(node, g) -> str | None:
+    """Input/output dtypes against the op schema's type constraints (onnx's checker does
+    not check them): every tensor bound to one type variable has the same dtype."""
+    from onnx import defs
+    try:
+        schema = defs.get_schema(node.op_type, g.opset, node.domain or "")
+    except Exception:  # noqa: BLE001 - no schema (custom domain): the op's check decides
+        return None
+    allowed = {c.type_param_str: set(c.allowed_type_strs) for c in schema.type_constraints}
+    bound: dict = {}
+    for names, formals in ((node.inputs, schema.inputs), (node.outputs, schema.outputs)):
+        for k, name in enumerate(names):
+            if not name or not formals:
+                continue
+            if k >= len(formals) and formals[-1].option != defs.OpSchema.FormalParameterOption.Variadic:
+                continue                      # an aicc extension (e.g. MatMul's fused bias)
+            ts = formals[min(k, len(formals) - 1)].type_str
+            if ts not in allowed:
+                continue
+            try:
+                dt = g.dtype(name).name
+            except KeyError:
+                continue
+            t = f"tensor({_ONNX_TYPE.get(dt, dt)})"
+            # the allowed list is the op's own business (some ops accept more than the
+            # schema, e.g. float64 quantization); mixing dtypes in one variable never is
+            prev = bound.setdefault(ts, (t, g.dtype(name).kind == "f"))
+            if prev[1] != (g.dtype(name).kind == "f"):
+                # float mixed with integer/bool in one type variable: no kernel can take it
+                # (integer widths may mix: emitters read each input with its own C type)
+                return f"{name!r} has dtype {dt}, but {ts} is {prev[0][7:-1]} elsewhere"
+    return None
+
+
 def check_supported(g) -> None:
     """Raise one UnsupportedError naming every unsupported op and its nodes."""
     problems: dict = {}
@@ -102,7 +139,7 @@ def check_supported(g) -> None:
             reason = "no implementation"
         else:
             try:
-                reason = op.check(n, g)
+                reason = schema_type_reason(n, g) or op.check(n, g)
             except Exception as e:  # noqa: BLE001 - a check must never crash the build
                 reason = f"check failed: {e}"
         if reason:
