@@ -149,3 +149,22 @@ def test_targets_and_debug(tmp_path):
     assert r.returncode == 0 and "generic" in r.stdout and "x86-avx2" in r.stdout
     r = aicc("--debug", "build", tmp_path / "nope.onnx")
     assert r.returncode != 0 and "Traceback" in r.stderr
+
+
+@pytest.mark.parametrize("limit,msg", [("max_arena_bytes: 10", "arena needs"),
+                                       ("max_weights_bytes: 10", "weights need"),
+                                       ("max_tensor_bytes: 16", "needs 40 bytes")])
+def test_limits_refuse_with_a_clear_message(tmp_path, limit, msg):
+    m, _ = small_model(tmp_path)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"limits: {{{limit}}}\n")
+    r = aicc("build", m, "-o", tmp_path / "out", "-c", cfg)
+    assert r.returncode == 2 and msg in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_absurd_input_shape_is_refused(tmp_path):
+    m, _ = small_model(tmp_path)
+    r = aicc("build", m, "-o", tmp_path / "out", "--input-shape", "x=1099511627776,5")
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr

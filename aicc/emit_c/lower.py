@@ -57,11 +57,17 @@ def lower(g, opts) -> Program:
     align = int(opts.memory.get("alignment", 64))
     if align <= 0 or align & (align - 1):
         raise ModelError(f"memory.alignment must be a power of two, not {align}")
+    limits = opts.raw.get("limits", {}) if opts.raw else {}
+    index_max = (1 << (int(getattr(opts.target, "index_bits", 64)) - 1)) - 1
+    max_tensor = min(int(limits.get("max_tensor_bytes", 1 << 40)), index_max)
     for name in list(g.inputs) + list(g.outputs) + [o for n in g.nodes for o in n.outputs if o]:
         t = g.type_of(name)
         if not t.is_static:
-            raise UnsupportedError(f"tensor '{name}' has a non-static shape {t}; dynamic "
+            raise UnsupportedError(f"tensor {name!r} has a non-static shape {t}; dynamic "
                                    "shapes need --input-shape (buckets come later)")
+        if t.nbytes > max_tensor:
+            raise ModelError(f"tensor {name!r} {t} needs {t.nbytes} bytes, above the limit of "
+                             f"{max_tensor} (limits.max_tensor_bytes / the target's index type)")
     helpers: dict = {}
     steps = []
     share = Sharing(g)
@@ -115,6 +121,10 @@ def lower(g, opts) -> Program:
     offsets = plan(bufs, opts.memory.get("planner", "search"),
                    int(opts.memory.get("search_iterations", 300)))
     arena = max(arena_size(bufs, offsets, align), align)
+    cap = min(int(limits.get("max_arena_bytes", 1 << 40)), index_max)
+    if arena > cap:
+        raise ModelError(f"the arena needs {arena} bytes, above the limit of {cap} "
+                         "(limits.max_arena_bytes)")
 
     # -- weights image ----------------------------------------------------------------
     blob = bytearray()
@@ -168,6 +178,10 @@ def lower(g, opts) -> Program:
             off = offsets[scratch_ix[(s.index, var)]]
             s.args.append((var, "arena", off, ct, False, f"scratch {nbytes} bytes"))
     blob.extend(b"\0" * (_align(len(blob), align) - len(blob)))
+    cap = min(int(limits.get("max_weights_bytes", 1 << 40)), index_max)
+    if len(blob) > cap:
+        raise ModelError(f"the weights need {len(blob)} bytes, above the limit of {cap} "
+                         "(limits.max_weights_bytes)")
     return Program(graph=g, steps=steps, helpers=helpers, buffers=bufs, offsets=offsets,
                    arena_bytes=arena, peak_bytes=peak_live_bytes(bufs), weights=bytes(blob),
                    weight_entries=entries, locations=locations, alignment=align,
