@@ -117,8 +117,13 @@ class Graph:
 
 
 def dtype_from_name(name: str) -> np.dtype:
-    """numpy dtype from its name, including ml_dtypes' bfloat16 (which onnx uses)."""
-    if name == "bfloat16":
+    """numpy dtype from its name, including ml_dtypes' types (which onnx uses): bfloat16,
+    the 8-bit and 4-bit floats, 4-bit and 2-bit integers."""
+    if name in _ML_DTYPES:
         import ml_dtypes
-        return np.dtype(ml_dtypes.bfloat16)
+        return np.dtype(getattr(ml_dtypes, name))
     return np.dtype(name)
+
+
+_ML_DTYPES = {"bfloat16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
+              "float4_e2m1fn", "float8_e8m0fnu", "int4", "uint4", "int2", "uint2"}

@@ -10,7 +10,15 @@ undefined (or implementation-defined) behaviour for any input value:
 - float64 -> float32: IEEE rounding, overflow -> +-Inf (C99 Annex F); integer -> float: nearest.
 - float16/bfloat16: through float32 (exact up-conversion; down-conversion rounds to nearest
   even, overflow -> Inf, NaN stays NaN). float64 -> half rounds twice (via float32), as
-  onnxruntime does. Strings and 8-bit floats are not supported.
+  onnxruntime does. Strings are not supported.
+- 8-bit and 4-bit floats, 4-bit and 2-bit integers (one byte per element): see
+  aicc/ops/lowp.py. Floats decode exactly to float32 and encode from double with round to
+  nearest even; ``saturate`` (default 1) clips out-of-range values and +-Inf to the max
+  finite value, saturate=0 gives Inf/NaN per format (ml_dtypes). Integer targets wrap modulo
+  2^bits (from floats: truncate first; NaN/Inf -> 0), as numpy/ml_dtypes astype. float64
+  reaches the 8/4-bit floats through float32 (rounding twice), as ml_dtypes does.
+  float8_e8m0fnu (a power of two): the float32 exponent rounded per ``round_mode``
+  (up/down/nearest), NaN/Inf -> NaN, as onnx.numpy_helper.to_float8e8m0.
 - same dtype: a memcpy.
 """
 from __future__ import annotations
@@ -20,11 +28,13 @@ from onnx import helper
 
 from ..emit_c.cwriter import c_float, ctype
 from .base import Op, register
+from . import lowp
 from .half import HALF_TYPES, from_float, to_float
+from .lowp import LOWP, LOWP_FLOAT, LOWP_INT
 from .loops import emit_map, numel
 
 _OK = {"float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-       "uint64", "bool", "float16", "bfloat16"}
+       "uint64", "bool", "float16", "bfloat16"} | LOWP
 
 
 def _to_dtype(to) -> np.dtype:
@@ -66,8 +76,35 @@ def _sat_helper(ctx, src: np.dtype, dst: np.dtype) -> str:
     return name
 
 
-def cast_expr(ctx, src: np.dtype, dst: np.dtype, x: str) -> str:
-    """C expression converting the C expression ``x`` of dtype src to dtype dst."""
+def cast_expr(ctx, src: np.dtype, dst: np.dtype, x: str, saturate: bool = True,
+              round_mode: str = "up") -> str:
+    """C expression converting the C expression ``x`` of dtype src to dtype dst.
+    ``saturate`` (Cast-19) only matters for 8-bit float targets, ``round_mode`` (Cast-24)
+    only for float8_e8m0fnu."""
+    if src.name in LOWP_FLOAT:                 # decode exactly, continue from float32
+        x, src = f"{lowp.to_float(ctx, src.name)}({x})", np.dtype(np.float32)
+    elif src.name in LOWP_INT:                 # sign-extend the low bits, continue as 8 bits
+        x = f"{lowp.int_value(ctx, src.name)}({x})"
+        src = np.dtype(np.int8 if lowp.INT_FORMATS[src.name][1] else np.uint8)
+    if dst.name in LOWP_FLOAT:
+        if src.kind == "b":
+            x = f"({x} != 0)"
+        elif src.name in HALF_TYPES:
+            x = f"{to_float(ctx, src.name)}({x})"
+        elif src.kind == "f" and src != np.float32:
+            x = f"(float){x}"      # through float32 (double rounding), as ml_dtypes
+        if dst.name == lowp.E8M0:
+            return f"{lowp.e8m0_from_float(ctx, saturate, round_mode)}((float){x})"
+        return f"{lowp.from_double(ctx, dst.name, saturate)}((double){x})"
+    if dst.name in LOWP_INT:
+        ct = ctype(dst)
+        if src.kind == "b":
+            return f"({ct})({x} != 0)"
+        if src.name in HALF_TYPES:
+            x, src = f"{to_float(ctx, src.name)}({x})", np.dtype(np.float32)
+        if src.kind == "f":
+            return f"{lowp.int_from_double(ctx, dst.name)}((double){x})"
+        return f"{lowp.int_from_bits(ctx, dst.name)}((uint64_t){x})"
     if src.name in HALF_TYPES and dst.name in HALF_TYPES:
         return f"{from_float(ctx, dst.name)}({to_float(ctx, src.name)}({x}))"
     if src.name in HALF_TYPES:
@@ -113,12 +150,15 @@ class _CastBase(Op):
             ctx(f"memcpy({ctx.out[0]}, {ctx.inp[0]}, {n * src.itemsize}u);")
             return
         ctx(f"/* Cast {src.name} -> {dst.name} (see aicc/ops/cast.py for edge cases) */")
-        emit_map(ctx, n, lambda x: cast_expr(ctx, src, dst, x))
+        sat = bool(self.attr(node, "saturate"))
+        rm = self.attr(node, "round_mode") or "up"
+        rm = rm.decode() if isinstance(rm, bytes) else str(rm)
+        emit_map(ctx, n, lambda x: cast_expr(ctx, src, dst, x, sat, rm))
 
 
 @register("Cast", since=1)
 class Cast(_CastBase):
-    attrs = {"to": None, "saturate": 1}
+    attrs = {"to": None, "saturate": 1, "round_mode": "up"}
 
     def dst(self, node, g):
         return _to_dtype(node.attrs["to"])
@@ -126,7 +166,7 @@ class Cast(_CastBase):
 
 @register("CastLike", since=15)
 class CastLike(_CastBase):
-    attrs = {"saturate": 1}
+    attrs = {"saturate": 1, "round_mode": "up"}
 
     def dst(self, node, g):
         return g.dtype(node.inputs[1])

@@ -5,8 +5,13 @@ per-tensor (one element), per-axis (1-D of length x.shape[axis]) and blocked (sa
 ceil(x.shape[axis] / block_size) along ``axis``). Scales and zero points may be constants
 (per-tensor ones are baked in as literals) or run-time tensors (read through their pointer).
 
-Quantized types: uint8, int8, uint16, int16 (and int32 for DequantizeLinear). 8-bit floats,
-4-bit and 2-bit integers have no C type here and are refused by check().
+Quantized types: uint8, int8, uint16, int16 (and int32 for DequantizeLinear); int4, uint4,
+int2, uint2, the 8-bit floats and float4_e2m1fn (one byte per element, see aicc/ops/lowp.py).
+For the 8-bit floats QuantizeLinear is ``y = cast(x / scale)`` rounded to nearest even with
+the ``saturate`` attribute (1: clip to the max finite value, +-Inf too; 0: overflow gives
+Inf/NaN per format), the zero point (zero by the spec) ignored, as onnx.reference; for
+float4_e2m1fn ``y = cast(x / scale + zp)``, always saturating. DequantizeLinear of a float
+type computes ``float32(x) * scale`` (the zero point is ignored, as onnx.reference).
 
 QuantizeLinear: ``q = saturate(rint(x / scale) + zero_point)``. The division is done in the
 ``precision`` attribute type when given, else in numpy's promotion of x and scale (float32
@@ -32,12 +37,19 @@ import numpy as np
 from onnx import helper
 
 from ..emit_c.cwriter import c_float, c_int, ctype
+from . import lowp
 from .base import Op, register
+from .lowp import E8M0, LOWP_INT
+from .lowp import LOWP_FLOAT as _LF
+
+LOWP_FLOAT = _LF - {E8M0}     # float8_e8m0fnu is not a quantized type
 from .loops import numel
 
 QTYPES = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535),
-          "int16": (-32768, 32767)}
-DQ_TYPES = set(QTYPES) | {"int32"}
+          "int16": (-32768, 32767), "int4": (-8, 7), "uint4": (0, 15), "int2": (-2, 1),
+          "uint2": (0, 3)}
+DQ_TYPES = set(QTYPES) | {"int32"} | LOWP_FLOAT
+Q_TYPES = set(QTYPES) | LOWP_FLOAT
 FLOATS = ("float32", "float64")
 
 
@@ -105,12 +117,28 @@ def _granularity(op, node, g, k_scale):
 
 
 def _scalar(ctx, k, dt) -> str:
-    """C expression of element 0 of input k: a literal when constant, else a load."""
+    """C expression of element 0 of input k: a literal when constant, else a load (the value
+    of a low-precision type: float for 8/4-bit floats, int8/uint8 for 4/2-bit integers)."""
+    dt = np.dtype(dt)
     v = ctx.in_const(k)
     if v is not None:
         v = np.asarray(v).reshape(-1)[0]
-        return c_float(v, dt) if np.dtype(dt).kind == "f" else c_int(v, dt)
-    return f"{ctx.inp[k]}[0]"
+        if dt.name in LOWP_FLOAT:
+            return c_float(float(v), np.float32)
+        if dt.name in LOWP_INT:
+            return str(int(v))
+        return c_float(v, dt) if dt.kind == "f" else c_int(v, dt)
+    return _load(ctx, k, dt, "0")
+
+
+def _load(ctx, k, dt, idx) -> str:
+    """C expression of the value of element ``idx`` of input k (decoding low-precision types)."""
+    x = f"{ctx.inp[k]}[{idx}]"
+    if dt.name in LOWP_FLOAT:
+        return f"{lowp.to_float(ctx, dt.name)}({x})"
+    if dt.name in LOWP_INT:
+        return f"{lowp.int_value(ctx, dt.name)}({x})"
+    return x
 
 
 def _emit_loops(ctx, gr, body) -> None:
@@ -151,9 +179,9 @@ class QuantizeLinear(Op):
             return f"input dtype {xdt.name} not supported (float32, float64, int32)"
         if sdt.name not in FLOATS:
             return f"scale dtype {sdt.name} not supported (float32, float64)"
-        if ydt.name not in QTYPES:
-            return (f"quantized type {ydt.name} not supported (uint8, int8, uint16, int16; "
-                    "8-bit floats and 4/2-bit integers have no C type)")
+        if ydt.name not in Q_TYPES:
+            return (f"quantized type {ydt.name} not supported (uint8, int8, uint16, int16, "
+                    "int4, uint4, int2, uint2, 8-bit floats, float4_e2m1fn)")
         p = self.attr(node, "precision")
         if p and (_onnx_dtype(p) is None or _onnx_dtype(p).name not in FLOATS):
             return f"precision {_tname(p)} not supported (float32, float64)"
@@ -174,11 +202,16 @@ class QuantizeLinear(Op):
         if ft.name not in FLOATS:
             ft = np.dtype(np.float64)
         fct = ctype(ft)
-        lo, hi = QTYPES[ydt.name]
         gr = _granularity(self, node, ctx.g, 1)
-        rnd = round_helper(ctx, ft)
         has_zp = ctx.has_input(2)
         yct = ctype(ydt)
+        if ydt.name in LOWP_FLOAT:
+            self._emit_float(node, ctx, ft, gr, has_zp)
+            return
+        lo, hi = QTYPES[ydt.name]
+        rnd = round_helper(ctx, ft)
+        enc = (lambda r: f"{lowp.int_from_bits(ctx, ydt.name)}((uint64_t)(int64_t){r})") \
+            if ydt.name in LOWP_INT else (lambda r: f"({yct}){r}")
         ctx(f"/* QuantizeLinear ({gr.mode}): y = saturate(rint(x / scale) + zp) in {ydt.name}, "
             f"division in {ft.name} */")
         if gr.mode == "tensor":
@@ -187,11 +220,35 @@ class QuantizeLinear(Op):
             sx, zx = "s", "zp"
         else:
             sx = "({fct}){s}[{{i}}]".format(fct=fct, s=ctx.inp[1])
-            zx = f"(int32_t){ctx.inp[2]}[{{i}}]" if has_zp else "0"
+            zx = f"(int32_t){_load(ctx, 2, ydt, '{i}')}" if has_zp else "0"
 
         def body(k, si):
-            ctx(f"{ctx.out[0]}[{k}] = ({yct}){rnd}(({fct}){ctx.inp[0]}[{k}] / "
-                f"{sx.replace('{i}', si)}, {zx.replace('{i}', si)}, {lo}, {hi});")
+            r = (f"{rnd}(({fct}){ctx.inp[0]}[{k}] / {sx.replace('{i}', si)}, "
+                 f"{zx.replace('{i}', si)}, {lo}, {hi})")
+            ctx(f"{ctx.out[0]}[{k}] = {enc(r)};")
+        _emit_loops(ctx, gr, body)
+
+    def _emit_float(self, node, ctx, ft, gr, has_zp):
+        """8-bit floats: y = cast(x / scale) (saturate attribute; the zero point must be 0 and
+        is ignored, as onnx.reference); float4_e2m1fn: y = cast(x / scale + zp), saturating."""
+        ydt, sdt, fct = ctx.out_dtype(0), ctx.in_dtype(1), ctype(ft)
+        enc = lowp.from_double(ctx, ydt.name, bool(self.attr(node, "saturate")))
+        use_zp = has_zp and ydt.name == "float4_e2m1fn"
+        ctx(f"/* QuantizeLinear ({gr.mode}): y = {ydt.name}(x / scale{' + zp' if use_zp else ''}), "
+            f"division in {ft.name}, round to nearest even */")
+        if gr.mode == "tensor":
+            ctx(f"const {fct} s = ({fct}){_scalar(ctx, 1, sdt)};")
+            sx = "s"
+            zx = f"({fct}){_scalar(ctx, 2, ydt)}" if use_zp else ""
+        else:
+            sx = f"({fct}){ctx.inp[1]}[{{i}}]"
+            zx = f"({fct}){_load(ctx, 2, ydt, '{i}')}" if use_zp else ""
+
+        def body(k, si):
+            v = f"({fct}){ctx.inp[0]}[{k}] / {sx.replace('{i}', si)}"
+            if zx:
+                v = f"({v}) + {zx.replace('{i}', si)}"
+            ctx(f"{ctx.out[0]}[{k}] = {enc}((double)(float)({v}));")   # via float32 as ml_dtypes
         _emit_loops(ctx, gr, body)
 
 
@@ -203,7 +260,7 @@ class DequantizeLinear(Op):
         xdt, sdt, ydt = g.dtype(node.inputs[0]), g.dtype(node.inputs[1]), g.dtype(node.outputs[0])
         if xdt.name not in DQ_TYPES:
             return (f"quantized type {xdt.name} not supported (uint8, int8, uint16, int16, "
-                    "int32; 8-bit floats and 4/2-bit integers have no C type)")
+                    "int32, int4, uint4, int2, uint2, 8-bit floats, float4_e2m1fn)")
         if sdt.name not in FLOATS:
             return f"scale dtype {sdt.name} not supported (float32, float64)"
         if ydt.name not in FLOATS:
@@ -228,18 +285,22 @@ class DequantizeLinear(Op):
         pt = np.result_type(dt, sdt)
         dct, pct, yct = ctype(dt), ctype(pt), ctype(ydt)
         ctx(f"/* DequantizeLinear ({gr.mode}): y = (x - zp) * scale, product in {pt.name} */")
+        isf = xdt.name in LOWP_FLOAT
+        zt = "float" if isf else "int64_t"
+        if isf:       # zero point of a float type: zero by the spec, ignored (as onnx.reference)
+            has_zp = False
         if gr.mode == "tensor":
             ctx(f"const {pct} s = ({pct}){_scalar(ctx, 1, sdt)};")
             if has_zp:
-                ctx(f"const int64_t zp = (int64_t){_scalar(ctx, 2, xdt)};")
+                ctx(f"const {zt} zp = ({zt}){_scalar(ctx, 2, xdt)};")
             sx, zx = "s", "zp"
         else:
             sx = f"({pct}){ctx.inp[1]}[{{i}}]"
-            zx = f"(int64_t){ctx.inp[2]}[{{i}}]"
+            zx = f"({zt}){_load(ctx, 2, xdt, '{i}')}" if has_zp else ""
 
         def body(k, si):
-            x = f"{ctx.inp[0]}[{k}]"
-            d = (f"({dct})((int64_t){x} - {zx.replace('{i}', si)})" if has_zp
+            x = _load(ctx, 0, xdt, k)
+            d = (f"({dct})(({zt}){x} - {zx.replace('{i}', si)})" if has_zp
                  else f"({dct}){x}")
             ctx(f"{ctx.out[0]}[{k}] = ({yct})(({pct}){d} * {sx.replace('{i}', si)});")
         _emit_loops(ctx, gr, body)

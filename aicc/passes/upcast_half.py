@@ -6,6 +6,11 @@ are converted to float32 (constants at compile time, run-time tensors by a Cast 
 computes in float32, and each half output is rounded back by a Cast node (nearest even).
 This is how onnxruntime's CPU kernels treat most half-precision ops (compute in float32,
 round each op's result), so results agree within half precision.
+
+The 8-bit floats (float8_e4m3fn/e4m3fnuz/e5m2/e5m2fnuz) and float4_e2m1fn are treated the
+same way (their Casts round to nearest even, saturating), except in QuantizeLinear and
+DequantizeLinear, which read/write them directly. 4-bit and 2-bit integers are not wrapped:
+data movement copies their bytes; other ops must handle or refuse them.
 """
 from __future__ import annotations
 
@@ -15,7 +20,14 @@ from onnx import TensorProto
 from ..ir import Node, TensorType
 from .registry import graph_pass
 
-HALF = {"float16": TensorProto.FLOAT16, "bfloat16": TensorProto.BFLOAT16}
+HALF = {"float16": TensorProto.FLOAT16, "bfloat16": TensorProto.BFLOAT16,
+        # 8-bit and 4-bit floats (one byte per element) are treated like half types
+        "float8_e4m3fn": TensorProto.FLOAT8E4M3FN, "float8_e4m3fnuz": TensorProto.FLOAT8E4M3FNUZ,
+        "float8_e5m2": TensorProto.FLOAT8E5M2, "float8_e5m2fnuz": TensorProto.FLOAT8E5M2FNUZ,
+        "float4_e2m1fn": TensorProto.FLOAT4E2M1, "float8_e8m0fnu": TensorProto.FLOAT8E8M0}
+LOWP = set(HALF) - {"float16", "bfloat16"}
+# ops that read/write the 8-bit/4-bit float types themselves (but not float16/bfloat16)
+LOWP_NATIVE = {"QuantizeLinear", "DequantizeLinear"}
 
 # ops that handle half types themselves: data movement (copy by bits) and conversions
 HALF_NATIVE = {
@@ -23,17 +35,23 @@ HALF_NATIVE = {
     "Slice", "Gather", "GatherElements", "GatherND", "Expand", "Tile", "Where", "Cast",
     "CastLike", "Shape", "Size", "Constant", "ConstantOfShape", "DepthToSpace",
     "SpaceToDepth", "ReverseSequence", "Trilu", "ScatterND", "ScatterElements", "Scatter",
-    "EyeLike", "Compress", "Dropout",
+    "EyeLike", "Compress", "Dropout", "BitCast",
 }
 
 
-def _is_half(g, name) -> bool:
+def _is_half(g, name, op_type="") -> bool:
     if not name:
         return False
     if name in g.constants:
-        return g.constants[name].dtype.name in HALF
-    t = g.types.get(name)
-    return t is not None and np.dtype(t.dtype).name in HALF
+        dt = g.constants[name].dtype.name
+    else:
+        t = g.types.get(name)
+        if t is None:
+            return False
+        dt = np.dtype(t.dtype).name
+    if op_type in LOWP_NATIVE and dt in LOWP:
+        return False
+    return dt in HALF
 
 
 @graph_pass("upcast-half")
@@ -49,14 +67,14 @@ def upcast_half(g):
         if n.domain not in ("", "ai.onnx", "ai.onnx.preview") or n.op_type in HALF_NATIVE:
             nodes.append(n)
             continue
-        ins = [i for i in n.inputs if _is_half(g, i)]
-        outs = [o for o in n.outputs if _is_half(g, o)]
+        ins = [i for i in n.inputs if _is_half(g, i, n.op_type)]
+        outs = [o for o in n.outputs if _is_half(g, o, n.op_type)]
         if not ins and not outs:
             nodes.append(n)
             continue
         new_inputs = []
         for i in n.inputs:
-            if not _is_half(g, i):
+            if not _is_half(g, i, n.op_type):
                 new_inputs.append(i)
                 continue
             if i not in up:
@@ -72,7 +90,7 @@ def upcast_half(g):
         downs = []
         new_outputs = []
         for o in n.outputs:
-            if not _is_half(g, o):
+            if not _is_half(g, o, n.op_type):
                 new_outputs.append(o)
                 continue
             t = g.types[o]
