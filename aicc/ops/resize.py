@@ -1,4 +1,5 @@
-"""Resize (opsets 10, 11, 13, 18, 19) and Upsample (7, 9): nearest and N-D linear.
+"""Resize (opsets 10, 11, 13, 18, 19) and Upsample (7, 9): nearest, N-D linear, cubic,
+antialias, tf_crop_and_resize.
 
 With constant scales (or sizes) all coordinate arithmetic happens at compile time: for every
 resized output dim a table maps each output index to source offsets (nearest: one offset;
@@ -23,11 +24,22 @@ Tables clamp every source index into the input, so run-time values can never cau
 out-of-bounds read.
 
 Opset 10 Resize and Upsample use asymmetric coordinates and onnxruntime's legacy nearest
-rounding (floor when upsampling, ceil when downsampling). Not supported (check() says so):
-mode cubic, antialias, tf_crop_and_resize. align_corners uses the integer output length like
-onnxruntime; the ONNX reference uses in * scale, so the two disagree when that is fractional
-(conformance case test_resize_downsample_scales_linear_align_corners follows the reference
-and fails here). NaN in the input propagates through linear weights (a NaN source poisons its
+rounding (floor when upsampling, ceil when downsampling). align_corners (nearest, linear) uses
+the integer output length like onnxruntime; the ONNX reference uses in * scale, so the two
+disagree when that is fractional (conformance case
+test_resize_downsample_scales_linear_align_corners follows the reference and fails here).
+
+Mode cubic (cubic_coeff_a, exclude_outside), antialias (linear and cubic) and
+tf_crop_and_resize (roi, extrapolation_value; linear and cubic) go through K-tap tables built
+at run time in step scratch (resize_tables.py: emit_taps), with the ONNX reference formulas in
+double precision (output width in * scale, so align_corners / half_pixel_symmetric /
+tf_crop_and_resize follow the reference where onnxruntime uses the integer length;
+pytorch_half_pixel with one output uses 0 like onnxruntime). Scales may be constant, derived
+from sizes, or read at run time; roi may be read at run time. Antialias with run-time scales
+sizes its tap count from the static output shape (out / in). They need float32/float64 data;
+tf_crop_and_resize with nearest is refused. An output index whose crop coordinate lies
+outside the input (in any dim) gets extrapolation_value (NaN extrapolation_value: 0).
+NaN in the input propagates through linear weights (a NaN source poisons its
 neighbours).
 """
 from __future__ import annotations
@@ -38,7 +50,7 @@ from ..errors import UnsupportedError
 from .base import Op, register
 from .loops import numel, strides_of
 from .reshape import is_runtime, static_output_reason
-from .resize_tables import CMODES, NMODES, table_helpers
+from .resize_tables import CMODES, NMODES, emit_taps, table_helpers, taps_reason
 from .transpose import _Nest, dtype_reason
 
 F = np.float32
@@ -110,18 +122,17 @@ class _Resize(Op):
     def check(self, node, g):
         mode = self.attr(node, "mode")
         legacy = self.legacy(g)
-        if mode == "cubic":
-            return "mode cubic not supported (nearest and linear are)"
-        if mode not in ("nearest", "linear") and not (legacy and mode == "bilinear"):
+        if mode not in ("nearest", "linear", "cubic") and not (legacy and mode == "bilinear"):
             return f"mode {mode!r} not supported"
         if not legacy:
             ct = self.attr(node, "coordinate_transformation_mode")
+            if self.taps(node, g):
+                return (dtype_reason(g, node.inputs[:1]) or static_output_reason(
+                    node, g, "the run-time scales/sizes") or taps_reason(self, node, g))
             if ct not in COORD_MODES:
                 return f"coordinate_transformation_mode {ct!r} not supported"
             if mode == "nearest" and self.attr(node, "nearest_mode") not in NEAREST_MODES:
                 return f"nearest_mode {self.attr(node, 'nearest_mode')!r} not supported"
-            if self.attr(node, "antialias"):
-                return "antialias not supported"
         if mode != "nearest" and g.dtype(node.inputs[0]).kind != "f":
             return "linear mode needs float data"
         if mode != "nearest" and g.dtype(node.inputs[0]).name == "float16":
@@ -137,6 +148,14 @@ class _Resize(Op):
                 return (f"linear mode with run-time scales over {len(axes)} axes (max 4); "
                         "make the scales constant or give axes")
         return None
+
+    def taps(self, node, g) -> bool:
+        """Cubic, antialias and tf_crop_and_resize use K-tap tables (resize_tables.py)."""
+        if self.legacy(g):
+            return False
+        return (self.attr(node, "mode") == "cubic" or bool(self.attr(node, "antialias")
+                and self.attr(node, "mode") != "nearest")
+                or self.attr(node, "coordinate_transformation_mode") == "tf_crop_and_resize")
 
     def axes(self, node, g, r):
         axes = self.attr(node, "axes") if not self.legacy(g) else None
@@ -203,6 +222,8 @@ class _Resize(Op):
             return
         if numel(shape) == 0:
             raise UnsupportedError(f"{node.op_type} {node.name}: empty input, non-empty output")
+        if self.taps(node, ctx.g):
+            return emit_taps(self, node, ctx)
         legacy = self.legacy(ctx.g)
         linear = self.attr(node, "mode") != "nearest"
         coord = "asymmetric" if legacy else self.attr(node, "coordinate_transformation_mode")

@@ -121,12 +121,76 @@ def test_resize_nan_propagates(tmp_path):
     resize(x, tmp_path, scales=[1, 1, 2, 2], mode="nearest")
 
 
-@pytest.mark.parametrize("attrs,why", [({"mode": "cubic"}, "cubic"),
-                                       ({"mode": "linear", "antialias": 1}, "antialias"),
-                                       ({"coordinate_transformation_mode": "tf_crop_and_resize"},
-                                        "tf_crop_and_resize")])
+@pytest.mark.parametrize("coord", COORDS)
+@pytest.mark.parametrize("scales", SCALES)
+def test_resize_cubic_scales(coord, scales, tmp_path):
+    x = data((2, 3, 5, 7), np.float32)
+    if coord in ("align_corners", "half_pixel_symmetric"):
+        # cubic follows the ONNX reference (as the conformance cases); onnxruntime uses the
+        # integer output length here, which differs when in * scale is fractional
+        from onnx.reference import ReferenceEvaluator
+        from tests.oracle import assert_close
+        node = helper.make_node("Resize", ["x", "roi", "s"], ["y"], mode="cubic",
+                                coordinate_transformation_mode=coord)
+        model = make_model([node], {"x": x}, ["y"], {"roi": E, "s": f32(*scales)}, opset=19)
+        want = {"y": ReferenceEvaluator(model).run(None, {"x": x})[0]}
+        assert_close(compile_and_run(model, {"x": x}, tmp_path), want, atol=1e-4)
+        return
+    resize(x, tmp_path, scales=scales, mode="cubic", coordinate_transformation_mode=coord,
+           atol=1e-4)
+
+
+@pytest.mark.parametrize("a,excl", [(-0.5, 1), (-0.75, 1), (-0.6, 0)])
+@pytest.mark.parametrize("sizes", [(2, 3, 9, 4), (2, 3, 1, 1), (2, 3, 5, 14), (2, 3, 13, 3)])
+def test_resize_cubic_sizes_coeff(a, excl, sizes, tmp_path):
+    x = data((2, 3, 5, 7), np.float32)
+    resize(x, tmp_path, sizes=sizes, mode="cubic", cubic_coeff_a=a, exclude_outside=excl,
+           atol=1e-4)
+
+
+def test_resize_cubic_double_3d(tmp_path):
+    resize(data((2, 4, 5), np.float64), tmp_path, scales=[1, 2.5, 0.6], mode="cubic")
+
+
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+@pytest.mark.parametrize("sizes", [(1, 2, 3, 3), (1, 2, 2, 5), (1, 2, 7, 2), (1, 2, 12, 9)])
+def test_resize_antialias(mode, sizes, tmp_path):
+    x = data((1, 2, 12, 9), np.float32)
+    resize(x, tmp_path, sizes=sizes, mode=mode, antialias=1, atol=1e-4)
+
+
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+@pytest.mark.parametrize("roi,ev", [((0, 0, 0.4, 0.6, 1, 1, 0.6, 0.8), 0.0),
+                                    ((0, 0, 0.4, 0.6, 1, 1, 1.2, 1.7), 10.0),
+                                    ((0, 0, -0.3, 0.1, 1, 1, 0.9, 0.2), -2.5)])
+@pytest.mark.parametrize("sizes", [(1, 2, 3, 3), (1, 2, 1, 6)])
+def test_resize_tf_crop_and_resize(mode, roi, ev, sizes, tmp_path):
+    x = data((1, 2, 4, 5), np.float32)
+    check_node("Resize", {"x": x}, tmp_path, initializers={"roi": f32(*roi), "z": i64(*sizes)},
+               input_order=["x", "roi", "", "z"], opset=19, atol=1e-4,
+               attrs={"mode": mode, "coordinate_transformation_mode": "tf_crop_and_resize",
+                      "extrapolation_value": ev})
+
+
+def test_resize_tf_crop_and_resize_axes_runtime_roi(tmp_path):
+    x = data((1, 2, 4, 5), np.float32)
+    roi = f32(0.6, 0.4, 0.8, 0.6)
+    node = helper.make_node("Resize", ["x", "roi", "", "z"], ["y"], axes=[3, 2], mode="linear",
+                            coordinate_transformation_mode="tf_crop_and_resize")
+    model = make_model([node], {"x": x, "roi": roi}, ["y"], {"z": i64(3, 3)}, opset=19)
+    from tests.oracle import check
+    check(model, {"x": x, "roi": roi}, tmp_path)
+
+
+@pytest.mark.parametrize("attrs,why", [({"mode": "nearest",
+                                         "coordinate_transformation_mode": "tf_crop_and_resize"},
+                                        "tf_crop_and_resize with mode nearest")])
 def test_resize_unsupported(attrs, why, tmp_path):
     _unsupported(data((1, 1, 3, 3), np.float32), attrs, why, tmp_path)
+
+
+def test_resize_cubic_int_unsupported(tmp_path):
+    _unsupported(data((1, 1, 3, 3), np.uint8), {"mode": "cubic"}, "float", tmp_path)
 
 
 def test_resize_linear_int_unsupported(tmp_path):
@@ -211,3 +275,11 @@ def test_pad_wider_than_input(mode, tmp_path):
     model = make_model([node], {"x": x}, ["y"], {"p": i64(3, 5, 4, 7)}, opset=19)
     got = compile_and_run(model, {"x": x}, tmp_path)["y"]
     np.testing.assert_array_equal(got, np.pad(x, ((3, 4), (5, 7)), mode=mode))
+
+
+def test_resize_antialias_too_wide_unsupported(tmp_path):
+    x = data((1, 1, 2, 200), np.float32)
+    node = helper.make_node("Resize", ["x", "", "", "z"], ["y"], mode="cubic", antialias=1)
+    model = make_model([node], {"x": x}, ["y"], {"z": i64(1, 1, 2, 2)}, opset=19)
+    with pytest.raises(UnsupportedError, match="64 taps"):
+        compile_and_run(model, {"x": x}, tmp_path)

@@ -234,3 +234,26 @@ def test_inconsistent_split_rejected(tmp_path):
                        output_types={"y0": (np.float32, [3, 2]), "y1": (np.float32, [2, 4])})
     with pytest.raises(UnsupportedError, match="do not split"):
         compile_and_run(model, ins, tmp_path)
+
+
+@pytest.mark.parametrize("coord", ["half_pixel", "pytorch_half_pixel", "asymmetric"])
+@pytest.mark.parametrize("scales", [[1, 1, 2, 3], [1, 1, 0.5, 0.25], [1, 1, 0.6, 2.0],
+                                    [1, 1, 1, 2.5]])
+def test_resize_runtime_scales_cubic(coord, scales, tmp_path):
+    ins = {"x": data((2, 3, 5, 8), np.float32), "s": f32(*scales)}
+    run("Resize", ins, tmp_path, attrs={"mode": "cubic", "coordinate_transformation_mode": coord},
+        order=["x", "", "s"])
+
+
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+def test_resize_runtime_scales_antialias(mode, tmp_path):
+    ins = {"x": data((1, 2, 9, 12), np.float32), "s": f32(1, 1, 0.6, 0.3)}
+    run("Resize", ins, tmp_path, attrs={"mode": mode, "antialias": 1}, order=["x", "", "s"])
+
+
+def test_resize_runtime_roi_crop(tmp_path):
+    ins = {"x": data((1, 2, 4, 5), np.float32), "r": f32(0, 0, 0.4, -0.2, 1, 1, 1.2, 0.7),
+           "s": f32(1, 1, 0.75, 1.4)}  # in * scale whole: onnxruntime and the reference agree
+    run("Resize", ins, tmp_path, attrs={"mode": "linear", "extrapolation_value": 3.5,
+                                        "coordinate_transformation_mode": "tf_crop_and_resize"},
+        order=["x", "r", "s"])
