@@ -5,8 +5,8 @@ import onnx
 import pytest
 
 import aicc
-from aicc.targets import list_targets
-from tests.models.fixtures import fixture_path, list_fixtures, load_fixture
+from aicc.targets import runnable_targets
+from tests.models.fixtures import list_fixtures, load_fixture
 from tests.oracle import STRICT_CFLAGS, assert_close, reference
 
 FIXTURES = [f for f in list_fixtures()]
@@ -16,7 +16,7 @@ def _id(f):
     return f"{f[0]}-{f[1]}"
 
 
-@pytest.mark.parametrize("target", list_targets())
+@pytest.mark.parametrize("target", runnable_targets())
 @pytest.mark.parametrize("fixture", FIXTURES, ids=_id)
 def test_model_matches_onnxruntime(fixture, target, tmp_path):
     name, exporter = fixture

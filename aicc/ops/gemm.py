@@ -16,14 +16,33 @@ activation (``aicc_act``) is applied in a second pass over the output, after alp
 NaN/Inf follow IEEE arithmetic: a NaN or Inf anywhere in row i of A or column j of B reaches
 Y[i, j] (Inf * 0 = NaN included), as in a plain dot product. Empty operands: K == 0 gives
 ``Y = beta * C`` (or 0), M == 0 or N == 0 an empty output with no code.
+
+Kernel variants (``gemm_plan``): the target's ``kernels:`` list, best first, picks the first
+variant this module implements: ``avx512`` / ``avx2`` (float32, K > 0; gemm_simd.py: FMA
+micro-kernels, K/M/N cache blocking, the bias/alpha/beta/activation epilogue applied to each
+tile right after its last K block) or ``generic`` (the portable kernel above; float64 and
+K == 0 always use it). Schedule parameters (mr, kc, mc, jb) come from the target's
+``schedule: gemm:`` and a node's ``aicc_schedule`` attribute; ``aicc_kernel`` on a node
+forces one variant of the target's list.
+
+FMA contraction: the SIMD kernels round once per multiply-add (``fma(a, b, acc)``, k
+ascending, starting at +0), the generic kernel twice (multiply, then add: bundles compile with
+-std=c99, where GCC does not contract ``acc += a * b`` into an FMA; never -ffast-math). Both
+sum in ascending k, so they differ from each other and from onnxruntime (MLAS: FMA, its own K
+blocking) by rounding only: about sqrt(K) ulp of the sum of |a*b| terms, inside rtol 1e-4 /
+atol 1e-5 for the tested sizes (K = 4099 needs atol 1e-4 for every variant). The SIMD
+results do not depend on the schedule (tile sizes, K blocks), only on K's order.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..emit_c.cwriter import c_literal, ctype
 from .activations import ACT, ACT_ATTRS, INT_OK, act_expr, apply_epilogue, fused_epilogue, unfused
 from .base import Op, register
+from .gemm_simd import ISA, WIDE, driver, nr_of, schedule, transpose_helper
 
 MR = 4                      # rows of A per register block
 
@@ -125,14 +144,61 @@ static void {name}(size_t K, size_t N, const {ct} *restrict B, size_t brs, size_
     return ctx.helper(name, code)
 
 
-def gemm_call(ctx, dt, nb, m, n, k, a, ars, acs, bp, y, alpha=1.0, c=None, crs=0, ccs=0,
+@dataclass(frozen=True)
+class GemmPlan:
+    """Kernel variant of one GEMM: isa None is the portable kernel; nb is the B panel width
+    (the packing layout); sched the SIMD schedule (dict) or None."""
+    isa: object
+    nb: int
+    sched: object = None
+
+
+def gemm_plan(ctx, dt, n: int, k: int) -> GemmPlan:
+    node, target = ctx.node, ctx.target
+    forced = node.attrs.get("aicc_kernel")
+    if np.dtype(dt) == np.float32 and k > 0:
+        for name in target.kernels:
+            if forced and name != forced:
+                continue
+            if name in ISA:
+                over = {**dict((target.schedule or {}).get("gemm") or {}),
+                        **dict(node.attrs.get("aicc_schedule") or {})}
+                return GemmPlan(name, nr_of(name), schedule(name, over))
+            if name == "generic":
+                break
+    return GemmPlan(None, choose_nb(n))
+
+
+def gemm_call(ctx, plan, dt, m, n, k, a, ars, acs, bp, y, alpha=1.0, c=None, crs=0, ccs=0,
               beta=1.0) -> None:
-    """One call line of the kernel (pointer arguments are C expressions)."""
-    fn = gemm_helper(ctx, dt, nb)
+    """One call line of the kernel (pointer arguments are C expressions). The SIMD variants
+    need acs == 1 (see a_rows) and apply the node's fused activation per tile."""
     L = lambda v: c_literal(v, dt)  # noqa: E731
     cexpr = c if c is not None else "NULL"
-    ctx(f"{fn}({m}u, {n}u, {k}u, {a}, {ars}u, {acs}u, {bp}, {L(alpha)},")
-    ctx(f"    {cexpr}, {crs}u, {ccs}u, {L(beta)}, {y});")
+    if plan.isa is None:
+        fn = gemm_helper(ctx, dt, plan.nb)
+        ctx(f"{fn}({m}u, {n}u, {k}u, {a}, {ars}u, {acs}u, {bp}, {L(alpha)},")
+        ctx(f"    {cexpr}, {crs}u, {ccs}u, {L(beta)}, {y});")
+        return
+    assert acs == 1, "SIMD GEMM reads A rows with unit stride"
+    act, params = fused_epilogue(ctx.node)
+    sched = plan.sched
+    if m < sched["mr"]:
+        sched = {**sched, "jb": WIDE}       # one row tile: no column blocking
+    fn = driver(ctx, plan.isa, sched, act, params, m)
+    epi = int(alpha != 1.0 or c is not None or act is not None)
+    ctx(f"{fn}({m}u, {n}u, {k}u, {a}, {ars}u, {bp}, {L(alpha)},")
+    ctx(f"    {cexpr}, {crs}u, {ccs}u, {L(beta)}, {y}, {epi});")
+
+
+def a_rows(ctx, plan, dt, m, k, a, ars, acs):
+    """(A, row stride) with unit column stride for the SIMD kernels: a transposed A is copied
+    into step scratch first. Unchanged for the portable kernel."""
+    if plan.isa is None or acs == 1 or m * k == 0:
+        return a, ars, acs
+    t = ctx.scratch(m * k * np.dtype(dt).itemsize, ctype(dt), "at")
+    ctx(f"{transpose_helper(ctx)}({m}u, {k}u, {a}, {t});")
+    return t, k, 1
 
 
 def check_epilogue(node, dt) -> str | None:
@@ -146,10 +212,14 @@ def check_epilogue(node, dt) -> str | None:
     return None
 
 
-def emit_epilogue(ctx, node, total: int, dt) -> None:
-    """Apply the fused activation (if any) to every output element."""
+def emit_epilogue(ctx, node, total: int, dt, plan=None) -> None:
+    """Apply the fused activation (if any) to every output element (the SIMD kernels have
+    already applied it per tile)."""
     name, params = fused_epilogue(node)
     if name is None or total == 0:
+        return
+    if plan is not None and plan.isa is not None:
+        ctx(f"/* fused {name}: in the {plan.isa} GEMM tile epilogue */")
         return
     p = {**ACT_ATTRS.get(name, {}), **params}
     ct, y = ctype(dt), ctx.out[0]
@@ -211,8 +281,10 @@ class Gemm(Op):
         if m * n == 0:
             empty_body(ctx)
             return
-        nb = choose_nb(n)
+        plan = gemm_plan(ctx, dt, n, k)
+        nb = plan.nb
         ars, acs = (1, m) if ta else (k, 1)
+        a, ars, acs = a_rows(ctx, plan, dt, m, k, ctx.inp[0], ars, acs)
         bconst = ctx.in_const(1)
         if k == 0:
             bp = "NULL"
@@ -228,6 +300,6 @@ class Gemm(Op):
             sc = (1, 1) + ctx.in_shape(2)
             cm, cn = sc[-2], sc[-1]
             c, crs, ccs = ctx.inp[2], (cn if cm != 1 else 0), (1 if cn != 1 else 0)
-        gemm_call(ctx, dt, nb, m, n, k, ctx.inp[0], ars, acs, bp, ctx.out[0], alpha=alpha,
+        gemm_call(ctx, plan, dt, m, n, k, a, ars, acs, bp, ctx.out[0], alpha=alpha,
                   c=c, crs=crs, ccs=ccs, beta=beta)
-        emit_epilogue(ctx, node, m * n, dt)
+        emit_epilogue(ctx, node, m * n, dt, plan)

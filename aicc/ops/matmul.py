@@ -10,8 +10,10 @@ is packed into step scratch, once per distinct B matrix.
 Fused epilogue (set by the fusion pass): an optional 3rd input, a bias [N] (or [1]) added
 along the last axis inside the kernel, then the ``aicc_act`` activation over the output.
 
-Accumulation in the output dtype, k ascending; NaN/Inf and empty operands as in gemm.py
-(K == 0 gives zeros, plus the bias when fused).
+Kernel variant (portable, avx2, avx512) chosen by gemm.gemm_plan from the target; the SIMD
+variants apply bias and activation per tile inside the driver. Accumulation in the output
+dtype, k ascending (FMA on the SIMD variants: see gemm.py); NaN/Inf and empty operands as in
+gemm.py (K == 0 gives zeros, plus the bias when fused).
 """
 from __future__ import annotations
 
@@ -20,8 +22,8 @@ import numpy as np
 from ..emit_c.cwriter import ctype
 from .activations import apply_epilogue, unfused
 from .base import Op, register
-from .gemm import (check_epilogue, choose_nb, empty_body, emit_epilogue, float_dtype_reason,
-                   gemm_call, pack_b, pack_helper, packed_elems)
+from .gemm import (check_epilogue, empty_body, emit_epilogue, float_dtype_reason, gemm_call,
+                   gemm_plan, pack_b, pack_helper, packed_elems)
 from .loops import collapse, numel
 
 
@@ -75,7 +77,8 @@ class MatMul(Op):
         if total == 0:
             empty_body(ctx)
             return
-        nb = choose_nb(n)
+        plan = gemm_plan(ctx, dt, n, k)
+        nb = plan.nb
         a, y = ctx.inp[0], ctx.out[0]
         c = ccs = None
         if ctx.has_input(2):
@@ -100,8 +103,8 @@ class MatMul(Op):
             # B is one matrix: A's batch folds into M (A and Y are contiguous stacks)
             if pack:
                 ctx(f"{pack}({k}u, {n}u, {ctx.inp[1]}, {brs}u, {bcs}u, {bvar});")
-            gemm_call(ctx, dt, nb, numel(bo) * m, n, k, a, k, 1, bvar or "NULL", y, **epi)
-            emit_epilogue(ctx, node, total, dt)
+            gemm_call(ctx, plan, dt, numel(bo) * m, n, k, a, k, 1, bvar or "NULL", y, **epi)
+            emit_epilogue(ctx, node, total, dt, plan)
             return
 
         # one GEMM per output matrix; batch loops with broadcast strides (in matrices)
@@ -136,10 +139,10 @@ class MatMul(Op):
         else:
             bp = "NULL"
             ctx("(void)ib;")
-        gemm_call(ctx, dt, nb, m, n, k, f"{a} + ia * {m * k}u", k, 1, bp,
+        gemm_call(ctx, plan, dt, m, n, k, f"{a} + ia * {m * k}u", k, 1, bp,
                   f"{y} + ob * {m * n}u", **epi)
         ctx("++ob;")
         for _ in range(nd):
             ctx.w.level -= 1
             ctx("}")
-        emit_epilogue(ctx, node, total, dt)
+        emit_epilogue(ctx, node, total, dt, plan)

@@ -1,4 +1,8 @@
-"""Gemm and MatMul: compiled C vs onnxruntime, plus fused epilogues (bias + activation)."""
+"""Gemm and MatMul: compiled C vs onnxruntime, plus fused epilogues (bias + activation).
+
+Every test that compiles runs on every target (generic: the portable kernel; x86-avx2 and
+x86-avx512: the SIMD GEMM of gemm_simd.py with its row kernels 1..MR, panel groups, masked
+column tails, K/M/N blocks and tile epilogue). Targets the host CPU cannot run are not generated."""
 import itertools
 
 import numpy as np
@@ -12,9 +16,14 @@ from aicc.compiler import compile_graph
 from aicc.config import Options
 from aicc.frontend import import_model
 from aicc.ops import load_all, lookup
+from aicc.targets import host_supports, load_target, runnable_targets
 from tests.oracle import STRICT_CFLAGS, assert_close, check_node, make_model, reference, rng
 
 SIZES = [1, 3, 17, 65]
+AWKWARD = [1, 3, 7, 17, 65, 257]
+# targets this CPU cannot execute are not generated (never counted as passing)
+TARGETS = runnable_targets()
+SIMD = {"x86-avx2": "aicc_sg_avx2_", "x86-avx512": "aicc_sg_avx512_"}
 
 
 def _rand(r, shape, dt=np.float32):
@@ -23,65 +32,113 @@ def _rand(r, shape, dt=np.float32):
 
 # -- Gemm ---------------------------------------------------------------------------------
 
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("m,n,k",
                          list(itertools.product(SIZES, SIZES, SIZES))[::3] + [(65, 65, 65)])
-def test_gemm_sizes(m, n, k, tmp_path):
+def test_gemm_sizes(m, n, k, target, tmp_path):
     r = rng(m * 100 + n * 10 + k)
-    check_node("Gemm", {"a": _rand(r, (m, k))}, tmp_path,
+    check_node("Gemm", {"a": _rand(r, (m, k))}, tmp_path, target=target,
                initializers={"b": _rand(r, (k, n)), "c": _rand(r, (n,))})
 
 
+# (M, N, K) from 1, 3, 7, 17, 65, 257: tails of every tile size, 257 > KC (two K blocks,
+# the second accumulating over masked tails), > MC and > the column block
+AWK = [(m, n, k) for m, n, k in itertools.product(AWKWARD, AWKWARD, AWKWARD)
+       if (m * 7 + n * 3 + k) % 5 == 0 or max(m, n, k) < 4] + [(257, 257, 257)]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("m,n,k", AWK)
+def test_matmul_awkward(m, n, k, target, tmp_path):
+    """Constant B (packed at compile time) or, for every other shape, B fed at run time
+    (packed into step scratch by the step). A is scaled by 1/sqrt(K) so that outputs are
+    O(1), as in a normalized layer: the float32 rounding differences (~sqrt(K) ulp of the
+    sum of |a*b|) then stay well inside atol 1e-5 for every K here."""
+    r = rng(m * 7 + n * 3 + k)
+    a, b = _rand(r, (m, k)) / np.float32(np.sqrt(k)), _rand(r, (k, n))
+    if (m // 2 + n // 2 + k // 2) % 2:
+        check_node("MatMul", {"a": a}, tmp_path, target=target, initializers={"b": b})
+    else:
+        check_node("MatMul", {"a": a, "b": b}, tmp_path, target=target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("m", range(1, 16))
+def test_matmul_every_row_kernel(m, target, tmp_path):
+    """M = 1..15: each row-count kernel (1..MR) alone and after full tiles; N = 150 covers
+    the 4- and 2-panel groups of the 1- and 2-row kernels, single panels and a masked tail."""
+    r = rng(m)
+    check_node("MatMul", {"a": _rand(r, (m, 33))}, tmp_path, target=target,
+               initializers={"b": _rand(r, (33, 150))})
+
+
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("ta,tb", [(0, 0), (0, 1), (1, 0), (1, 1)])
 @pytest.mark.parametrize("bconst", [True, False])
-def test_gemm_transpose(ta, tb, bconst, tmp_path):
+@pytest.mark.parametrize("m,n,k", [(5, 19, 11), (17, 65, 257)])
+def test_gemm_transpose(ta, tb, bconst, m, n, k, target, tmp_path):
     r = rng(ta * 2 + tb)
-    m, n, k = 5, 19, 11
-    a = _rand(r, (k, m) if ta else (m, k))
+    a = _rand(r, (k, m) if ta else (m, k)) / np.float32(1 if k < 64 else np.sqrt(k))
     b = _rand(r, (n, k) if tb else (k, n))
     c = _rand(r, (m, n))
     attrs = {"transA": ta, "transB": tb, "alpha": 0.75, "beta": -1.5}
     if bconst:
-        check_node("Gemm", {"a": a}, tmp_path, attrs=attrs, initializers={"b": b, "c": c})
+        check_node("Gemm", {"a": a}, tmp_path, attrs=attrs, initializers={"b": b, "c": c},
+                   target=target)
     else:
-        check_node("Gemm", {"a": a, "b": b, "c": c}, tmp_path, attrs=attrs)
+        check_node("Gemm", {"a": a, "b": b, "c": c}, tmp_path, attrs=attrs, target=target)
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("cshape", [None, (), (1,), (13,), (1, 13), (6, 1), (6, 13), (1, 1)])
-def test_gemm_c_broadcast(cshape, tmp_path):
+def test_gemm_c_broadcast(cshape, target, tmp_path):
     r = rng(7)
     a, b = _rand(r, (6, 9)), _rand(r, (9, 13))
     if cshape is None:
-        check_node("Gemm", {"a": a}, tmp_path, initializers={"b": b}, attrs={"alpha": 2.0})
+        check_node("Gemm", {"a": a}, tmp_path, initializers={"b": b}, attrs={"alpha": 2.0},
+                   target=target)
     else:
         check_node("Gemm", {"a": a, "c": _rand(r, cshape)}, tmp_path, initializers={"b": b},
-                   attrs={"beta": 0.5}, input_order=["a", "b", "c"])
+                   attrs={"beta": 0.5}, input_order=["a", "b", "c"], target=target)
 
 
-def test_gemm_float64(tmp_path):
+@pytest.mark.parametrize("target", TARGETS)
+def test_gemm_float64(target, tmp_path):
     r = rng(8)
     check_node("Gemm", {"a": _rand(r, (4, 33), np.float64), "b": _rand(r, (33, 10), np.float64)},
-               tmp_path, attrs={"transB": 0, "alpha": 0.3},
+               tmp_path, attrs={"transB": 0, "alpha": 0.3}, target=target,
                initializers={"c": _rand(r, (4, 10), np.float64)})
 
 
-def test_gemm_torch_linear_layout(tmp_path):
+@pytest.mark.parametrize("target", TARGETS)
+def test_gemm_torch_linear_layout(target, tmp_path):
     """torch.nn.Linear exports Gemm(x, W[N,K], b, transB=1) with constants W and b."""
     r = rng(9)
-    check_node("Gemm", {"x": _rand(r, (1, 65))}, tmp_path, attrs={"transB": 1},
+    check_node("Gemm", {"x": _rand(r, (1, 65))}, tmp_path, attrs={"transB": 1}, target=target,
                initializers={"w": _rand(r, (17, 65)), "b": _rand(r, (17,))})
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_gemm_k_zero(target, tmp_path):
+    """K == 0: Y = beta * C (the portable kernel on every target)."""
+    r = rng(10)
+    check_node("Gemm", {"a": _rand(r, (3, 0)), "c": _rand(r, (3, 5))}, tmp_path,
+               initializers={"b": _rand(r, (0, 5))}, attrs={"beta": 2.0},
+               input_order=["a", "b", "c"], target=target)
 
 
 # -- MatMul -------------------------------------------------------------------------------
 
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("m,n,k", list(itertools.product(SIZES, SIZES, SIZES))[1::3])
 @pytest.mark.parametrize("bconst", [True, False])
-def test_matmul_sizes(m, n, k, bconst, tmp_path):
+def test_matmul_sizes(m, n, k, bconst, target, tmp_path):
     r = rng(m * 100 + n * 10 + k + 1)
     a, b = _rand(r, (m, k)), _rand(r, (k, n))
     if bconst:
-        check_node("MatMul", {"a": a}, tmp_path, initializers={"b": b})
+        check_node("MatMul", {"a": a}, tmp_path, initializers={"b": b}, target=target)
     else:
-        check_node("MatMul", {"a": a, "b": b}, tmp_path)
+        check_node("MatMul", {"a": a, "b": b}, tmp_path, target=target)
 
 
 BATCHED = [((2, 1, 5, 7), (3, 7, 4)), ((7,), (2, 7, 3)), ((2, 3, 7), (7,)), ((7,), (7,)),
@@ -90,51 +147,64 @@ BATCHED = [((2, 1, 5, 7), (3, 7, 4)), ((7,), (2, 7, 3)), ((2, 3, 7), (7,)), ((7,
            ((5, 4, 2, 3), (4, 3, 6)), ((3, 1, 8), (2, 1, 8, 1))]
 
 
-@pytest.mark.parametrize("sa,sb", BATCHED)
+BATCHED_BIG = [((2, 17, 65), (2, 65, 19)), ((3, 1, 7, 257), (1, 2, 257, 17)),
+               ((2, 65, 33), (33, 257))]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("sa,sb", BATCHED + BATCHED_BIG)
 @pytest.mark.parametrize("bconst", [True, False])
-def test_matmul_batched(sa, sb, bconst, tmp_path):
+def test_matmul_batched(sa, sb, bconst, target, tmp_path):
     r = rng(len(sa) * 10 + len(sb))
     a, b = _rand(r, sa), _rand(r, sb)
     if bconst:
-        check_node("MatMul", {"a": a}, tmp_path, initializers={"b": b})
+        check_node("MatMul", {"a": a}, tmp_path, initializers={"b": b}, target=target)
     else:
-        check_node("MatMul", {"a": a, "b": b}, tmp_path)
+        check_node("MatMul", {"a": a, "b": b}, tmp_path, target=target)
 
 
-def test_matmul_const_a(tmp_path):
+@pytest.mark.parametrize("target", TARGETS)
+def test_matmul_const_a(target, tmp_path):
     r = rng(11)
-    check_node("MatMul", {"b": _rand(r, (3, 9, 5))}, tmp_path,
+    check_node("MatMul", {"b": _rand(r, (3, 9, 5))}, tmp_path, target=target,
                initializers={"a": _rand(r, (4, 9))}, input_order=["a", "b"])
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("bconst", [True, False])
-def test_matmul_float64(bconst, tmp_path):
+def test_matmul_float64(bconst, target, tmp_path):
     r = rng(12)
     a, b = _rand(r, (2, 5, 19), np.float64), _rand(r, (2, 19, 6), np.float64)
     if bconst:
-        check_node("MatMul", {"a": a}, tmp_path, initializers={"b": b})
+        check_node("MatMul", {"a": a}, tmp_path, initializers={"b": b}, target=target)
     else:
-        check_node("MatMul", {"a": a, "b": b}, tmp_path)
+        check_node("MatMul", {"a": a, "b": b}, tmp_path, target=target)
 
 
-def test_matmul_long_k(tmp_path):
+@pytest.mark.parametrize("target", TARGETS)
+def test_matmul_long_k(target, tmp_path):
     # K = 4099: float32 sums in a different order than onnxruntime's blocked kernel; the
-    # rounding error grows like sqrt(K) * eps * |terms|, so atol is loosened to 1e-4 here.
+    # rounding error grows like sqrt(K) * eps * |terms|, so atol is loosened to 1e-4 here
+    # (for the portable kernel and for the FMA kernels alike).
     r = rng(13)
-    check_node("MatMul", {"a": _rand(r, (3, 4099))}, tmp_path,
+    check_node("MatMul", {"a": _rand(r, (3, 4099))}, tmp_path, target=target,
                initializers={"b": _rand(r, (4099, 70))}, atol=1e-4)
 
 
-def test_matmul_empty(tmp_path):
+@pytest.mark.parametrize("target", TARGETS)
+def test_matmul_empty(target, tmp_path):
     r = rng(14)
-    check_node("MatMul", {"a": _rand(r, (0, 5))}, tmp_path, initializers={"b": _rand(r, (5, 3))})
-    check_node("MatMul", {"a": _rand(r, (2, 0))}, tmp_path, initializers={"b": _rand(r, (0, 3))})
+    check_node("MatMul", {"a": _rand(r, (0, 5))}, tmp_path, initializers={"b": _rand(r, (5, 3))},
+               target=target)
+    check_node("MatMul", {"a": _rand(r, (2, 0))}, tmp_path, initializers={"b": _rand(r, (0, 3))},
+               target=target)
 
 
-def test_matmul_nan_inf(tmp_path):
+@pytest.mark.parametrize("target", TARGETS)
+def test_matmul_nan_inf(target, tmp_path):
     a = np.array([[1, np.nan, 0], [np.inf, 1, 2], [0, 0, 0]], np.float32)
     b = np.array([[1, 0], [0, 1], [2, 3]], np.float32)
-    check_node("MatMul", {"a": a}, tmp_path, initializers={"b": b})
+    check_node("MatMul", {"a": a}, tmp_path, initializers={"b": b}, target=target)
 
 
 def test_matmul_constant_folded(tmp_path):
@@ -150,13 +220,13 @@ def test_matmul_constant_folded(tmp_path):
 
 # -- fused epilogues ------------------------------------------------------------------------
 
-def _fused_run(model, feeds, rewrite, tmp_path):
+def _fused_run(model, feeds, rewrite, tmp_path, target="generic"):
     """Import ``model``, apply ``rewrite(graph)`` (the fusion a pass would do), compile and
     run; compare with onnxruntime on the original model."""
     path = tmp_path / "m.onnx"
     onnx.save(model, str(path))
     g = rewrite(import_model(path))
-    opts = Options.load("generic")
+    opts = Options.load(target)
     g2, prog = compile_graph(g, opts, check=True)
     out = write_bundle(prog, tmp_path / "b", name=opts.name, target=opts.target, opts=opts,
                        model_sha="0" * 64, original_inputs=[])
@@ -192,16 +262,19 @@ def _act_nodes(act, params, src, dst):
     return [helper.make_node(act, [src], [dst], **params)]
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("act,params", ACTS)
 @pytest.mark.parametrize("sa,sb", [((3, 17), (17, 5)), ((2, 4, 9), (9, 33)),
-                                   ((2, 4, 9), (2, 9, 6)), ((9,), (9, 3))])
+                                   ((2, 4, 9), (2, 9, 6)), ((9,), (9, 3)),
+                                   ((17, 257), (257, 65))])
 @pytest.mark.parametrize("bconst", [True, False])
-def test_matmul_fused_bias_act(act, params, sa, sb, bconst, tmp_path):
+def test_matmul_fused_bias_act(act, params, sa, sb, bconst, target, tmp_path):
     r = rng(16)
     n = sb[-1]
     inits = {"bias": _rand(r, (n,)), "lo": np.array(0.0, np.float32),
              "hi": np.array(6.0, np.float32)}
-    feeds = {"a": _rand(r, sa) * 2}
+    k = sa[-1]        # long K: outputs kept O(1) (see test_matmul_awkward)
+    feeds = {"a": _rand(r, sa) * np.float32(2 if k < 64 else 2 / np.sqrt(k))}
     if bconst:
         inits["b"] = _rand(r, sb)
     else:
@@ -211,14 +284,17 @@ def test_matmul_fused_bias_act(act, params, sa, sb, bconst, tmp_path):
     if act:
         nodes += _act_nodes(act, params, "z", "y")
     model = make_model(nodes, feeds, ["y"], inits)
-    g, prog = _fused_run(model, feeds, _fuse_tail(0, act, params), tmp_path)
+    g, prog = _fused_run(model, feeds, _fuse_tail(0, act, params), tmp_path, target)
     assert [n.op_type for n in g.nodes] == ["MatMul"]
     if act:
         assert f"fused {act}" in prog.steps[0].body
+    if target in SIMD:
+        assert SIMD[target] in prog.steps[0].body
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("act,params", ACTS[:3])
-def test_gemm_fused_act(act, params, tmp_path):
+def test_gemm_fused_act(act, params, target, tmp_path):
     r = rng(17)
     feeds = {"a": _rand(r, (5, 12)) * 2}
     inits = {"w": _rand(r, (7, 12)), "c": _rand(r, (7,)), "lo": np.array(0.0, np.float32),
@@ -226,7 +302,67 @@ def test_gemm_fused_act(act, params, tmp_path):
     nodes = [helper.make_node("Gemm", ["a", "w", "c"], ["z"], transB=1)]
     nodes += _act_nodes(act, params, "z", "y")
     model = make_model(nodes, feeds, ["y"], inits)
-    _fused_run(model, feeds, _fuse_tail(0, act, params, bias=False), tmp_path)
+    _fused_run(model, feeds, _fuse_tail(0, act, params, bias=False), tmp_path, target)
+
+
+def _with_attrs(attrs):
+    def rewrite(g):
+        for n in g.nodes:
+            n.attrs = {**n.attrs, **attrs}
+        return g
+    return rewrite
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("sched", [{"kc": 5, "mc": 4, "jb": 1}, {"mr": 1, "kc": 1},
+                                   {"mr": 3, "kc": 64, "mc": 9}, {"mr": 14, "mc": 100}])
+@pytest.mark.parametrize("fused", [False, True])
+def test_schedule_override(sched, fused, target, tmp_path):
+    """aicc_schedule on a node: tiny K/M/N blocks put every tile through several K blocks
+    (partial sums in Y, masked reloads) and the epilogue through every block boundary."""
+    r = rng(19)
+    feeds = {"a": _rand(r, (2, 23, 37))}
+    inits = {"b": _rand(r, (37, 70)), "bias": _rand(r, (70,))}
+    nodes = [helper.make_node("MatMul", ["a", "b"], ["mm" if fused else "y"])]
+    if fused:
+        nodes += [helper.make_node("Add", ["mm", "bias"], ["z"]),
+                  helper.make_node("Relu", ["z"], ["y"])]
+    model = make_model(nodes, feeds, ["y"], inits)
+
+    def rewrite(g):
+        if fused:
+            g = _fuse_tail(0, "Relu", {})(g)
+        return _with_attrs({"aicc_schedule": sched})(g)
+    _fused_run(model, feeds, rewrite, tmp_path, target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_kernel_override(target, tmp_path):
+    """aicc_kernel forces one variant of the target's list (here the portable one)."""
+    r = rng(20)
+    feeds = {"a": _rand(r, (5, 9))}
+    model = make_model([helper.make_node("MatMul", ["a", "b"], ["y"])], feeds, ["y"],
+                       {"b": _rand(r, (9, 7))})
+    _, prog = _fused_run(model, feeds, _with_attrs({"aicc_kernel": "generic"}), tmp_path, target)
+    assert "aicc_sg_" not in prog.steps[0].body
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_gemm_fused_all_epilogue_forms(target, tmp_path):
+    """Gemm with alpha, beta and each C form, fused activation, transposed A: the tile
+    epilogue's three C paths (none, row vector, per-row scalar) on several tiles."""
+    r = rng(21)
+    for i, cshape in enumerate([(1, 40), (19, 1), (19, 40), ()]):
+        d = tmp_path / f"c{i}"
+        d.mkdir()
+        feeds = {"a": _rand(r, (23, 19)) * 2}
+        inits = {"w": _rand(r, (23, 40)), "c": _rand(r, cshape)}
+        nodes = [helper.make_node("Gemm", ["a", "w", "c"], ["z"], transA=1, alpha=0.5,
+                                  beta=-2.0),
+                 helper.make_node("LeakyRelu", ["z"], ["y"], alpha=0.2)]
+        model = make_model(nodes, feeds, ["y"], inits)
+        _fused_run(model, feeds, _fuse_tail(0, "LeakyRelu", {"alpha": 0.2}, bias=False),
+                   d, target)
 
 
 def test_fused_reference():
@@ -255,3 +391,24 @@ def test_check_rejects(tmp_path):
     with pytest.raises(UnsupportedError, match="dtype int32"):
         check_node("MatMul", {"a": np.ones((2, 3), np.int32), "b": np.ones((3, 2), np.int32)},
                    tmp_path)
+
+
+def test_simd_results_independent_of_schedule(tmp_path):
+    """The SIMD kernels compute each output as one FMA chain in ascending k: tile sizes, K
+    blocks and the instruction set (AVX2 or AVX-512) do not change a single bit."""
+    runnable = [t for t in ("x86-avx2", "x86-avx512") if host_supports(load_target(t))]
+    if not runnable:
+        pytest.skip("no SIMD target runs on this CPU")
+    r = rng(22)
+    feeds = {"a": _rand(r, (3, 29, 300))}
+    model = make_model([helper.make_node("MatMul", ["a", "b"], ["y"])], feeds, ["y"],
+                       {"b": _rand(r, (300, 45))})
+    outs = []
+    for i, (t, sched) in enumerate([(t, s) for t in runnable
+                                    for s in ({}, {"kc": 7, "mc": 5, "mr": 2, "jb": 1})]):
+        d = tmp_path / f"r{i}"
+        d.mkdir()
+        _fused_run(model, feeds, _with_attrs({"aicc_schedule": sched}), d, t)
+        outs.append(aicc.load(d / "b", cflags=STRICT_CFLAGS).run(feeds)["y"])
+    for o in outs[1:]:
+        np.testing.assert_array_equal(o, outs[0])
