@@ -149,10 +149,10 @@ def packed_weights(ctx, dt, w_const, pack, group, M, K, strides) -> str:
     return wp
 
 
-@register("Conv", since=1)
-class Conv(Op):
-    attrs = {"auto_pad": "NOTSET", "dilations": None, "group": 1, "kernel_shape": None,
-             "pads": None, "strides": None}
+class ConvLike(Op):
+    """The support check shared by Conv and ConvTranspose: float dtype, fusable epilogue,
+    attributes that give a valid geometry, bias and output shapes that agree with it."""
+    geometry = None          # ConvGeometry / ConvTGeometry: (op, node, x shape, w shape)
 
     def check(self, node, g):
         dt = g.dtype(node.inputs[0])
@@ -166,7 +166,7 @@ class Conv(Op):
             return None                     # lower() reports non-static shapes
         x, w, y = shapes
         try:
-            geo = ConvGeometry(self, node, x, w)
+            geo = self.geometry(self, node, x, w)
         except ValueError as e:
             return str(e)
         if self._has_bias(node) and tuple(g.shape(node.inputs[2])) != (geo.cout,):
@@ -179,6 +179,13 @@ class Conv(Op):
     @staticmethod
     def _has_bias(node):
         return len(node.inputs) > 2 and bool(node.inputs[2])
+
+
+@register("Conv", since=1)
+class Conv(ConvLike):
+    attrs = {"auto_pad": "NOTSET", "dilations": None, "group": 1, "kernel_shape": None,
+             "pads": None, "strides": None}
+    geometry = ConvGeometry
 
     def reference(self, node, g, inputs):
         y = run_onnx_reference(unfused(node), g, inputs)[0]

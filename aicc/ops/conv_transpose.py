@@ -21,9 +21,9 @@ they reach. Summation order differs from onnxruntime (agreement to rounding).
 from __future__ import annotations
 
 from .activations import apply_epilogue, unfused
-from .base import Op, register
-from .conv import AUTO_PADS, FLOATS, ints, packed_weights, static_shapes
-from .conv_kernels import (AXPY, PACK8, TILE, act_check, epilogue, pack_weights, params_c,
+from .base import register
+from .conv import AUTO_PADS, ConvLike, ints, packed_weights
+from .conv_kernels import (AXPY, PACK8, TILE, epilogue, pack_weights, params_c,
                            suffix, tile_size, use)
 from .loops import numel
 from .reference import run_onnx_reference
@@ -217,35 +217,10 @@ class ConvTGeometry:
 
 
 @register("ConvTranspose", since=1)
-class ConvTranspose(Op):
+class ConvTranspose(ConvLike):
     attrs = {"auto_pad": "NOTSET", "dilations": None, "group": 1, "kernel_shape": None,
              "output_padding": None, "output_shape": None, "pads": None, "strides": None}
-
-    def check(self, node, g):
-        dt = g.dtype(node.inputs[0])
-        if dt.name not in FLOATS:
-            return f"dtype {dt.name} not supported (float32, float64)"
-        reason = act_check(node, dt)
-        if reason:
-            return reason
-        shapes = static_shapes(g, [node.inputs[0], node.inputs[1], node.outputs[0]])
-        if shapes is None:
-            return None
-        x, w, y = shapes
-        try:
-            geo = ConvTGeometry(self, node, x, w)
-        except ValueError as e:
-            return str(e)
-        if self._has_bias(node) and tuple(g.shape(node.inputs[2])) != (geo.cout,):
-            return f"bias shape {list(g.shape(node.inputs[2]))}, expected [{geo.cout}]"
-        want = (geo.batch, geo.cout, *geo.out)
-        if y != want:
-            return f"output shape {list(y)} disagrees with the attributes ({list(want)})"
-        return None
-
-    @staticmethod
-    def _has_bias(node):
-        return len(node.inputs) > 2 and bool(node.inputs[2])
+    geometry = ConvTGeometry
 
     def reference(self, node, g, inputs):
         # onnx.reference on explicit pads (its auto_pad/output_shape rules differ from
