@@ -30,37 +30,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Node
+from .absorb import absorb_into_producer, fresh_name, taken_names
 from .registry import graph_pass
-
-PRODUCERS = {"Conv", "ConvTranspose", "Gemm", "MatMul"}
-
-
-def std_domain(n) -> bool:
-    return n.domain in ("", "ai.onnx")
-
-
-def taken_names(g) -> set:
-    names = set(g.constants) | set(g.types) | set(g.inputs) | set(g.outputs)
-    for n in g.nodes:
-        names.update(n.inputs)
-        names.update(n.outputs)
-    return names
-
-
-def fresh_name(taken: set, base: str) -> str:
-    name, k = base, 1
-    while name in taken:
-        name, k = f"{base}_{k}", k + 1
-    taken.add(name)
-    return name
-
-
-def sole_use(name, node, cons, outs) -> bool:
-    """``name`` is read once, by ``node`` only, and is not a graph output."""
-    users = cons.get(name, [])
-    return name not in outs and len(users) == 1 and users[0] is node
-
 
 def bn_affine(bn, g):
     """(s, t) float64 [C] with ``BN(x) = x * s + t`` per channel, or None when the BN is not a
@@ -172,37 +143,22 @@ def fold_batchnorm(g):
     """Fold inference BatchNormalization into a producing Conv/ConvTranspose/Gemm/MatMul with
     constant weights (see the module docstring for the exact conditions)."""
     taken = taken_names(g)
+
+    def rewrite(p, bn, x):
+        st = bn_affine(bn, g)
+        if st is None:
+            return None
+        new: dict = {}
+
+        def add_const(base, value):
+            name = fresh_name(taken, base)
+            new[name] = value
+            return name
+
+        res = _FOLDERS[p.op_type](p, g, *st, add_const)
+        return None if res is None else (*res, new)
+
     g = g.copy()
-    cons, outs = g.consumers(), set(g.outputs)    # of the copied nodes
-    pending: dict = {}
-
-    def add_const(base, value):
-        name = fresh_name(taken, base)
-        pending[name] = value
-        return name
-
-    kept, where = [], {}          # where: tensor -> index in kept of its producer
-    for n in g.nodes:
-        if n.op_type == "BatchNormalization" and std_domain(n) and n.inputs:
-            x = n.inputs[0]
-            k = where.get(x)
-            p = kept[k] if k is not None else None
-            if (p is not None and p.op_type in PRODUCERS and std_domain(p) and len(p.outputs) == 1
-                    and "aicc_act" not in p.attrs and sole_use(x, n, cons, outs)):
-                st = bn_affine(n, g)
-                pending.clear()
-                res = _FOLDERS[p.op_type](p, g, *st, add_const) if st is not None else None
-                if res is not None:
-                    ins, attrs = res
-                    g.constants.update(pending)
-                    kept[k] = Node(p.op_type, ins, [n.outputs[0]], attrs, p.name, p.domain)
-                    del where[x]
-                    where[n.outputs[0]] = k
-                    g.types.pop(x, None)
-                    continue
-        for o in n.outputs:
-            if o:
-                where[o] = len(kept)
-        kept.append(n)
-    g.nodes = kept
-    return g
+    return absorb_into_producer(
+        g, lambda n: [n.inputs[0]] if n.op_type == "BatchNormalization" and n.inputs else [],
+        rewrite)

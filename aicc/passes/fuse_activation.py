@@ -20,12 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Node
 from ..ops.activations import act_params
-from .fold_batchnorm import sole_use, std_domain
+from .absorb import absorb_into_producer
 from .registry import graph_pass
-
-PRODUCERS = {"Conv", "ConvTranspose", "Gemm", "MatMul"}
 FUSABLE = {"Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh"}
 
 
@@ -48,29 +45,14 @@ def _act_ok(act, g) -> bool:
 def fuse_activation(g):
     """Fuse Relu/Clip/LeakyRelu/Sigmoid/HardSigmoid/HardSwish/Tanh into a producing
     Conv/ConvTranspose/Gemm/MatMul (see the module docstring for the exact conditions)."""
+    def rewrite(p, act, y):
+        if not _act_ok(act, g):
+            return None
+        attrs = dict(p.attrs)     # never edit p.attrs: shared with the input graph
+        attrs["aicc_act"] = act.op_type
+        attrs["aicc_act_params"] = act_params(act, g)
+        return list(p.inputs), attrs, {}
+
     g = g.copy()
-    cons, outs = g.consumers(), set(g.outputs)    # of the copied nodes
-    kept, where = [], {}          # where: tensor -> index in kept of its producer
-    for n in g.nodes:
-        if n.op_type in FUSABLE and std_domain(n) and n.inputs:
-            y = n.inputs[0]
-            k = where.get(y)
-            p = kept[k] if k is not None else None
-            if (p is not None and p.op_type in PRODUCERS and std_domain(p) and len(p.outputs) == 1
-                    and "aicc_act" not in p.attrs and sole_use(y, n, cons, outs)
-                    and _act_ok(n, g)):
-                attrs = dict(p.attrs)     # never edit p.attrs: shared with the input graph
-                attrs["aicc_act"] = n.op_type
-                attrs["aicc_act_params"] = act_params(n, g)
-                kept[k] = Node(p.op_type, list(p.inputs), [n.outputs[0]], attrs, p.name,
-                               p.domain)
-                del where[y]
-                where[n.outputs[0]] = k
-                g.types.pop(y, None)
-                continue
-        for o in n.outputs:
-            if o:
-                where[o] = len(kept)
-        kept.append(n)
-    g.nodes = kept
-    return g
+    return absorb_into_producer(
+        g, lambda n: [n.inputs[0]] if n.op_type in FUSABLE and n.inputs else [], rewrite)

@@ -23,11 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Node
-from .fold_batchnorm import fresh_name, opt_const, sole_use, std_domain, taken_names
+from .absorb import absorb_into_producer, fresh_name, taken_names
+from .fold_batchnorm import opt_const
 from .registry import graph_pass
-
-PRODUCERS = {"Conv", "ConvTranspose", "Gemm", "MatMul"}
 
 
 def _other_operand(add, y):
@@ -130,47 +128,22 @@ def fuse_bias(g):
     """Fold a constant Add after Conv/ConvTranspose/MatMul/Gemm into the producer's bias (see
     the module docstring for the exact conditions)."""
     taken = taken_names(g)
+
+    def rewrite(p, add, y):
+        other = _other_operand(add, y)
+        c = g.const(other) if other else None
+        if c is None:
+            return None
+        new: dict = {}
+
+        def add_const(base, value):
+            name = fresh_name(taken, base)
+            new[name] = value
+            return name
+
+        res = _fuse(p, np.asarray(c), g, add_const)
+        return None if res is None else (*res, new)
+
     g = g.copy()
-    cons, outs = g.consumers(), set(g.outputs)    # of the copied nodes
-    pending: dict = {}
-
-    def add_const(base, value):
-        name = fresh_name(taken, base)
-        pending[name] = value
-        return name
-
-    kept, where = [], {}          # where: tensor -> index in kept of its producer
-
-    def try_fuse(n) -> bool:
-        for y in dict.fromkeys(n.inputs):
-            k = where.get(y)
-            p = kept[k] if k is not None else None
-            if not (p is not None and p.op_type in PRODUCERS and std_domain(p)
-                    and len(p.outputs) == 1 and "aicc_act" not in p.attrs
-                    and sole_use(y, n, cons, outs)):
-                continue
-            other = _other_operand(n, y)
-            c = g.const(other) if other else None
-            if c is None:
-                continue
-            pending.clear()
-            res = _fuse(p, np.asarray(c), g, add_const)
-            if res is None:
-                continue
-            g.constants.update(pending)
-            kept[k] = Node(p.op_type, res[0], [n.outputs[0]], res[1], p.name, p.domain)
-            del where[y]
-            where[n.outputs[0]] = k
-            g.types.pop(y, None)
-            return True
-        return False
-
-    for n in g.nodes:
-        if n.op_type == "Add" and std_domain(n) and try_fuse(n):
-            continue
-        for o in n.outputs:
-            if o:
-                where[o] = len(kept)
-        kept.append(n)
-    g.nodes = kept
-    return g
+    return absorb_into_producer(
+        g, lambda n: list(dict.fromkeys(n.inputs)) if n.op_type == "Add" else [], rewrite)

@@ -1,0 +1,74 @@
+"""The walk shared by the fusion passes: a node is absorbed into the Conv/ConvTranspose/Gemm/
+MatMul that produces one of its inputs, and the rewritten producer takes over its output.
+
+``absorb_into_producer(g, candidates, rewrite)`` visits the nodes in order. For a node ``n``,
+``candidates(n)`` names the inputs it could be absorbed through. An input ``y`` qualifies
+when its producer ``p`` is a standard-domain PRODUCERS node with one output and no fused
+activation yet, ``y`` is read by ``n`` only and is not a graph output. ``rewrite(p, n, y)``
+then returns ``(inputs, attrs, new_constants)`` for ``p`` computing ``n``'s output, or None
+to leave both alone. ``g`` is edited in place (pass a copy).
+"""
+from __future__ import annotations
+
+from ..ir import Node
+
+PRODUCERS = {"Conv", "ConvTranspose", "Gemm", "MatMul"}
+
+
+def std_domain(n) -> bool:
+    return n.domain in ("", "ai.onnx")
+
+
+def taken_names(g) -> set:
+    names = set(g.constants) | set(g.types) | set(g.inputs) | set(g.outputs)
+    for n in g.nodes:
+        names.update(n.inputs)
+        names.update(n.outputs)
+    return names
+
+
+def fresh_name(taken: set, base: str) -> str:
+    name, k = base, 1
+    while name in taken:
+        name, k = f"{base}_{k}", k + 1
+    taken.add(name)
+    return name
+
+
+def sole_use(name, node, cons, outs) -> bool:
+    """``name`` is read once, by ``node`` only, and is not a graph output."""
+    users = cons.get(name, [])
+    return name not in outs and len(users) == 1 and users[0] is node
+
+
+def absorb_into_producer(g, candidates, rewrite):
+    cons, outs = g.consumers(), set(g.outputs)
+    kept, where = [], {}          # where: tensor -> index in kept of its producer
+    for n in g.nodes:
+        absorbed = False
+        for y in (candidates(n) if std_domain(n) else ()):
+            k = where.get(y)
+            p = kept[k] if k is not None else None
+            if (p is None or p.op_type not in PRODUCERS or not std_domain(p)
+                    or len(p.outputs) != 1 or "aicc_act" in p.attrs
+                    or not sole_use(y, n, cons, outs)):
+                continue
+            res = rewrite(p, n, y)
+            if res is None:
+                continue
+            ins, attrs, consts = res
+            g.constants.update(consts)
+            kept[k] = Node(p.op_type, ins, [n.outputs[0]], attrs, p.name, p.domain)
+            del where[y]
+            where[n.outputs[0]] = k
+            g.types.pop(y, None)
+            absorbed = True
+            break
+        if absorbed:
+            continue
+        for o in n.outputs:
+            if o:
+                where[o] = len(kept)
+        kept.append(n)
+    g.nodes = kept
+    return g
