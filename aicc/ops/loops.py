@@ -29,6 +29,20 @@ def collapse(out_shape, in_shapes):
     return dims, [[p[k] for p in pats] for k in range(len(in_shapes))]
 
 
+def collapsed_strides(dims, full) -> list:
+    """Per input, the element stride of each collapsed dim (0 where the input broadcasts);
+    ``dims, full`` as returned by ``collapse``."""
+    strides = []
+    for f in full:
+        st, acc = [0] * len(dims), 1
+        for d in reversed(range(len(dims))):
+            if f[d]:
+                st[d] = acc
+                acc *= dims[d]
+        strides.append(st)
+    return strides
+
+
 def emit_broadcast(ctx, out_shape, in_shapes, expr, out_var=None) -> None:
     """``expr(idx)`` gets one C index expression per input and returns the element value."""
     out_var = out_var or ctx.out[0]
@@ -44,15 +58,7 @@ def emit_broadcast(ctx, out_shape, in_shapes, expr, out_var=None) -> None:
         w(f"{out_var}[0] = {expr(['0'] * len(in_shapes))};")
         return
     n = len(dims)
-    # stride of each collapsed dim for each input (0 where it broadcasts)
-    strides = []
-    for k in range(len(in_shapes)):
-        st, acc = [0] * n, 1
-        for d in reversed(range(n)):
-            if full[k][d]:
-                st[d] = acc
-                acc *= dims[d]
-        strides.append(st)
+    strides = collapsed_strides(dims, full)
     if n == 1:
         idx = ["i0" if strides[k][0] else "0" for k in range(len(in_shapes))]
         with w.block(f"for (size_t i0 = 0; i0 < {dims[0]}u; ++i0)"):

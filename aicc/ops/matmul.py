@@ -24,7 +24,7 @@ from .activations import apply_epilogue, unfused
 from .base import Op, register
 from .gemm import (check_epilogue, empty_body, emit_epilogue, float_dtype_reason, gemm_call,
                    gemm_plan, pack_b, pack_helper, packed_elems)
-from .loops import collapse, numel
+from .loops import collapse, collapsed_strides, numel
 
 
 def _dims(sa, sb):
@@ -110,14 +110,7 @@ class MatMul(Op):
         # one GEMM per output matrix; batch loops with broadcast strides (in matrices)
         dims, full = collapse(bo, [pa, pb])
         nd = len(dims)
-        strides = []
-        for f in full:
-            st, acc = [0] * nd, 1
-            for d in reversed(range(nd)):
-                if f[d]:
-                    st[d] = acc
-                    acc *= dims[d]
-            strides.append(st)
+        strides = collapsed_strides(dims, full)
         if pack:
             ctx("size_t packed = (size_t)-1;   /* B matrix currently in the panel buffer */")
         ctx("size_t ob = 0;")

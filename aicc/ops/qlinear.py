@@ -27,7 +27,7 @@ from .base import Op, register
 from .conv import ConvGeometry, static_shapes
 from .conv_kernels import PARAMS, RANGE
 from .gemm import empty_body
-from .loops import collapse, numel
+from .loops import collapse, collapsed_strides, numel
 from .matmul import _dims
 from .quantize import round_helper
 
@@ -204,14 +204,7 @@ class _MatMulBase(Op):
         ctx(f"const int32_t azp = {_zp(ctx, self.AZ)};")
         dims, full = collapse(bo, [pa, pb])
         nd = len(dims)
-        strides = []
-        for f in full:
-            st, accs = [0] * nd, 1
-            for d in reversed(range(nd)):
-                if f[d]:
-                    st[d] = accs
-                    accs *= dims[d]
-            strides.append(st)
+        strides = collapsed_strides(dims, full)
         ctx("size_t ob = 0;")
         for d in range(nd):
             ctx(f"for (size_t b{d} = 0; b{d} < {dims[d]}u; ++b{d}) {{")
