@@ -25,6 +25,7 @@ from ..emit_c.cwriter import c_literal, ctype
 from .base import Op, register
 from .gemm import empty_body, float_dtype_reason
 from .loops import numel
+from .reduce import _groups
 
 
 def _sfx(dt) -> str:
@@ -97,20 +98,6 @@ class LpNormalization(Op):
 
 
 # -- MeanVarianceNormalization ---------------------------------------------------------------
-
-def _groups(shape, axes):
-    """[(size, reduced)] with size-1 dims dropped and like neighbours merged."""
-    out = []
-    for d, n in enumerate(shape):
-        if n == 1:
-            continue
-        red = d in axes
-        if out and out[-1][1] == red:
-            out[-1] = (out[-1][0] * n, red)
-        else:
-            out.append((n, red))
-    return out
-
 
 def emit_grouped(ctx, groups, body) -> None:
     """Loops over every input element in order; ``body(k)`` gets the C expression of the

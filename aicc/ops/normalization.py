@@ -262,6 +262,7 @@ class LayerNormalization(Op):
     attrs = {"axis": -1, "epsilon": 1e-5, "stash_type": 1}
 
     def _split(self, node, shape):
+        """(axis, rows, row length): the input as rows normalised from ``axis`` on."""
         ax = int(self.attr(node, "axis"))
         ax = ax + len(shape) if ax < 0 else ax
         return ax, numel(shape[:ax]), numel(shape[ax:])

@@ -20,8 +20,8 @@ import numpy as np
 from ..emit_c.cwriter import c_literal, ctype
 from .base import Op, register
 from .gemm import empty_body, float_dtype_reason
-from .loops import emit_broadcast, numel
-from .normalization import _param_stride
+from .loops import emit_broadcast
+from .normalization import LayerNormalization, _param_stride
 
 
 def _sfx(dt) -> str:
@@ -58,10 +58,7 @@ static void {name}(size_t R, size_t D, const {ct} *restrict x, const {ct} *restr
 class RMSNormalization(Op):
     attrs = {"axis": -1, "epsilon": 1e-5, "stash_type": 1}
 
-    def _split(self, node, shape):
-        ax = int(self.attr(node, "axis"))
-        ax = ax + len(shape) if ax < 0 else ax
-        return ax, numel(shape[:ax]), numel(shape[ax:])
+    _split = LayerNormalization._split        # same axis semantics
 
     def check(self, node, g):
         r = float_dtype_reason(g.dtype(i) for i in node.inputs[:2])
