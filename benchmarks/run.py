@@ -9,7 +9,6 @@ MatMul); the peak is measured by a C loop of independent FMAs on this core (peak
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import subprocess
 import tempfile

@@ -60,7 +60,7 @@ def _mk(prog, name: str, target, embedded: bool) -> str:
         ]
     lines += [
         f"$({P}_LIB): $({P}_OBJS)",
-        f"\t$(AR) rcs $@ $^",
+        "\t$(AR) rcs $@ $^",
         "",
         f".DEFAULT_GOAL := $({P}_SAVED_GOAL)",
         "",

@@ -128,10 +128,9 @@ def lower(g, opts) -> Program:
 
     # -- weights image ----------------------------------------------------------------
     blob = bytearray()
-    entries, const_off = [], {}
+    entries = []
 
     def put(what: str, arr: np.ndarray) -> int:
-        nonlocal blob
         off = _align(len(blob), align)
         blob.extend(b"\0" * (off - len(blob)))
         data = np.ascontiguousarray(arr)

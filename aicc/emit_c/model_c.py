@@ -6,7 +6,7 @@ import re
 import numpy as np
 
 from .. import __version__
-from .cwriter import CWriter, ctype, sanitize
+from .cwriter import CWriter, sanitize
 
 
 def banner(model_sha: str, what: str) -> str:

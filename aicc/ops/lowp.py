@@ -72,7 +72,7 @@ def to_float(ctx, name: str) -> str:
     emask, mmask = (1 << eb) - 1, (1 << mb) - 1
     fn = f"aicc_{_tag(name)}_to_f"
     if style == "fn":
-        special = f"    if ((c & 0x7Fu) == 0x7Fu) return NAN;   /* S.1111.111 */\n"
+        special = "    if ((c & 0x7Fu) == 0x7Fu) return NAN;   /* S.1111.111 */\n"
     elif style == "fnuz":
         special = "    if (c == 0x80u) return NAN;   /* the only NaN; no -0 */\n"
     elif style == "ieee":
