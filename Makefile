@@ -11,7 +11,7 @@ DEMO_OUT    := build/demo
 DEMO_TARGET := $(shell grep -qw avx2 /proc/cpuinfo 2>/dev/null && grep -qw fma /proc/cpuinfo && echo x86-avx2 || echo generic)
 STRICT := -O2 -std=c99 -Wall -Wextra -pedantic -Wshadow -Werror
 
-.PHONY: setup demo test clean toolchain golden conformance fuzz sanitize
+.PHONY: setup demo test clean toolchain golden conformance fuzz sanitize checked cross-toolchain embedded-check
 
 setup: $(STAMP) toolchain
 
@@ -28,6 +28,34 @@ toolchain:
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq gcc make clang >/dev/null; }
 
+# ARM cross compilers, newlib, QEMU (user mode for AArch64, system mode for the Cortex-M4 board)
+# and CMake, for the arm-neon and cortex-m4 targets (docs/EMBEDDED.md); installed from Debian
+# when missing. About 160 MB of packages; `apt-get install` took 15 s on the reference machine.
+CROSS_PKGS := gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user gcc-arm-none-eabi \
+              libnewlib-arm-none-eabi qemu-system-arm cmake
+cross-toolchain:
+	@ok=1; for p in aarch64-linux-gnu-gcc qemu-aarch64 arm-none-eabi-gcc qemu-system-arm cmake; do \
+	  command -v $$p >/dev/null || ok=; done; \
+	[ -n "$$ok" ] && [ -f /usr/aarch64-linux-gnu/include/stdio.h ] && \
+	  [ -f "$$(arm-none-eabi-gcc -print-file-name=libc_nano.a)" ] || { \
+	  echo "installing ARM cross toolchains and QEMU from Debian packages: $(CROSS_PKGS)"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq \
+	    --no-install-recommends $(CROSS_PKGS) >/dev/null; }
+
+# examples/embedded on the host, AArch64 (qemu-aarch64) and Cortex-M4 (qemu-system-arm), with
+# Make and with CMake; sizes per target; then tests/test_embedded.py. From a fresh clone.
+EMB := examples/embedded
+embedded-check: setup cross-toolchain
+	$(MAKE) -C $(EMB) clean
+	for p in host arm-neon cortex-m4; do \
+	  $(MAKE) --no-print-directory -C $(EMB) PLATFORM=$$p run && \
+	  $(MAKE) --no-print-directory -C $(EMB) PLATFORM=$$p cmake || exit 1; done
+	$(BIN)/aicc inspect $(EMB)/build/arm-neon/bundle --size
+	$(BIN)/aicc inspect $(EMB)/build/cortex-m4/bundle --size
+	$(BIN)/python $(EMB)/size_table.py
+	$(BIN)/python -m pytest -q tests/test_embedded.py
+
 demo: setup
 	$(BIN)/aicc inspect $(DEMO_MODEL)
 	$(BIN)/aicc build $(DEMO_MODEL) -t $(DEMO_TARGET) -o $(DEMO_OUT)
@@ -40,7 +68,7 @@ demo: setup
 	$(BIN)/aicc golden record $(DEMO_MODEL) $(DEMO_OUT) build/demo_golden
 	$(BIN)/aicc golden check $(DEMO_OUT) build/demo_golden
 
-test: setup
+test: setup cross-toolchain
 	$(BIN)/python -m pytest -q -n $(JOBS) tests
 
 # regenerate tests/golden/*/ from the model builders (expected outputs come from onnxruntime)
@@ -57,6 +85,11 @@ conformance: setup
 sanitize: setup
 	AICC_SANITIZE=1 ASAN_OPTIONS=detect_leaks=0 LD_PRELOAD=$$($(CC) -print-file-name=libasan.so) \
 	  $(BIN)/python -m pytest -q -n $(JOBS) tests/ops
+
+# the op suite with every bundle in checked mode (redzones + per-step sums of what a step must
+# not write; a stray write fails naming the step). Slow: not part of `make test`.
+checked: setup
+	AICC_CHECKED=1 $(BIN)/python -m pytest -q -n $(JOBS) tests/ops
 
 # fuzz the compiler for FUZZ_SECONDS; crashes land in tests/fuzz_corpus/ (replayed by make test)
 FUZZ_SECONDS ?= 60

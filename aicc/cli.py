@@ -30,6 +30,17 @@ def _parse_dims(items, what):
     return out
 
 
+def _parse_buckets(items) -> dict:
+    from .dynamic.symbols import parse_bucket_spec
+    out = {}
+    for it in items:
+        name, sep, spec = it.partition("=")
+        if not sep or not name:
+            raise ConfigError(f"--buckets {it!r}: expected DIM=a,b,c or DIM=max:N")
+        out[name] = parse_bucket_spec(spec, f"--buckets {it!r}")
+    return out
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="aicc")
 @click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
@@ -44,7 +55,8 @@ def cli(ctx, debug):
 @click.option("-t", "--target", default="generic", show_default=True, help="Target (aicc targets).")
 @click.option("-o", "--out", type=click.Path(file_okay=False), help="Bundle folder [build/<model>].")
 @click.option("-c", "--config", type=click.Path(dir_okay=False), help="YAML merged over the defaults.")
-@click.option("--buckets", multiple=True, metavar="DIM=a,b,c", help="Buckets of a symbolic dim.")
+@click.option("--buckets", multiple=True, metavar="DIM=a,b,c",
+              help="Buckets of a dynamic dim (DIM=max:N: powers of two up to N).")
 @click.option("--input-shape", multiple=True, metavar="NAME=d0,d1,...", help="Pin an input's shape.")
 @click.option("--name", default=None, help="Prefix of the C symbols [model].")
 @click.option("--weights-file", is_flag=True, help="Keep weights in weights.bin for the caller to load.")
@@ -52,13 +64,11 @@ def cli(ctx, debug):
 def build(model, target, out, config, buckets, input_shape, name, weights_file, dump_ir):
     """Compile MODEL.onnx into a bundle folder."""
     from .compiler import build as do_build
-    if buckets:
-        dims = ", ".join(_parse_dims(buckets, "--buckets"))
-        raise ConfigError(f"--buckets ({dims}): dynamic-shape buckets are not implemented yet; "
-                          "pin the dims with --input-shape NAME=d0,d1,...")
     shapes = _parse_dims(input_shape, "--input-shape")
+    bucket_specs = _parse_buckets(buckets)
     overrides = {"weights": {"embed": False}} if weights_file else None
     path = do_build(model, target=target, out=out, config=config, input_shapes=shapes, name=name,
+                    buckets=bucket_specs,
                     dump_ir=sys.stdout if dump_ir else None, overrides=overrides)
     m = json.loads((Path(path) / "manifest.json").read_text())
     click.echo(f"built {path}: {len(m['steps'])} steps, arena {m['arena_bytes']} bytes, "
@@ -103,11 +113,23 @@ def validate(model, bundle, inputs, seed, rtol, atol):
     """Compare BUNDLE with onnxruntime (or onnx.reference) on MODEL; exit 1 on mismatch."""
     from .bundle.loader import load
     from .validate import compare, load_npz, random_inputs, reference_outputs
+    from .validate import dynamic_sizes
     b = load(bundle)
-    feeds = load_npz(inputs) if inputs else random_inputs(b.inputs, seed)
-    got = b.run(feeds)
-    want, which = reference_outputs(model, feeds, [o["name"] for o in b.outputs])
-    _report(compare(got, want, rtol, atol), rtol, atol, f"validate against {which}")
+    names = [o["name"] for o in b.outputs]
+    if inputs or not b.dynamic:
+        feeds = load_npz(inputs) if inputs else random_inputs(b.inputs, seed)
+        want, which = reference_outputs(model, feeds, names)
+        _report(compare(b.run(feeds), want, rtol, atol), rtol, atol, f"validate against {which}")
+        return
+    results = []          # a dynamic bundle without -i: 1, each bucket and one past it
+    for dims in dynamic_sizes(b.dynamic):
+        feeds = random_inputs(b.inputs, seed, dims)
+        want, which = reference_outputs(model, feeds, names)
+        at = ",".join(f"{k}={v}" for k, v in dims.items())
+        for c in compare(b.run(feeds), want, rtol, atol):
+            c.name = f"{c.name} @ {at}"
+            results.append(c)
+    _report(results, rtol, atol, f"validate against {which}")
 
 
 @cli.command()
@@ -115,13 +137,16 @@ def validate(model, bundle, inputs, seed, rtol, atol):
 @click.option("--memory", is_flag=True, help="Bundle: memory plan report and a picture.")
 @click.option("--svg", type=click.Path(dir_okay=False), help="Where to write the picture "
               "[BUNDLE/memory.svg].")
-def inspect(path, memory, svg):
+@click.option("--size", is_flag=True, help="Bundle: code, rodata and RAM on its target (the "
+              "target's toolchain and size); also written to manifest.json.")
+def inspect(path, memory, svg, size):
     """Show ops, shapes and support of MODEL.onnx, or the plan of a bundle folder."""
     from .inspect import inspect_bundle, inspect_model
     p = Path(path)
-    if memory and not p.is_dir():
-        raise ConfigError("--memory applies to a bundle folder")
-    text, ok = (inspect_bundle(p, memory=memory, svg=svg), True) if p.is_dir() else inspect_model(p)
+    if (memory or size) and not p.is_dir():
+        raise ConfigError(f"{'--memory' if memory else '--size'} applies to a bundle folder")
+    text, ok = ((inspect_bundle(p, memory=memory, svg=svg, size=size), True) if p.is_dir()
+                else inspect_model(p))
     click.echo(text)
     if not ok:
         sys.exit(2)

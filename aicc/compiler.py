@@ -5,6 +5,8 @@ import re
 from pathlib import Path
 
 from .config import Options
+from .dynamic.build import dynamic_bundle
+from .dynamic.symbols import find_dynamic_dims
 from .emit_c.lower import lower
 from .errors import ConfigError
 from .frontend import file_sha256, import_model
@@ -22,8 +24,12 @@ def compile_graph(g, opts: Options, *, check: bool = False, trace=None):
 
 def build(model_path, target: str = "generic", out=None, config=None, *,
           input_shapes: dict | None = None, name: str | None = None, dump_ir=None,
-          check: bool = False, overrides: dict | None = None) -> Path:
-    """Compile MODEL.onnx into a bundle folder; returns the folder."""
+          check: bool = False, overrides: dict | None = None,
+          buckets: dict | None = None) -> Path:
+    """Compile MODEL.onnx into a bundle folder; returns the folder.
+
+    buckets: {dynamic dim name: [sizes] | "16,32,64" | "max:N"}, merged over the YAML's
+    ``dynamic.buckets``/``dynamic.max``; a model with dynamic dims gets one plan per bucket."""
     from .bundle.writer import write_bundle
     opts = Options.load(target, config, overrides)
     if name is not None:
@@ -38,6 +44,13 @@ def build(model_path, target: str = "generic", out=None, config=None, *,
     if dump_ir is not None:
         dump_ir.write(f"# after import\n{g}\n")
         trace = lambda p, gr: dump_ir.write(f"# after {p}\n{gr}\n")  # noqa: E731
+    sha = file_sha256(model_path)
+    dyn = find_dynamic_dims(g, (opts.raw or {}).get("dynamic") or {}, dict(buckets or {}))
+    if dyn is not None:
+        prog, d = dynamic_bundle(model_path, opts, dyn, input_shapes, name=opts.name, sha=sha,
+                                 check=check, trace=trace)
+        return write_bundle(prog, out, name=opts.name, target=opts.target, opts=opts,
+                            model_sha=sha, original_inputs=original, dynamic=d)
     g, prog = compile_graph(g, opts, check=check, trace=trace)
     return write_bundle(prog, out, name=opts.name, target=opts.target, opts=opts,
-                        model_sha=file_sha256(model_path), original_inputs=original)
+                        model_sha=sha, original_inputs=original)

@@ -49,7 +49,7 @@ class Options:
             d = _merge(d, user)
         if overrides:
             d = _merge(d, overrides)
-        unknown = set(d) - {"pipeline", "memory", "weights", "name", "limits"}
+        unknown = set(d) - {"pipeline", "memory", "weights", "name", "limits", "dynamic"}
         if unknown:
             raise ConfigError(f"config: unknown section(s) {', '.join(sorted(unknown))}")
         return Options(target=load_target(target), pipeline=parse_pipeline(d.get("pipeline", [])),

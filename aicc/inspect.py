@@ -12,6 +12,9 @@ from .ops import load_all, lookup
 from .passes import run_pipeline
 
 
+PROBE = 16
+
+
 def inspect_model(path) -> tuple:
     load_all()
     g = import_model(path)
@@ -22,6 +25,17 @@ def inspect_model(path) -> tuple:
         lines.append(f"  input  {i!r}: {g.type_of(i)}")
     for o in g.outputs:
         lines.append(f"  output {o!r}: {g.type_of(o) if o in g.types or o in g.constants else '?'}")
+    dyn = {}
+    for i in g.inputs:
+        for a, d in enumerate(g.shape(i)):
+            if not isinstance(d, int):
+                dyn.setdefault(d, []).append(f"{i!r} axis {a}")
+    if dyn:
+        # support is judged with every dynamic dim at a probe size (a bucket's view)
+        lines.append("  dynamic dims: " + "; ".join(f"{d} ({', '.join(w)})" for d, w in dyn.items())
+                     + f"; support checked with each at {PROBE} (build with --buckets DIM=...)")
+        g = import_model(path, {i: [PROBE if not isinstance(d, int) else d for d in g.shape(i)]
+                                for i in g.inputs if not g.type_of(i).is_static})
     counts = Counter(n.op_type if not n.domain else f"{n.domain}.{n.op_type}" for n in g.nodes)
     # support is judged after the default pipeline (folding removes Shape, Constant, ...)
     problems = {}
@@ -53,7 +67,7 @@ def inspect_model(path) -> tuple:
     return "\n".join(lines), ok
 
 
-def inspect_bundle(path, memory: bool = False, svg=None) -> str:
+def inspect_bundle(path, memory: bool = False, svg=None, size: bool = False) -> str:
     p = Path(path)
     mf = p / "manifest.json"
     if not mf.is_file():
@@ -80,4 +94,10 @@ def inspect_bundle(path, memory: bool = False, svg=None) -> str:
         out = Path(svg) if svg else p / "memory.svg"
         out.write_text(plan_svg(m))
         lines.append(f"  picture: {out}")
+    if size:
+        from .size import format_report, measure, write_manifest_size
+        report = measure(p)
+        write_manifest_size(p, report)
+        lines += format_report(report)
+        lines.append(f"  (written to {mf} under \"size\")")
     return "\n".join(lines)

@@ -1,6 +1,8 @@
 """Targets are data: configs/targets/*.yaml."""
 from __future__ import annotations
 
+import platform
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +26,45 @@ class Target:
     # schedule parameters per op family (e.g. {"gemm": {"kc": 256}}), read by the emitters
     schedule: dict = field(default_factory=dict, hash=False)
     cpu_flags: tuple = field(default_factory=tuple)  # /proc/cpuinfo flags the code needs
+    # Cross targets (docs/EMBEDDED.md). machines: `uname -m` values that run the code natively
+    # (None: any host; () : none, e.g. bare metal). cc/ar/size: the toolchain the bundle's
+    # Makefile defaults to (None: the host's cc, ar, size). run: command prefix that runs a
+    # program built for the target on this host (an emulator; "{exe}" marks where the program
+    # goes, else it is appended). hosted: False for bare metal (no shared library, no -fPIC).
+    machines: tuple = None
+    cc: str = None
+    ar: str = None
+    size: str = None
+    run: tuple = field(default_factory=tuple)
+    hosted: bool = True
+
+    @property
+    def native(self) -> bool:
+        """Whether this host's architecture runs the target's code (CPU flags aside)."""
+        return self.machines is None or platform.machine().lower() in self.machines
+
+    def tool(self, which: str) -> str:
+        """The toolchain program for ``which`` (cc, ar, size): the target's own, else the
+        host's."""
+        return getattr(self, which) or {"cc": "cc", "ar": "ar", "size": "size"}[which]
+
+    def run_command(self, exe) -> list:
+        """argv that runs program ``exe`` built for this target on this host."""
+        if self.native and self.hosted:
+            return [str(exe)]
+        if not self.run:
+            raise ConfigError(f"target {self.name}: no 'run' command to execute its programs "
+                              "on this host")
+        if any("{exe}" in a for a in self.run):
+            return [a.replace("{exe}", str(exe)) for a in self.run]
+        return [*self.run, str(exe)]
+
+    def missing_tools(self) -> list:
+        """Programs the target's toolchain and emulator need that are not on PATH."""
+        progs = [self.tool("cc"), self.tool("ar"), self.tool("size")]
+        if not (self.native and self.hosted) and self.run:
+            progs.append(self.run[0])
+        return [p for p in progs if shutil.which(p) is None]
 
 
 def list_targets() -> list:
@@ -33,6 +74,8 @@ def list_targets() -> list:
 def host_supports(target: Target) -> bool:
     """Whether this machine can run code built for ``target`` (Linux /proc/cpuinfo flags;
     True when they cannot be read)."""
+    if not target.native or not target.hosted:
+        return False
     if not target.cpu_flags:
         return True
     try:
@@ -59,11 +102,17 @@ def load_target(name: str) -> Target:
                       alignment=int(d.get("alignment", 64)),
                       kernels=tuple(d.get("kernels", ["generic"])),
                       schedule=dict(d.get("schedule") or {}),
-                      cpu_flags=tuple(d.get("cpu_flags") or ()))
+                      cpu_flags=tuple(d.get("cpu_flags") or ()),
+                      machines=(None if d.get("machines") is None
+                                else tuple(str(m).lower() for m in d["machines"])),
+                      cc=d.get("cc"), ar=d.get("ar"), size=d.get("size"),
+                      run=tuple(str(a) for a in d.get("run") or ()),
+                      hosted=bool(d.get("hosted", True)))
     except (KeyError, TypeError, ValueError) as e:
         raise ConfigError(f"target file {path.name}: {e}") from None
 
 
 def runnable_targets() -> list:
-    """Targets whose code this machine can execute (for tests and benchmarks)."""
+    """Targets whose code this machine can execute directly (for tests and benchmarks); cross
+    targets run under an emulator are not listed (see Target.run_command)."""
     return [t for t in list_targets() if host_supports(load_target(t))]

@@ -13,13 +13,17 @@ DEFAULT_RTOL = 1e-4
 DEFAULT_ATOL = 1e-5
 
 
-def random_inputs(specs: list, seed: int = 0) -> dict:
+def random_inputs(specs: list, seed: int = 0, dims: dict | None = None) -> dict:
     """Seeded inputs for manifest input specs: floats ~ N(0, 1), integers in [0, 10),
-    bools uniform."""
+    bools uniform. dims: values of a dynamic bundle's dims (by name)."""
     rng = np.random.default_rng(seed)
     feeds = {}
     for s in specs:
-        dt, shape = dtype_from_name(s["dtype"]), tuple(s["shape"])
+        dt = dtype_from_name(s["dtype"])
+        if dims is None and "max_shape" in s:       # a dynamic bundle: its largest sizes
+            shape = tuple(s["max_shape"])
+        else:
+            shape = tuple(d if isinstance(d, int) else int(dims[d]) for d in s["shape"])
         if dt.kind == "f":
             feeds[s["name"]] = rng.standard_normal(shape).astype(dt)
         elif dt.kind == "b":
@@ -27,6 +31,20 @@ def random_inputs(specs: list, seed: int = 0) -> dict:
         else:
             feeds[s["name"]] = rng.integers(0, 10, size=shape).astype(dt)
     return feeds
+
+
+def dynamic_sizes(dynamic: dict) -> list:
+    """Sizes to validate a dynamic bundle at: per dim 1, every bucket size and one past it
+    (within the max); dims step through their lists together. -> [{dim: value}]."""
+    lists = []
+    for d in dynamic["dims"]:
+        v = {1}
+        for b in d["buckets"]:
+            v.update({b, min(b + 1, d["max"])})
+        lists.append(sorted(v))
+    n = max(len(x) for x in lists)
+    return [{d["name"]: x[min(j, len(x) - 1)] for d, x in zip(dynamic["dims"], lists)}
+            for j in range(n)]
 
 
 def load_npz(path) -> dict:

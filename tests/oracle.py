@@ -24,6 +24,12 @@ if os.environ.get("AICC_SANITIZE") == "1":
                      "-fno-omit-frame-pointer")
 
 
+# `make checked` sets AICC_CHECKED=1: every bundle is built in checked mode (redzones after
+# every arena buffer, live buffers and inputs summed around every step; a stray write fails
+# the run naming the step)
+CHECKED = os.environ.get("AICC_CHECKED") == "1"
+
+
 def make_model(nodes, inputs: dict, outputs: list, initializers: dict | None = None,
                opset: int = 17, output_types: dict | None = None) -> onnx.ModelProto:
     """nodes: NodeProtos; inputs: {name: ndarray} (graph inputs, typed from the arrays);
@@ -72,6 +78,10 @@ def compile_and_run(model: onnx.ModelProto, feeds: dict, tmp_path, target: str =
     k = next(_counter)
     mpath = tmp_path / f"m{k}.onnx"
     onnx.save(model, str(mpath))
+    if CHECKED:
+        over = dict(kw.pop("overrides", None) or {})
+        over["memory"] = {**over.get("memory", {}), "checked": True}
+        kw["overrides"] = over
     out = aicc.build(mpath, target=target, out=tmp_path / f"b{k}", config=config, **kw)
     return aicc.load(out, cflags=STRICT_CFLAGS).run(feeds)
 

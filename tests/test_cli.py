@@ -114,7 +114,7 @@ def test_run_wrong_shape_and_missing_input(tmp_path):
     (["-t", "no-such-target"], "unknown target"),
     (["--input-shape", "x=a,b"], "integers"),
     (["--input-shape", "nope=2,5"], "unknown input"),
-    (["--buckets", "seq=1,2"], "not implemented"),
+    (["--buckets", "seq=1,2"], "unknown dynamic dim"),
 ])
 def test_bad_options_exit_2(tmp_path, args, msg):
     m, _ = small_model(tmp_path)

@@ -23,6 +23,17 @@ int {name}_run_hooked(const void *weights, void *arena, size_t arena_bytes,
 const char *aicc_status_str(int status);
 """
 
+_CDEF_CHECK = """
+typedef struct { int kind; uint32_t step; uint32_t buffer; } aicc_check_report;
+extern aicc_check_report aicc_last_check;
+"""
+
+_CDEF_DYN = """
+int {name}_run_dims_hooked(const void *weights, void *arena, size_t arena_bytes,
+               const int64_t *dims, const void *const *inputs, void *const *outputs,
+               aicc_hook_fn hook, void *user);
+"""
+
 
 def _aligned(nbytes: int, align: int) -> np.ndarray:
     raw = np.zeros(nbytes + align, dtype=np.uint8)
@@ -63,10 +74,16 @@ class Bundle:
         private = Path(self._tmpdir) / so.name
         shutil.copyfile(so, private)
         self.ffi = cffi.FFI()
-        self.ffi.cdef(_CDEF.format(name=self.name))
+        self.dynamic = self.manifest.get("dynamic")
+        self.checked = bool(self.manifest.get("memory", {}).get("checked"))
+        self.ffi.cdef(_CDEF.format(name=self.name) +
+                      (_CDEF_DYN.format(name=self.name) if self.dynamic else "") +
+                      (_CDEF_CHECK if self.checked else ""))
         self.lib = self.ffi.dlopen(str(private))
         self._run = getattr(self.lib, f"{self.name}_run")
         self._run_hooked = getattr(self.lib, f"{self.name}_run_hooked")
+        if self.dynamic:
+            self._run_dims = getattr(self.lib, f"{self.name}_run_dims_hooked")
         self.arena = _aligned(max(self.manifest["arena_bytes"], 1), self.manifest["arena_align"])
         self.weights = None
         if not self.manifest["weights_embedded"]:
@@ -93,36 +110,96 @@ class Bundle:
             if extra:
                 parts.append(f"unknown input(s) {', '.join(map(repr, extra))}")
             raise InputError("; ".join(parts) + f" (expected: {', '.join(map(repr, names))})")
-        arrays = []
+        arrays, dims = [], {}
         for spec in self.inputs:
             a = np.asarray(feeds[spec["name"]])
             want = dtype_from_name(spec["dtype"])
             if a.dtype != want:
                 raise InputError(f"input '{spec['name']}': dtype {a.dtype.name}, "
                                  f"expected {want.name}")
-            if list(a.shape) != list(spec["shape"]):
+            if not self._shape_ok(spec, a.shape, dims):
                 raise InputError(f"input '{spec['name']}': shape {list(a.shape)}, "
-                                 f"expected {spec['shape']}")
+                                 f"expected {self._expected(spec, dims)}")
             arrays.append(np.ascontiguousarray(a))
-        return arrays
+        return arrays, dims
+
+    def _shape_ok(self, spec, shape, dims) -> bool:
+        """Static dims must match; a dynamic dim takes its value from the first input that
+        carries it and must be within 1..its largest bucket (and agree with other inputs)."""
+        want = spec["shape"]
+        if len(shape) != len(want):
+            return False
+        for d, w in zip(shape, want):
+            if isinstance(w, int):
+                if d != w:
+                    return False
+            elif dims.setdefault(w, int(d)) != d:
+                return False
+        return True
+
+    def _expected(self, spec, dims) -> str:
+        parts = []
+        for w in spec["shape"]:
+            if isinstance(w, int):
+                parts.append(str(w))
+            else:
+                mx = next(x["max"] for x in self.dynamic["dims"] if x["name"] == w)
+                parts.append(f"{w}={dims[w]}" if w in dims else f"{w} (1..{mx})")
+        return "[" + ", ".join(parts) + "]"
+
+    def output_shapes(self, dims: dict) -> list:
+        if not self.dynamic:
+            return [o["shape"] for o in self.outputs]
+        from ..dynamic.extent import Ext
+        vals = [dims[x["name"]] for x in self.dynamic["dims"]]
+        out = []
+        for o in self.outputs:
+            ext = o.get("extents", {})
+            out.append([max(Ext.from_json(ext[str(a)]).eval(vals), 0) if str(a) in ext else d
+                        for a, d in enumerate(o["max_shape"])])
+        return out
 
     def run(self, feeds: dict, hook=None) -> dict:
-        ins = self._check_inputs(feeds)
-        outs = [np.empty(o["shape"], dtype=dtype_from_name(o["dtype"])) for o in self.outputs]
+        ins, dims = self._check_inputs(feeds)
+        if self.dynamic:
+            for x in self.dynamic["dims"]:
+                if not 1 <= dims[x["name"]] <= x["max"]:
+                    raise InputError(f"dynamic dim {x['name']!r} = {dims[x['name']]} is outside "
+                                     f"1..{x['max']} (the largest bucket)")
+        outs = [np.empty(s, dtype=dtype_from_name(o["dtype"]))
+                for o, s in zip(self.outputs, self.output_shapes(dims))]
         ffi = self.ffi
         in_ptrs = ffi.new("void *[]", [ffi.cast("void *", a.ctypes.data) for a in ins] or [ffi.NULL])
         out_ptrs = ffi.new("void *[]", [ffi.cast("void *", a.ctypes.data) for a in outs] or [ffi.NULL])
         w = ffi.NULL if self.weights is None else ffi.cast("void *", self.weights.ctypes.data)
         arena = ffi.cast("void *", self.arena.ctypes.data)
-        if hook is None:
-            st = self._run(w, arena, self.arena.nbytes, in_ptrs, out_ptrs)
-        else:
+        cb = ffi.NULL
+        if hook is not None:
             cb = ffi.callback("aicc_hook_fn",
                               lambda u, i, op, after: hook(int(i), ffi.string(op).decode(), bool(after)))
+        if self.dynamic:
+            dv = ffi.new("int64_t[]", [dims[x["name"]] for x in self.dynamic["dims"]])
+            st = self._run_dims(w, arena, self.arena.nbytes, dv, in_ptrs, out_ptrs, cb, ffi.NULL)
+        elif hook is None:
+            st = self._run(w, arena, self.arena.nbytes, in_ptrs, out_ptrs)
+        else:
             st = self._run_hooked(w, arena, self.arena.nbytes, in_ptrs, out_ptrs, cb, ffi.NULL)
+        if st == 7 and self.checked:
+            raise AiccError(self._check_message())
         if st != 0:
             raise AiccError(f"bundle run failed: {ffi.string(self.lib.aicc_status_str(st)).decode()}")
         return {o["name"]: a for o, a in zip(self.outputs, outs)}
+
+    def _check_message(self) -> str:
+        r = self.lib.aicc_last_check
+        step = self.manifest["steps"][r.step] if r.step < len(self.manifest["steps"]) else {}
+        what = f"step {r.step} ({step.get('op', '?')}, node {step.get('node', '?')!r})"
+        bufs = self.manifest["memory"]["buffers"]
+        if r.kind == 1:
+            where = ("the guard zone before the first buffer" if r.buffer >= len(bufs) else
+                     f"the guard zone after buffer {bufs[r.buffer]['tensor']!r}")
+            return f"checked mode: {what} wrote outside its buffers, into {where}"
+        return (f"checked mode: {what} changed a live buffer or an input it does not own")
 
     def __del__(self):
         d = getattr(self, "_tmpdir", None)

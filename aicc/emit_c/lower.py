@@ -9,13 +9,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from ..errors import ModelError, UnsupportedError
 from ..ops import load_all, lookup
 from ..passes.memory_plan import Buffer, arena_size, peak_live_bytes, plan
 from .context import StepContext
 from .sharing import Sharing
+from .weights import WeightsImage
 from .cwriter import ctype
 
 
@@ -42,17 +41,19 @@ class Program:
     locations: dict                             # tensor -> (kind, offset|index)
     alignment: int
     shared: dict = field(default_factory=dict)  # tensor -> tensor whose memory it uses
-
-
-def _align(x: int, a: int) -> int:
-    return (x + a - 1) // a * a
+    check: dict | None = None                   # checked mode: redzone, per-step writes
 
 
 def _uses(body: str, var: str) -> bool:
     return re.search(rf"\b{re.escape(var)}\b", body) is not None
 
 
-def lower(g, opts) -> Program:
+def _align(x: int, a: int) -> int:
+    return (x + a - 1) // a * a
+
+
+def lower(g, opts, *, weights: WeightsImage | None = None, helpers: dict | None = None) -> Program:
+    """weights/helpers: shared by several programs (the buckets of a dynamic bundle)."""
     load_all()
     align = int(opts.memory.get("alignment", 64))
     if align <= 0 or align & (align - 1):
@@ -63,12 +64,13 @@ def lower(g, opts) -> Program:
     for name in list(g.inputs) + list(g.outputs) + [o for n in g.nodes for o in n.outputs if o]:
         t = g.type_of(name)
         if not t.is_static:
-            raise UnsupportedError(f"tensor {name!r} has a non-static shape {t}; dynamic "
-                                   "shapes need --input-shape (buckets come later)")
+            raise UnsupportedError(f"tensor {name!r} has a non-static shape {t}; give the "
+                                   "model's dynamic dims buckets (--buckets DIM=a,b,...) or "
+                                   "pin them (--input-shape NAME=d0,d1,...)")
         if t.nbytes > max_tensor:
             raise ModelError(f"tensor {name!r} {t} needs {t.nbytes} bytes, above the limit of "
                              f"{max_tensor} (limits.max_tensor_bytes / the target's index type)")
-    helpers: dict = {}
+    helpers = {} if helpers is None else helpers
     steps = []
     share = Sharing(g)
     for node in g.nodes:
@@ -118,28 +120,26 @@ def lower(g, opts) -> Program:
         for var, nbytes, _ct in s.ctx.scratches:
             scratch_ix[(s.index, var)] = len(bufs)
             bufs.append(Buffer(f"step{s.index}.{var}", nbytes, s.index, s.index, align))
-    offsets = plan(bufs, opts.memory.get("planner", "search"),
-                   int(opts.memory.get("search_iterations", 300)))
-    arena = max(arena_size(bufs, offsets, align), align)
+    checked = bool(opts.memory.get("checked", False))
+    rz = _align(int(opts.memory.get("redzone", 64 if checked else 0)), align) if checked else 0
+    if rz:
+        # checked mode: a guard zone after every buffer and one before the first
+        guarded = [Buffer(b.name, b.size + rz, b.first, b.last, b.align) for b in bufs]
+        offsets = [o + rz for o in plan(guarded, opts.memory.get("planner", "search"),
+                                        int(opts.memory.get("search_iterations", 300)))]
+        arena = rz + arena_size(guarded, [o - rz for o in offsets], align)
+    else:
+        offsets = plan(bufs, opts.memory.get("planner", "search"),
+                       int(opts.memory.get("search_iterations", 300)))
+        arena = max(arena_size(bufs, offsets, align), align)
     cap = min(int(limits.get("max_arena_bytes", 1 << 40)), index_max)
     if arena > cap:
         raise ModelError(f"the arena needs {arena} bytes, above the limit of {cap} "
                          "(limits.max_arena_bytes)")
 
     # -- weights image ----------------------------------------------------------------
-    blob = bytearray()
-    entries = []
-
-    def put(what: str, arr: np.ndarray) -> int:
-        off = _align(len(blob), align)
-        blob.extend(b"\0" * (off - len(blob)))
-        data = np.ascontiguousarray(arr)
-        if data.dtype == np.bool_:
-            data = data.astype(np.uint8)
-        data = data.astype(data.dtype.newbyteorder("<"), copy=False)
-        blob.extend(data.tobytes())
-        entries.append((what, off, data.nbytes))
-        return off
+    image = WeightsImage(align) if weights is None else weights
+    put = image.put
 
     locations = {}
     for i, name in enumerate(g.inputs):
@@ -176,12 +176,22 @@ def lower(g, opts) -> Program:
         for var, nbytes, ct in ctx.scratches:
             off = offsets[scratch_ix[(s.index, var)]]
             s.args.append((var, "arena", off, ct, False, f"scratch {nbytes} bytes"))
-    blob.extend(b"\0" * (_align(len(blob), align) - len(blob)))
+    blob = image.image()
     cap = min(int(limits.get("max_weights_bytes", 1 << 40)), index_max)
     if len(blob) > cap:
         raise ModelError(f"the weights need {len(blob)} bytes, above the limit of {cap} "
                          "(limits.max_weights_bytes)")
+    check = None
+    if checked:
+        writes = []
+        for s in steps:
+            w = {where[share.root(o)] for o in s.node.outputs
+                 if o and share.root(o) in where}
+            w |= {scratch_ix[(s.index, var)] for var, _n, _c in s.ctx.scratches}
+            writes.append(sorted(w))
+        check = {"redzone": rz, "writes": writes}
     return Program(graph=g, steps=steps, helpers=helpers, buffers=bufs, offsets=offsets,
-                   arena_bytes=arena, peak_bytes=peak_live_bytes(bufs), weights=bytes(blob),
-                   weight_entries=entries, locations=locations, alignment=align,
+                   check=check,
+                   arena_bytes=arena, peak_bytes=peak_live_bytes(bufs), weights=blob,
+                   weight_entries=list(image.entries), locations=locations, alignment=align,
                    shared={k: share.root(k) for k in sorted(share.parent)})

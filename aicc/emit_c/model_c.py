@@ -40,7 +40,8 @@ def _io_macros(w, P, g, names, kind):
         w(f"#define {P}_{kind}{i}_ELEMS {t.size}u")
 
 
-def header(prog, name: str, model_sha: str, embedded: bool) -> str:
+def header(prog, name: str, model_sha: str, embedded: bool,
+           arena_section: str | None = None) -> str:
     g = prog.graph
     P = name.upper()
     w = CWriter()
@@ -68,6 +69,31 @@ def header(prog, name: str, model_sha: str, embedded: bool) -> str:
     _io_macros(w, P, g, g.inputs, "INPUT")
     _io_macros(w, P, g, g.outputs, "OUTPUT")
     w()
+    w("/* Declaring the arena (GCC/Clang place and align it by attribute; other compilers get")
+    w(f" * {P}_ARENA_ALIGN spare bytes to align by hand with {P}_ARENA_PTR):")
+    w(f" *   static unsigned char arena[{P}_ARENA_STORAGE_BYTES] {P}_ARENA_ATTR;")
+    w(f" *   ... {name}_run(NULL, {P}_ARENA_PTR(arena), {P}_ARENA_BYTES, inputs, outputs);")
+    w(f" * {P}_ARENA_SECTION, when defined, is the linker section chosen in the build YAML")
+    w(" * (memory: {arena_section: ...}); weights: {section: ...} places the weights. */")
+    if arena_section:
+        w(f'#define {P}_ARENA_SECTION "{arena_section}"')
+    w("#if defined(__GNUC__) || defined(__clang__)")
+    w(f"#define {P}_ALIGNED(n) __attribute__((aligned(n)))")
+    w(f"#define {P}_SECTION(s) __attribute__((section(s)))")
+    w(f"#define {P}_ARENA_PAD {0 if prog.arena_bytes else 1}u")
+    w("#else")
+    w(f"#define {P}_ALIGNED(n)")
+    w(f"#define {P}_SECTION(s)")
+    w(f"#define {P}_ARENA_PAD {P}_ARENA_ALIGN")
+    w("#endif")
+    attr = f"{P}_ALIGNED({prog.alignment})"
+    if arena_section:
+        attr += f" {P}_SECTION({P}_ARENA_SECTION)"
+    w(f"#define {P}_ARENA_ATTR {attr}")
+    w(f"#define {P}_ARENA_STORAGE_BYTES ({P}_ARENA_BYTES + {P}_ARENA_PAD)")
+    w(f"#define {P}_ARENA_PTR(raw) ((void *)(((uintptr_t)(raw) + ({P}_ARENA_ALIGN - 1u)) & \\")
+    w(f"    ~(uintptr_t)({P}_ARENA_ALIGN - 1u)))")
+    w()
     w("/* Run one inference. weights: NULL to use the embedded weights, else a pointer to the")
     w(f" * contents of weights.bin ({P}_WEIGHTS_ALIGN-aligned). inputs/outputs: one pointer per")
     w(" * graph input/output in manifest.json order, dense row-major. Returns AICC_OK or an")
@@ -89,9 +115,8 @@ def header(prog, name: str, model_sha: str, embedded: bool) -> str:
     return w.text()
 
 
-def source(prog, name: str, model_sha: str, embedded: bool) -> str:
-    g = prog.graph
-    w = CWriter()
+def source_preamble(w, name: str, model_sha: str, embedded: bool, weights_sym: str) -> None:
+    """Banner, includes, AICC_UNUSED and the embedded weights' declaration."""
     w(banner(model_sha, f"{name}.c: kernels and plan of the compiled model."))
     w("#include <math.h>")
     w("#include <stdint.h>")
@@ -105,17 +130,26 @@ def source(prog, name: str, model_sha: str, embedded: bool) -> str:
     w("#endif")
     w()
     if embedded:
-        w(f"extern const unsigned char {name}_weights[];   /* {name}_weights.S */")
+        w(f"extern const unsigned char {weights_sym}[];   /* {name}_weights.S */")
         w()
-    for hname in sorted(prog.helpers):
-        w(prog.helpers[hname].rstrip("\n"))
+
+
+def source_helpers(w, helpers: dict) -> None:
+    for hname in sorted(helpers):
+        w(helpers[hname].rstrip("\n"))
         w()
+
+
+def source_steps(w, prog, plan_sym: str, embedded: bool, weights_sym: str,
+                 fn_prefix: str = "", static: bool = True) -> None:
+    """The step functions of one program, its step table and its aicc_plan ``plan_sym``."""
+    g = prog.graph
     for s in prog.steps:
         n = s.node
         ins = ", ".join(str(g.type_of(i)) if i else "-" for i in n.inputs)
         outs = ", ".join(str(g.type_of(o)) for o in n.outputs if o)
         w(f"/* step {s.index}: {_label(n.op_type)}({ins}) -> {outs} */")
-        w(f"static void {_step_fn_name(s)}(const aicc_frame *f)")
+        w(f"static void {fn_prefix}{_step_fn_name(s)}(const aicc_frame *f)")
         w("{")
         restrict = "restrict " if s.ctx.restrict else ""      # not on in-place steps
         for var, kind, off, ct, const, comment in s.args:
@@ -129,25 +163,64 @@ def source(prog, name: str, model_sha: str, embedded: bool) -> str:
         w(s.body.rstrip("\n"))
         w("}")
         w()
-    w(f"static const aicc_step {name}_steps[{max(len(prog.steps), 1)}] = {{")
+    base = plan_sym[:-len("_plan_data")] if plan_sym.endswith("_plan_data") else plan_sym
+    w(f"static const aicc_step {base}_steps[{max(len(prog.steps), 1)}] = {{")
     for s in prog.steps:
-        w(f'    {{ {_step_fn_name(s)}, "{_label(s.node.op_type)}" }},')
+        w(f'    {{ {fn_prefix}{_step_fn_name(s)}, "{_label(s.node.op_type)}" }},')
     if not prog.steps:
         w('    { 0, "" }')
     w("};")
     w()
     for label, names in (("input", g.inputs), ("output", g.outputs)):
         al = ", ".join(f"{np.dtype(g.dtype(x)).itemsize}u" for x in names) or "1u"
-        w(f"static const size_t {name}_{label}_align[{max(len(names), 1)}] = {{ {al} }};")
+        w(f"static const size_t {base}_{label}_align[{max(len(names), 1)}] = {{ {al} }};")
     w()
-    w(f"static const aicc_plan {name}_plan_data = {{")
-    w(f"    {len(prog.steps)}u, {name}_steps,")
+    check = "NULL"
+    if prog.check is not None:
+        check = f"&{base}_check"
+        _check_tables(w, prog, base)
+    w(f"{'static ' if static else ''}const aicc_plan {plan_sym} = {{")
+    w(f"    {len(prog.steps)}u, {base}_steps,")
     w(f"    {prog.arena_bytes}u, {prog.alignment}u,")
-    w(f"    {len(prog.weights)}u, {name + '_weights' if embedded else 'NULL'},")
-    w(f"    {len(g.inputs)}u, {name}_input_align,")
-    w(f"    {len(g.outputs)}u, {name}_output_align")
+    w(f"    {len(prog.weights)}u, {weights_sym if embedded else 'NULL'},")
+    w(f"    {len(g.inputs)}u, {base}_input_align,")
+    w(f"    {len(g.outputs)}u, {base}_output_align,")
+    w(f"    {check}")
     w("};")
     w()
+
+
+def _check_tables(w, prog, base: str) -> None:
+    """Checked mode: every arena buffer with its lifetime, what each step may write."""
+    g = prog.graph
+    w(f"static const aicc_check_buf {base}_check_bufs[{max(len(prog.buffers), 1)}] = {{")
+    for b, off in zip(prog.buffers, prog.offsets):
+        w(f"    {{ {off}u, {b.size}u, {b.first}u, {b.last}u }},")
+    if not prog.buffers:
+        w("    { 0u, 0u, 0u, 0u }")
+    w("};")
+    starts, flat = [0], []
+    for ws in prog.check["writes"]:
+        flat += ws
+        starts.append(len(flat))
+    w(f"static const uint32_t {base}_check_writes_start[{len(starts)}] = "
+      f"{{ {', '.join(f'{x}u' for x in starts)} }};")
+    w(f"static const uint32_t {base}_check_writes[{max(len(flat), 1)}] = "
+      f"{{ {', '.join(f'{x}u' for x in flat) or '0u'} }};")
+    ib = ", ".join(f"{g.type_of(x).nbytes}u" for x in g.inputs) or "0u"
+    w(f"static const size_t {base}_check_input_bytes[{max(len(g.inputs), 1)}] = {{ {ib} }};")
+    w(f"static const aicc_check_table {base}_check = {{")
+    w(f"    {prog.check['redzone']}u, {len(prog.buffers)}u, {base}_check_bufs,")
+    w(f"    {base}_check_writes_start, {base}_check_writes, {base}_check_input_bytes")
+    w("};")
+    w()
+
+
+def source(prog, name: str, model_sha: str, embedded: bool) -> str:
+    w = CWriter()
+    source_preamble(w, name, model_sha, embedded, f"{name}_weights")
+    source_helpers(w, prog.helpers)
+    source_steps(w, prog, f"{name}_plan_data", embedded, f"{name}_weights")
     w(f"const aicc_plan *{name}_plan(void)")
     w("{")
     w(f"    return &{name}_plan_data;")
@@ -168,8 +241,11 @@ def source(prog, name: str, model_sha: str, embedded: bool) -> str:
     return w.text()
 
 
-def weights_asm(name: str, model_sha: str, align: int) -> str:
-    """Embed weights.bin as read-only data with .incbin: fast for any size."""
+def weights_asm(name: str, model_sha: str, align: int, section: str | None = None) -> str:
+    """Embed weights.bin as read-only data with .incbin: fast for any size. ``section``: an
+    ELF section name (YAML weights: {section: ...}; default .rodata)."""
+    elf_section = (f'{section},"a",%progbits' if section and section != ".rodata"
+                   else ".rodata")
     return (f"/* {name}_weights.S: the weights image (weights.bin) as read-only data.\n"
             f" * generated by aicc {__version__} from model sha256:{model_sha}, do not edit. */\n"
             "#if defined(__APPLE__)\n"
@@ -178,7 +254,7 @@ def weights_asm(name: str, model_sha: str, align: int) -> str:
             f"    .p2align {align.bit_length() - 1}\n"
             f"_{name}_weights:\n"
             "#else\n"
-            "    .section .rodata\n"
+            f"    .section {elf_section}\n"
             f"    .globl {name}_weights\n"
             f"    .type {name}_weights, %object\n"
             f"    .balign {align}\n"

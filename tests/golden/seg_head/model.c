@@ -424,7 +424,8 @@ static const aicc_plan model_plan_data = {
     64512u, 64u,
     2752u, model_weights,
     1u, model_input_align,
-    1u, model_output_align
+    1u, model_output_align,
+    NULL
 };
 
 const aicc_plan *model_plan(void)

@@ -1,0 +1,183 @@
+"""Compile a model with dynamic dims: one static plan per bucket, one bundle.
+
+For every combination of buckets (the product over the dynamic dims, last dim fastest) the
+model is imported with the dims pinned to the bucket's sizes (so shape subgraphs fold per
+bucket), run through the pipeline, given its padding fills (``padding.insert_padding``) and
+lowered; all buckets share one weights image (identical arrays stored once), one set of C
+helpers and one arena sized for the largest need.
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..emit_c.lower import lower
+from ..emit_c.weights import WeightsImage
+from ..errors import UnsupportedError
+from ..frontend import import_model
+from ..ops import check_supported, load_all
+from ..passes import run_pipeline
+from .dispatch_c import dynamic_header_extra, dynamic_source
+from .extent import Ext
+from .padding import insert_padding
+
+
+def _align(x: int, a: int) -> int:
+    return (x + a - 1) // a * a
+
+
+@dataclass
+class Plan:
+    dims: tuple
+    prog: object
+    arena_need: int = 0
+    in_stage: list = field(default_factory=list)
+    out_stage: list = field(default_factory=list)
+
+
+@dataclass
+class Port:
+    """A graph input or output of the dynamic bundle."""
+    name: str
+    dtype: np.dtype
+    shape: list                 # per axis: int, or Ext of the actual dims
+    staged: bool                # copied through a padded staging buffer
+
+    @property
+    def c_shape(self) -> list:
+        return [str(d) if isinstance(d, int) else f"aicc_max0({d.c('dims')})" for d in self.shape]
+
+    def text(self, names) -> list:
+        return [d if isinstance(d, int) else d.text(names) for d in self.shape]
+
+
+class DynamicBundle:
+    def __init__(self, dyn, plans, helpers, align, inputs, outputs, name, sha, embedded):
+        self.names, self.buckets, self.maxima = dyn.names, dyn.buckets, dyn.maxima
+        self.plans, self.helpers, self.align = plans, helpers, align
+        self.inputs, self.outputs = inputs, outputs
+        self.name, self.sha, self.embedded = name, sha, embedded
+        for p in self.inputs + self.outputs:
+            p.text_shape = "[" + ", ".join(map(str, p.text(self.names))) + "]"
+
+    def at(self, dims) -> str:
+        return ", ".join(f"{n}={d}" for n, d in zip(self.names, dims))
+
+    # -- the writer's hooks ------------------------------------------------------------
+    def source(self) -> str:
+        return dynamic_source(self, self.name, self.sha, self.embedded)
+
+    def header(self, text: str) -> str:
+        cut = text.rindex("#ifdef __cplusplus")
+        return text[:cut] + dynamic_header_extra(self, self.name) + text[cut:]
+
+    def manifest(self, m: dict) -> dict:
+        def port(p, spec):
+            spec = dict(spec)
+            spec["shape"] = p.text(self.names)
+            spec["max_shape"] = [d if isinstance(d, int) else d.eval(self.maxima) for d in p.shape]
+            spec["extents"] = {str(a): d.to_json() for a, d in enumerate(p.shape)
+                               if not isinstance(d, int)}
+            spec["buckets"] = {n: self.buckets[n] for s, n in enumerate(self.names)
+                               if any(isinstance(d, Ext) and _uses(d, s) for d in p.shape)}
+            return spec
+        m["inputs"] = [port(p, s) for p, s in zip(self.inputs, m["inputs"])]
+        m["outputs"] = [port(p, s) for p, s in zip(self.outputs, m["outputs"])]
+        m["arena_bytes"] = max(p.arena_need for p in self.plans)
+        m["dynamic"] = {
+            "dims": [{"name": n, "buckets": self.buckets[n], "max": self.maxima[s]}
+                     for s, n in enumerate(self.names)],
+            "plans": [{"dims": dict(zip(self.names, p.dims)), "arena_bytes": p.arena_need,
+                       "plan_arena_bytes": p.prog.arena_bytes, "steps": len(p.prog.steps),
+                       "peak_live_bytes": p.prog.peak_bytes} for p in self.plans],
+        }
+        return m
+
+
+def _uses(e: Ext, s: int) -> bool:
+    if e.op == "sym":
+        return e.a == s
+    if e.op == "const":
+        return False
+    return _uses(e.a, s) or (isinstance(e.b, Ext) and _uses(e.b, s))
+
+
+def compile_buckets(model_path, opts, dyn, user_shapes, *, check=False, trace=None):
+    """-> (plans, helpers, inputs, outputs): every bucket compiled, ports checked."""
+    load_all()
+    align = int(opts.memory.get("alignment", 64))
+    image, helpers, plans = WeightsImage(align), {}, []
+    sym_ix = {n: i for i, n in enumerate(dyn.names)}
+    pads_by_plan = []
+    for combo in itertools.product(*[dyn.buckets[n] for n in dyn.names]):
+        shapes = dict(user_shapes or {})
+        in_pads = {}
+        for inp, shp in dyn.shapes.items():
+            if any(isinstance(d, str) for d in shp):
+                shapes[inp] = [combo[sym_ix[d]] if isinstance(d, str) else d for d in shp]
+                in_pads[inp] = {a: Ext.sym(sym_ix[d]) for a, d in enumerate(shp)
+                                if isinstance(d, str)}
+        g = import_model(model_path, shapes)
+        g = run_pipeline(g, opts.pipeline, check=check, trace=trace)
+        g, pads = insert_padding(g, in_pads, list(combo), dyn.names)
+        check_supported(g)
+        plans.append(Plan(tuple(combo), lower(g, opts, weights=image, helpers=helpers)))
+        pads_by_plan.append(pads)
+    blob = image.image()
+    for p in plans:
+        p.prog = dataclasses.replace(p.prog, weights=blob)
+    inputs = [Port(i, plans[0].prog.graph.dtype(i),
+                   [Ext.sym(sym_ix[d]) if isinstance(d, str) else int(d) for d in dyn.shapes[i]],
+                   any(isinstance(d, str) for d in dyn.shapes[i]))
+              for i in plans[0].prog.graph.inputs]
+    outputs = [_output_port(o, plans, pads_by_plan, dyn) for o in plans[0].prog.graph.outputs]
+    for p in plans:
+        off = _align(max(p.prog.arena_bytes, 1), align)
+        for port in inputs:
+            p.in_stage.append(off if port.staged else 0)
+            if port.staged:
+                off += _align(p.prog.graph.type_of(port.name).nbytes, align)
+        for port in outputs:
+            p.out_stage.append(off if port.staged else 0)
+            if port.staged:
+                off += _align(p.prog.graph.type_of(port.name).nbytes, align)
+        p.arena_need = off
+    return plans, helpers, inputs, outputs
+
+
+def _output_port(name, plans, pads_by_plan, dyn) -> Port:
+    """An output's shape over the dims: padded axes by their extent (the same formula in
+    every bucket), other axes fixed (the same size in every bucket)."""
+    first = pads_by_plan[0].get(name, {})
+    shape0 = plans[0].prog.graph.shape(name)
+    for p, pads in zip(plans, pads_by_plan):
+        mine = pads.get(name, {})
+        shp = p.prog.graph.shape(name)
+        if {a: e.to_json() for a, e in mine.items()} != {a: e.to_json() for a, e in first.items()}:
+            raise UnsupportedError(f"output {name!r}: its padded axes differ between buckets")
+        for a, d in enumerate(shp):
+            if a not in first and int(d) != int(shape0[a]):
+                raise UnsupportedError(
+                    f"output {name!r} axis {a} is {shape0[a]} at {_at(plans[0].dims, dyn)} but {d} "
+                    f"at {_at(p.dims, dyn)}: its size follows the dynamic dims through values "
+                    "aicc cannot track (e.g. a shape computed into data)")
+    shape = [first[a] if a in first else int(d) for a, d in enumerate(shape0)]
+    return Port(name, plans[0].prog.graph.dtype(name), shape, bool(first))
+
+
+def _at(dims, dyn) -> str:
+    return ", ".join(f"{n}={d}" for n, d in zip(dyn.names, dims))
+
+
+def dynamic_bundle(model_path, opts, dyn, user_shapes, *, name, sha, check=False, trace=None):
+    """-> (largest bucket's program with the shared weights and arena size, DynamicBundle)."""
+    plans, helpers, inputs, outputs = compile_buckets(model_path, opts, dyn, user_shapes,
+                                                      check=check, trace=trace)
+    embedded = bool(opts.weights.get("embed", True))
+    align = int(opts.memory.get("alignment", 64))
+    d = DynamicBundle(dyn, plans, helpers, align, inputs, outputs, name, sha, embedded)
+    big = dataclasses.replace(plans[-1].prog, arena_bytes=max(p.arena_need for p in plans))
+    return big, d

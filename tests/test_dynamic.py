@@ -1,0 +1,239 @@
+"""Dynamic dims: one plan per bucket, padding where safe, actual sizes where not.
+
+Every model is compared with onnxruntime (rtol 1e-4, atol 1e-5) at every size from 1 to the
+largest bucket (so at each bucket boundary and one past it), on generic and on the host's
+SIMD target. Bundles compile with the strict flags.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto as T
+from onnx import helper as h
+
+import aicc
+from aicc.errors import ConfigError, InputError, UnsupportedError
+from aicc.targets import runnable_targets
+
+from . import dynamic_models as dm
+from .oracle import STRICT_CFLAGS
+
+TARGETS = ["generic"] + [t for t in ("x86-avx2",) if t in runnable_targets()]
+
+
+def _ort(path):
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+
+
+def _build(tmp_path, model, buckets, target="generic", **kw):
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    out = aicc.build(path, target=target, out=tmp_path / "b", buckets=buckets, **kw)
+    return path, aicc.load(out, cflags=STRICT_CFLAGS)
+
+
+def _check(sess, bundle, feeds, where):
+    want = sess.run(None, feeds)
+    got = bundle.run(feeds)
+    for w, o in zip(want, sess.get_outputs()):
+        g = got[o.name]
+        assert g.shape == w.shape, f"{o.name} at {where}: shape {g.shape} != {w.shape}"
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5, err_msg=f"{o.name} at {where}")
+
+
+def _token_feeds(rng, n, vocab=50):
+    ids = rng.integers(0, vocab, (1, n)).astype(np.int64)
+    mask = np.ones((1, n), np.int64)
+    k = rng.integers(0, n)                        # trailing user padding in the real region
+    mask[0, n - k:] = 0 if k < n else 1
+    return {"ids": ids, "mask": mask}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_transformer_every_length(tmp_path, target):
+    path, b = _build(tmp_path, dm.transformer(), {"seq": [8, 16, 32]}, target)
+    sess, rng = _ort(path), np.random.default_rng(0)
+    for n in range(1, 33):
+        _check(sess, b, _token_feeds(rng, n), f"seq={n}")
+    m = json.loads((tmp_path / "b" / "manifest.json").read_text())
+    assert [p["dims"]["seq"] for p in m["dynamic"]["plans"]] == [8, 16, 32]
+    assert m["arena_bytes"] == max(p["arena_bytes"] for p in m["dynamic"]["plans"])
+    assert m["inputs"][0]["shape"] == [1, "seq"] and m["inputs"][0]["buckets"] == {"seq": [8, 16, 32]}
+    ops = {s["op"] for s in m["steps"]}
+    assert "PadFill" in ops and "ExtentScale" in ops      # softmax/contraction fills, the mean
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_lstm_last_state_every_length(tmp_path, target):
+    path, b = _build(tmp_path, dm.lstm(), {"frames": "max:20"}, target)
+    sess, rng = _ort(path), np.random.default_rng(1)
+    for n in range(1, 21):
+        _check(sess, b, {"x": rng.standard_normal((n, 1, 6)).astype(np.float32)}, f"frames={n}")
+    assert b.dynamic["dims"][0]["buckets"] == [8, 16, 20]     # ladder: powers of two, then max
+
+
+def test_bidirectional_gru_batch_first(tmp_path):
+    path, b = _build(tmp_path, dm.gru_batch_first(), {"frames": [4, 16]})
+    sess, rng = _ort(path), np.random.default_rng(2)
+    for n in range(1, 17):
+        _check(sess, b, {"x": rng.standard_normal((1, n, 5)).astype(np.float32)}, f"frames={n}")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_cnn_dynamic_batch(tmp_path, target):
+    path, b = _build(tmp_path, dm.cnn(), {"batch": [1, 2, 4, 8]}, target)
+    sess, rng = _ort(path), np.random.default_rng(3)
+    for n in range(1, 9):
+        _check(sess, b, {"x": rng.standard_normal((n, 3, 12, 12)).astype(np.float32)}, f"batch={n}")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_fcn_dynamic_height_width(tmp_path, target):
+    path, b = _build(tmp_path, dm.fcn(), {"h": [8, 16], "w": [8, 16]}, target)
+    sess, rng = _ort(path), np.random.default_rng(4)
+    for hh in range(1, 17):
+        for ww in sorted({1, 2, 7, 8, 9, 15, 16, hh}):
+            _check(sess, b, {"x": rng.standard_normal((1, 3, hh, ww)).astype(np.float32)},
+                   f"h={hh}, w={ww}")
+
+
+def test_out_of_range_dims(tmp_path):
+    _, b = _build(tmp_path, dm.lstm(), {"frames": [4, 8]})
+    with pytest.raises(InputError, match="'frames' = 9 is outside 1..8"):
+        b.run({"x": np.zeros((9, 1, 6), np.float32)})
+    with pytest.raises(InputError, match="shape"):
+        b.run({"x": np.zeros((3, 2, 6), np.float32)})
+    # the C API itself: AICC_ERR_DIMS (6) and nothing written
+    ffi = b.ffi
+    x = np.zeros((8, 1, 6), np.float32)
+    y = np.full((1, 4), 7.0, np.float32)
+    for bad in (0, 9, -1):
+        dv = ffi.new("int64_t[]", [bad])
+        st = b._run_dims(ffi.NULL, ffi.cast("void *", b.arena.ctypes.data), b.arena.nbytes, dv,
+                         ffi.new("void *[]", [ffi.cast("void *", x.ctypes.data)]),
+                         ffi.new("void *[]", [ffi.cast("void *", y.ctypes.data)]), ffi.NULL,
+                         ffi.NULL)
+        assert st == 6
+        assert (y == 7.0).all()
+
+
+def test_inputs_must_agree_on_a_dim(tmp_path):
+    _, b = _build(tmp_path, dm.transformer(layers=1), {"seq": [8]})
+    with pytest.raises(InputError, match="input 'mask'"):
+        b.run({"ids": np.zeros((1, 5), np.int64), "mask": np.ones((1, 6), np.int64)})
+
+
+def test_dim_without_bucket_names_dim_and_inputs(tmp_path):
+    p = tmp_path / "m.onnx"
+    onnx.save(dm.transformer(layers=1), p)
+    with pytest.raises(ConfigError, match=r"'seq' \(inputs 'ids' axis 1, 'mask' axis 1\)"):
+        aicc.build(p, out=tmp_path / "b")
+    assert not (tmp_path / "b").exists()
+    # pinned instead: a static bundle
+    out = aicc.build(p, out=tmp_path / "b2", input_shapes={"ids": [1, 5], "mask": [1, 5]})
+    assert "dynamic" not in json.loads((out / "manifest.json").read_text())
+
+
+def test_unsafe_nodes_are_named(tmp_path):
+    # normalization across the padded axis and Concat along it: no fill makes them exact
+    nodes = [h.make_node("LayerNormalization", ["x", "s", "b"], ["n"], axis=1),
+             h.make_node("Concat", ["x", "x"], ["c"], axis=1),
+             h.make_node("Relu", ["n"], ["y"]), h.make_node("Relu", ["c"], ["z"])]
+    g = h.make_graph(nodes, "u", [h.make_tensor_value_info("x", T.FLOAT, [1, "seq", 4])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [1, "seq", 4]),
+                      h.make_tensor_value_info("z", T.FLOAT, [1, None, 4])],
+                     [onnx.numpy_helper.from_array(np.ones((8, 4), np.float32), "s"),
+                      onnx.numpy_helper.from_array(np.zeros((8, 4), np.float32), "b")])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    m.ir_version = 9
+    p = tmp_path / "m.onnx"
+    onnx.save(m, p)
+    with pytest.raises(UnsupportedError) as e:
+        aicc.build(p, out=tmp_path / "b", buckets={"seq": [8]})
+    msg = str(e.value)
+    assert "LayerNormalization" in msg and "normalizes across the padded axis" in msg
+    assert "Concat" in msg and "along the padded axis" in msg and "dim seq" in msg
+
+
+def test_cli_build_run_validate(tmp_path):
+    p = tmp_path / "m.onnx"
+    onnx.save(dm.fcn(), p)
+    cli = [sys.executable, "-m", "aicc.cli"]
+    r = subprocess.run(cli + ["build", str(p), "-o", str(tmp_path / "b"), "--buckets", "h=max:16",
+                              "--buckets", "w=8,12"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run(cli + ["validate", str(p), str(tmp_path / "b")], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "@ h=1,w=1" in r.stdout and "@ h=16,w=12" in r.stdout
+    x = np.random.default_rng(5).standard_normal((1, 3, 5, 11)).astype(np.float32)
+    np.savez(tmp_path / "in.npz", x=x)
+    r = subprocess.run(cli + ["run", str(tmp_path / "b"), "-i", str(tmp_path / "in.npz"), "-o",
+                              str(tmp_path / "out.npz")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    want = _ort(p).run(None, {"x": x})[0]
+    np.testing.assert_allclose(np.load(tmp_path / "out.npz")["y"], want, rtol=1e-4, atol=1e-5)
+    r = subprocess.run(cli + ["build", str(p), "-o", str(tmp_path / "c"), "--buckets", "h=0,4"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "positive" in r.stderr
+
+
+# -- PyTorch exports (tests/models/export_dynamic.py; TorchScript and dynamo exporters) ------
+MODELS = __import__("pathlib").Path(__file__).parent / "models"
+
+
+def _torch_feeds(name, rng, n):
+    if name == "dyn_encoder":
+        f = _token_feeds(rng, n, vocab=60)
+        return f
+    if name == "dyn_lstm":
+        return {"frames": rng.standard_normal((1, n, 10)).astype(np.float32)}
+    if name == "dyn_cnn":
+        return {"images": rng.standard_normal((n, 3, 16, 16)).astype(np.float32)}
+    return {"image": rng.standard_normal((1, 3, n, 2 + (3 * n) % 15)).astype(np.float32)}
+
+
+TORCH_CASES = {   # buckets, sizes tried (the FCN's 2x2 max pool needs h, w >= 2)
+    "dyn_encoder": ({"seq": [8, 16, 32]}, range(1, 33)),
+    "dyn_lstm": ({"frames": "max:24"}, range(1, 25)),
+    "dyn_cnn": ({"batch": [2, 4, 8]}, range(1, 9)),
+    "dyn_fcn": ({"h": [8, 16], "w": [8, 16]}, range(2, 17)),
+}
+
+
+@pytest.mark.parametrize("exporter", ["ts", "dynamo"])
+@pytest.mark.parametrize("name", sorted(TORCH_CASES))
+def test_torch_exports(tmp_path, name, exporter):
+    path = MODELS / f"{name}_{exporter}.onnx"
+    buckets, sizes = TORCH_CASES[name]
+    b = aicc.load(aicc.build(path, target=TARGETS[-1], out=tmp_path / "b", buckets=buckets),
+                  cflags=STRICT_CFLAGS)
+    sess, rng = _ort(path), np.random.default_rng(7)
+    for n in sizes:
+        _check(sess, b, _torch_feeds(name, rng, n), f"size {n}")
+
+
+def test_yaml_buckets_and_ladder(tmp_path):
+    p = tmp_path / "m.onnx"
+    onnx.save(dm.cnn(), p)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("dynamic:\n  max: {batch: 6}\n  ladder_start: 2\n")
+    out = aicc.build(p, out=tmp_path / "b", config=cfg)
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["dynamic"]["dims"] == [{"name": "batch", "buckets": [2, 4, 6], "max": 6}]
+    assert [pl["dims"]["batch"] for pl in m["dynamic"]["plans"]] == [2, 4, 6]
+    b = aicc.load(out)
+    sess, rng = _ort(p), np.random.default_rng(9)
+    for n in (1, 3, 5, 6):
+        _check(sess, b, {"x": rng.standard_normal((n, 3, 12, 12)).astype(np.float32)}, f"batch={n}")
+    # explicit CLI-style buckets override the YAML's max
+    out2 = aicc.build(p, out=tmp_path / "b2", config=cfg, buckets={"batch": [3]})
+    assert json.loads((out2 / "manifest.json").read_text())["dynamic"]["dims"][0]["buckets"] == [3]

@@ -1,0 +1,236 @@
+"""Embedded pipelines (docs/EMBEDDED.md): examples/embedded built with Make (include model.mk)
+and CMake (aicc.cmake), the arm-neon target under qemu-aarch64 and cortex-m4 under
+qemu-system-arm (MPS2 AN386, semihosting), on the four MLPerf-Tiny-class models; outputs must
+match the host build and onnxruntime (rtol 1e-4, atol 1e-5). Sizes from the target's `size`.
+
+Cross tests skip only when the target's toolchain or emulator is missing (`make test` and
+`make embedded-check` install them first: make cross-toolchain)."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import pytest
+
+import aicc
+from aicc.errors import ConfigError
+from aicc.size import measure
+from aicc.targets import list_targets, load_target, runnable_targets
+from tests.models.fixtures import load_fixture
+from tests.oracle import STRICT_CFLAGS, assert_close, reference
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EMB = os.path.join(ROOT, "examples", "embedded")
+CROSS = ("arm-neon", "cortex-m4")
+# MLPerf Tiny: keyword spotting, image classification, anomaly detection, visual wake words
+MODELS = {"dscnn": None, "resnet8": ("resnet8", "ts"),
+          "fc_autoencoder": ("fc_autoencoder", "dynamo"),
+          "mobilenetv1_025": ("mobilenetv1_025", "ts")}
+OUT_RE = re.compile(r"^out (\d+) (\d+) 0x([0-9a-f]{8})$", re.M)
+
+
+def _needs(target):
+    missing = load_target(target).missing_tools()
+    return pytest.mark.skipif(bool(missing), reason=f"{target}: {', '.join(missing)} not installed "
+                              "(make cross-toolchain)")
+
+
+def _model(name, tmp):
+    spec = MODELS[name]
+    if spec is None:
+        return os.path.join(ROOT, "examples", "kws_dscnn.onnx")
+    return str(load_fixture(*spec, out_dir=tmp))
+
+
+def _make(*args):
+    # CC/AR/CFLAGS from the environment would override the cross defaults of model.mk
+    env = {k: v for k, v in os.environ.items() if k not in ("CC", "AR", "CFLAGS", "MAKEFLAGS")}
+    r = subprocess.run(["make", "--no-print-directory", "-C", EMB, *args], capture_output=True,
+                       text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return r.stdout
+
+
+def _outputs(text, model):
+    """The app's `out K I 0xBITS` lines -> arrays shaped like the model's outputs."""
+    vals = {}
+    for k, i, bits in OUT_RE.findall(text):
+        vals.setdefault(int(k), {})[int(i)] = int(bits, 16)
+    outs = []
+    for k, o in enumerate(model.graph.output):
+        shape = [d.dim_value for d in o.type.tensor_type.shape.dim]
+        n = int(np.prod(shape))
+        assert sorted(vals.get(k, {})) == list(range(n)), f"output {k}: missing values"
+        bits = np.array([vals[k][i] for i in range(n)], dtype=np.uint32)
+        outs.append(bits.view(np.float32).reshape(shape))
+    return outs
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    """name -> (path, data header, feeds, onnxruntime outputs, host-build outputs)."""
+    sys.path.insert(0, EMB)
+    try:
+        import gen_data
+    finally:
+        sys.path.remove(EMB)
+    tmp = tmp_path_factory.mktemp("emb_models")
+    out = {}
+    for name in MODELS:
+        path = _model(name, tmp)
+        model = onnx.load(path)
+        hdr = tmp / f"{name}_data.h"
+        hdr.write_text(gen_data.header_text(path))
+        feeds = gen_data.model_inputs(model)
+        want = reference(model, feeds)
+        host = aicc.load(aicc.build(path, target="generic", out=tmp / f"{name}_host"),
+                         cflags=STRICT_CFLAGS).run(feeds)
+        assert_close(host, want, rtol=1e-4, atol=1e-5)
+        out[name] = (path, hdr, feeds, want, host)
+    return out
+
+
+def test_cross_targets_are_data_and_not_runnable_here():
+    names = list_targets()
+    assert set(CROSS) <= set(names)
+    neon, m4 = load_target("arm-neon"), load_target("cortex-m4")
+    assert neon.cc == "aarch64-linux-gnu-gcc" and neon.run[0] == "qemu-aarch64"
+    assert m4.cc == "arm-none-eabi-gcc" and not m4.hosted and m4.machines == ()
+    assert "-mfloat-abi=hard" in m4.cflags and "-mcpu=cortex-m4" in m4.cflags
+    assert m4.run_command("x.elf")[-1] == "x.elf" and "mps2-an386" in m4.run_command("x.elf")
+    import platform
+    assert "cortex-m4" not in runnable_targets()
+    if platform.machine() not in ("aarch64", "arm64"):
+        assert "arm-neon" not in runnable_targets()
+    r = subprocess.run([sys.executable, "-m", "aicc.cli", "targets"], capture_output=True,
+                       text=True)
+    assert r.returncode == 0 and "arm-neon" in r.stdout and "cortex-m4" in r.stdout
+
+
+def test_host_app_with_make_and_cmake(tmp_path):
+    """make -C examples/embedded: bundle built by aicc, app linked through model.mk, runs on
+    the committed input and matches the committed onnxruntime outputs; then the same through
+    CMake's aicc_add_bundle."""
+    out = _make(f"OUT={tmp_path}")
+    assert "PASS: 12 of 12" in out, out
+    got = _outputs(out, onnx.load(os.path.join(ROOT, "examples", "kws_dscnn.onnx")))[0]
+    # the committed data header is what onnxruntime computes now (regenerate: make data)
+    sys.path.insert(0, EMB)
+    try:
+        import gen_data
+    finally:
+        sys.path.remove(EMB)
+    path = os.path.join(ROOT, "examples", "kws_dscnn.onnx")
+    with open(os.path.join(EMB, "kws_dscnn_data.h")) as f:
+        committed = f.read()
+    want = gen_data.reference(path, gen_data.model_inputs(onnx.load(path)))[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    fresh = gen_data.header_text(path)
+    inputs = lambda t: t[t.index("#ifndef"):t.index("static const float app_want0")]  # noqa: E731
+    assert inputs(committed) == inputs(fresh), "stale input: make -C examples/embedded data"
+    block = committed[committed.index("app_want0["):]
+    block = block[block.index("{") + 1:block.index("}")]
+    stored = np.array([float.fromhex(v.strip().rstrip("f")) for v in block.split(",")],
+                      dtype=np.float32)
+    np.testing.assert_allclose(stored, want.ravel(), rtol=1e-5, atol=1e-6)
+    if shutil.which("cmake") is None:
+        pytest.skip("cmake not installed (make cross-toolchain)")
+    out = _make(f"OUT={tmp_path}", "cmake")
+    assert "PASS: 12 of 12" in out, out
+
+
+@pytest.mark.parametrize("target", [pytest.param(t, marks=_needs(t)) for t in CROSS])
+@pytest.mark.parametrize("name", list(MODELS))
+def test_cross_matches_host_under_qemu(models, name, target, tmp_path):
+    path, hdr, feeds, want, host = models[name]
+    _make("app", f"PLATFORM={target}", f"MODEL={path}", f"DATA={hdr}", f"OUT={tmp_path}")
+    exe = tmp_path / ("app.elf" if target == "cortex-m4" else "app")
+    r = subprocess.run(load_target(target).run_command(exe), capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0 and "PASS" in r.stdout, r.stdout[-2000:] + r.stderr[-2000:]
+    got = dict(zip(want, _outputs(r.stdout, onnx.load(path))))
+    assert_close(got, host, rtol=1e-4, atol=1e-5)       # the host build of the same model
+    assert_close(got, want, rtol=1e-4, atol=1e-5)       # onnxruntime
+
+
+@_needs("cortex-m4")
+def test_cortex_m4_sections_sizes_and_cmake(models, tmp_path):
+    """Weights in their own flash section, arena in its own RAM section (YAML options), the
+    runtime under 2 KB, aicc inspect --size in the manifest, and the CMake cross build."""
+    path, hdr, *_ = models["dscnn"]
+    _make("app", "PLATFORM=cortex-m4", f"MODEL={path}", f"DATA={hdr}", f"OUT={tmp_path}")
+    syms = subprocess.run(["arm-none-eabi-objdump", "-t", str(tmp_path / "app.elf")],
+                          capture_output=True, text=True, check=True).stdout
+    place = {}
+    for ln in syms.splitlines():
+        parts = ln.split()
+        if parts and parts[-1] in ("model_weights", "arena"):
+            place[parts[-1]] = (int(parts[0], 16), parts[-3])
+    assert place["model_weights"][1] == ".aicc_weights" and place["model_weights"][0] < 0x400000
+    assert place["arena"][1] == ".aicc_arena" and 0x20000000 <= place["arena"][0] < 0x20400000
+    assert place["arena"][0] % 64 == 0
+    bundle = tmp_path / "bundle"
+    assert '.section .aicc_weights,"a",%progbits' in (bundle / "model_weights.S").read_text()
+    assert '#define MODEL_ARENA_SECTION ".bss.aicc_arena"' in (bundle / "model.h").read_text()
+
+    r = subprocess.run([sys.executable, "-m", "aicc.cli", "inspect", str(bundle), "--size"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "arm-none-eabi-size" in r.stdout and "runtime (aicc_rt.o) code" in r.stdout
+    m = json.loads((bundle / "manifest.json").read_text())
+    size = m["size"]
+    assert size["runtime_code_bytes"] < 2048, size["objects"]["aicc_rt.o"]
+    assert size["objects"]["model_weights.o"]["rodata"] == m["weights_bytes"]
+    assert size["total"]["data"] == 0 and size["total"]["bss"] == 0     # weights const, no globals
+    assert size["ram_bytes"] == m["arena_bytes"] and size["flash_bytes"] < 4 << 20
+    assert size["objects"]["model.o"]["code"] > 0
+
+    if shutil.which("cmake") is None:
+        pytest.skip("cmake not installed (make cross-toolchain)")
+    out = _make("cmake", "PLATFORM=cortex-m4", f"MODEL={path}", f"DATA={hdr}", f"OUT={tmp_path}")
+    assert "PASS: 12 of 12" in out, out
+
+
+def test_size_report_host_and_section_names(tmp_path):
+    """--size works for any target with its toolchain; bad section names are refused."""
+    path = os.path.join(ROOT, "examples", "kws_dscnn.onnx")
+    b = aicc.build(path, target="generic", out=tmp_path / "g")
+    r = measure(b)
+    assert r["objects"]["model_weights.o"]["rodata"] == r["total"]["rodata"] - sum(
+        r["objects"][o]["rodata"] for o in ("model.o", "aicc_rt.o"))
+    assert r["flash_bytes"] >= r["total"]["rodata"] and r["arena_bytes"] > 0
+    h = (b / "model.h").read_text()
+    assert "#define MODEL_ARENA_ATTR MODEL_ALIGNED(64)\n" in h
+    assert "#define MODEL_ARENA_SECTION" not in h and ".section .rodata\n" in (
+        b / "model_weights.S").read_text()
+    for bad in ('.x"; rm -rf', "a b", ".bss\n"):
+        with pytest.raises(ConfigError, match="linker section"):
+            aicc.build(path, out=tmp_path / "bad", overrides={"weights": {"section": bad}})
+        with pytest.raises(ConfigError, match="linker section"):
+            aicc.build(path, out=tmp_path / "bad", overrides={"memory": {"arena_section": bad}})
+    assert not (tmp_path / "bad").exists()
+
+
+def test_headers_link_from_cpp(tmp_path):
+    """model.h and aicc_rt.h carry extern "C" guards: a C++ program links the C library."""
+    if shutil.which("g++") is None:
+        pytest.skip("g++ not installed")
+    path = os.path.join(ROOT, "examples", "kws_dscnn.onnx")
+    b = aicc.build(path, target="generic", out=tmp_path / "b")
+    subprocess.run(["make", "-C", str(b), "libmodel.a", f"CFLAGS={STRICT_CFLAGS}"], check=True,
+                   capture_output=True)
+    src = tmp_path / "app.cpp"
+    src.write_text('#include "model.h"\n#include <vector>\n'
+                   "static unsigned char arena[MODEL_ARENA_STORAGE_BYTES] MODEL_ARENA_ATTR;\n"
+                   "int main() {\n  std::vector<float> in(MODEL_INPUT0_ELEMS, 0.5f), "
+                   "out(MODEL_OUTPUT0_ELEMS);\n  const void *ins[1] = { in.data() };\n"
+                   "  void *outs[1] = { out.data() };\n  return model_run(0, MODEL_ARENA_PTR(arena), "
+                   "MODEL_ARENA_BYTES, ins, outs) == AICC_OK ? 0 : 1;\n}\n")
+    exe = tmp_path / "app"
+    subprocess.run(["g++", "-std=c++11", "-Wall", "-Wextra", "-Werror", f"-I{b}", str(src),
+                    str(b / "libmodel.a"), "-lm", "-o", str(exe)], check=True, capture_output=True)
+    assert subprocess.run([str(exe)]).returncode == 0
