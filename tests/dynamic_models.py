@@ -174,3 +174,32 @@ def fcn():
              h.make_node("Add", ["up1", "up2"], ["y"])]
     return _model(nodes, [h.make_tensor_value_info("x", T.FLOAT, [1, 3, "h", "w"])],
                   [h.make_tensor_value_info("y", T.FLOAT, [1, 4, "oh", "ow"])], inits)
+
+
+def fcn_bilinear():
+    """Conv stride 2 -> bilinear x2 (half-pixel coordinates, the border clamps) -> Conv."""
+    rng = np.random.default_rng(16)
+    inits = {"w1": _w(rng, 4, 3, 3, 3), "w2": _w(rng, 2, 4, 3, 3),
+             "scales": np.array([1, 1, 2, 2], np.float32)}
+    nodes = [h.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             h.make_node("Relu", ["c1"], ["r1"]),
+             h.make_node("Resize", ["r1", "", "scales"], ["up"], mode="linear",
+                         coordinate_transformation_mode="pytorch_half_pixel"),
+             h.make_node("Conv", ["up", "w2"], ["y"], pads=[1, 1, 1, 1])]
+    return _model(nodes, [h.make_tensor_value_info("x", T.FLOAT, [1, 3, "h", "w"])],
+                  [h.make_tensor_value_info("y", T.FLOAT, [1, 2, "oh", "ow"])], inits)
+
+
+def resize_to_input_size():
+    """Conv stride 2, then a Resize back to the input's own height and width (sizes taken
+    with Shape): at odd sizes the scale is not 2, which padding cannot follow."""
+    rng = np.random.default_rng(17)
+    inits = {"w1": _w(rng, 4, 3, 3, 3), "s": np.array([2], np.int64),
+             "e": np.array([4], np.int64), "nc": np.array([1, 4], np.int64)}
+    nodes = [h.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             h.make_node("Shape", ["x"], ["xs"]),
+             h.make_node("Slice", ["xs", "s", "e"], ["hw"]),
+             h.make_node("Concat", ["nc", "hw"], ["sizes"], axis=0),
+             h.make_node("Resize", ["c1", "", "", "sizes"], ["y"], mode="nearest")]
+    return _model(nodes, [h.make_tensor_value_info("x", T.FLOAT, [1, 3, "h", "w"])],
+                  [h.make_tensor_value_info("y", T.FLOAT, [1, 4, "h", "w"])], inits)

@@ -237,3 +237,21 @@ def test_yaml_buckets_and_ladder(tmp_path):
     # explicit CLI-style buckets override the YAML's max
     out2 = aicc.build(p, out=tmp_path / "b2", config=cfg, buckets={"batch": [3]})
     assert json.loads((out2 / "manifest.json").read_text())["dynamic"]["dims"][0]["buckets"] == [3]
+
+
+def test_bilinear_upsample_edge_fill(tmp_path):
+    path, b = _build(tmp_path, dm.fcn_bilinear(), {"h": [8, 16], "w": [8, 16]})
+    sess, rng = _ort(path), np.random.default_rng(10)
+    for hh in range(1, 17):
+        for ww in sorted({1, 3, 8, 9, 16, hh}):
+            _check(sess, b, {"x": rng.standard_normal((1, 3, hh, ww)).astype(np.float32)},
+                   f"h={hh}, w={ww}")
+
+
+def test_size_taken_from_a_shape_is_refused(tmp_path):
+    # the bucket's graph resizes 2x, the real model to the input's odd size: the probe at one
+    # below the bucket catches it and names the node
+    p = tmp_path / "m.onnx"
+    onnx.save(dm.resize_to_input_size(), p)
+    with pytest.raises(UnsupportedError, match=r"node 'Resize_4' \(Resize\): axis 2 is 7 at h=7"):
+        aicc.build(p, out=tmp_path / "b", buckets={"h": [8], "w": [8]})

@@ -68,6 +68,12 @@ class Bundle:
             raise InputError(f"{self.path}: not an aicc bundle (no manifest.json)")
         self.manifest = json.loads(mf.read_text())
         self.name = self.manifest["name"]
+        from ..targets import host_supports, list_targets, load_target
+        tname = self.manifest.get("target", "generic")
+        if tname in list_targets() and not host_supports(load_target(tname)):
+            raise InputError(f"{self.path}: built for target {tname}, which this machine cannot "
+                             "run directly (cross targets run under their emulator: see "
+                             "docs/EMBEDDED.md)")
         so = build_bundle(self.path, cflags)
         # dlopen a private copy: a rebuilt bundle at the same path must not hit the cache
         self._tmpdir = tempfile.mkdtemp(prefix="aicc-so-")
@@ -171,6 +177,11 @@ class Bundle:
         ffi = self.ffi
         in_ptrs = ffi.new("void *[]", [ffi.cast("void *", a.ctypes.data) for a in ins] or [ffi.NULL])
         out_ptrs = ffi.new("void *[]", [ffi.cast("void *", a.ctypes.data) for a in outs] or [ffi.NULL])
+        io = self.manifest["memory"].get("io_in_arena")
+        if io:                 # inputs written into the arena, outputs read back from it
+            for a, off in zip(ins, io["inputs"]):
+                self.arena[off:off + a.nbytes] = np.frombuffer(a.tobytes(), dtype=np.uint8)
+            in_ptrs = out_ptrs = ffi.NULL
         w = ffi.NULL if self.weights is None else ffi.cast("void *", self.weights.ctypes.data)
         arena = ffi.cast("void *", self.arena.ctypes.data)
         cb = ffi.NULL
@@ -188,6 +199,9 @@ class Bundle:
             raise AiccError(self._check_message())
         if st != 0:
             raise AiccError(f"bundle run failed: {ffi.string(self.lib.aicc_status_str(st)).decode()}")
+        if io:
+            for a, off in zip(outs, io["outputs"]):
+                a.reshape(-1).view(np.uint8)[:] = self.arena[off:off + a.nbytes]
         return {o["name"]: a for o, a in zip(self.outputs, outs)}
 
     def _check_message(self) -> str:

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..emit_c.lower import lower
 from ..emit_c.weights import WeightsImage
-from ..errors import UnsupportedError
+from ..errors import ConfigError, UnsupportedError
 from ..frontend import import_model
 from ..ops import check_supported, load_all
 from ..passes import run_pipeline
@@ -108,21 +108,30 @@ def _uses(e: Ext, s: int) -> bool:
 def compile_buckets(model_path, opts, dyn, user_shapes, *, check=False, trace=None):
     """-> (plans, helpers, inputs, outputs): every bucket compiled, ports checked."""
     load_all()
+    if opts.memory.get("io_in_arena"):
+        raise ConfigError("memory.io_in_arena is not available with dynamic dims (each bucket "
+                          "stages its inputs and outputs in the arena itself)")
     align = int(opts.memory.get("alignment", 64))
     image, helpers, plans = WeightsImage(align), {}, []
     sym_ix = {n: i for i, n in enumerate(dyn.names)}
     pads_by_plan = []
-    for combo in itertools.product(*[dyn.buckets[n] for n in dyn.names]):
+
+    def pinned(combo):
         shapes = dict(user_shapes or {})
-        in_pads = {}
         for inp, shp in dyn.shapes.items():
             if any(isinstance(d, str) for d in shp):
                 shapes[inp] = [combo[sym_ix[d]] if isinstance(d, str) else d for d in shp]
-                in_pads[inp] = {a: Ext.sym(sym_ix[d]) for a, d in enumerate(shp)
-                                if isinstance(d, str)}
-        g = import_model(model_path, shapes)
+        return shapes
+
+    for combo in itertools.product(*[dyn.buckets[n] for n in dyn.names]):
+        in_pads = {inp: {a: Ext.sym(sym_ix[d]) for a, d in enumerate(shp) if isinstance(d, str)}
+                   for inp, shp in dyn.shapes.items()}
+        g = import_model(model_path, pinned(combo))
         g = run_pipeline(g, opts.pipeline, check=check, trace=trace)
         g, pads = insert_padding(g, in_pads, list(combo), dyn.names)
+        probe = _probe_dims(combo, dyn)
+        if probe is not None:
+            _check_probe(import_model(model_path, pinned(probe)), g, pads, probe, dyn)
         check_supported(g)
         plans.append(Plan(tuple(combo), lower(g, opts, weights=image, helpers=helpers)))
         pads_by_plan.append(pads)
@@ -146,6 +155,38 @@ def compile_buckets(model_path, opts, dyn, user_shapes, *, check=False, trace=No
                 off += _align(p.prog.graph.type_of(port.name).nbytes, align)
         p.arena_need = off
     return plans, helpers, inputs, outputs
+
+
+def _probe_dims(combo, dyn):
+    """Sizes just below the bucket (one less in every dim that allows it), or None."""
+    probe = []
+    for n, v in zip(dyn.names, combo):
+        lower = [b for b in dyn.buckets[n] if b < v]
+        probe.append(v - 1 if v - 1 >= 1 and (not lower or v - 1 > lower[-1]) else v)
+    return tuple(probe) if tuple(probe) != tuple(combo) else None
+
+
+def _check_probe(gp, g, pads, probe, dyn) -> None:
+    """The model imported at the probe sizes (shape inference only) must agree with the
+    padded extents: a padded axis whose real length at the probe differs from its formula
+    follows the dims through values padding cannot see (e.g. a Resize to the size of
+    another tensor), and the build is refused naming the tensor's producer."""
+    producer = {o: n for n in g.nodes for o in n.outputs}
+    bad = []
+    for t, p in pads.items():
+        tp = gp.types.get(t)
+        if tp is None or not tp.is_static or len(tp.shape) != len(g.shape(t)):
+            continue
+        for ax, e in p.items():
+            want = max(e.eval(probe), 0)
+            if int(tp.shape[ax]) != want:
+                n = producer.get(t)
+                who = f"node {n.name!r} ({n.op_type})" if n is not None else f"tensor {t!r}"
+                bad.append(f"{who}: axis {ax} is {tp.shape[ax]} at {_at(probe, dyn)}, padding "
+                           f"gives {e.text(dyn.names)} = {want}")
+    if bad:
+        raise UnsupportedError("a size follows the dynamic dims in a way padding cannot: "
+                               + "; ".join(bad[:5]) + (" ..." if len(bad) > 5 else ""))
 
 
 def _output_port(name, plans, pads_by_plan, dyn) -> Port:

@@ -42,6 +42,9 @@ class Program:
     alignment: int
     shared: dict = field(default_factory=dict)  # tensor -> tensor whose memory it uses
     check: dict | None = None                   # checked mode: redzone, per-step writes
+    shared_offsets: dict = field(default_factory=dict)  # tensor -> byte offset in its root
+    placed: int = 0                             # Concat/Split/Slice turned into chunks
+    io_offsets: dict | None = None              # memory.io_in_arena: arena offsets of the I/O
 
 
 def _uses(body: str, var: str) -> bool:
@@ -71,11 +74,37 @@ def lower(g, opts, *, weights: WeightsImage | None = None, helpers: dict | None 
             raise ModelError(f"tensor {name!r} {t} needs {t.nbytes} bytes, above the limit of "
                              f"{max_tensor} (limits.max_tensor_bytes / the target's index type)")
     helpers = {} if helpers is None else helpers
+    mode = opts.memory.get("place_views", "auto")
+    if mode != "auto":
+        return _lower(g, opts, weights, helpers, bool(mode))
+    # Concat placement and Split/Slice sub-views save copies but stretch lifetimes (a skip
+    # connection placed inside a late Concat holds the whole output early): keep them when
+    # the arena is no larger than without
+    trial = dict(helpers)
+    a = _lower(g, opts, weights, trial, True)
+    if a.placed:
+        plain = dict(helpers)
+        b = _lower(g, opts, weights, plain, False)
+        if b.arena_bytes < a.arena_bytes:
+            a, trial = b, plain
+    helpers.update(trial)
+    a.helpers = helpers
+    return a
+
+
+def _lower(g, opts, weights, helpers, place: bool) -> Program:
+    align = int(opts.memory.get("alignment", 64))
+    limits = opts.raw.get("limits", {}) if opts.raw else {}
+    index_max = (1 << (int(getattr(opts.target, "index_bits", 64)) - 1)) - 1
     steps = []
-    share = Sharing(g)
+    share = Sharing(g, place)
+    placed = 0
     for node in g.nodes:
         if share.is_view(node):
             share.add_view(node)           # no step: the output is the input's memory
+            continue
+        if share.try_place(node) or share.try_subview(node):
+            placed += 1                    # no step: inputs/outputs are chunks of one buffer
             continue
         op = lookup(node, g.opset)
         k = len(steps)
@@ -95,8 +124,23 @@ def lower(g, opts, *, weights: WeightsImage | None = None, helpers: dict | None 
             if name and _uses(s.body, s.ctx.inp[k]):
                 last[name] = max(last.get(name, -1), s.index)
 
+    io_in_arena = bool(opts.memory.get("io_in_arena", False))
+
     def arena_tensor(name):
+        if io_in_arena:            # the caller writes inputs and reads outputs in the arena
+            return name not in g.constants
         return name not in outputs and name not in inputs and name not in g.constants
+
+    if io_in_arena:
+        end = max(len(steps) - 1, 0)
+        for name in g.inputs:       # written by the caller before the first step
+            first[name] = 0
+            last.setdefault(name, 0)
+        for name in g.outputs:      # read by the caller after the last step
+            if name in g.inputs or name in g.constants:
+                raise ModelError(f"memory.io_in_arena: graph output {name!r} is an input or "
+                                 "a constant")
+            last[name] = end
 
     if opts.memory.get("inplace", True):
         for s in steps:
@@ -104,8 +148,7 @@ def lower(g, opts, *, weights: WeightsImage | None = None, helpers: dict | None 
     gfirst, glast = {}, {}
     for name in first:
         r = share.root(name)
-        if r in first:
-            gfirst[r] = min(gfirst.get(r, first[r]), first[name])
+        gfirst[r] = min(gfirst.get(r, first[name]), first[name])
     for name, lst in last.items():
         r = share.root(name)
         glast[r] = max(glast.get(r, lst), lst)
@@ -142,16 +185,18 @@ def lower(g, opts, *, weights: WeightsImage | None = None, helpers: dict | None 
     put = image.put
 
     locations = {}
-    for i, name in enumerate(g.inputs):
-        locations[name] = ("input", i)
-    for i, name in enumerate(g.outputs):
-        locations[name] = ("output", i)
+    if not io_in_arena:
+        for i, name in enumerate(g.inputs):
+            locations[name] = ("input", i)
+        for i, name in enumerate(g.outputs):
+            locations[name] = ("output", i)
     for name, ix in where.items():
         locations[name] = ("arena", offsets[ix])
-    for name in share.parent:                  # views and in-place outputs
+    for name in share.parent:                  # views, in-place outputs, placed chunks
         r = share.root(name)
         if r in locations:
-            locations[name] = locations[r]
+            kind, off = locations[r]
+            locations[name] = (kind, off + share.root_offset(name) if kind == "arena" else off)
 
     for s in steps:
         n, ctx = s.node, s.ctx
@@ -194,4 +239,9 @@ def lower(g, opts, *, weights: WeightsImage | None = None, helpers: dict | None 
                    check=check,
                    arena_bytes=arena, peak_bytes=peak_live_bytes(bufs), weights=blob,
                    weight_entries=list(image.entries), locations=locations, alignment=align,
-                   shared={k: share.root(k) for k in sorted(share.parent)})
+                   shared={k: share.root(k) for k in sorted(share.parent)},
+                   io_offsets=({"inputs": [locations[n][1] for n in g.inputs],
+                                "outputs": [locations[n][1] for n in g.outputs]}
+                               if io_in_arena else None),
+                   shared_offsets={k: share.root_offset(k) for k in sorted(share.parent)
+                                   if share.root_offset(k)}, placed=placed)

@@ -68,6 +68,14 @@ def header(prog, name: str, model_sha: str, embedded: bool,
     w(f"#define {P}_NUM_STEPS {len(prog.steps)}u")
     _io_macros(w, P, g, g.inputs, "INPUT")
     _io_macros(w, P, g, g.outputs, "OUTPUT")
+    if prog.io_offsets is not None:
+        w(f"/* memory.io_in_arena: the caller writes input k at arena + {P}_INPUTk_OFFSET and")
+        w(" * reads output k at arena + ..._OUTPUTk_OFFSET after the run, and passes NULL for")
+        w(" * inputs and outputs (inputs may be overwritten during the run). */")
+        for kind, offs in (("INPUT", prog.io_offsets["inputs"]),
+                           ("OUTPUT", prog.io_offsets["outputs"])):
+            for i, off in enumerate(offs):
+                w(f"#define {P}_{kind}{i}_OFFSET {off}u")
     w()
     w("/* Declaring the arena (GCC/Clang place and align it by attribute; other compilers get")
     w(f" * {P}_ARENA_ALIGN spare bytes to align by hand with {P}_ARENA_PTR):")
@@ -183,8 +191,9 @@ def source_steps(w, prog, plan_sym: str, embedded: bool, weights_sym: str,
     w(f"    {len(prog.steps)}u, {base}_steps,")
     w(f"    {prog.arena_bytes}u, {prog.alignment}u,")
     w(f"    {len(prog.weights)}u, {weights_sym if embedded else 'NULL'},")
-    w(f"    {len(g.inputs)}u, {base}_input_align,")
-    w(f"    {len(g.outputs)}u, {base}_output_align,")
+    io = prog.io_offsets is None          # else inputs/outputs live in the arena
+    w(f"    {len(g.inputs) if io else 0}u, {base}_input_align,")
+    w(f"    {len(g.outputs) if io else 0}u, {base}_output_align,")
     w(f"    {check}")
     w("};")
     w()

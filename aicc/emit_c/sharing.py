@@ -14,14 +14,72 @@ from ..ops import lookup
 
 
 class Sharing:
-    def __init__(self, g) -> None:
+    def __init__(self, g, place: bool = True) -> None:
         self.g = g
+        self.place = place               # Concat placement and Split/Slice sub-views allowed
         self.parent: dict = {}           # tensor -> tensor whose memory it uses
+        self.offset: dict = {}           # tensor -> its byte offset inside its parent
 
     def root(self, name: str) -> str:
         while name in self.parent:
             name = self.parent[name]
         return name
+
+    def root_offset(self, name: str) -> int:
+        off = 0
+        while name in self.parent:
+            off += self.offset.get(name, 0)
+            name = self.parent[name]
+        return off
+
+    def _arena_ok(self, name: str) -> bool:
+        g = self.g
+        return name not in g.inputs and name not in g.outputs and name not in g.constants
+
+    def try_place(self, node) -> bool:
+        """Concat whose inputs are contiguous chunks of its output: each input is placed at
+        its offset inside the output (its producer writes there), and the Concat is no step.
+        Only inputs that are arena tensors of their own (no parent yet) qualify."""
+        g = self.g
+        op = lookup(node, g.opset)
+        f = getattr(op, "placed_inputs", None) if self.place else None
+        offs = f(node, g) if f is not None else None
+        if offs is None or not node.outputs or not self._arena_ok(node.outputs[0]):
+            return False
+        out = node.outputs[0]
+        if len(set(node.inputs)) != len(node.inputs) or out in self.parent:
+            return False
+        for x in node.inputs:
+            if (not self._arena_ok(x) or x in self.parent or g.dtype(x) != g.dtype(out)
+                    or g.type_of(x).nbytes == 0):
+                return False
+        for x, off in zip(node.inputs, offs):
+            self.parent[x] = out
+            self.offset[x] = int(off)
+        return True
+
+    def try_subview(self, node) -> bool:
+        """Split/Slice whose outputs are contiguous chunks of an arena input: no step, each
+        output is the input's memory at an offset."""
+        g = self.g
+        op = lookup(node, g.opset)
+        f = getattr(op, "view_offsets", None) if self.place else None
+        if f is None or not node.inputs or not node.inputs[0]:
+            return False
+        src = node.inputs[0]
+        if not self._arena_ok(self.root(src)) or not self._arena_ok(src):
+            return False
+        outs = node.outputs
+        if not outs or not all(outs) or any(not self._arena_ok(o) or g.dtype(o) != g.dtype(src)
+                                             for o in outs):
+            return False
+        offs = f(node, g)
+        if offs is None:
+            return False
+        for o, off in zip(outs, offs):
+            self.parent[o] = src
+            self.offset[o] = int(off)
+        return True
 
     def is_view(self, node) -> bool:
         g = self.g

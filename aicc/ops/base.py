@@ -28,6 +28,12 @@ class Op:
     # writing the same element, and must not pass these pointers to restrict helpers).
     view: bool = False
     inplace_inputs = None
+    # Placement (emit_c/sharing.py): placed_inputs(node, g) -> byte offset of each input inside
+    # output 0 when every input is one contiguous chunk of it (Concat: producers write there,
+    # no copy); view_offsets(node, g) -> byte offset of each output inside input 0 when every
+    # output is one contiguous chunk of it (Split, Slice: no step). None: not possible.
+    placed_inputs = None
+    view_offsets = None
 
     # -- attributes --------------------------------------------------------
     def attr(self, node, name):

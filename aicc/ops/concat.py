@@ -37,6 +37,20 @@ class Concat(Op):
             return f"inputs add up to {total} along axis {axis}, output has {out[axis]}"
         return None
 
+    def placed_inputs(self, node, g):
+        """Every dim before the axis is 1: input k is the contiguous chunk starting at the sum
+        of the sizes before it."""
+        out = g.shape(node.outputs[0])
+        axis = int(self.attr(node, "axis") if self.attr(node, "axis") is not None else 1)
+        axis %= max(len(out), 1)
+        if not node.inputs or not all(node.inputs) or any(int(d) != 1 for d in out[:axis]):
+            return None
+        offs, off = [], 0
+        for name in node.inputs:
+            offs.append(off)
+            off += g.type_of(name).nbytes
+        return offs
+
     def emit(self, node, ctx):
         out_shape = ctx.out_shape(0)
         r = len(out_shape)

@@ -77,6 +77,38 @@ class Slice(Op):
             vals.append(v.reshape(-1).tolist())
         return tuple(vals)
 
+    def view_offsets(self, node, g):
+        """The slice is one contiguous run of the input (unit dims, then one axis cut with
+        step 1, then whole axes): its byte offset."""
+        if g.opset >= 10:
+            vals = []
+            for k in (1, 2, 3, 4):
+                if k >= len(node.inputs) or not node.inputs[k]:
+                    vals.append(None)
+                    continue
+                v = g.const(node.inputs[k])
+                if v is None:
+                    return None
+                vals.append(v.reshape(-1).tolist())
+            starts, ends, axes, steps = vals
+        else:
+            starts, ends = self.attr(node, "starts"), self.attr(node, "ends")
+            axes, steps = self.attr(node, "axes"), None
+        shape = [int(d) for d in g.shape(node.inputs[0])]
+        try:
+            st, sp, out = slice_plan(shape, starts, ends, axes, steps)
+        except UnsupportedError:
+            return None
+        d = 0
+        while d < len(out) and out[d] == 1:
+            d += 1
+        if d < len(out) and sp[d] != 1:
+            return None
+        if any(out[a] != shape[a] or (sp[a] != 1 and shape[a] > 1) for a in range(d + 1, len(out))):
+            return None
+        isz = g.dtype(node.inputs[0]).itemsize
+        return [sum(s * t for s, t in zip(st, strides_of(shape))) * isz]
+
     def emit(self, node, ctx):
         if ctx.g.opset >= 10 and any(is_runtime(node, ctx.g, k) for k in (1, 2, 3, 4)):
             return emit_runtime_slice(node, ctx)

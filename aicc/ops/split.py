@@ -34,6 +34,22 @@ class Split(Op):
             return f"output shapes {[list(o) for o in outs]} do not split the input {list(shape)}"
         return None
 
+    def view_offsets(self, node, g):
+        """Every dim before the axis is 1: output k is the contiguous chunk after the ones
+        before it."""
+        shape = g.shape(node.inputs[0])
+        r = len(shape)
+        a = int(self.attr(node, "axis"))
+        a = a + r if a < 0 else a
+        if not all(node.outputs) or any(int(d) != 1 for d in shape[:a]):
+            return None
+        inner = g.type_of(node.inputs[0]).nbytes // max(int(numel(shape[:a + 1])), 1)
+        offs, off = [], 0
+        for o in node.outputs:
+            offs.append(off * inner)
+            off += int(g.shape(o)[a])
+        return offs
+
     def emit(self, node, ctx):
         shape = ctx.in_shape(0)
         r = len(shape)
