@@ -255,3 +255,20 @@ def test_size_taken_from_a_shape_is_refused(tmp_path):
     onnx.save(dm.resize_to_input_size(), p)
     with pytest.raises(UnsupportedError, match=r"node 'Resize_4' \(Resize\): axis 2 is 7 at h=7"):
         aicc.build(p, out=tmp_path / "b", buckets={"h": [8], "w": [8]})
+
+
+def test_hostile_dim_names_stay_out_of_c(tmp_path):
+    name = '*/ #include "evil.h" /* ??/\n$(shell rm -rf /) \\'
+    m = dm.cnn()
+    m.graph.input[0].type.tensor_type.shape.dim[0].dim_param = name
+    m.graph.output[0].type.tensor_type.shape.dim[0].dim_param = name
+    path, b = _build(tmp_path, m, {name: [2, 4]})
+    for f in ("model.c", "model.h", "model.mk", "Makefile"):
+        text = (tmp_path / "b" / f).read_text()
+        for bad in ('#include "evil.h"', "$(shell", "??/", "rm -rf"):
+            assert bad not in text, (f, bad)      # only a sanitized hint reaches C comments
+    man = json.loads((tmp_path / "b" / "manifest.json").read_text())
+    assert man["dynamic"]["dims"][0]["name"] == name          # names live in the manifest
+    sess, rng = _ort(path), np.random.default_rng(11)
+    for n in (1, 3):
+        _check(sess, b, {"x": rng.standard_normal((n, 3, 12, 12)).astype(np.float32)}, f"n={n}")

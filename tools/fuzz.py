@@ -23,7 +23,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "fuzz_corpus"
-SEEDS = [ROOT / "tests" / "golden" / d / "model.onnx" for d in ("mlp", "tiny_cnn", "seg_head")]
+SEEDS = ([ROOT / "tests" / "golden" / d / "model.onnx" for d in ("mlp", "tiny_cnn", "seg_head")]
+         + [ROOT / "tests" / "models" / f"dyn_{d}_ts.onnx" for d in ("cnn", "lstm", "fcn")])
 
 
 def _mutate_structured(model, rng):
@@ -32,11 +33,14 @@ def _mutate_structured(model, rng):
     from onnx import helper
     g = model.graph
     choice = rng.randrange(10)
-    if choice == 0 and g.input:                              # dims: 0, negative, huge
+    if choice == 0 and g.input:                              # dims: 0, huge, symbolic
         t = rng.choice(list(g.input)).type.tensor_type
         if t.shape.dim:
             d = rng.choice(list(t.shape.dim))
-            d.dim_value = rng.choice([0, 1, 3, 1 << 20, 1 << 40, 7])
+            if rng.random() < 0.3:
+                d.dim_param = rng.choice(["n", "seq", "h"])
+            else:
+                d.dim_value = rng.choice([0, 1, 3, 1 << 20, 1 << 40, 7])
     elif choice == 1 and g.node:                             # attribute values
         n = rng.choice(list(g.node))
         if n.attribute:
@@ -117,7 +121,7 @@ def try_case(data: bytes, tmp: Path) -> str | None:
     out = tmp / "bundle"
     shutil.rmtree(out, ignore_errors=True)
     try:
-        b = aicc.build(p, out=out)
+        b = aicc.build(p, out=out, buckets=_buckets(data))
         from aicc.bundle.loader import build_bundle
         build_bundle(b, "-O0 -std=c99 -Wall -Wextra -pedantic -Werror")
     except BuildError as e:
@@ -131,6 +135,18 @@ def try_case(data: bytes, tmp: Path) -> str | None:
     except Exception as e:  # noqa: BLE001 - this is what we are looking for
         return f"{type(e).__name__}: {' '.join(str(e).split())[:300]}"
     return None
+
+
+def _buckets(data: bytes) -> dict:
+    """Buckets for the symbolic input dims a case has (so dynamic models are compiled)."""
+    import onnx
+    try:
+        m = onnx.load_from_string(data)
+    except Exception:  # noqa: BLE001 - not a model: aicc reports it
+        return {}
+    names = {d.dim_param for i in m.graph.input for d in i.type.tensor_type.shape.dim
+             if d.dim_param}
+    return {n: [2, 5] for n in sorted(names)}
 
 
 def worker(seed: int, n: int, out_dir: Path):

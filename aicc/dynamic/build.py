@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..emit_c.cwriter import sanitize
 from ..emit_c.lower import lower
 from ..emit_c.weights import WeightsImage
 from ..errors import ConfigError, UnsupportedError
@@ -60,11 +61,14 @@ class DynamicBundle:
         self.plans, self.helpers, self.align = plans, helpers, align
         self.inputs, self.outputs = inputs, outputs
         self.name, self.sha, self.embedded = name, sha, embedded
+        # dim names come from the model: C comments get an index plus a sanitized hint
+        self.c_names = [f"dim{s}_{sanitize(n, 16)}" for s, n in enumerate(self.names)]
         for p in self.inputs + self.outputs:
-            p.text_shape = "[" + ", ".join(map(str, p.text(self.names))) + "]"
+            p.text_shape = "[" + ", ".join(map(str, p.text(self.c_names))) + "]"
 
     def at(self, dims) -> str:
-        return ", ".join(f"{n}={d}" for n, d in zip(self.names, dims))
+        """For C comments."""
+        return ", ".join(f"{n}={d}" for n, d in zip(self.c_names, dims))
 
     # -- the writer's hooks ------------------------------------------------------------
     def source(self) -> str:
@@ -128,6 +132,7 @@ def compile_buckets(model_path, opts, dyn, user_shapes, *, check=False, trace=No
                    for inp, shp in dyn.shapes.items()}
         g = import_model(model_path, pinned(combo))
         g = run_pipeline(g, opts.pipeline, check=check, trace=trace)
+        check_supported(g)          # malformed nodes are reported before padding looks at them
         g, pads = insert_padding(g, in_pads, list(combo), dyn.names)
         probe = _probe_dims(combo, dyn)
         if probe is not None:

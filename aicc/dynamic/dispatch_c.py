@@ -71,7 +71,8 @@ def dynamic_source(d, name: str, model_sha: str, embedded: bool) -> str:
     w(f"static const int64_t {name}_dim_max[{ns}] = {{ {_arr(d.maxima)} }};")
     for s, n in enumerate(d.names):
         b = d.buckets[n]
-        w(f"static const int64_t {name}_buckets{s}[{len(b)}] = {{ {_arr(b)} }};   /* {n} */")
+        w(f"static const int64_t {name}_buckets{s}[{len(b)}] = {{ {_arr(b)} }};   "
+          f"/* {d.c_names[s]} */")
     w()
     for k, p in enumerate(d.plans):
         for i, t in enumerate(d.inputs):
@@ -144,7 +145,7 @@ def dynamic_source(d, name: str, model_sha: str, embedded: bool) -> str:
     w("    }")
     for s, n in enumerate(d.names):
         nb = len(d.buckets[n])
-        w(f"    /* {n}: the smallest bucket that holds it */")
+        w(f"    /* {d.c_names[s]}: the smallest bucket that holds it */")
         w(f"    for (k = 0; {name}_buckets{s}[k] < dims[{s}]; ++k) {{")
         w("    }")
         w(f"    b = b * {nb}u + k;")
@@ -226,7 +227,8 @@ def dynamic_header_extra(d, name: str) -> str:
       f"{P}_ARENA_BYTES bytes ---- */")
     w(f"#define {P}_NUM_DIMS {len(d.names)}u")
     for s, n in enumerate(d.names):
-        w(f"#define {P}_DIM{s}_MAX {d.maxima[s]}   /* {n}: buckets {', '.join(map(str, d.buckets[n]))} */")
+        w(f"#define {P}_DIM{s}_MAX {d.maxima[s]}   /* {d.c_names[s]}: buckets "
+          f"{', '.join(map(str, d.buckets[n]))} */")
     w(f"#define {P}_NUM_BUCKETS {len(d.plans)}u")
     for kind, ts in (("INPUT", d.inputs), ("OUTPUT", d.outputs)):
         for i, t in enumerate(ts):

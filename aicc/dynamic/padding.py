@@ -47,7 +47,10 @@ def insert_padding(g, in_pads: dict, dims: list, names: list):
         try:
             if rule is None:
                 raise PadUnsafe("no padding rule for this op")
-            res = rule(node, g, ip)
+            try:
+                res = rule(node, g, ip)
+            except (IndexError, KeyError, TypeError, ValueError, ZeroDivisionError) as e:
+                raise PadUnsafe(f"its attributes do not fit its shapes ({e})") from None
         except PadUnsafe as e:
             axes = "; ".join(f"input {k} axis {a} (dim {_dims_of(e2, names)})"
                              for k, p in enumerate(ip) for a, e2 in p.items())

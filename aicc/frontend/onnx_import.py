@@ -108,6 +108,11 @@ def model_opset(model: onnx.ModelProto) -> int:
     return int(onnx.defs.onnx_opset_version())
 
 
+def _text(x) -> str:
+    """A protobuf string field (bytes when the file holds invalid UTF-8) as text."""
+    return x.decode("utf-8", errors="replace") if isinstance(x, bytes) else x
+
+
 def _one_line(e: Exception) -> str:
     s = " ".join(str(e).split())
     return s[:400] + ("..." if len(s) > 400 else "")
@@ -125,9 +130,9 @@ def _value_info_type(vi) -> TensorType | None:
         if d.HasField("dim_value"):
             dims.append(int(d.dim_value))
         elif d.HasField("dim_param") and d.dim_param:
-            dims.append(str(d.dim_param))
+            dims.append(_text(d.dim_param))
         else:
-            dims.append(f"?{vi.name}:{k}")
+            dims.append(f"?{_text(vi.name)}:{k}")
     return TensorType(onnx_dtype(tt.elem_type), tuple(dims))
 
 
@@ -150,14 +155,14 @@ def to_graph(model: onnx.ModelProto) -> Graph:
     constants = {}
     for init in g.initializer:
         try:
-            constants[init.name] = numpy_helper.to_array(init)
+            constants[_text(init.name)] = numpy_helper.to_array(init)
         except Exception as e:  # noqa: BLE001
-            raise ModelError(f"initializer '{init.name}': {_one_line(e)}") from None
+            raise ModelError(f"initializer '{_text(init.name)}': {_one_line(e)}") from None
     types = {}
     for vi in list(g.input) + list(g.value_info) + list(g.output):
         t = _value_info_type(vi)
         if t is not None:
-            types[vi.name] = t
+            types[_text(vi.name)] = t
     nodes = []
     for k, n in enumerate(g.node):
         attrs = {}
@@ -166,23 +171,25 @@ def to_graph(model: onnx.ModelProto) -> Graph:
                 attrs[a.name] = a  # kept raw; ops with subgraphs are unsupported for now
             else:
                 attrs[a.name] = _attr_value(a)
-        nodes.append(Node(n.op_type, list(n.input), list(n.output), attrs,
-                          name=n.name or f"{n.op_type}_{k}", domain=n.domain or ""))
+        op_type = _text(n.op_type)
+        nodes.append(Node(op_type, [_text(x) for x in n.input], [_text(x) for x in n.output],
+                          attrs, name=_text(n.name) or f"{op_type}_{k}",
+                          domain=_text(n.domain) or ""))
     # tensors onnx typed without a shape (shape set by a run-time value): shapes flowing back
     # from typed consumers through shape-preserving unary ops (backprop_shapes.py)
-    untyped = {vi.name: onnx_dtype(vi.type.tensor_type.elem_type) for vi in g.value_info
-               if vi.name not in types and vi.type.WhichOneof("value") == "tensor_type"
+    untyped = {_text(vi.name): onnx_dtype(vi.type.tensor_type.elem_type) for vi in g.value_info
+               if _text(vi.name) not in types and vi.type.WhichOneof("value") == "tensor_type"
                and vi.type.tensor_type.elem_type}
     if untyped:
         from .backprop_shapes import backprop_shapes
         backprop_shapes(nodes, types, untyped)
-    inputs = [i.name for i in g.input if i.name not in constants]
+    inputs = [_text(i.name) for i in g.input if _text(i.name) not in constants]
     for i in inputs:
         if i not in types:
             raise ModelError(f"graph input '{i}' has no tensor type")
-    return Graph(nodes=nodes, inputs=inputs, outputs=[o.name for o in g.output],
+    return Graph(nodes=nodes, inputs=inputs, outputs=[_text(o.name) for o in g.output],
                  types=types, constants=constants, opset=model_opset(model),
-                 name=g.name or "model")
+                 name=_text(g.name) or "model")
 
 
 def import_model(path, input_shapes: dict | None = None) -> Graph:
