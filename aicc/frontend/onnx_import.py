@@ -69,9 +69,8 @@ def pin_input_shapes(model: onnx.ModelProto, shapes: dict) -> None:
             tt.shape.dim.add().dim_value = int(v)
     # shapes recorded for intermediates were inferred for other input shapes (exporters
     # even record the example's sizes for dynamic dims): shape inference redoes them
-    for vi in model.graph.value_info:
-        if vi.type.WhichOneof("value") == "tensor_type":
-            vi.type.tensor_type.ClearField("shape")
+    # (an entry left without its shape would stop onnx from filling in the new one)
+    del model.graph.value_info[:]
 
 
 def prepare(model: onnx.ModelProto, name: str = "model") -> onnx.ModelProto:

@@ -8,6 +8,8 @@ Four small models in plain PyTorch (seeded), each exported with the TorchScript 
 * ``dyn_encoder``: token ids + attention mask [1, seq] -> a 2-layer transformer encoder
   (learned positions sliced to the length, additive mask, GELU, LayerNorm) -> hidden
   [1, seq, 32] and the first token's vector [1, 32];
+* ``dyn_sdpa``: x [batch, seq, 16] + key mask [batch, seq] -> F.scaled_dot_product_attention
+  (both dims dynamic);
 * ``dyn_lstm``: frames [1, frames, 10] (batch first) -> 2-layer LSTM -> the last frame of the
   output sequence (``out[:, -1]``) and the last layer's final state, through a Linear;
 * ``dyn_cnn``: images [batch, 3, 16, 16] -> Conv/BN/ReLU/MaxPool/Conv/avg pool/Linear;
@@ -65,6 +67,22 @@ class Encoder(nn.Module):
         return x, x[:, 0]
 
 
+class Sdpa(nn.Module):
+    """Self-attention through F.scaled_dot_product_attention with a boolean key mask."""
+
+    def __init__(self, d=16, heads=2):
+        super().__init__()
+        self.qkv = nn.Linear(d, 3 * d)
+        self.o = nn.Linear(d, d)
+        self.heads = heads
+
+    def forward(self, x, mask):
+        b, n, d = x.shape
+        q, k, v = self.qkv(x).reshape(b, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None, None, :].bool())
+        return self.o(a.transpose(1, 2).reshape(b, n, d))
+
+
 class Lstm(nn.Module):
     def __init__(self, feat=10, hidden=16, out=5):
         super().__init__()
@@ -116,6 +134,8 @@ SPECS = {
     # name: (module, example inputs, input names, output names, dynamic axes {input: {axis: dim}})
     "dyn_encoder": (Encoder, lambda: (torch.randint(0, 60, (1, 7)), torch.ones(1, 7, dtype=torch.int64)),
                     ["ids", "mask"], ["hidden", "first"], {"ids": {1: "seq"}, "mask": {1: "seq"}}),
+    "dyn_sdpa": (Sdpa, lambda: (torch.randn(2, 7, 16), torch.ones(2, 7, dtype=torch.int64)),
+                 ["x", "mask"], ["y"], {"x": {0: "batch", 1: "seq"}, "mask": {0: "batch", 1: "seq"}}),
     "dyn_lstm": (Lstm, lambda: (torch.randn(1, 9, 10),), ["frames"], ["y"], {"frames": {1: "frames"}}),
     "dyn_cnn": (Cnn, lambda: (torch.randn(3, 3, 16, 16),), ["images"], ["logits"],
                 {"images": {0: "batch"}}),
