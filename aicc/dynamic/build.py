@@ -22,7 +22,7 @@ from ..frontend import import_model
 from ..ops import check_supported, load_all
 from ..passes import run_pipeline
 from .dispatch_c import dynamic_header_extra, dynamic_source
-from .extent import Ext
+from .extent import Compound, Ext
 from .padding import insert_padding
 
 
@@ -183,6 +183,8 @@ def _check_probe(gp, g, pads, probe, dyn) -> None:
         if tp is None or not tp.is_static or len(tp.shape) != len(g.shape(t)):
             continue
         for ax, e in p.items():
+            if isinstance(e, Compound):
+                continue
             want = max(e.eval(probe), 0)
             if int(tp.shape[ax]) != want:
                 n = producer.get(t)
@@ -199,6 +201,9 @@ def _output_port(name, plans, pads_by_plan, dyn) -> Port:
     every bucket), other axes fixed (the same size in every bucket)."""
     first = pads_by_plan[0].get(name, {})
     shape0 = plans[0].prog.graph.shape(name)
+    if any(isinstance(e, Compound) for e in first.values()):
+        raise UnsupportedError(f"output {name!r} has an axis merged from two padded axes; "
+                               "reshape it apart inside the model")
     for p, pads in zip(plans, pads_by_plan):
         mine = pads.get(name, {})
         shp = p.prog.graph.shape(name)

@@ -116,3 +116,26 @@ static AICC_UNUSED int64_t aicc_fdiv(int64_t a, int64_t b)
 {
     return a >= 0 ? a / b : -((-a + b - 1) / b);
 }"""
+
+
+@dataclass(frozen=True)
+class Compound:
+    """A padded axis that is several axes merged (outer to inner): ``parts`` are (size,
+    Ext or None for an unpadded part). The real elements are those whose every part index is
+    below its extent; they are not a prefix, so only position-wise ops may carry it until a
+    reshape splits it back (e.g. [seq, batch, d] -> [seq * batch, d] -> Gemm -> back)."""
+    parts: tuple
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for s, _ in self.parts:
+            n *= int(s)
+        return n
+
+    def text(self, names) -> str:
+        return " x ".join(f"[{e.text(names)} of {s}]" if e is not None else str(s)
+                          for s, e in self.parts)
+
+    def to_json(self):
+        raise TypeError("a merged padded axis has no single extent")

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..errors import ModelError, UnsupportedError
 from ..ir import Node, TensorType
+from .extent import Compound
 from .padrules import RULES, PadUnsafe
 
 
@@ -50,7 +51,13 @@ def insert_padding(g, in_pads: dict, dims: list, names: list):
             try:
                 res = rule(node, g, ip)
             except (IndexError, KeyError, TypeError, ValueError, ZeroDivisionError) as e:
-                raise PadUnsafe(f"its attributes do not fit its shapes ({e})") from None
+                raise PadUnsafe(f"cannot follow the padding through it ({e})") from None
+            if any(isinstance(e, Compound) for _k, axes, _f in res.fills for e in axes.values()) \
+                    or (res.scale and any(isinstance(e, Compound) for e in res.scale[1])) \
+                    or (res.seq_lens and isinstance(res.seq_lens[0], Compound)):
+                raise PadUnsafe("it would need the real size of an axis merged from two padded "
+                                "axes")
+
         except PadUnsafe as e:
             axes = "; ".join(f"input {k} axis {a} (dim {_dims_of(e2, names)})"
                              for k, p in enumerate(ip) for a, e2 in p.items())
@@ -109,6 +116,11 @@ def insert_padding(g, in_pads: dict, dims: list, names: list):
     for t, p in pads.items():
         shape = g.shape(t)
         for ax, e in p.items():
+            if isinstance(e, Compound):
+                if e.size != int(shape[ax]):
+                    raise ModelError(f"internal: merged padded axis {ax} of tensor {t!r} has "
+                                     f"{e.size} elements, the bucket's shape says {shape[ax]}")
+                continue
             if e.eval(dims) != int(shape[ax]):
                 raise ModelError(f"internal: padding extent {e.text(names)} of tensor {t!r} "
                                  f"axis {ax} is {e.eval(dims)} at {_at(dims, names)}, but the "

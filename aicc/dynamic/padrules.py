@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..ops import lookup
+from .extent import Compound
 
 
 class PadUnsafe(Exception):
@@ -110,12 +111,16 @@ def transpose(node, g, pads):
 @rule("Reshape", "Flatten", "Squeeze", "Unsqueeze")
 def reshape(node, g, pads):
     """An axis keeps its padding when the axes before it hold the same number of elements
-    on both sides and it survives whole or merged with unpadded axes after it."""
+    on both sides and it survives whole, merged with axes after it (unpadded: the real part
+    is a prefix; padded too: a Compound axis), or split back at a Compound's parts."""
     if any(pads[1:]):
         raise PadUnsafe("padded shape/axes input")
     ish, osh = _shape(g, node.inputs[0]), _shape(g, node.outputs[0])
-    out = {}
-    for ax, e in pads[0].items():
+    out, consumed = {}, set()
+    for ax in sorted(pads[0]):
+        if ax in consumed:
+            continue
+        e = pads[0][ax]
         pre = int(np.prod(ish[:ax], dtype=np.int64))
         b, acc = 0, 1
         while b < len(osh) and acc < pre:
@@ -125,9 +130,9 @@ def reshape(node, g, pads):
             b += 1                       # size-1 axes inserted before it
         if acc != pre or b >= len(osh):
             raise PadUnsafe(f"reshape {list(ish)} -> {list(osh)} moves padded axis {ax}")
-        # the output axis holds the padded axis outermost, times m elements of the axes after
-        # it (whole or split): real elements are the prefix e * m unless another padded axis
-        # lies inside those m
+        if isinstance(e, Compound):
+            out.update(_split_compound(e, osh, b, ish, osh))
+            continue
         if osh[b] < ish[ax] and ish[ax] % osh[b] == 0 and e.op == "mul" \
                 and e.b % (ish[ax] // osh[b]) == 0:
             # an axis padded as (real) * m split back into [size / m', m']: e.g. the batch of
@@ -136,18 +141,67 @@ def reshape(node, g, pads):
             continue
         if osh[b] % ish[ax]:
             raise PadUnsafe(f"reshape {list(ish)} -> {list(osh)} splits padded axis {ax}")
+        # the output axis holds the padded axis outermost, times m elements of the axes after
+        # it (whole or split): real elements are the prefix e * m; another padded axis among
+        # those m makes it a Compound
         inner = osh[b] // ish[ax]
-        rest = int(np.prod(ish[ax + 1:], dtype=np.int64))
-        if rest % inner:
-            raise PadUnsafe(f"reshape {list(ish)} -> {list(osh)} moves padded axis {ax}")
-        span, c = 1, ax + 1
+        parts, span, c = [(ish[ax], e)], 1, ax + 1
         while span < inner:
-            if c in pads[0]:
-                raise PadUnsafe(f"reshape merges two padded axes ({ax} and {c})")
-            span *= ish[c]
+            if c >= len(ish):
+                raise PadUnsafe(f"reshape {list(ish)} -> {list(osh)} moves padded axis {ax}")
+            take = ish[c] if span * ish[c] <= inner else inner // span
+            if take != ish[c] and c in pads[0]:
+                raise PadUnsafe(f"reshape splits padded axis {c} inside a merge")
+            # (a padded axis of size 1 in this bucket holds only real elements)
+            parts.append((take, pads[0].get(c) if take == ish[c] and take > 1 else None))
+            consumed.add(c)
+            span *= take
             c += 1
-        out[b] = e * inner
+        if span != inner:
+            raise PadUnsafe(f"reshape {list(ish)} -> {list(osh)} moves padded axis {ax}")
+        if any(p is not None for _, p in parts[1:]):
+            out[b] = Compound(tuple((s, p) for s, p in _merge_unpadded(parts)))
+        else:
+            out[b] = e * inner
     return Res(out=[out])
+
+
+def _merge_unpadded(parts):
+    """Adjacent unpadded parts as one (sizes multiply)."""
+    res = []
+    for s, p in parts:
+        if p is None and res and res[-1][1] is None:
+            res[-1] = (res[-1][0] * s, None)
+        else:
+            res.append((s, p))
+    return res
+
+
+def _split_compound(c, osh, b, ish, oshape):
+    """Output axes b, b+1, ... taking a Compound's parts back (at part boundaries)."""
+    parts, out, j = list(c.parts), {}, b
+    while parts:
+        if j >= len(osh):
+            raise PadUnsafe(f"reshape {list(ish)} -> {list(oshape)} splits a merged padded axis")
+        size, acc, k = osh[j], 1, 0
+        while k < len(parts) and acc < size:
+            acc *= parts[k][0]
+            k += 1
+        if acc != size:
+            raise PadUnsafe(f"reshape {list(ish)} -> {list(oshape)} splits a merged padded "
+                            "axis inside one of its parts")
+        group = parts[:k]
+        padded = [p for p in group if p[1] is not None]
+        if len(group) == 1 or not padded:
+            if padded:
+                out[j] = padded[0][1]
+        elif len(padded) == 1 and group[0][1] is not None:
+            out[j] = group[0][1] * int(np.prod([s for s, _ in group[1:]], dtype=np.int64))
+        else:
+            out[j] = Compound(tuple(group))
+        parts = parts[k:]
+        j += 1
+    return out
 
 
 # -- contractions ---------------------------------------------------------------------------

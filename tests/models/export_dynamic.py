@@ -10,6 +10,8 @@ Four small models in plain PyTorch (seeded), each exported with the TorchScript 
   [1, seq, 32] and the first token's vector [1, 32];
 * ``dyn_sdpa``: x [batch, seq, 16] + key mask [batch, seq] -> F.scaled_dot_product_attention
   (both dims dynamic);
+* ``dyn_tel``: nn.TransformerEncoderLayer with a key padding mask, batch and sequence dynamic
+  (dynamo only: the TorchScript exporter bakes the example's length into reshapes);
 * ``dyn_lstm``: frames [1, frames, 10] (batch first) -> 2-layer LSTM -> the last frame of the
   output sequence (``out[:, -1]``) and the last layer's final state, through a Linear;
 * ``dyn_cnn``: images [batch, 3, 16, 16] -> Conv/BN/ReLU/MaxPool/Conv/avg pool/Linear;
@@ -83,6 +85,18 @@ class Sdpa(nn.Module):
         return self.o(a.transpose(1, 2).reshape(b, n, d))
 
 
+class Tel(nn.Module):
+    """nn.TransformerEncoderLayer (batch first) with a key padding mask. Only the dynamo
+    export: the TorchScript exporter bakes the example's length into its reshapes."""
+
+    def __init__(self, d=32):
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(d, 2, 64, dropout=0.0, batch_first=True)
+
+    def forward(self, x, mask):
+        return self.layer(x, src_key_padding_mask=mask == 0)
+
+
 class Lstm(nn.Module):
     def __init__(self, feat=10, hidden=16, out=5):
         super().__init__()
@@ -136,6 +150,8 @@ SPECS = {
                     ["ids", "mask"], ["hidden", "first"], {"ids": {1: "seq"}, "mask": {1: "seq"}}),
     "dyn_sdpa": (Sdpa, lambda: (torch.randn(2, 7, 16), torch.ones(2, 7, dtype=torch.int64)),
                  ["x", "mask"], ["y"], {"x": {0: "batch", 1: "seq"}, "mask": {0: "batch", 1: "seq"}}),
+    "dyn_tel": (Tel, lambda: (torch.randn(2, 7, 32), torch.ones(2, 7, dtype=torch.int64)),
+                ["x", "mask"], ["y"], {"x": {0: "batch", 1: "seq"}, "mask": {0: "batch", 1: "seq"}}),
     "dyn_lstm": (Lstm, lambda: (torch.randn(1, 9, 10),), ["frames"], ["y"], {"frames": {1: "frames"}}),
     "dyn_cnn": (Cnn, lambda: (torch.randn(3, 3, 16, 16),), ["images"], ["logits"],
                 {"images": {0: "batch"}}),
@@ -191,7 +207,7 @@ def export(name, exporter):
 
 def main():
     for name in SPECS:
-        for exporter in ("ts", "dynamo"):
+        for exporter in ("dynamo",) if name == "dyn_tel" else ("ts", "dynamo"):
             m = export(name, exporter)
             path = HERE / f"{name}_{exporter}.onnx"
             onnx.save(m, path)
