@@ -116,3 +116,27 @@ def test_hook_sees_every_step(tmp_path):
     b.run({"x": x}, hook=lambda i, op, after: seen.append((i, op, after)))
     assert seen == [(0, "Mul", False), (0, "Mul", True), (1, "Tanh", False), (1, "Tanh", True),
                     (2, "Add", False), (2, "Add", True)]
+
+
+def test_run_fast_path_and_fallbacks(tmp_path):
+    # the common call (C-contiguous arrays of the right dtype and shape) skips most checks;
+    # anything else takes the full path: converted or a clear error, same results
+    path, x = model_file(tmp_path)
+    b = aicc.load(aicc.build(path, out=tmp_path / "b"), cflags=STRICT_CFLAGS)
+    spec = b.inputs[0]
+    want = b.run({spec["name"]: x})
+    first = next(iter(want.values()))
+    again = b.run({spec["name"]: x})
+    assert next(iter(again.values())) is not first          # fresh output arrays every call
+    wide = np.zeros(spec["shape"][:-1] + [spec["shape"][-1] * 2], np.float32)
+    wide[..., ::2] = x
+    ro = x.copy()
+    ro.setflags(write=False)
+    for feed in (wide[..., ::2], ro):                         # strided view, read-only
+        got = b.run({spec["name"]: feed})
+        for k in want:
+            np.testing.assert_array_equal(got[k], want[k])
+    with pytest.raises(aicc.errors.InputError, match="dtype float64"):
+        b.run({spec["name"]: x.astype(np.float64)})
+    with pytest.raises(aicc.errors.InputError, match="unknown input"):
+        b.run({"nope": x})
