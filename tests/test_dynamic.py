@@ -281,3 +281,24 @@ def test_hostile_dim_names_stay_out_of_c(tmp_path):
     sess, rng = _ort(path), np.random.default_rng(11)
     for n in (1, 3):
         _check(sess, b, {"x": rng.standard_normal((n, 3, 12, 12)).astype(np.float32)}, f"n={n}")
+
+
+def test_pixel_shuffle_fcn(tmp_path):
+    rng = np.random.default_rng(12)
+    w1 = (rng.standard_normal((8, 3, 3, 3)) * 0.3).astype(np.float32)
+    w2 = (rng.standard_normal((2, 2, 3, 3)) * 0.3).astype(np.float32)
+    nodes = [h.make_node("Conv", ["x", "w1"], ["c"], pads=[1, 1, 1, 1]),
+             h.make_node("DepthToSpace", ["c"], ["d"], blocksize=2, mode="CRD"),
+             h.make_node("Conv", ["d", "w2"], ["e"], pads=[1, 1, 1, 1]),
+             h.make_node("SpaceToDepth", ["e"], ["y"], blocksize=2)]
+    g = h.make_graph(nodes, "ps", [h.make_tensor_value_info("x", T.FLOAT, [1, 3, "h", "w"])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [1, 8, "h", "w"])],
+                     [onnx.numpy_helper.from_array(w1, "w1"), onnx.numpy_helper.from_array(w2, "w2")])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    m.ir_version = 9
+    path, b = _build(tmp_path, m, {"h": [4, 8], "w": [8]})
+    sess = _ort(path)
+    for hh in range(1, 9):
+        for ww in (1, 5, 8):
+            _check(sess, b, {"x": rng.standard_normal((1, 3, hh, ww)).astype(np.float32)},
+                   f"h={hh}, w={ww}")

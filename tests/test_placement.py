@@ -102,3 +102,16 @@ def test_inputs_and_outputs_inside_the_arena(tmp_path):
     io_bytes = sum(int(np.prod(t["shape"])) * 4 for t in ms["inputs"] + ms["outputs"])
     assert mo["arena_bytes"] <= ms["arena_bytes"] + io_bytes + 2 * 64
     assert mo["arena_bytes"] < ms["arena_bytes"] + io_bytes
+
+
+def test_depth_to_space_mid_graph_is_a_real_step(tmp_path):
+    # regression: DepthToSpace's helper method was named `view`, which the sharing code
+    # took for the view flag: in the middle of a graph it produced no step (wrong values)
+    rng = np.random.default_rng(2)
+    for op in ("DepthToSpace", "SpaceToDepth"):
+        nodes = [h.make_node("Relu", ["x"], ["a"]),
+                 h.make_node(op, ["a"], ["b"], blocksize=2),
+                 h.make_node("Sigmoid", ["b"], ["y"])]
+        m = _model(nodes, {}, [1, 8, 4, 6], ["y"])
+        man, _ = _run(tmp_path, m, rng.standard_normal((1, 8, 4, 6)).astype(np.float32), True)
+        assert op in [s["op"] for s in man["steps"]]

@@ -646,3 +646,18 @@ def rnn(node, g, pads):
                 d[0 if layout else 1] = bext
         outs.append(d)
     return Res(out=outs, seq_lens=(seq, batch) if seq is not None else None)
+
+
+@rule("DepthToSpace", "SpaceToDepth")
+def depth_space(node, g, pads):
+    """Blocks of the spatial axes: real extents scale by the block size (SpaceToDepth needs
+    real sizes that are multiples of it, as the op itself does)."""
+    b = int(_attr(node, g, "blocksize"))
+    out = {}
+    for ax, e in pads[0].items():
+        if ax == 1:
+            raise PadUnsafe("padded channel axis")
+        if isinstance(e, Compound):
+            raise PadUnsafe("merged padded axis")
+        out[ax] = e if ax == 0 else (e * b if node.op_type == "DepthToSpace" else e // b)
+    return Res(out=[out])

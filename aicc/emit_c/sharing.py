@@ -84,7 +84,7 @@ class Sharing:
     def is_view(self, node) -> bool:
         g = self.g
         op = lookup(node, g.opset)
-        if not getattr(op, "view", False) or not node.inputs or not node.inputs[0]:
+        if getattr(op, "view", False) is not True or not node.inputs or not node.inputs[0]:
             return False
         src, dst = node.inputs[0], node.outputs[0]
         if dst in g.outputs or src in g.constants:

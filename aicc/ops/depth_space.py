@@ -38,7 +38,7 @@ class _Block(Op):
     def emit(self, node, ctx):
         b = int(self.attr(node, "blocksize"))
         mode = _mode(self, node)
-        view, perm = self.view(ctx.in_shape(0), b, mode)
+        view, perm = self.view6(ctx.in_shape(0), b, mode)
         if empty_guard(ctx):
             return
         st = strides_of(view)
@@ -56,7 +56,7 @@ class DepthToSpace(_Block):
         return None
 
     @staticmethod
-    def view(shape, b, mode):
+    def view6(shape, b, mode):
         n, c, h, w = shape
         if mode == "DCR":
             return [n, b, b, c // (b * b), h, w], [0, 3, 4, 1, 5, 2]
@@ -71,7 +71,7 @@ class SpaceToDepth(_Block):
         return None
 
     @staticmethod
-    def view(shape, b, mode):
+    def view6(shape, b, mode):
         n, c, h, w = shape
         return ([n, c, h // b, b, w // b, b],
                 [0, 3, 5, 1, 2, 4] if mode == "DCR" else [0, 1, 3, 5, 2, 4])
