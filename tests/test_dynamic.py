@@ -302,3 +302,35 @@ def test_pixel_shuffle_fcn(tmp_path):
         for ww in (1, 5, 8):
             _check(sess, b, {"x": rng.standard_normal((1, 3, hh, ww)).astype(np.float32)},
                    f"h={hh}, w={ww}")
+
+
+@pytest.mark.parametrize("norm", ["InstanceNormalization", "GroupNormalization"])
+def test_normalization_across_padded_axes(tmp_path, norm):
+    # statistics over the real elements only (aicc.NormDyn with run-time extents)
+    rng = np.random.default_rng(13)
+    c = 6
+    w1 = (rng.standard_normal((c, 3, 3, 3)) * 0.5).astype(np.float32)
+    inits = {"w1": w1, "s": (1 + 0.2 * rng.standard_normal(c)).astype(np.float32),
+             "b": (0.2 * rng.standard_normal(c)).astype(np.float32)}
+    if norm == "InstanceNormalization":
+        nn_ = h.make_node(norm, ["c", "s", "b"], ["n"], epsilon=1e-5)
+    else:
+        nn_ = h.make_node(norm, ["c", "s", "b"], ["n"], num_groups=3, epsilon=1e-5)
+    w_dim = "w"
+    nodes = [h.make_node("Conv", ["x", "w1"], ["c"], pads=[1, 1, 1, 1]), nn_,
+             h.make_node("Relu", ["n"], ["y"])]
+    g = h.make_graph(nodes, "nd", [h.make_tensor_value_info("x", T.FLOAT, [1, 3, "h", w_dim])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [1, c, "h", w_dim])],
+                     [onnx.numpy_helper.from_array(v, k) for k, v in inits.items()],
+                     # onnx does not type GroupNormalization's output (a function op): the
+                     # model says it, symbolically
+                     value_info=[h.make_tensor_value_info("n", T.FLOAT, [1, c, "h", w_dim])])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 21)])
+    m.ir_version = 10
+    path, b = _build(tmp_path, m, {"h": [4, 8], "w": [8]})
+    assert "NormDyn" in {s["op"] for s in json.loads((tmp_path / "b" / "manifest.json").read_text())["steps"]}
+    sess = _ort(path)
+    for hh in range(1, 9):
+        for ww in (1, 3, 8):
+            _check(sess, b, {"x": rng.standard_normal((1, 3, hh, ww)).astype(np.float32)},
+                   f"h={hh}, w={ww}")

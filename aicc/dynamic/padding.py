@@ -66,7 +66,7 @@ def insert_padding(g, in_pads: dict, dims: list, names: list):
             continue
         if res.replace is not None:
             op_type, attrs = res.replace
-            node = Node(op_type, node.inputs[:1], list(node.outputs), attrs, node.name, "aicc")
+            node = Node(op_type, list(node.inputs), list(node.outputs), attrs, node.name, "aicc")
         else:
             node = Node(node.op_type, list(node.inputs), list(node.outputs), dict(node.attrs),
                         node.name, node.domain)

@@ -435,8 +435,24 @@ def cumsum(node, g, pads):
     return Res(out=[dict(pads[0])], fills=[(0, dict(pads[0]), "zero")] if pads[0] else [])
 
 
+def _norm_dyn(node, g, pads, view, axes, ax_of, scale_strides, bias_strides):
+    """Replace a normalization across padded axes by aicc.NormDyn (statistics over the real
+    box only). ax_of: view axis -> input axis (None for a split-off axis)."""
+    if any(isinstance(e, Compound) for e in pads[0].values()):
+        raise PadUnsafe("normalizes across an axis merged from two padded axes")
+    if any(o for o in node.outputs[1:]):
+        raise PadUnsafe("its mean/inverse-deviation outputs depend on the padded length")
+    exts = [pads[0][ax_of[a]].to_json() if ax_of[a] in pads[0] else None for a in axes]
+    return Res(out=[dict(pads[0])] + [{}] * (len(node.outputs) - 1), replace=("NormDyn", {
+        "view": list(view), "axes": list(axes), "exts": exts,
+        "epsilon": float(_attr(node, g, "epsilon", 1e-5)),
+        "scale_strides": list(scale_strides), "bias_strides": list(bias_strides)}))
+
+
 @rule("LayerNormalization", "RMSNormalization", "SkipLayerNormalization")
 def layer_norm(node, g, pads):
+    """Over other axes: position-wise. Across the padded axis it would need parameters that
+    broadcast over it, which these ops' checks do not take: refused."""
     rank = len(_shape(g, node.inputs[0]))
     ax = int(_attr(node, g, "axis", -1)) % rank
     if any(a >= ax for a in pads[0]):
@@ -446,8 +462,38 @@ def layer_norm(node, g, pads):
     return Res(out=_all_outputs(node, pads[0]))
 
 
-@rule("InstanceNormalization", "GroupNormalization", "LpNormalization", "LRN",
-      "MeanVarianceNormalization")
+@rule("InstanceNormalization", "GroupNormalization")
+def instance_group_norm(node, g, pads):
+    x = _shape(g, node.inputs[0])
+    rank = len(x)
+    if 1 in pads[0]:
+        raise PadUnsafe("padded channel axis")
+    if any(pads[1:]):
+        raise PadUnsafe("padded scale/bias")
+    if not any(a >= 2 for a in pads[0]):
+        return Res(out=[dict(pads[0])])
+    c = x[1]
+    scale_n = int(np.prod(_shape(g, node.inputs[1]), dtype=np.int64))
+    bias_n = int(np.prod(_shape(g, node.inputs[2]), dtype=np.int64)) if len(node.inputs) > 2 else 0
+    if node.op_type == "InstanceNormalization":
+        view, axes, ax_of = x, list(range(2, rank)), list(range(rank))
+        ss = [0, 1] + [0] * (rank - 2)
+        bs = list(ss)
+    else:
+        groups = int(_attr(node, g, "num_groups"))
+        if groups <= 0 or c % groups:
+            raise PadUnsafe("channels not divisible by num_groups")
+        view = [x[0], groups, c // groups, *x[2:]]
+        axes = list(range(2, rank + 1))
+        ax_of = [0, None, None] + list(range(2, rank))
+
+        def per(n):
+            return [0, c // groups, 1] + [0] * (rank - 2) if n == c else [0, 1, 0] + [0] * (rank - 2)
+        ss, bs = per(scale_n), per(bias_n)
+    return _norm_dyn(node, g, pads, view, axes, ax_of, ss, bs)
+
+
+@rule("LpNormalization", "LRN", "MeanVarianceNormalization")
 def norm_across(node, g, pads):
     if node.op_type in ("LRN",) and 1 not in pads[0]:
         return Res(out=[dict(pads[0])])

@@ -43,18 +43,39 @@ def load_model(path, input_shapes: dict | None = None) -> onnx.ModelProto:
         raise ModelError(f"{path.name}: not an ONNX model (empty graph)")
     from .external_data import load_external_data
     load_external_data(model, path.parent)
-    if input_shapes:
-        pin_input_shapes(model, input_shapes)
-    return prepare(model, name=path.name)
+    if not input_shapes:
+        return prepare(model, name=path.name)
+    saved = pin_input_shapes(model, input_shapes)
+    first = onnx.ModelProto()
+    first.CopyFrom(model)
+    try:
+        out = prepare(first, name=path.name)
+    except ModelError:
+        if not saved:
+            raise
+        out = None
+    typed = set() if out is None else {
+        vi.name for vi in list(out.graph.value_info) + list(out.graph.output)
+        if vi.type.tensor_type.HasField("shape")}
+    missing = [vi for vi in saved if vi.name not in typed]
+    if missing:
+        # tensors onnx cannot type (outputs of some function ops): the model's own entries,
+        # with the pinned dims substituted
+        model.graph.value_info.extend(missing)
+        out = prepare(model, name=path.name)
+    return out
 
 
-def pin_input_shapes(model: onnx.ModelProto, shapes: dict) -> None:
+def pin_input_shapes(model: onnx.ModelProto, shapes: dict) -> list:
+    """Pin input shapes in place; returns the model's former value_info entries with the
+    pinned symbolic dims substituted (shape inference redoes the rest)."""
     inits = {i.name for i in model.graph.initializer}
     by_name = {i.name: i for i in model.graph.input if i.name not in inits}
     unknown = [n for n in shapes if n not in by_name]
     if unknown:
         raise ModelError(f"--input-shape names unknown input(s) {', '.join(map(repr, unknown))} "
                          f"(inputs: {', '.join(map(repr, by_name))})")
+    syms: dict = {}
     for name, dims in shapes.items():
         tt = by_name[name].type.tensor_type
         old = list(tt.shape.dim)
@@ -64,13 +85,29 @@ def pin_input_shapes(model: onnx.ModelProto, shapes: dict) -> None:
             if d.HasField("dim_value") and d.dim_value != v:
                 raise ModelError(f"--input-shape {name}: dim {d.dim_value} is fixed by the model, "
                                  f"not {v}")
+        for d, v in zip(old, dims):
+            if d.HasField("dim_param") and d.dim_param:
+                syms[d.dim_param] = int(v)
         tt.shape.Clear()
         for v in dims:
             tt.shape.dim.add().dim_value = int(v)
     # shapes recorded for intermediates were inferred for other input shapes (exporters
     # even record the example's sizes for dynamic dims): shape inference redoes them
     # (an entry left without its shape would stop onnx from filling in the new one)
+    saved = []
+    for vi in model.graph.value_info:
+        if vi.type.WhichOneof("value") != "tensor_type" or not vi.type.tensor_type.HasField("shape"):
+            continue
+        dims = vi.type.tensor_type.shape.dim
+        if all(d.HasField("dim_value") or d.dim_param in syms for d in dims):
+            c = onnx.ValueInfoProto()
+            c.CopyFrom(vi)
+            for d in c.type.tensor_type.shape.dim:
+                if not d.HasField("dim_value"):
+                    d.dim_value = syms[d.dim_param]
+            saved.append(c)
     del model.graph.value_info[:]
+    return saved
 
 
 def prepare(model: onnx.ModelProto, name: str = "model") -> onnx.ModelProto:
