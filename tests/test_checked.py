@@ -11,6 +11,7 @@ import pytest
 
 import aicc
 from aicc.errors import AiccError
+from aicc.targets import runnable_targets
 
 from .oracle import STRICT_CFLAGS, reference
 
@@ -72,3 +73,63 @@ def test_unchecked_bundle_does_not_notice(tmp_path):
     out = aicc.build(GOLDEN / "model.onnx", out=tmp_path / "plain")
     _inject(out, 2, "((float *)in0)[3] += 1.0f;")
     aicc.load(out, cflags=STRICT_CFLAGS).run(_feeds())
+
+
+# A small op suite in checked mode inside `make test` (`make checked` runs all of tests/ops):
+# each op sits between two elementwise steps so its inputs and outputs are arena buffers
+# with redzones, on generic and on the host's SIMD target.
+def _w(r, *shape):
+    return (r.standard_normal(shape) * 0.5).astype(np.float32)
+
+
+def _cases():
+    r = np.random.default_rng(5)
+    return {
+        "Conv3x3s2": ([1, 5, 9, 11], dict(op="Conv", extra={"w": _w(r, 7, 5, 3, 3)},
+                                           attrs=dict(pads=[1, 1, 1, 1], strides=[2, 2]))),
+        "ConvDW": ([1, 6, 8, 7], dict(op="Conv", extra={"w": _w(r, 6, 1, 3, 3)},
+                                      attrs=dict(pads=[1, 1, 1, 1], group=6))),
+        "Conv1x1": ([1, 9, 5, 5], dict(op="Conv", extra={"w": _w(r, 13, 9, 1, 1)}, attrs={})),
+        "ConvTranspose": ([1, 4, 5, 6], dict(op="ConvTranspose", extra={"w": _w(r, 4, 3, 3, 3)},
+                                             attrs=dict(strides=[2, 2]))),
+        "MatMul": ([3, 17, 19], dict(op="MatMul", extra={"w": _w(r, 19, 23)}, attrs={})),
+        "Gemm": ([7, 33], dict(op="Gemm", extra={"w": _w(r, 33, 21)}, attrs={})),
+        "Softmax": ([4, 37], dict(op="Softmax", extra={}, attrs=dict(axis=-1))),
+        "MaxPool": ([1, 3, 9, 9], dict(op="MaxPool", extra={},
+                                       attrs=dict(kernel_shape=[3, 3], strides=[2, 2]))),
+        "ReduceMean": ([2, 5, 6], dict(op="ReduceMean", extra={}, attrs=dict(axes=[1]))),
+        "Transpose": ([2, 3, 5, 7], dict(op="Transpose", extra={}, attrs=dict(perm=[0, 3, 1, 2]))),
+        "LayerNorm": ([3, 6, 10], dict(op="LayerNormalization", extra={"ls": _w(r, 10), "lb": _w(r, 10)},
+                                       attrs=dict(axis=-1))),
+        "Resize": ([1, 2, 4, 5], dict(op="Resize", extra={"roi": np.zeros(0, np.float32),
+                                                          "sc": np.array([1, 1, 2, 2], np.float32)},
+                                      attrs=dict(mode="linear"))),
+        "Concat": ([1, 4, 3], dict(op="Concat", extra={"c": _w(r, 1, 2, 3)}, attrs=dict(axis=1))),
+    }
+
+
+CASES = _cases()
+
+
+@pytest.mark.parametrize("target", ["generic"] + [t for t in ("x86-avx2",) if t in runnable_targets()])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_op_suite_in_checked_mode(tmp_path, case, target):
+    import onnx
+    from onnx import helper as oh, numpy_helper as nh
+    shape, spec = CASES[case]
+    x = np.random.default_rng(6).standard_normal(shape).astype(np.float32)
+    names = ["a"] + list(spec["extra"])
+    nodes = [oh.make_node("Relu", ["x"], ["a"]), oh.make_node(spec["op"], names, ["b"], **spec["attrs"]),
+             oh.make_node("Sigmoid", ["b"], ["y"])]
+    g = oh.make_graph(nodes, "c", [oh.make_tensor_value_info("x", 1, shape)],
+                      [oh.make_tensor_value_info("y", 1, None)],
+                      [nh.from_array(v, k) for k, v in spec["extra"].items()])
+    m = oh.make_model(g, opset_imports=[oh.make_opsetid("", 17)])
+    m.ir_version = 9
+    m = onnx.shape_inference.infer_shapes(m)
+    p = tmp_path / "m.onnx"
+    onnx.save(m, p)
+    out = aicc.build(p, target=target, out=tmp_path / "b", overrides={"memory": {"checked": True}})
+    got = aicc.load(out, cflags=STRICT_CFLAGS).run({"x": x})
+    want = reference(m, {"x": x})
+    np.testing.assert_allclose(got["y"], want["y"], rtol=1e-4, atol=1e-5)
