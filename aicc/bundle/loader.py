@@ -165,11 +165,80 @@ class Bundle:
                         for a, d in enumerate(o["max_shape"])])
         return out
 
+    def _prepare_dyn(self) -> None:
+        """Precomputed state for calls of a dynamic bundle: where each dim is read, how each
+        output's shape follows from the dims."""
+        from ..dynamic.extent import Ext
+        ffi = self.ffi
+        names = [x["name"] for x in self.dynamic["dims"]]
+        ins = []
+        for i in self.inputs:
+            ins.append((i["name"], dtype_from_name(i["dtype"]),
+                        [(a, names.index(d)) if isinstance(d, str) else (a, None)
+                         for a, d in enumerate(i["shape"])], [d if isinstance(d, int) else None
+                                                            for d in i["shape"]]))
+        outs = []
+        for o in self.outputs:
+            ext = o.get("extents", {})
+            outs.append((o["name"], dtype_from_name(o["dtype"]),
+                         [Ext.from_json(ext[str(a)]) if str(a) in ext else d
+                          for a, d in enumerate(o["max_shape"])]))
+        self._dyn = (names, [x["max"] for x in self.dynamic["dims"]], ins, outs,
+                     ffi.new("void *[]", max(len(ins), 1)), ffi.new("void *[]", max(len(outs), 1)),
+                     ffi.new("int64_t[]", max(len(names), 1)),
+                     ffi.NULL if self.weights is None else ffi.from_buffer(self.weights),
+                     ffi.from_buffer(self.arena), self.arena.nbytes)
+
+    def _run_dyn_fast(self, feeds):
+        """The common call of a dynamic bundle, or None to take the full path."""
+        names, maxima, ins, outs, in_ptrs, out_ptrs, dv, w, arena, nbytes = self._dyn
+        if len(feeds) != len(ins):
+            return None
+        dims = [None] * len(names)
+        keep = []
+        for k, (name, dt, axes, static) in enumerate(ins):
+            a = feeds.get(name)
+            if (type(a) is not np.ndarray or a.dtype != dt or a.ndim != len(axes)
+                    or not a.flags.c_contiguous or not a.flags.aligned or a.size == 0):
+                return None
+            for (ax, s), st in zip(axes, static):
+                n = a.shape[ax]
+                if s is None:
+                    if n != st:
+                        return None
+                elif dims[s] is None:
+                    if not 1 <= n <= maxima[s]:
+                        return None
+                    dims[s] = n
+                elif dims[s] != n:
+                    return None
+            buf = self.ffi.from_buffer(a)
+            keep.append(buf)
+            in_ptrs[k] = buf
+        for s, d in enumerate(dims):
+            dv[s] = d
+        res = {}
+        for k, (name, dt, shape) in enumerate(outs):
+            o = np.empty([d if isinstance(d, int) else max(d.eval(dims), 0) for d in shape], dt)
+            if o.size == 0:
+                return None
+            buf = self.ffi.from_buffer(o)
+            keep.append(buf)
+            out_ptrs[k] = buf
+            res[name] = o
+        st = self._run_dims(w, arena, nbytes, dv, in_ptrs, out_ptrs, self.ffi.NULL, self.ffi.NULL)
+        if st != 0:
+            return None                 # the full path reports it
+        return res
+
     def _prepare_fast(self) -> None:
         """Precomputed state for the common call: static shapes, no hook (see run)."""
         ffi = self.ffi
         self._fast = None
-        if self.dynamic or self.manifest["memory"].get("io_in_arena"):
+        if self.dynamic:
+            self._prepare_dyn()
+            return
+        if self.manifest["memory"].get("io_in_arena"):
             return
         ins = [(i["name"], dtype_from_name(i["dtype"]), tuple(i["shape"])) for i in self.inputs]
         outs = [(o["name"], dtype_from_name(o["dtype"]), tuple(o["shape"])) for o in self.outputs]
@@ -185,6 +254,10 @@ class Bundle:
         if fast is False:
             self._prepare_fast()
             fast = self._fast
+        if self.dynamic and hook is None:
+            res = self._run_dyn_fast(feeds)
+            if res is not None:
+                return res
         if fast is not None and hook is None and len(feeds) == len(fast[0]):
             # the common call, checked quickly; anything unusual takes the full path below
             ins, outs, in_ptrs, out_ptrs, w, arena, nbytes = fast
