@@ -334,3 +334,46 @@ def test_normalization_across_padded_axes(tmp_path, norm):
         for ww in (1, 3, 8):
             _check(sess, b, {"x": rng.standard_normal((1, 3, hh, ww)).astype(np.float32)},
                    f"h={hh}, w={ww}")
+
+
+def test_c_api_run_dims(tmp_path):
+    # a C program: model_output_shape + model_run_dims at two lengths, and a length past the
+    # largest bucket (AICC_ERR_DIMS, output untouched); outputs compared with onnxruntime
+    path, b = _build(tmp_path, dm.lstm(), {"frames": [4, 8]})
+    rng = np.random.default_rng(14)
+    xs = {n: rng.standard_normal((n, 1, 6)).astype(np.float32) for n in (3, 7)}
+    lines = ['#include <stdio.h>', '#include "model.h"',
+             "static unsigned char arena[MODEL_ARENA_STORAGE_BYTES] MODEL_ARENA_ATTR;"]
+    for n, x in xs.items():
+        lines.append(f"static const float x{n}[{x.size}] = {{ "
+                     + ", ".join(float(v).hex() for v in x.reshape(-1)) + " };")
+    lines += ["int main(void)", "{", "    float y[MODEL_OUTPUT0_ELEMS];", "    int64_t shape[2];",
+              "    int64_t d;", "    int st;"]
+    for n in xs:
+        lines += [f"    d = {n};",
+                  "    if (model_output_shape(&d, 0, shape) != AICC_OK) return 1;",
+                  f"    {{ const void *in[1] = {{ x{n} }}; void *out[1] = {{ y }};",
+                  "      st = model_run_dims(NULL, MODEL_ARENA_PTR(arena), MODEL_ARENA_BYTES, &d, in, out); }",
+                  "    if (st != AICC_OK) return 2;",
+                  "    printf(\"%lld %lld\", (long long)shape[0], (long long)shape[1]);",
+                  "    for (int i = 0; i < (int)(shape[0] * shape[1]); ++i) printf(\" %a\", (double)y[i]);",
+                  "    printf(\"\\n\");"]
+    lines += ["    d = 9; y[0] = 42.0f;",
+              "    { const void *in[1] = { x7 }; void *out[1] = { y };",
+              "      st = model_run_dims(NULL, MODEL_ARENA_PTR(arena), MODEL_ARENA_BYTES, &d, in, out); }",
+              "    printf(\"%d %g\\n\", st, (double)y[0]);", "    return 0;", "}"]
+    bdir = tmp_path / "b"
+    (tmp_path / "main.c").write_text("\n".join(lines) + "\n")
+    subprocess.run(["make", "-s", "-C", str(bdir), "libmodel.a", f"CFLAGS={STRICT_CFLAGS}"],
+                   check=True, capture_output=True)
+    exe = tmp_path / "app"
+    subprocess.run(["cc", *STRICT_CFLAGS.split(), f"-I{bdir}", str(tmp_path / "main.c"),
+                    str(bdir / "libmodel.a"), "-lm", "-o", str(exe)], check=True)
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split("\n")
+    sess = _ort(path)
+    for line, (n, x) in zip(out, xs.items()):
+        vals = line.split()
+        assert [int(vals[0]), int(vals[1])] == [1, 4]
+        got = np.array([float.fromhex(v) for v in vals[2:]], np.float32).reshape(1, 4)
+        np.testing.assert_allclose(got, sess.run(None, {"x": x})[0], rtol=1e-4, atol=1e-5)
+    assert out[2].split() == ["6", "42"]          # AICC_ERR_DIMS, nothing written
