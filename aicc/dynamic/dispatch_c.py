@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..emit_c.cwriter import CWriter
-from ..emit_c.model_c import source_helpers, source_preamble, source_steps
+from ..emit_c.model_c import (source_entry_points, source_helpers, source_preamble,
+                               source_steps)
 from .extent import FDIV_C
 
 
@@ -199,24 +200,10 @@ def dynamic_source(d, name: str, model_sha: str, embedded: bool) -> str:
     w("                                NULL, NULL);")
     w("}")
     w()
-    last = len(d.plans) - 1
-    w(f"const aicc_plan *{name}_plan(void)   /* the largest bucket's plan */")
-    w("{")
-    w(f"    return &{name}_b{last}_plan_data;")
-    w("}")
-    w()
-    w(f"int {name}_run_hooked(const void *weights, void *arena, size_t arena_bytes,")
-    w("    const void *const *inputs, void *const *outputs, aicc_hook_fn hook, void *user)")
-    w("{")
-    w(f"    return {name}_run_dims_hooked(weights, arena, arena_bytes, {name}_dim_max, inputs,")
-    w("                                outputs, hook, user);")
-    w("}")
-    w()
-    w(f"int {name}_run(const void *weights, void *arena, size_t arena_bytes,")
-    w("    const void *const *inputs, void *const *outputs)")
-    w("{")
-    w(f"    return {name}_run_hooked(weights, arena, arena_bytes, inputs, outputs, NULL, NULL);")
-    w("}")
+    # the largest bucket's plan; without dims, a run at the largest dims
+    source_entry_points(w, name, f"{name}_b{len(d.plans) - 1}_plan_data",
+                        f"{name}_run_dims_hooked(weights, arena, arena_bytes, {name}_dim_max, "
+                        "inputs,\n                                outputs, hook, user)")
     return w.text()
 
 

@@ -230,16 +230,24 @@ def source(prog, name: str, model_sha: str, embedded: bool) -> str:
     source_preamble(w, name, model_sha, embedded, f"{name}_weights")
     source_helpers(w, prog.helpers)
     source_steps(w, prog, f"{name}_plan_data", embedded, f"{name}_weights")
+    source_entry_points(w, name, f"{name}_plan_data",
+                        f"aicc_run(&{name}_plan_data, weights, arena, arena_bytes, inputs, "
+                        "outputs,\n                    hook, user)")
+    return w.text()
+
+
+def source_entry_points(w, name: str, plan_sym: str, hooked_call: str) -> None:
+    """<name>_plan (returns &plan_sym), <name>_run_hooked (returns hooked_call) and
+    <name>_run (the hooked one without a hook)."""
     w(f"const aicc_plan *{name}_plan(void)")
     w("{")
-    w(f"    return &{name}_plan_data;")
+    w(f"    return &{plan_sym};")
     w("}")
     w()
     w(f"int {name}_run_hooked(const void *weights, void *arena, size_t arena_bytes,")
     w("    const void *const *inputs, void *const *outputs, aicc_hook_fn hook, void *user)")
     w("{")
-    w(f"    return aicc_run(&{name}_plan_data, weights, arena, arena_bytes, inputs, outputs,")
-    w("                    hook, user);")
+    w(f"    return {hooked_call};")
     w("}")
     w()
     w(f"int {name}_run(const void *weights, void *arena, size_t arena_bytes,")
@@ -247,7 +255,6 @@ def source(prog, name: str, model_sha: str, embedded: bool) -> str:
     w("{")
     w(f"    return {name}_run_hooked(weights, arena, arena_bytes, inputs, outputs, NULL, NULL);")
     w("}")
-    return w.text()
 
 
 def weights_asm(name: str, model_sha: str, align: int, section: str | None = None) -> str:
