@@ -115,3 +115,16 @@ def test_depth_to_space_mid_graph_is_a_real_step(tmp_path):
         m = _model(nodes, {}, [1, 8, 4, 6], ["y"])
         man, _ = _run(tmp_path, m, rng.standard_normal((1, 8, 4, 6)).astype(np.float32), True)
         assert op in [s["op"] for s in man["steps"]]
+
+
+def test_placed_chunks_are_not_also_written_in_place(tmp_path):
+    # regression (Inception v2): Relu outputs placed inside a Concat were then also made
+    # in-place aliases of their dying inputs, losing the Concat's buffer
+    rng = np.random.default_rng(3)
+    nodes = [h.make_node("Add", ["x", "x"], ["a"]), h.make_node("Relu", ["a"], ["r1"]),
+             h.make_node("Mul", ["x", "x"], ["b"]), h.make_node("Relu", ["b"], ["r2"]),
+             h.make_node("Concat", ["r1", "r2"], ["c"], axis=1),
+             h.make_node("Sigmoid", ["c"], ["y"])]
+    m = _model(nodes, {}, [1, 3, 4], ["y"])
+    man, _ = _run(tmp_path, m, rng.standard_normal((1, 3, 4)).astype(np.float32), True)
+    assert man["memory"]["placed_ops"] == 1

@@ -107,8 +107,8 @@ class Sharing:
         if cands is None or not node.outputs or not node.outputs[0]:
             return False
         out = node.outputs[0]
-        if out in g.outputs or any(o for o in node.outputs[1:]):
-            return False
+        if out in g.outputs or any(o for o in node.outputs[1:]) or out in self.parent:
+            return False                 # (already placed: a chunk of a Concat's output)
         for k in cands(node, g):
             name = node.inputs[k] if k < len(node.inputs) else ""
             if not name or name in g.constants:
