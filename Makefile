@@ -81,9 +81,11 @@ conformance: setup
 	$(BIN)/python -m tools.conformance -j $(JOBS)
 
 # the op suite with every bundle built under AddressSanitizer + UndefinedBehaviorSanitizer
-# (python runs with libasan preloaded; any report fails the test). Slow: not part of `make test`.
+# (python runs with libasan preloaded, and libstdc++ with it so that onnxruntime's C++
+# exceptions pass ASan's interceptor; any report fails the test). Slow: not part of `make test`.
 sanitize: setup
-	AICC_SANITIZE=1 ASAN_OPTIONS=detect_leaks=0 LD_PRELOAD=$$($(CC) -print-file-name=libasan.so) \
+	AICC_SANITIZE=1 ASAN_OPTIONS=detect_leaks=0 \
+	  LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libstdc++.so.6)" \
 	  $(BIN)/python -m pytest -q -n $(JOBS) tests/ops
 
 # the op suite with every bundle in checked mode (redzones + per-step sums of what a step must
