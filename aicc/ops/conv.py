@@ -6,7 +6,11 @@ the weights packed: constant weights are packed at compile time (no run-time cos
 weights are packed into step scratch at the start of the step (``aicc_packw``). Kernels (C
 text in conv_kernels.py): depthwise and single-output-channel groups use the direct row
 kernel (weights in their ONNX layout), everything else im2col + GEMM (1x1 stride-1 unpadded
-convs gather with a plain copy).
+convs gather with a plain copy). That is the portable path (generic target, float64); on the
+x86 SIMD targets float32 convs run conv_simd.py's kernel variants (packed SIMD GEMM:
+direct 1x1, im2col, transposed; depthwise kernel), chosen per node from the target's
+``kernels:`` list and ``schedule: conv:`` block, overridable with ``aicc_kernel`` /
+``aicc_schedule`` (``algo``, ``mr``, ``kc``, ``jb``, ``tile_kb``) on the node.
 
 auto_pad SAME_UPPER/SAME_LOWER follow onnxruntime: total padding
 max(0, (ceil(in/stride) - 1) * stride + (k - 1) * dilation + 1 - in), the odd element at the
@@ -23,6 +27,7 @@ from .activations import apply_epilogue, unfused
 from .base import Op, register
 from .conv_kernels import (AXPY, DIRECT, GEMM, IM2COL, PACK8, TILE, act_check, epilogue,
                            pack_weights, params_c, suffix, tile_size, use)
+from . import conv_simd
 from .loops import numel
 from .reference import run_onnx_reference
 
@@ -191,6 +196,12 @@ class Conv(ConvLike):
         y = run_onnx_reference(unfused(node), g, inputs)[0]
         return [apply_epilogue(node, y)]
 
+    def check(self, node, g):
+        sched = node.attrs.get("aicc_schedule") or {}
+        if "algo" in sched and sched["algo"] not in conv_simd.ALGOS:
+            return f"aicc_schedule algo {sched['algo']!r} (one of {', '.join(conv_simd.ALGOS)})"
+        return super().check(node, g)
+
     def emit(self, node, ctx):
         x, w = ctx.in_shape(0), ctx.in_shape(1)
         geo = ConvGeometry(self, node, x, w)
@@ -199,8 +210,12 @@ class Conv(ConvLike):
         if numel(ctx.out_shape(0)) == 0:
             ctx("/* empty output: nothing to compute */")
             return
-        ep = epilogue(ctx, node, dt)
         bias = ctx.inp[2] if self._has_bias(node) else "NULL"
+        simd = conv_simd.plan(ctx, dt)
+        if simd is not None:
+            conv_simd.emit(ctx, node, geo, simd[0], simd[1], bias)
+            return
+        ep = epilogue(ctx, node, dt)
         K = geo.cin_g * numel(geo.k)
         if geo.cin_g == 1 or geo.cout_g == 1:
             use(ctx, dt, AXPY, DIRECT)

@@ -9,6 +9,11 @@ per-column max and sum.
 Numerically stable: ``e = exp(x - max)``, Softmax ``e / sum(e)``, LogSoftmax
 ``x - max - log(sum(e))`` (onnxruntime's formulas), in the tensor dtype.
 
+On the x86-avx2 / x86-avx512 targets (the target's ``kernels:`` list, ``aicc_kernel`` on the
+node), float32 Softmax over contiguous rows uses vector code: a vector exp (Cephes' expf
+polynomial after Cody-Waite reduction, about 1 ulp; arguments below -87.34 give 0 instead of
+a subnormal) and lane-wise sums (a different summation order: results agree to rounding).
+
 NaN/Inf: a NaN in a softmax row makes the whole row NaN. -Inf inputs give 0 (Softmax) or -Inf
 (LogSoftmax) as long as one value in the row is finite; a row of all -Inf, or with a +Inf,
 computes Inf - Inf and yields NaN, as onnxruntime does. Hardmax marks the first maximum
@@ -59,6 +64,124 @@ static void {name}(size_t R, size_t D, const {ct} *restrict x, {ct} *restrict y)
         {tail}
     }}
 }}""")
+
+
+# -- SIMD rows (float32 Softmax, contiguous rows, x86-avx2 / x86-avx512 targets) -------------
+
+_EXP_DOC = """\
+/* exp(x) for x <= 0 (a softmax argument x - max), ISA lanes at once: Cody-Waite reduction
+ * x = n ln2 + r (|r| <= ln2 / 2), Cephes' expf polynomial for e^r (about 1 ulp), scaled by
+ * 2^n through the exponent bits; x < -87.33654 (below the normal range) gives 0, -Inf gives 0,
+ * NaN stays NaN (the polynomial of NaN is NaN). */"""
+
+_SIMD = {
+    "avx2": dict(v="__m256", L=8, set1="_mm256_set1_ps", add="_mm256_add_ps",
+                 mul="_mm256_mul_ps", div="_mm256_div_ps", fma="_mm256_fmadd_ps",
+                 fnma="_mm256_fnmadd_ps", max="_mm256_max_ps", ld="_mm256_loadu_ps",
+                 st="_mm256_storeu_ps", zero="_mm256_setzero_ps()",
+                 rnd="_mm256_round_ps({x}, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)",
+                 pow2=("_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32("
+                       "_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23))"),
+                 under="_mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LT_OQ), y)"),
+    "avx512": dict(v="__m512", L=16, set1="_mm512_set1_ps", add="_mm512_add_ps",
+                   mul="_mm512_mul_ps", div="_mm512_div_ps", fma="_mm512_fmadd_ps",
+                   fnma="_mm512_fnmadd_ps", max="_mm512_max_ps", ld="_mm512_loadu_ps",
+                   st="_mm512_storeu_ps", zero="_mm512_setzero_ps()",
+                   rnd="_mm512_roundscale_ps({x}, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)",
+                   pow2=("_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32("
+                         "_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23))"),
+                   under="_mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, lo, _CMP_NLT_UQ), y)"),
+}
+
+
+def _simd_isa(ctx):
+    """The first SIMD variant of the target's kernel list this module implements, or None."""
+    forced = ctx.node.attrs.get("aicc_kernel")
+    for name in ctx.target.kernels:
+        if forced and name != forced:
+            continue
+        if name in _SIMD:
+            return name
+        if name == "generic":
+            break
+    return None
+
+
+def _simd_row_helper(ctx, isa) -> str:
+    """Softmax rows with the vector exp above; the row tail (D % L values) goes through a
+    small buffer padded with -Inf (exp gives 0: nothing added to the sum)."""
+    d = _SIMD[isa]
+    v, L = d["v"], d["L"]
+    c = {k: f"{d['set1']}({val}f)" for k, val in (
+        ("lo", -87.33654), ("l2e", 1.44269504088896341), ("c1", 0.693359375),
+        ("c2", -2.12194440e-4), ("p0", 1.9875691500e-4), ("p1", 1.3981999507e-3),
+        ("p2", 8.3334519073e-3), ("p3", 4.1665795894e-2), ("p4", 1.6666665459e-1),
+        ("p5", 5.0000001201e-1), ("one", 1.0))}
+    fma, mul = d["fma"], d["mul"]
+    ctx.helper(f"gemm_{isa}.0.include", "#include <immintrin.h>")   # as gemm_simd's header
+    exp_name = f"aicc_sm_exp_{isa}"
+    ctx.helper(f"gemm_simd.7.sm.0.{exp_name}", f"""\
+{_EXP_DOC.replace("ISA", isa)}
+static {v} {exp_name}({v} x)
+{{
+    const {v} lo = {c['lo']};
+    const {v} xc = {d['max']}(lo, x);          /* NaN stays (second operand) */
+    const {v} n = {d['rnd'].format(x=f"{mul}(xc, {c['l2e']})")};
+    const {v} r = {d['fnma']}(n, {c['c2']}, {d['fnma']}(n, {c['c1']}, xc));
+    {v} p = {fma}({c['p0']}, r, {c['p1']});
+    p = {fma}(p, r, {c['p2']});
+    p = {fma}(p, r, {c['p3']});
+    p = {fma}(p, r, {c['p4']});
+    p = {fma}(p, r, {c['p5']});
+    p = {fma}(p, {mul}(r, r), {d['add']}(r, {c['one']}));
+    const {v} y = {mul}(p, {d['pow2']});
+    return {d['under']};
+}}""")
+    name = f"aicc_softmax_rows_f32_{isa}"
+    ctx.helper(f"gemm_simd.7.sm.1.{name}", f"""\
+/* Softmax over R contiguous rows of D floats ({isa}, {L} lanes): max, e = exp(x - max) with
+ * {exp_name}, their sum (lane-wise, then across lanes), y = e / sum. A NaN in a row makes
+ * the row NaN; rows with +Inf or all -Inf give NaN (Inf - Inf), as the scalar helper. */
+static void {name}(size_t R, size_t D, const float *restrict x, float *restrict y)
+{{
+    const size_t Dv = D - D % {L}u, nt = D - Dv;
+    for (size_t r = 0; r < R; ++r) {{
+        const float *restrict xr = x + r * D;
+        float *restrict yr = y + r * D;
+        float t[{L}], mx = xr[0], sum = 0.0f;
+        {v} vm = {d['set1']}(xr[0]), vs = {d['zero']};
+        for (size_t j = 0; j < Dv; j += {L}u)
+            vm = {d['max']}(vm, {d['ld']}(xr + j));
+        {d['st']}(t, vm);
+        for (size_t l = 0; l < {L}u; ++l)
+            if (t[l] > mx) mx = t[l];
+        for (size_t j = Dv; j < D; ++j)
+            if (xr[j] > mx) mx = xr[j];
+        for (size_t j = 0; j < Dv; j += {L}u) {{
+            const {v} e = {exp_name}({d['add']}({d['ld']}(xr + j), {d['set1']}(-mx)));
+            {d['st']}(yr + j, e);
+            vs = {d['add']}(vs, e);
+        }}
+        if (nt) {{
+            for (size_t l = 0; l < {L}u; ++l)
+                t[l] = l < nt ? xr[Dv + l] - mx : -HUGE_VALF;
+            const {v} e = {exp_name}({d['ld']}(t));
+            {d['st']}(t, e);
+            vs = {d['add']}(vs, e);
+            for (size_t l = 0; l < nt; ++l)
+                yr[Dv + l] = t[l];
+        }}
+        {d['st']}(t, vs);
+        for (size_t l = 0; l < {L}u; ++l)
+            sum += t[l];
+        const {v} vsum = {d['set1']}(sum);
+        for (size_t j = 0; j < Dv; j += {L}u)
+            {d['st']}(yr + j, {d['div']}({d['ld']}(yr + j), vsum));
+        for (size_t j = Dv; j < D; ++j)
+            yr[j] = yr[j] / sum;
+    }}
+}}""")
+    return name
 
 
 def _strided_helper(ctx, kind, dt) -> str:
@@ -156,7 +279,9 @@ class Softmax(Op):
             ctx(f"{_hardmax_helper(ctx, dt)}({o}u, {d}u, {i}u, {x}, {y});")
             return
         if i == 1:
-            ctx(f"{_row_helper(ctx, self.op_type, dt)}({o}u, {d}u, {x}, {y});")
+            isa = _simd_isa(ctx) if self.op_type == "Softmax" and dt == np.float32 else None
+            helper = _simd_row_helper(ctx, isa) if isa else _row_helper(ctx, self.op_type, dt)
+            ctx(f"{helper}({o}u, {d}u, {x}, {y});")
             return
         ws = ctx.scratch(2 * i * dt.itemsize, ctype(dt), "ws")
         ctx(f"{_strided_helper(ctx, self.op_type, dt)}({o}u, {d}u, {i}u, {x}, {y}, {ws});")

@@ -1,0 +1,293 @@
+"""The SIMD GEMM of the conv paths (conv_simd.py, float32, avx2 / avx512): micro-kernels in
+gemm_simd.py's design (mr rows x NR = 2 vectors of FMA accumulators, 1-/2-row kernels on 4/2
+panels at once, the last partial panel masked) generalized for conv: the B operand is read as
+``B(k, j) = b[(j / NR) * bs + k * rs + j % NR]`` (packed im2col panels: bs = K * NR, rs = NR;
+the input itself for 1x1 convs: bs = NR, rs = channel stride), and the epilogue runs in
+registers after the last K block: + bias (per output row) and a clamp ``min(hi, max(lo, v))``
+(Relu is lo = 0, Clip its bounds, none +-inf; any other fused activation runs as a scalar pass
+over each finished tile, from the shared activation table). NaN: max/min return their second
+operand when one is NaN, so a NaN accumulator passes the clamp as in the scalar
+``v < lo ? lo : v``.
+"""
+from __future__ import annotations
+
+import math
+
+from ..emit_c.cwriter import c_literal
+from .activations import ACT_ATTRS, fused_epilogue
+from .gemm_simd import ISA, V, _header, epilogue as scalar_epilogue, nr_of, panels_at_once
+
+KEY = "gemm_simd.6.cv"           # helper keys sort after gemm_simd's includes and epilogues
+
+
+def clamp_of(node):
+    """(lo, hi, scalar activation or None): the fused activation as a register clamp when it
+    is one (none, Relu, Clip), else +-inf and the activation for a scalar pass."""
+    act, params = fused_epilogue(node)
+    inf = math.inf
+    if act is None:
+        return -inf, inf, None
+    if act == "Relu":
+        return 0.0, inf, None
+    if act == "Clip":
+        lo, hi = params.get("min"), params.get("max")
+        return (-inf if lo is None else float(lo)), (inf if hi is None else float(hi)), None
+    return -inf, inf, (act, {**ACT_ATTRS.get(act, {}), **params})
+
+
+def flit(v: float) -> str:
+    if v == math.inf:
+        return "HUGE_VALF"
+    if v == -math.inf:
+        return "-HUGE_VALF"
+    return c_literal(v, "float32")
+
+
+def _f(tpl, **kw):
+    return tpl.format(**kw)
+
+
+def kernel(ctx, isa: str, mr: int, table: bool = False) -> str:
+    """Micro-kernel of mr rows: Y[0:mr, 0:n] (+)= A[0:mr, 0:kc] @ B with A packed as
+    a[k * mr + r] and B(k, j) = b[(j / NR) * bs + k * rs + j % NR] (table: b[(j / NR) * bs +
+    koff[k] + j % NR], row offsets from a table); after the last K block (fin) + bias, clamp."""
+    d = ISA[isa]
+    L, vec, nr = d["lanes"], d["vec"], nr_of(isa)
+    np_ = panels_at_once(mr)
+    name = f"aicc_cv_{isa}_k{mr}" + ("t" if table else "")
+    brow = "koff[k]" if table else "k * rs"
+    o = [f"/* {isa} conv micro-kernel, {mr} row(s): Y[0:{mr}, 0:n] (+)= A[0:{mr}, 0:kc] @ B, "
+         f"A(r, k) = a[k * {mr} + r] (packed),",
+         f" * B(k, j) = b[(j / {nr}) * bs + {brow} + j % {nr}]",
+         f" * ({np_} panel(s) at once, the last partial panel masked: its B and Y lanes past n are "
+         "never read).",
+         " * acc: add to the partial sums in Y. lohi (after the last K block, else NULL): then "
+         "+ bias[r]",
+         " * (bias may be NULL) and clamp to [lohi[0], lohi[1]] (few scalar parameters: GCC then "
+         "keeps all",
+         " * accumulators and B vectors in registers). */",
+         f"static void {name}(size_t kc, const float *restrict a,",
+         "    const float *restrict b, size_t bs, " + (
+             "const size_t *restrict koff" if table else "size_t rs") +
+         ", float *restrict y, size_t ldy, size_t n,",
+         "    int acc, const float *restrict lohi, const float *restrict bias)", "{"]
+    if mr == 1:
+        o.append("    (void)ldy;")
+    o.append("    size_t j = 0;")
+    mx, mn = ("_mm256_max_ps", "_mm256_min_ps") if isa == "avx2" else ("_mm512_max_ps",
+                                                                       "_mm512_min_ps")
+    add = "_mm256_add_ps" if isa == "avx2" else "_mm512_add_ps"
+
+    def body(npb: int, masked: bool, ind: str):
+        cols = npb * V
+        accs = [[f"c{r}_{c}" for c in range(cols)] for r in range(mr)]
+        for p in range(npb):
+            o.append(f"{ind}const float *restrict b{p} = b + (j / {nr}u + {p}u) * bs;")
+        o.append(f"{ind}{vec} " + ", ".join(x for row in accs for x in row) + ";")
+        if masked:
+            o.append(f"{ind}const size_t nc = n - j;")
+            for c in range(cols):
+                o.append(f"{ind}const {d['mtype']} m{c} = " + _f(
+                    d["mask"], n=f"nc > {c * L}u ? (nc - {c * L}u < {L}u ? nc - {c * L}u : {L}u)"
+                                 f" : 0u") + ";")
+
+        def yptr(r, c):
+            return f"y + {r}u * ldy + j + {c * L}u" if r else f"y + j + {c * L}u"
+
+        def bload(p, c, ptr):
+            if masked:
+                return _f(d["mload"], p=ptr, m=f"m{c}")
+            return _f(d["load"], p=ptr)
+        o.append(f"{ind}if (acc) {{")
+        for r in range(mr):
+            for c in range(cols):
+                ld = _f(d["mload"], p=yptr(r, c), m=f"m{c}") if masked else _f(d["load"],
+                                                                              p=yptr(r, c))
+                o.append(f"{ind}    {accs[r][c]} = {ld};")
+        o.append(f"{ind}}} else {{")
+        for r in range(mr):
+            o.append(f"{ind}    " + " ".join(f"{x} = {d['zero']};" for x in accs[r]))
+        o.append(f"{ind}}}")
+        o.append(f"{ind}for (size_t k = 0; k < kc; ++k) {{")
+        i2 = ind + "    "
+        o.append(f"{i2}const float *restrict ak = a + k * {mr}u;")
+        for p in range(npb):
+            o.append(f"{i2}const float *restrict bk{p} = b{p} + {brow};")
+        if npb == 1:        # B vectors first, then one broadcast per row (few live registers)
+            for c in range(V):
+                o.append(f"{i2}const {vec} w{c} = {bload(0, c, f'bk0 + {c * L}u')};")
+            for r in range(mr):
+                o.append(f"{i2}{{ const {vec} x = " + _f(d["bcast"], p=f"ak + {r}u") + ";")
+                for c in range(V):
+                    o.append(f"{i2}  {accs[r][c]} = " + _f(d["fma"], a="x", b=f"w{c}",
+                                                           c=accs[r][c]) + ";")
+                o.append(f"{i2}}}")
+        else:               # 1-2 rows on several panels: broadcasts first
+            for r in range(mr):
+                o.append(f"{i2}const {vec} x{r} = " + _f(d["bcast"], p=f"ak + {r}u") + ";")
+            for p in range(npb):
+                for c in range(V):
+                    o.append(f"{i2}{{ const {vec} w = {bload(p, c, f'bk{p} + {c * L}u')};")
+                    for r in range(mr):
+                        cc = p * V + c
+                        o.append(f"{i2}  {accs[r][cc]} = " + _f(d["fma"], a=f"x{r}", b="w",
+                                                                c=accs[r][cc]) + ";")
+                    o.append(f"{i2}}}")
+        o.append(f"{ind}}}")
+        o.append(f"{ind}if (lohi) {{")
+        o.append(f"{ind}    const {vec} vlo = {_f(d['bcast'], p='lohi')}, "
+                 f"vhi = {_f(d['bcast'], p='lohi + 1')};")
+        o.append(f"{ind}    if (bias) {{")
+        for r in range(mr):
+            o.append(f"{ind}        const {vec} v{r} = " + _f(d["bcast"], p=f"bias + {r}u") + ";")
+            for c in range(cols):
+                o.append(f"{ind}        {accs[r][c]} = {add}({accs[r][c]}, v{r});")
+        o.append(f"{ind}    }}")
+        for r in range(mr):
+            o.append(f"{ind}    " + " ".join(f"{x} = {mn}(vhi, {mx}(vlo, {x}));"
+                                            for x in accs[r]))
+        o.append(f"{ind}}}")
+        for r in range(mr):
+            for c in range(cols):
+                if masked:
+                    o.append(f"{ind}if (nc > {c * L}u) " + _f(d["mstore"], p=yptr(r, c),
+                                                             m=f"m{c}", v=accs[r][c]) + ";")
+                else:
+                    o.append(f"{ind}" + _f(d["store"], p=yptr(r, c), v=accs[r][c]) + ";")
+
+    g = np_ * nr
+    o.append(f"    for (; j + {g}u <= n; j += {g}u) {{")
+    body(np_, False, "        ")
+    o.append("    }")
+    if np_ > 1:
+        o.append(f"    for (; j + {nr}u <= n; j += {nr}u) {{")
+        body(1, False, "        ")
+        o.append("    }")
+    o.append("    if (j < n) {")
+    body(1, True, "        ")
+    o.append("    }")
+    o.append("}")
+    _header(ctx, isa)
+    ctx.helper(f"{KEY}.0.{isa}.k{mr:02d}" + ("t" if table else ""), "\n".join(o))
+    return name
+
+
+def row_counts(m: int, mr: int) -> list:
+    rows = {mr} if m >= mr else set()
+    if m % mr:
+        rows.add(m % mr)
+    return sorted(rows)
+
+
+def tile_gemm(ctx, isa: str, sched: dict, m: int, act, table: bool = False) -> str:
+    """GEMM over one tile: Y[M, n] (row stride ldy) (+)= W[M, k0:k0+K] (packed) @ B, after
+    the last K block of the last tile (fin) + bias and the activation. m: M, or the list of M
+    values the helper is called with (their row-tile sizes get kernels). Returns the helper
+    name (one per ISA, schedule, row-kernel set and scalar activation)."""
+    mr, kc, jb = sched["mr"], sched["kc"], sched["jb"]
+    nr = nr_of(isa)
+    rows = sorted({r for mm in (m if isinstance(m, (list, tuple)) else [m])
+                   for r in row_counts(mm, mr)})
+    ks = {r: kernel(ctx, isa, r, table) for r in rows}
+    epi = scalar_epilogue(ctx, act[0], act[1]) if act else None
+    tag = epi[len("aicc_sg_"):] if epi else "clamp"
+    name = (f"aicc_cv_{isa}_gemm{'t' if table else ''}_m{mr}k{kc}j{jb}_r"
+            f"{'_'.join(map(str, rows))}_{tag}")
+    cases = "\n".join(f"                case {r}u: {ks[r]}(kc, W + (k0 + pc) * M + i * kc, bj, "
+                      f"bs, {'koff + k0 + pc' if table else 'rs'}, yt, ldy, nc, acc, "
+                      f"last ? lohi : NULL, bt); break;" for r in rows)
+    post = (f"\n                if (last)\n                    {epi}(yt, ldy, mr, nc, 1.0f, NULL, "
+            "0u, 0u, 0.0f);") if epi else ""
+    what = "clamp to [lo, hi], then " + act[0] if act else "clamp to [lo, hi]"
+    code = f"""\
+/* {isa} conv tile GEMM: Y[M, n] (row stride ldy) (+)= W[M, k0:k0+K] @ B, W packed by
+ * pack_a in K blocks of {kc} (k0 a multiple of {kc}), each a sequence of row tiles of {mr}
+ * (and M % {mr}) stored k-major: W(i, k) = W[kb * M + i0 * kcb + (k - kb) * rows + i - i0]
+ * (block kb of kcb entries, tile i0 of `rows` rows: the kernels stream W sequentially),
+ * B(k, j) = b[(j / {nr}) * bs + {'koff[k0 + k]' if table else 'k * rs'} + j % {nr}];
+ * acc0: add to the partial sums in Y; fin:
+ * then + bias[M] (may be NULL) and the activation ({what}).
+ * Blocks: K by {kc}, columns by {jb}, row tiles of {mr} and M % {mr} (only row kernels
+ * {", ".join(map(str, rows))} exist). K >= 1. */
+static void {name}(size_t M, size_t n, size_t K, const float *restrict W, size_t k0,
+    const float *restrict b, size_t bs, {'const size_t *restrict koff' if table else 'size_t rs'},
+    float *restrict Y, size_t ldy,
+    const float *restrict bias, float lo, float hi, int acc0, int fin)
+{{
+    const float lohi[2] = {{ lo, hi }};
+    for (size_t pc = 0; pc < K; pc += {kc}u) {{
+        const size_t kc = K - pc < {kc}u ? K - pc : {kc}u;
+        const int acc = acc0 || pc > 0, last = fin && pc + kc == K;
+        for (size_t jc = 0; jc < n; jc += {jb}u) {{
+            const size_t nc = n - jc < {jb}u ? n - jc : {jb}u;
+            const float *restrict bj = b + (jc / {nr}u) * bs{'' if table else ' + pc * rs'};
+            for (size_t i = 0; i < M; i += {mr}u) {{
+                const size_t mr = M - i < {mr}u ? M - i : {mr}u;
+                const float *restrict bt = bias ? bias + i : NULL;
+                float *restrict yt = Y + i * ldy + jc;
+                switch (mr) {{
+{cases}
+                default: break;
+                }}{post}
+            }}
+        }}
+    }}
+}}"""
+    ctx.helper(f"{KEY}.2.{name}", code)
+    return name
+
+
+def pack_a(w, group: int, mr: int, kc: int):
+    """Weights [Cout][C/g][k...] as the kernels' A operand, in the order the tile GEMM reads
+    them: per group (M x K), K blocks of kc (block kb at kb * M), each a sequence of row tiles
+    of mr rows (the last M % mr) stored k-major: W(i0 + r, kb + kk) at kb * M + i0 * kcb +
+    kk * rows + r."""
+    import numpy as np
+    m = w.shape[0] // group
+    k = int(np.prod(w.shape[1:]))
+    w3 = np.asarray(w, dtype=np.float32).reshape(group, m, k)
+    out = np.empty((group, m * k), np.float32)
+    for kb in range(0, k, kc):
+        kcb = min(kc, k - kb)
+        for i0 in range(0, m, mr):
+            rows = min(mr, m - i0)
+            at = kb * m + i0 * kcb
+            out[:, at:at + rows * kcb] = w3[:, i0:i0 + rows, kb:kb + kcb].transpose(
+                0, 2, 1).reshape(group, rows * kcb)
+    return out.reshape(-1)
+
+
+PACKA = """\
+/* Run-time weights into the kernels' A layout (as pack_a() does at compile time): per group
+ * of M x K, K blocks of kc, row tiles of mr rows (the last M % mr), k-major:
+ * ap[g * M * K + kb * M + i0 * kcb + kk * rows + r] = w[(g * M + i0 + r) * K + kb + kk]. */
+static void aicc_cv_packa(const float *restrict w, size_t G, size_t M, size_t K, size_t mr,
+                          size_t kc, float *restrict ap)
+{
+    for (size_t g = 0; g < G; ++g)
+        for (size_t kb = 0; kb < K; kb += kc) {
+            const size_t kcb = K - kb < kc ? K - kb : kc;
+            for (size_t i0 = 0; i0 < M; i0 += mr) {
+                const size_t rows = M - i0 < mr ? M - i0 : mr;
+                const float *restrict wg = w + (g * M + i0) * K + kb;
+                float *restrict d = ap + g * M * K + kb * M + i0 * kcb;
+                for (size_t k = 0; k < kcb; ++k)
+                    for (size_t r = 0; r < rows; ++r)
+                        d[k * rows + r] = wg[r * K + k];
+            }
+        }
+}"""
+
+
+def packed_weights(ctx, geo, mr: int, kc: int) -> str:
+    """C name of the packed weights: a compile-time constant, or step scratch packed from the
+    run-time input 1 at the start of the step."""
+    w = ctx.in_const(1)
+    if w is not None:
+        return ctx.const(pack_a(w, geo.group, mr, kc), "wpack")
+    K = geo.cin_g * math.prod(geo.k)
+    wp = ctx.scratch(geo.cout * K * 4, "float", "wpack")
+    ctx.helper(f"{KEY}.1.packa", PACKA)
+    ctx("/* run-time weights: packed into scratch for the kernels */")
+    ctx(f"aicc_cv_packa({ctx.inp[1]}, {geo.group}u, {geo.cout_g}u, {K}u, {mr}u, {kc}u, {wp});")
+    return wp

@@ -1,0 +1,340 @@
+"""Conv on the SIMD targets (x86-avx2, x86-avx512): every kernel variant of conv_simd.py /
+conv_depthwise.py against onnxruntime, on awkward shapes.
+
+Variants (forced per node with ``aicc_schedule: {algo: ...}``; ``auto`` picks one):
+``direct`` (1x1 stride 1 unpadded: the input is the GEMM's B operand), ``im2col`` (padded copy,
+panel packing, tiled GEMM), ``implicit`` (stride 1: the padded input read as B through an
+offset table, virtual grid), ``transposed`` (output channels vectorized: weights as packed B
+panels, patches gathered as A), ``depthwise`` (phase-split plane, virtual-grid vectors),
+``dwchan`` (channel-vectorized depthwise). Also: every
+row-kernel count 1..2*MR+1 with masked column tails, K and position tiles (small ``tile_kb``),
+K blocks (small ``kc``), other ``mr``/``jb``, fused activations (clamped in registers or a
+scalar pass), run-time weights and bias, batch > 1, NaN/Inf. Targets the host cannot run are
+not generated."""
+import zlib
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+
+import aicc
+from aicc.bundle.writer import write_bundle
+from aicc.compiler import compile_graph
+from aicc.config import Options
+from aicc.frontend import import_model
+from aicc.targets import runnable_targets
+from tests.oracle import STRICT_CFLAGS, assert_close, make_model, reference, rng
+from tests.ops.test_conv import ACTS, CONV_CASES
+
+TARGETS = [t for t in runnable_targets() if t in ("x86-avx2", "x86-avx512")]
+MR = {"x86-avx2": 6, "x86-avx512": 12}
+pytestmark = pytest.mark.skipif(not TARGETS, reason="host runs no x86 SIMD target")
+
+
+def run(tmp_path, target, x, w, attrs, bias=True, sched=None, act=None, params=None,
+        runtime_w=False, runtime_b=False, seed=0, marker=None):
+    """Compile one Conv (aicc_schedule / aicc_act set on the node) for target, run it, and
+    compare with onnxruntime on the equivalent Conv (-> activation) model."""
+    r = rng(seed)
+    params = dict(params or {})
+    inputs = {"x": x}
+    inits = {}
+    (inputs if runtime_w else inits)["w"] = w
+    names = ["x", "w"]
+    if bias:
+        b = r.normal(size=(w.shape[0],)).astype(np.float32)
+        (inputs if runtime_b else inits)["b"] = b
+        names.append("b")
+    graph_in = {k: v for k, v in inputs.items()}
+    base = make_model([helper.make_node("Conv", names, ["y"], **attrs)], graph_in, ["y"],
+                      inits, opset=17)
+    if act:
+        extra, act_in = dict(inits), []
+        if act == "Clip":
+            extra.update(lo=np.array(params["min"], np.float32),
+                         hi=np.array(params["max"], np.float32))
+            act_in = ["lo", "hi"]
+        act_attrs = {} if act == "Clip" else params
+        ref = make_model([helper.make_node("Conv", names, ["t"], **attrs),
+                          helper.make_node(act, ["t"] + act_in, ["y"], **act_attrs)],
+                         graph_in, ["y"], extra, opset=17)
+    else:
+        ref = base
+    want = reference(ref, inputs)
+    path = tmp_path / "m.onnx"
+    onnx.save(base, str(path))
+    g = import_model(path)
+    (node,) = [n for n in g.nodes if n.op_type == "Conv"]
+    if sched:
+        node.attrs["aicc_schedule"] = dict(sched)
+    if act:
+        node.attrs["aicc_act"] = act
+        node.attrs["aicc_act_params"] = params
+    opts = Options.load(target)
+    _, prog = compile_graph(g, opts)
+    body = "\n".join(s.body for s in prog.steps)
+    if marker:
+        marks = marker if isinstance(marker, tuple) else (marker,)
+        assert any(m in body for m in marks), f"{marker!r} not in the generated step"
+    out = write_bundle(prog, tmp_path / "b", name=opts.name, target=opts.target, opts=opts,
+                       model_sha="0" * 64,
+                       original_inputs=[{"name": k, "shape": list(v.shape)}
+                                        for k, v in inputs.items()])
+    got = aicc.load(out, cflags=STRICT_CFLAGS).run(inputs)
+    assert_close(got, want)
+
+
+def case_data(case, seed=None):
+    xs, ws, attrs = CONV_CASES[case]
+    r = rng(zlib.crc32(case.encode()) % 1000 if seed is None else seed)
+    x = r.normal(size=xs).astype(np.float32)
+    w = (r.normal(size=ws) / np.sqrt(np.prod(ws[1:]))).astype(np.float32)
+    return x, w, attrs
+
+
+def isa(target):
+    return target.split("-")[1]
+
+
+def algo_of(case):
+    """The variant family a geometry can take besides im2col / transposed (which take all)."""
+    xs, ws, attrs = CONV_CASES[case]
+    g = attrs.get("group", 1)
+    if xs[1] // g == 1 and len(ws) <= 4:
+        return "depthwise"
+    one = all(k == 1 for k in ws[2:])
+    if one and not any(attrs.get("pads", [])) and set(attrs.get("strides", [1])) == {1} \
+            and attrs.get("auto_pad", "NOTSET") in ("NOTSET", "VALID"):
+        return "direct"
+    return "im2col"
+
+
+MARK = {"direct": "the input is the B operand", "im2col": "im2col tiles",
+        "dwchan": "channel-vectorized kernel",
+        "depthwise": "phase-split padded plane", "transposed": "transposed GEMM",
+        "implicit": "implicit GEMM"}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("case", sorted(CONV_CASES))
+def test_conv_simd_auto(case, target, tmp_path):
+    """Every geometry of test_conv.py with the variant the emitter picks."""
+    x, w, attrs = case_data(case)
+    run(tmp_path, target, x, w, attrs, marker=tuple(MARK.values()))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("algo", ["im2col", "transposed"])
+@pytest.mark.parametrize("case", sorted(CONV_CASES))
+def test_conv_simd_gemm_forced(case, algo, target, tmp_path):
+    """The two general GEMM paths on every geometry (groups, depthwise, 1-D/3-D included)."""
+    x, w, attrs = case_data(case)
+    run(tmp_path, target, x, w, attrs, sched={"algo": algo}, marker=MARK[algo])
+
+
+def stride1_2d(case):
+    xs, ws, attrs = CONV_CASES[case]
+    return len(ws) <= 4 and set(attrs.get("strides", [1])) == {1}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("case", sorted(c for c in CONV_CASES if stride1_2d(c)))
+def test_conv_simd_implicit_forced(case, target, tmp_path):
+    """The implicit GEMM on every stride-1 1-D/2-D geometry (dilation, groups, SAME pads)."""
+    x, w, attrs = case_data(case)
+    run(tmp_path, target, x, w, attrs, sched={"algo": "implicit"}, marker=MARK["implicit"])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("case", sorted(c for c in CONV_CASES if algo_of(c) == "direct"))
+def test_conv_simd_direct_forced(case, target, tmp_path):
+    x, w, attrs = case_data(case)
+    run(tmp_path, target, x, w, attrs, sched={"algo": "direct"}, marker=MARK["direct"])
+
+
+DW_CASES = {   # depthwise-capable (one input channel per group), incl. multipliers >= 4
+    "mult4_s2": ((1, 3, 11, 13), (12, 1, 3, 3), {"group": 3, "strides": [2, 2],
+                                                 "pads": [1, 1, 1, 1]}),
+    "mult5_single_channel": ((2, 1, 9, 10), (5, 1, 4, 3), {"pads": [2, 1, 1, 0]}),
+    "s2_wide": ((1, 5, 9, 70), (5, 1, 3, 3), {"group": 5, "strides": [2, 2],
+                                              "pads": [1, 1, 1, 1]}),
+    "s3_d2": ((1, 4, 17, 19), (4, 1, 3, 3), {"group": 4, "strides": [3, 2],
+                                             "dilations": [2, 3], "pads": [2, 0, 1, 3]}),
+    "k1": ((1, 6, 5, 9), (6, 1, 1, 1), {"group": 6}),
+    "k1_pad": ((1, 6, 5, 9), (6, 1, 1, 1), {"group": 6, "pads": [1, 2, 0, 1]}),
+    "wide_row": ((1, 3, 4, 67), (3, 1, 3, 3), {"group": 3, "pads": [1, 1, 1, 1]}),
+    "tall_1col": ((1, 3, 40, 1), (3, 1, 3, 1), {"group": 3, "pads": [1, 0, 1, 0]}),
+    "1d_s2": ((2, 5, 33), (10, 1, 5), {"group": 5, "strides": [2], "pads": [2, 1]}),
+    "many_vectors": ((1, 2, 30, 30), (2, 1, 3, 3), {"group": 2, "pads": [1, 1, 1, 1]}),
+    "c70_b2": ((2, 70, 6, 5), (70, 1, 3, 3), {"group": 70, "strides": [2, 1],
+                                              "pads": [1, 1, 1, 1]}),
+    "c200_3x3": ((1, 200, 3, 3), (200, 1, 3, 3), {"group": 200, "pads": [1, 1, 1, 1]}),
+}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("case", sorted(DW_CASES) + sorted(c for c in CONV_CASES
+                                                          if algo_of(c) == "depthwise"))
+def test_conv_simd_depthwise_forced(case, target, tmp_path):
+    xs, ws, attrs = DW_CASES.get(case) or CONV_CASES[case]
+    r = rng(zlib.crc32(case.encode()) % 1000)
+    x = r.normal(size=xs).astype(np.float32)
+    w = (r.normal(size=ws) / np.sqrt(np.prod(ws[1:]))).astype(np.float32)
+    run(tmp_path, target, x, w, attrs, sched={"algo": "depthwise"}, marker=MARK["depthwise"])
+    if ws[0] == xs[1] == attrs.get("group", 1):         # multiplier 1: channel-vectorized
+        run(tmp_path, target, x, w, attrs, sched={"algo": "dwchan"}, marker=MARK["dwchan"])
+    if case in DW_CASES:       # and the GEMM paths on the same geometry
+        for algo in ("im2col", "transposed"):
+            run(tmp_path, target, x, w, attrs, sched={"algo": algo}, marker=MARK[algo])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("k", [1, 3])
+def test_conv_simd_every_row_kernel(k, target, tmp_path):
+    """Cout = 1 .. 2*MR+1: every row-tile size alone and after full tiles; 150 positions give
+    the 1-/2-row kernels' panel groups, single panels and a masked tail."""
+    r = rng(k)
+    x = r.normal(size=(1, 5, 10, 15)).astype(np.float32)
+    pads = {"pads": [1, 1, 1, 1]} if k == 3 else {}
+    for m in range(1, 2 * MR[target] + 2):
+        w = (r.normal(size=(m, 5, k, k)) / np.sqrt(5 * k * k)).astype(np.float32)
+        run(tmp_path, target, x, w, pads, seed=m, sched={"algo": "im2col"},
+            marker=MARK["im2col"])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_conv_simd_transposed_every_row_kernel(target, tmp_path):
+    """Transposed path: the positions are the rows; P = 1 .. 2*MR+1 (and Cout = 37: panels
+    plus a masked tail)."""
+    r = rng(11)
+    w = (r.normal(size=(37, 4, 3, 3)) / 6).astype(np.float32)
+    for p in range(1, 2 * MR[target] + 2):
+        x = r.normal(size=(1, 4, 1, p)).astype(np.float32)
+        run(tmp_path, target, x, w, {"pads": [1, 1, 1, 1]}, seed=p,
+            sched={"algo": "transposed"}, marker=MARK["transposed"])
+
+
+SCHEDS = [{"tile_kb": 1}, {"tile_kb": 3, "kc": 7}, {"kc": 1}, {"mr": 3, "jb": 32},
+          {"mr": 1}, {"jb": 200, "kc": 50, "tile_kb": 9}]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("sched", SCHEDS, ids=lambda s: "_".join(f"{k}{v}" for k, v in s.items()))
+@pytest.mark.parametrize("case", ["big_k_tiles", "many_tiles", "stride2_odd", "pointwise_wide",
+                                  "batch2_group", "3d_strided"])
+def test_conv_simd_schedules(case, sched, target, tmp_path):
+    """Position and K tiles (tile_kb), K blocks (kc), row tiles (mr), column blocks (jb):
+    results do not depend on the schedule beyond rounding (im2col and transposed paths)."""
+    x, w, attrs = case_data(case)
+    for algo in ("im2col", "transposed") + (("implicit",) if stride1_2d(case) else ()):
+        run(tmp_path, target, x, w, attrs, sched={**sched, "algo": algo}, marker=MARK[algo])
+
+
+STRIDE2_ROWS = {   # stride-2 panels inside one output row (the vector de-interleave)
+    "s2_row": ((1, 3, 9, 70), (8, 3, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    "s2_row_nopad": ((2, 4, 7, 130), (5, 4, 1, 1), {"strides": [2, 2]}),
+    "s2_7x7_stem": ((1, 3, 21, 80), (16, 3, 7, 7), {"strides": [2, 2], "pads": [3, 3, 3, 3]}),
+    "s3_row": ((1, 2, 8, 100), (4, 2, 3, 3), {"strides": [1, 3]}),
+}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("case", sorted(STRIDE2_ROWS))
+def test_conv_simd_strided_rows(case, target, tmp_path):
+    xs, ws, attrs = STRIDE2_ROWS[case]
+    r = rng(zlib.crc32(case.encode()) % 1000)
+    x = r.normal(size=xs).astype(np.float32)
+    w = (r.normal(size=ws) / np.sqrt(np.prod(ws[1:]))).astype(np.float32)
+    run(tmp_path, target, x, w, attrs, marker=MARK["im2col"])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("act,params,_", ACTS)
+@pytest.mark.parametrize("case", ["3x3_pad1", "pointwise", "depthwise", "depthwise_s2"])
+def test_conv_simd_fused_activation(case, act, params, _, target, tmp_path):
+    x, w, attrs = case_data(case, seed=5)
+    run(tmp_path, target, x * 3, w * 2, attrs, act=act, params=params)
+    if case in ("depthwise", "depthwise_s2"):
+        run(tmp_path, target, x * 3, w * 2, attrs, act=act, params=params,
+            sched={"algo": "dwchan"}, marker=MARK["dwchan"])
+    if case in ("3x3_pad1", "pointwise"):
+        for algo in ("transposed", "implicit"):
+            run(tmp_path, target, x * 3, w * 2, attrs, act=act, params=params,
+                sched={"algo": algo}, marker=MARK[algo])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_conv_simd_clip_one_sided(target, tmp_path):
+    x, w, attrs = case_data("3x3_pad1", seed=6)
+    run(tmp_path, target, x, w, attrs, act="Clip", params={"min": 0.25, "max": 1e30})
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("case", ["3x3_pad1", "group3_odd", "pointwise", "depthwise",
+                                  "depthwise_mult2", "big_k_tiles", "1d", "3d_strided"])
+def test_conv_simd_runtime_weights(case, target, tmp_path):
+    """Weights (and bias) fed at run time: packed into scratch by the step."""
+    x, w, attrs = case_data(case, seed=7)
+    run(tmp_path, target, x, w, attrs, runtime_w=True, runtime_b=case != "1d")
+    run(tmp_path, target, x, w, attrs, bias=False, runtime_w=True, sched={"algo": "im2col"})
+    run(tmp_path, target, x, w, attrs, runtime_w=True, runtime_b=True,
+        sched={"algo": "transposed"}, marker=MARK["transposed"])
+    if stride1_2d(case):
+        run(tmp_path, target, x, w, attrs, runtime_w=True, sched={"algo": "implicit"},
+            marker=MARK["implicit"])
+    if case == "depthwise":
+        run(tmp_path, target, x, w, attrs, runtime_w=True, runtime_b=True,
+            sched={"algo": "dwchan"}, marker=MARK["dwchan"])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("case", ["3x3_pad1", "depthwise", "pointwise"])
+def test_conv_simd_no_bias(case, target, tmp_path):
+    x, w, attrs = case_data(case)
+    run(tmp_path, target, x, w, attrs, bias=False)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("algo", ["im2col", "depthwise", "dwchan", "direct", "transposed",
+                                  "implicit"])
+def test_conv_simd_nan_inf(algo, target, tmp_path):
+    r = rng(4)
+    x = r.normal(size=(1, 3, 6, 6)).astype(np.float32)
+    x[0, 0, 1, 1], x[0, 1, 4, 2], x[0, 2, 5, 5] = np.nan, np.inf, -np.inf
+    if algo in ("depthwise", "dwchan"):
+        w, attrs = r.normal(size=(3, 1, 3, 3)).astype(np.float32), {"pads": [1, 1, 1, 1],
+                                                                      "group": 3}
+    elif algo == "direct":
+        w, attrs = r.normal(size=(4, 3, 1, 1)).astype(np.float32), {}
+    else:
+        w, attrs = r.normal(size=(4, 3, 3, 3)).astype(np.float32), {"pads": [1, 1, 1, 1]}
+    w[0] = 0.0          # 0 * Inf = NaN, as in onnxruntime
+    run(tmp_path, target, x, w, attrs, sched={"algo": algo}, act="Relu", marker=MARK[algo])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_conv_simd_bad_algo(target, tmp_path):
+    x, w, attrs = case_data("3x3_pad1")
+    with pytest.raises(Exception, match="direct"):
+        run(tmp_path, target, x, w, attrs, sched={"algo": "direct"})
+    with pytest.raises(Exception, match="algo"):
+        run(tmp_path, target, x, w, attrs, sched={"algo": "winograd9"})
+    x, w, attrs = case_data("stride2_odd")
+    with pytest.raises(Exception, match="implicit"):
+        run(tmp_path, target, x, w, attrs, sched={"algo": "implicit"})
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_conv_simd_float64_is_portable(target, tmp_path):
+    """float64 convs keep the portable kernels on the SIMD targets."""
+    xs, ws, attrs = CONV_CASES["stride2_odd"]
+    r = rng(9)
+    x, w = r.normal(size=xs), r.normal(size=ws)
+    model = make_model([helper.make_node("Conv", ["x", "w"], ["y"], **attrs)], {"x": x}, ["y"],
+                       {"w": w})
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    out = aicc.build(path, target=target, out=tmp_path / "b")
+    assert "aicc_cv_" not in (out / "model.c").read_text()
+    assert_close(aicc.load(out, cflags=STRICT_CFLAGS).run({"x": x}), reference(model, {"x": x}))

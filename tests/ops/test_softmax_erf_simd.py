@@ -1,0 +1,77 @@
+"""The vectorizable float32 Erf (activations._erf: piecewise polynomials instead of libm's
+erff) and the SIMD Softmax rows (softmax.py: vector exp) on every runnable target, against
+float64 references on dense ranges, plus the special values."""
+import math
+
+import numpy as np
+import pytest
+from onnx import helper
+
+from aicc.targets import runnable_targets
+from tests.oracle import check_node, compile_and_run, make_model, rng
+
+TARGETS = runnable_targets()
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_erf_dense_accuracy(target, tmp_path):
+    """Within 1.5e-7 absolute of the exact erf over [-6, 6] and tiny magnitudes (relative
+    3e-7 there), across every piece boundary (0.875, 2.25, 4)."""
+    x = np.concatenate([np.linspace(-6, 6, 120001), np.logspace(-38, 0, 2000),
+                        -np.logspace(-38, 0, 2000),
+                        np.nextafter(np.float32([0.875, 2.25, 4.0]), np.float32(0)),
+                        np.float32([0.875, 2.25, 4.0])]).astype(np.float32)
+    m = make_model([helper.make_node("Erf", ["x"], ["y"])], {"x": x}, ["y"])
+    y = compile_and_run(m, {"x": x}, tmp_path, target=target)["y"].astype(np.float64)
+    ref = np.array([math.erf(v) for v in x.astype(np.float64)])
+    err = np.abs(y - ref)
+    assert err.max() <= 1.5e-7, x[err.argmax()]
+    small = np.abs(x) < 0.5
+    assert (err[small] / np.maximum(np.abs(ref[small]), 1e-38)).max() <= 3e-7
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_erf_special_values(target, tmp_path):
+    x = np.float32([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 3.4e38, -3.4e38, 10.0])
+    m = make_model([helper.make_node("Erf", ["x"], ["y"])], {"x": x}, ["y"])
+    y = compile_and_run(m, {"x": x}, tmp_path, target=target)["y"]
+    assert np.signbit(y[1]) and not np.signbit(y[0]) and y[0] == 0 and y[1] == 0
+    np.testing.assert_array_equal(y[[2, 3, 7, 8, 9]], np.float32([1, -1, 1, -1, 1]))
+    assert np.isnan(y[4])
+    assert abs(y[5]) <= 1e-44 and abs(y[6]) <= 1e-44
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("shape", [(3, 1), (2, 7), (4, 16), (3, 33), (2, 2, 128), (5, 1000),
+                                   (1, 100), (7, 8), (1, 17)])
+def test_softmax_rows(shape, target, tmp_path):
+    x = (rng(sum(shape)).normal(size=shape) * 5).astype(np.float32)
+    check_node("Softmax", {"x": x}, tmp_path, attrs={"axis": -1}, target=target)
+    check_node("LogSoftmax", {"x": x}, tmp_path, attrs={"axis": -1}, target=target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_softmax_rows_nan_inf(target, tmp_path):
+    """NaN anywhere -> NaN row; -Inf -> 0; +Inf or all -Inf -> NaN row (onnxruntime's)."""
+    x = rng(1).normal(size=(7, 40)).astype(np.float32)
+    x[0, 3] = np.nan
+    x[1, :] = -np.inf
+    x[2, 5] = np.inf
+    x[3, 7] = -np.inf
+    x[4, :] = -200
+    x[4, 0] = 0
+    x[5, 39] = np.nan
+    x[6, 33:] = -np.inf
+    check_node("Softmax", {"x": x}, tmp_path, attrs={"axis": -1}, target=target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_softmax_exp_range(target, tmp_path):
+    """A row spanning the whole float exp range: relative error within 2e-5 of float64 (as
+    the libm scalar helper; the extreme ratios are the limit)."""
+    x = np.linspace(-87.3, 0, 20001).astype(np.float32)[None, :]
+    m = make_model([helper.make_node("Softmax", ["x"], ["y"], axis=-1)], {"x": x}, ["y"])
+    y = compile_and_run(m, {"x": x}, tmp_path, target=target)["y"]
+    e = np.exp(x.astype(np.float64))
+    ref = e / e.sum()
+    assert (np.abs(y - ref) / ref).max() <= 2e-5
