@@ -15,7 +15,8 @@ import math
 
 from ..emit_c.cwriter import c_literal
 from .activations import ACT_ATTRS, fused_epilogue
-from .gemm_simd import ISA, V, _header, epilogue as scalar_epilogue, nr_of, panels_at_once
+from .gemm_simd import (ISA, V, _header, column_loops, epilogue as scalar_epilogue, nr_of,
+                        panels_at_once, row_counts)
 
 KEY = "gemm_simd.6.cv"           # helper keys sort after gemm_simd's includes and epilogues
 
@@ -155,28 +156,10 @@ def kernel(ctx, isa: str, mr: int, table: bool = False) -> str:
                 else:
                     o.append(f"{ind}" + _f(d["store"], p=yptr(r, c), v=accs[r][c]) + ";")
 
-    g = np_ * nr
-    o.append(f"    for (; j + {g}u <= n; j += {g}u) {{")
-    body(np_, False, "        ")
-    o.append("    }")
-    if np_ > 1:
-        o.append(f"    for (; j + {nr}u <= n; j += {nr}u) {{")
-        body(1, False, "        ")
-        o.append("    }")
-    o.append("    if (j < n) {")
-    body(1, True, "        ")
-    o.append("    }")
-    o.append("}")
+    column_loops(o, body, np_, nr)
     _header(ctx, isa)
     ctx.helper(f"{KEY}.0.{isa}.k{mr:02d}" + ("t" if table else ""), "\n".join(o))
     return name
-
-
-def row_counts(m: int, mr: int) -> list:
-    rows = {mr} if m >= mr else set()
-    if m % mr:
-        rows.add(m % mr)
-    return sorted(rows)
 
 
 def tile_gemm(ctx, isa: str, sched: dict, m: int, act, table: bool = False) -> str:
@@ -187,7 +170,7 @@ def tile_gemm(ctx, isa: str, sched: dict, m: int, act, table: bool = False) -> s
     mr, kc, jb = sched["mr"], sched["kc"], sched["jb"]
     nr = nr_of(isa)
     rows = sorted({r for mm in (m if isinstance(m, (list, tuple)) else [m])
-                   for r in row_counts(mm, mr)})
+                   for r in row_counts(mm, {"mr": mr})})
     ks = {r: kernel(ctx, isa, r, table) for r in rows}
     epi = scalar_epilogue(ctx, act[0], act[1]) if act else None
     tag = epi[len("aicc_sg_"):] if epi else "clamp"

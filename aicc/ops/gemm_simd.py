@@ -180,6 +180,13 @@ def _kernel_text(isa: str, mr: int) -> tuple:
                 else:
                     o.append(f"{ind}" + _f(d["store"], p=p, v=accs[r][c]) + ";")
 
+    column_loops(o, body, np_, nr)
+    return name, "\n".join(o)
+
+
+def column_loops(o: list, body, np_: int, nr: int) -> None:
+    """The column walk of a micro-kernel: np_ panels at a time, then one panel, then a masked
+    tail; body(panels, masked, indent) appends one step; closes the function."""
     g = np_ * nr
     o.append(f"    for (; j + {g}u <= n; j += {g}u) {{")
     body(np_, False, "        ")
@@ -192,7 +199,6 @@ def _kernel_text(isa: str, mr: int) -> tuple:
     body(1, True, "        ")
     o.append("    }")
     o.append("}")
-    return name, "\n".join(o)
 
 
 def row_counts(m: int, sched: dict) -> list:
