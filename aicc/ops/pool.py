@@ -1,5 +1,7 @@
 """MaxPool (with the optional Indices output), AveragePool, GlobalAveragePool, GlobalMaxPool:
-1-D, 2-D and 3-D, float32 and float64 (MaxPool also int8 and uint8). Kernels: pool_kernels.py.
+1-D, 2-D and 3-D, float32 and float64 (MaxPool also int8 and uint8). Kernels: pool_kernels.py
+(portable C); float32 on the x86 SIMD targets (the target's ``kernels:`` list or the node's
+``aicc_kernel``): pool_simd.py, except MaxPool with Indices.
 
 Attributes: kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, storage_order
 (Indices), count_include_pad. Output sizes and auto_pad SAME_* padding follow onnxruntime:
@@ -28,6 +30,7 @@ Semantics at the edges:
 """
 from __future__ import annotations
 
+from . import pool_simd
 from .base import Op, register, register_many
 from .conv import AUTO_PADS, FLOATS, ints, static_shapes
 from .conv_kernels import params_c, suffix, use
@@ -137,6 +140,12 @@ class _Pool(Op):
             ctx(geo.params(flag))
             ctx(f"aicc_maxpool_idx{sfx}(&prm, {ctx.inp[0]}, {ctx.out[0]}, {ctx.out[1]});")
             return
+        isa = pool_simd.isa_of(ctx, dt)
+        if isa is not None:
+            ctx.kernel = isa
+            ctx(f"/* {what} */")
+            pool_simd.emit_window(ctx, geo, avg, flag, isa)
+            return
         use(ctx, dt)
         ctx.helper("pool.0.taps", TAPS)
         ctx.helper(f"pool.1.rows{sfx}", ptyped(ROWS, dt))
@@ -195,7 +204,12 @@ class GlobalPool(Op):
                 ctx(f"{ctx.out[0]}[i] = {v};")
             return
         sfx = suffix(dt)
-        ctx.helper(f"pool.5.global{sfx}", ptyped(GLOBAL, dt))
         avg = 1 if self.op_type == "GlobalAveragePool" else 0
         ctx(f"/* {self.op_type} over {planes} planes of {n} elements */")
+        isa = pool_simd.isa_of(ctx, dt)
+        if isa is not None:
+            ctx.kernel = isa
+            pool_simd.emit_global(ctx, planes, n, bool(avg), isa)
+            return
+        ctx.helper(f"pool.5.global{sfx}", ptyped(GLOBAL, dt))
         ctx(f"aicc_global_pool{sfx}({planes}u, {n}u, {avg}, {ctx.inp[0]}, {ctx.out[0]});")
