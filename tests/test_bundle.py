@@ -22,8 +22,9 @@ def model_file(tmp_path):
     r = rng(3)
     x = r.normal(size=(1, 16)).astype(np.float32)
     w = r.normal(size=(16,)).astype(np.float32)
+    # three steps: `a` has two consumers, so fuse-binary-activation leaves Mul -> Tanh apart
     nodes = [helper.make_node("Mul", ["x", "w"], ["a"]), helper.make_node("Tanh", ["a"], ["b"]),
-             helper.make_node("Add", ["b", "x"], ["y"])]
+             helper.make_node("Add", ["b", "a"], ["y"])]
     p = tmp_path / "m.onnx"
     onnx.save(make_model(nodes, {"x": x}, ["y"], {"w": w}), p)
     return p, x

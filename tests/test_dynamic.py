@@ -377,3 +377,33 @@ def test_c_api_run_dims(tmp_path):
         got = np.array([float.fromhex(v) for v in vals[2:]], np.float32).reshape(1, 4)
         np.testing.assert_allclose(got, sess.run(None, {"x": x})[0], rtol=1e-4, atol=1e-5)
     assert out[2].split() == ["6", "42"]          # AICC_ERR_DIMS, nothing written
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_fused_binary_activation_on_padded_axes(tmp_path, target):
+    """Add -> Clip(min 0.5) and Mul -> Sigmoid (fuse-binary-activation: f(0) != 0) on padded
+    H/W, then ops that read the padding (MaxPool, Conv with a zero border, GlobalAveragePool):
+    their PadFills overwrite whatever the fused activation left in the padding."""
+    rng = np.random.default_rng(9)
+    x = h.make_tensor_value_info("x", T.FLOAT, [1, 2, "hh", "ww"])
+    outs = [h.make_tensor_value_info("mp", T.FLOAT, [1, 2, "a", "b"]),
+            h.make_tensor_value_info("cv", T.FLOAT, [1, 3, "hh", "ww"]),
+            h.make_tensor_value_info("gap", T.FLOAT, [1, 2, 1, 1])]
+    nodes = [h.make_node("Add", ["x", "bias"], ["s"]), h.make_node("Clip", ["s", "lo", "hi"], ["c"]),
+             h.make_node("Mul", ["x", "c"], ["m"]), h.make_node("Sigmoid", ["m"], ["sg"]),
+             h.make_node("MaxPool", ["c"], ["mp"], kernel_shape=[3, 3], strides=[2, 2],
+                         pads=[1, 1, 1, 1]),
+             h.make_node("Conv", ["sg", "w"], ["cv"], pads=[1, 1, 1, 1]),
+             h.make_node("GlobalAveragePool", ["sg"], ["gap"])]
+    inits = {"bias": rng.standard_normal((2, 1, 1)).astype(np.float32),
+             "lo": np.array(0.5, np.float32), "hi": np.array(2.0, np.float32),
+             "w": rng.standard_normal((3, 2, 3, 3)).astype(np.float32)}
+    path, b = _build(tmp_path, dm._model(nodes, [x], outs, inits), {"hh": [8], "ww": [4, 16]},
+                     target)
+    steps = b.manifest["steps"]
+    assert {s["op"] for s in steps if s.get("fused", {}).get("act")} >= {"Add", "Mul"}
+    sess = _ort(path)
+    for hh in (1, 3, 8):
+        for ww in (1, 4, 5, 13, 16):
+            _check(sess, b, {"x": rng.standard_normal((1, 2, hh, ww)).astype(np.float32)},
+                   f"hh={hh}, ww={ww}")

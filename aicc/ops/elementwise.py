@@ -16,13 +16,22 @@ Semantics (documented, tested), with no C undefined behaviour for any input:
   truncated (1, +-1 for a == -1, else 0, also for a == 0). An integer base with a float
   exponent computes in double and converts with truncation and saturation (NaN -> 0).
 - Clip bounds may be constants (baked in) or fed at run time (read from their pointers).
+- A float Add/Sub/Mul/Div may carry a fused activation (``aicc_act`` / ``aicc_act_params``,
+  pass fuse-binary-activation): each element is ``act(r)`` with ``r = a op b`` rounded to
+  the dtype (passed as an argument of that type to a small inline function holding the
+  activation's expression from activations.ACT), in the same loop: bit for bit the result of
+  the two separate steps.
 """
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
-from ..emit_c.cwriter import c_literal, ctype
-from .activations import ACT, INT_OK, act_expr, act_params
+from ..emit_c.cwriter import c_literal, ctype, sanitize
+from . import erf_simd
+from .activations import (ACT, ACT_ATTRS, INT_OK, act_expr, act_params, apply_epilogue,
+                          fused_epilogue, unfused)
 from .base import Op, register_many
 from .cast import cast_expr
 from .loops import emit_broadcast, emit_map, numel
@@ -55,6 +64,10 @@ class Unary(Op):
         n = numel(ctx.out_shape(0))
         if n == 0:
             ctx("/* empty tensor */")
+            return
+        isa = erf_simd.supports(node, ctx, p)
+        if isa:
+            erf_simd.emit(ctx, node, isa, p, n)
             return
         with ctx.block(f"for (size_t i = 0; i < {n}u; ++i)"):
             ctx(f"const {ct} x = {ctx.inp[0]}[i];")
@@ -223,6 +236,26 @@ static uint64_t {name}(uint64_t a, int64_t e, int sgn)
     return name
 
 
+def _fused_act_helper(ctx, node, dt) -> str | None:
+    """Name of ``static inline T f(T r)`` applying the node's fused activation (None if it
+    has none): the argument rounds the binary result to the dtype before the activation."""
+    name, params = fused_epilogue(node)
+    if name is None:
+        return None
+    params = {**ACT_ATTRS.get(name, {}), **params}
+    ct = ctype(dt)
+    tag = sanitize(name, 16)
+    if params:
+        tag += "_" + hashlib.sha1(repr(sorted(params.items())).encode()).hexdigest()[:8]
+    fn = f"aicc_bact_{_sfx(dt)}_{tag}"
+    shown = ", ".join(f"{k}={v}" for k, v in sorted(params.items()))
+    ctx.helper(f"elementwise.act.{fn}",
+               f"/* fused activation {name}({shown}) of a binary op's rounded result */\n"
+               f"static inline {ct} {fn}({ct} r)\n{{\n"
+               f"    return {act_expr(name, params, 'r', dt)};\n}}")
+    return fn
+
+
 def _wrap(ctx, dt, expr_u64):
     """The dtype's value of a uint64_t expression, modulo 2^bits (no UB, see cast.py)."""
     return cast_expr(ctx, U64, dt, f"({expr_u64})")
@@ -243,7 +276,21 @@ class Binary(Op):
             return "inputs of different dtypes"
         if self.op_type == "Mod" and int(self.attr(node, "fmod")) not in (0, 1):
             return f"fmod={self.attr(node, 'fmod')} (must be 0 or 1)"
+        act, _ = fused_epilogue(node)
+        if act is not None:
+            if self.op_type not in BINARY_FLOAT or dts[0].kind != "f":
+                return f"fused activation {act!r} on a {dts[0].name} {self.op_type}"
+            if act not in ACT:
+                return f"fused activation {act!r} unknown"
         return None
+
+    def reference(self, node, g, inputs):
+        """The standard op, then the fused activation (if any) on its dtype-rounded result."""
+        from .reference import run_onnx_reference
+        if fused_epilogue(node)[0] is None:
+            return run_onnx_reference(node, g, inputs)
+        y = np.asarray(run_onnx_reference(unfused(node), g, inputs)[0])
+        return [apply_epilogue(node, y)]
 
     def _expr(self, node, ctx):
         """C expression of one element from the two operand expressions."""
@@ -282,6 +329,10 @@ class Binary(Op):
     def emit(self, node, ctx):
         a, b = ctx.inp[0], ctx.inp[1]
         f = self._expr(node, ctx)
+        act = _fused_act_helper(ctx, node, ctx.out_dtype(0))
+        if act is not None:
+            g = f
+            f = lambda x, y: f"{act}({g(x, y)})"  # noqa: E731
         emit_broadcast(ctx, ctx.out_shape(0), [ctx.in_shape(0), ctx.in_shape(1)],
                        lambda ix: f(f"{a}[{ix[0]}]", f"{b}[{ix[1]}]"))
 

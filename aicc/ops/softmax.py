@@ -28,6 +28,7 @@ from ..emit_c.cwriter import c_literal, ctype
 from .base import Op, register_many
 from .gemm import empty_body, float_dtype_reason
 from .loops import numel
+from .simd import SIMD, simd_isa
 
 
 def _sfx(dt) -> str:
@@ -74,43 +75,10 @@ _EXP_DOC = """\
  * 2^n through the exponent bits; x < -87.33654 (below the normal range) gives 0, -Inf gives 0,
  * NaN stays NaN (the polynomial of NaN is NaN). */"""
 
-_SIMD = {
-    "avx2": dict(v="__m256", L=8, set1="_mm256_set1_ps", add="_mm256_add_ps",
-                 mul="_mm256_mul_ps", div="_mm256_div_ps", fma="_mm256_fmadd_ps",
-                 fnma="_mm256_fnmadd_ps", max="_mm256_max_ps", ld="_mm256_loadu_ps",
-                 st="_mm256_storeu_ps", zero="_mm256_setzero_ps()",
-                 rnd="_mm256_round_ps({x}, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)",
-                 pow2=("_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32("
-                       "_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23))"),
-                 under="_mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LT_OQ), y)"),
-    "avx512": dict(v="__m512", L=16, set1="_mm512_set1_ps", add="_mm512_add_ps",
-                   mul="_mm512_mul_ps", div="_mm512_div_ps", fma="_mm512_fmadd_ps",
-                   fnma="_mm512_fnmadd_ps", max="_mm512_max_ps", ld="_mm512_loadu_ps",
-                   st="_mm512_storeu_ps", zero="_mm512_setzero_ps()",
-                   rnd="_mm512_roundscale_ps({x}, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)",
-                   pow2=("_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32("
-                         "_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23))"),
-                   under="_mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, lo, _CMP_NLT_UQ), y)"),
-}
-
-
-def _simd_isa(ctx):
-    """The first SIMD variant of the target's kernel list this module implements, or None."""
-    forced = ctx.node.attrs.get("aicc_kernel")
-    for name in ctx.target.kernels:
-        if forced and name != forced:
-            continue
-        if name in _SIMD:
-            return name
-        if name == "generic":
-            break
-    return None
-
-
 def _simd_row_helper(ctx, isa) -> str:
     """Softmax rows with the vector exp above; the row tail (D % L values) goes through a
     small buffer padded with -Inf (exp gives 0: nothing added to the sum)."""
-    d = _SIMD[isa]
+    d = SIMD[isa]
     v, L = d["v"], d["L"]
     c = {k: f"{d['set1']}({val}f)" for k, val in (
         ("lo", -87.33654), ("l2e", 1.44269504088896341), ("c1", 0.693359375),
@@ -279,7 +247,8 @@ class Softmax(Op):
             ctx(f"{_hardmax_helper(ctx, dt)}({o}u, {d}u, {i}u, {x}, {y});")
             return
         if i == 1:
-            isa = _simd_isa(ctx) if self.op_type == "Softmax" and dt == np.float32 else None
+            isa = simd_isa(ctx) if self.op_type == "Softmax" and dt == np.float32 else None
+            ctx.kernel = isa or ""
             helper = _simd_row_helper(ctx, isa) if isa else _row_helper(ctx, self.op_type, dt)
             ctx(f"{helper}({o}u, {d}u, {x}, {y});")
             return

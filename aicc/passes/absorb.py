@@ -1,9 +1,10 @@
 """The walk shared by the fusion passes: a node is absorbed into the Conv/ConvTranspose/Gemm/
 MatMul that produces one of its inputs, and the rewritten producer takes over its output.
 
-``absorb_into_producer(g, candidates, rewrite)`` visits the nodes in order. For a node ``n``,
-``candidates(n)`` names the inputs it could be absorbed through. An input ``y`` qualifies
-when its producer ``p`` is a standard-domain PRODUCERS node with one output and no fused
+``absorb_into_producer(g, candidates, rewrite, producers=PRODUCERS)`` visits the nodes in
+order. For a node ``n``, ``candidates(n)`` names the inputs it could be absorbed through. An
+input ``y`` qualifies when its producer ``p`` is a standard-domain ``producers`` node (op
+types; fuse-binary-activation passes Add/Sub/Mul/Div) with one output and no fused
 activation yet, ``y`` is read by ``n`` only and is not a graph output. ``rewrite(p, n, y)``
 then returns ``(inputs, attrs, new_constants)`` for ``p`` computing ``n``'s output, or None
 to leave both alone. ``g`` is edited in place (pass a copy).
@@ -41,7 +42,7 @@ def sole_use(name, node, cons, outs) -> bool:
     return name not in outs and len(users) == 1 and users[0] is node
 
 
-def absorb_into_producer(g, candidates, rewrite):
+def absorb_into_producer(g, candidates, rewrite, producers=PRODUCERS):
     cons, outs = g.consumers(), set(g.outputs)
     kept, where = [], {}          # where: tensor -> index in kept of its producer
     for n in g.nodes:
@@ -49,7 +50,7 @@ def absorb_into_producer(g, candidates, rewrite):
         for y in (candidates(n) if std_domain(n) else ()):
             k = where.get(y)
             p = kept[k] if k is not None else None
-            if (p is None or p.op_type not in PRODUCERS or not std_domain(p)
+            if (p is None or p.op_type not in producers or not std_domain(p)
                     or len(p.outputs) != 1 or "aicc_act" in p.attrs
                     or not sole_use(y, n, cons, outs)):
                 continue

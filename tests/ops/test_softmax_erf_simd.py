@@ -41,6 +41,28 @@ def test_erf_special_values(target, tmp_path):
     assert abs(y[5]) <= 1e-44 and abs(y[6]) <= 1e-44
 
 
+@pytest.mark.parametrize("target", [t for t in TARGETS if t != "generic"])
+@pytest.mark.parametrize("op", ["Erf", "Gelu"])
+def test_erf_gelu_vector_loop_bitwise(op, target, tmp_path):
+    """The SIMD loops (erf_simd.py: vector body + scalar tail) give exactly the generic
+    target's bits on every piece, the boundaries, specials and a 37-element tail."""
+    x = np.concatenate([np.linspace(-9, 9, 4001), np.logspace(-40, 38, 300),
+                        -np.logspace(-40, 38, 300), [0.0, -0.0, np.inf, -np.inf, np.nan],
+                        np.nextafter(np.float32([0.875, 2.25, 4.0, -0.875, -2.25, -4.0]),
+                                     np.float32(0)),
+                        [0.875, 2.25, 4.0, -0.875, -2.25, -4.0],
+                        rng(3).normal(size=37) * 3]).astype(np.float32)
+    opset = 20 if op == "Gelu" else 17
+    m = make_model([helper.make_node(op, ["x"], ["y"])], {"x": x}, ["y"], opset=opset)
+    y = compile_and_run(m, {"x": x}, tmp_path, target=target)["y"]
+    ref = compile_and_run(m, {"x": x}, tmp_path, target="generic")["y"]
+    np.testing.assert_array_equal(y.view(np.uint32), ref.view(np.uint32))
+    if op == "Erf":
+        exact = np.array([math.erf(v) for v in x.astype(np.float64)])
+        ok = ~np.isnan(x)
+        assert np.abs(y[ok] - exact[ok]).max() <= 1.5e-7
+
+
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("shape", [(3, 1), (2, 7), (4, 16), (3, 33), (2, 2, 128), (5, 1000),
                                    (1, 100), (7, 8), (1, 17)])

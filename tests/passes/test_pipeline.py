@@ -22,7 +22,8 @@ def test_default_pipeline_names_and_order():
     names = [n for n, _ in DEFAULT]
     assert all(n in PASSES for n in names)
     assert names.index("fold-batchnorm") < names.index("fuse-bias") < \
-        names.index("fuse-activation") < names.index("materialize-outputs")
+        names.index("fuse-activation") < names.index("fuse-binary-activation") < \
+        names.index("materialize-outputs")
     assert names[-1] == "materialize-outputs"
 
 
