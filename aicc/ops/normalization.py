@@ -12,7 +12,8 @@ and writes the optional running_mean/running_var outputs as
 
 The other three normalize groups of contiguous elements (a row of the trailing axes, one
 channel, or one group of channels): two passes per group (mean, then the mean of squared
-deviations), both accumulated in the tensor dtype, then ``(x - mean) * inv * scale + bias``
+deviations), both accumulated in the tensor dtype in sum16.py's 16-lane order (vectorizable,
+the same on every target), then ``(x - mean) * inv * scale + bias``
 with ``inv = 1 / sqrt(var + eps)``. LayerNormalization's stash_type is ignored: float32
 computes in float32, float64 in float64. Its optional Mean and InvStdDev outputs are written
 when they have the input's dtype (float32 input; a float64 input would need float32 stats).
@@ -29,6 +30,7 @@ from ..emit_c.cwriter import c_literal, ctype
 from .base import Op, register
 from .gemm import empty_body, float_dtype_reason
 from .loops import numel
+from .sum16 import sum16
 
 
 def _sfx(dt) -> str:
@@ -203,23 +205,20 @@ class BatchNormalization(Op):
 
 # -- LayerNormalization ------------------------------------------------------------------
 
-def _stats_code(ct, one, z, sq, row, length) -> str:
-    """C statements: mean ``mu`` and ``inv`` = 1/sqrt(var + eps) of ``row[0:length]``."""
+def _stats_code(ctx, dt, row, length) -> str:
+    """C statements: mean ``mu`` and ``inv`` = 1/sqrt(var + eps) of ``row[0:length]`` (two
+    passes, each a sum in sum16's order)."""
+    ct = ctype(dt)
     return f"""\
-        {ct} sum = {z}, ss = {z};
-        for (size_t d = 0; d < {length}; ++d) sum += {row}[d];
-        const {ct} mu = sum / ({ct}){length};
-        for (size_t d = 0; d < {length}; ++d) {{
-            const {ct} t = {row}[d] - mu;
-            ss += t * t;
-        }}
-        const {ct} inv = {one} / {sq}(ss / ({ct}){length} + eps);"""
+        const {ct} mu = {sum16(ctx, dt)}({row}, {length}) / ({ct}){length};
+        const {ct} ss = {sum16(ctx, dt, 'sqdev')}({row}, {length}, mu);
+        const {ct} inv = {c_literal(1, dt)} / {_sqrt(dt)}(ss / ({ct}){length} + eps);"""
 
 
 def _layernorm_helper(ctx, dt) -> str:
     ct = ctype(dt)
     name = f"aicc_layernorm_{_sfx(dt)}"
-    stats = _stats_code(ct, c_literal(1, dt), c_literal(0, dt), _sqrt(dt), "xr", "D")
+    stats = _stats_code(ctx, dt, "xr", "D")
     return ctx.helper(name, f"""\
 /* Layer norm of R rows of D: y = (x - mean) * inv * scale[d*ss] (+ bias[d*bs]), two-pass
  * statistics per row; bias, mean_out and inv_out may be NULL. */
@@ -311,7 +310,7 @@ class LayerNormalization(Op):
 def _groupnorm_helper(ctx, dt) -> str:
     ct = ctype(dt)
     name = f"aicc_groupnorm_{_sfx(dt)}"
-    stats = _stats_code(ct, c_literal(1, dt), c_literal(0, dt), _sqrt(dt), "xg", "D")
+    stats = _stats_code(ctx, dt, "xg", "D")
     return ctx.helper(name, f"""\
 /* Group norm over [N, G*CG, S]: each group of CG channels (D = CG*S contiguous values) is
  * normalized with its two-pass mean/variance, then channel c = g*CG + j is scaled by

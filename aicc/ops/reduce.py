@@ -19,7 +19,9 @@ intermediate results in step scratch; every reduction here composes (Mean of equ
 Means, L2 of L2s, LogSumExp of LogSumExps, SumSquare and L1 continue as Sum, LogSum sums
 until its last stage).
 
-Accumulation is in the tensor dtype, in ascending index order. Integers (Sum, Prod, Max,
+Accumulation is in the tensor dtype, in ascending index order, except float Sum, Mean,
+SumSquare, L1, L2 and LogSum over contiguous rows: those sum in sum16.py's 16-lane order
+(vectorizable; the same on every target). Integers (Sum, Prod, Max,
 Min) wrap around on overflow (computed in unsigned arithmetic: no UB). ReduceMax/ReduceMin
 accept bool (any / all).
 
@@ -41,6 +43,7 @@ from .base import Op, register_many
 from .gemm import empty_body
 from .loops import numel
 from .reduce_rt import emit_runtime
+from .sum16 import sum16
 
 FLOAT_ONLY = {"ReduceMean", "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp",
               "ReduceLogSum"}
@@ -144,11 +147,29 @@ static void {name}(size_t O, size_t D, size_t I, const {ct} *restrict x,
 }}""")
 
 
+# float reductions that are sums of a term: contiguous rows use sum16's order
+SUM16_TERMS = {"ReduceSum": "sum", "ReduceMean": "sum", "ReduceLogSum": "sum",
+               "ReduceSumSquare": "sq", "ReduceL2": "sq", "ReduceL1": "abs"}
+
+
 def _reduce_helper(ctx, kind, dt, rows: bool) -> str:
     if kind == "ReduceLogSumExp":
         return _lse_helper(ctx, dt, rows)
     ct = ctype(dt)
     init, acc, fin = _exprs(kind, dt)
+    if rows and kind in SUM16_TERMS and dt in (np.float32, np.float64):
+        name = f"aicc_{kind.lower()}_rows_{_sfx(dt)}"
+        res = fin.format(a="a") if fin else "a"
+        total = sum16(ctx, dt, SUM16_TERMS[kind])
+        return ctx.helper(name, f"""\
+/* {kind} of O contiguous rows of D values (sum16 order; D == 0 gives the identity). */
+static void {name}(size_t O, size_t D, const {ct} *restrict x, {ct} *restrict y)
+{{
+    for (size_t o = 0; o < O; ++o) {{
+        const {ct} a = {total}(x + o * D, D);
+        y[o] = {res};
+    }}
+}}""")
     if rows:
         name = f"aicc_{kind.lower()}_rows_{_sfx(dt)}"
         res = fin.format(a="a") if fin else "a"
