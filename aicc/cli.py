@@ -196,8 +196,13 @@ def golden_check(bundle, golden_dir):
 @click.option("--seconds", default=2.0, show_default=True, help="Time budget per engine.")
 @click.option("--warmup", default=5, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
-def bench(bundle, model, seconds, warmup, as_json):
+@click.option("--profile", "top", type=int, default=None, metavar="N",
+              help="Per-step times instead (median of 50 hooked runs): the N slowest steps "
+                   "(0: all, in order).")
+def bench(bundle, model, seconds, warmup, as_json, top):
     """Median and p90 latency of BUNDLE (and of onnxruntime with --model), interleaved."""
+    if top is not None:
+        return _profile(bundle, warmup, as_json, top)
     from .bench import bench as do_bench
     res = do_bench(bundle, model, seconds=seconds, warmup=warmup)
     if as_json:
@@ -210,6 +215,21 @@ def bench(bundle, model, seconds, warmup, as_json):
                        f"({r['runs']} runs)")
     if "ratio" in res:
         click.echo(f"ratio aicc/onnxruntime: {res['ratio']:.3f}")
+
+
+def _profile(bundle, warmup, as_json, top):
+    from .bench import profile
+    res = profile(bundle, warmup=warmup)
+    if as_json:
+        click.echo(json.dumps(res, indent=1, sort_keys=True))
+        return
+    rows = res["steps"] if top == 0 else sorted(res["steps"], key=lambda r: -r["ms"])[:top]
+    click.echo(f"{'step':>5s} {'op':18s} {'kernel':10s} {'ms':>9s} {'share':>6s}  node")
+    for r in rows:
+        click.echo(f"{r['index']:5d} {r['op'][:18]:18s} {r['kernel'][:10]:10s} {r['ms']:9.4f} "
+                   f"{100 * r['share']:5.1f}%  {one_line(r['node'], 60)}")
+    click.echo(f"sum of step medians {res['sum_ms']:.4f} ms; run with the hook {res['hooked_ms']:.4f} "
+               f"ms, without {res['plain_ms']:.4f} ms ({res['runs']} runs each)")
 
 
 def one_line(msg: str, limit: int = 2000) -> str:

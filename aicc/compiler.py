@@ -12,12 +12,14 @@ from .errors import ConfigError
 from .frontend import file_sha256, import_model
 from .ops import check_supported, load_all
 from .passes import run_pipeline
+from .passes.node_overrides import apply_node_overrides
 
 
 def compile_graph(g, opts: Options, *, check: bool = False, trace=None):
     """Graph -> (final Graph, Program). Raises UnsupportedError before anything is written."""
     load_all()
     g = run_pipeline(g, opts.pipeline, check=check, trace=trace)
+    g = apply_node_overrides(g, opts.nodes, opts.target)
     check_supported(g)          # names every unsupported op at once, before anything is written
     return g, lower(g, opts)
 

@@ -3,6 +3,7 @@ overridden by a user's YAML (-c) and by CLI flags."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +33,7 @@ class Options:
     weights: dict
     name: str = "model"
     raw: dict = None
+    nodes: dict = None        # {node name: {"kernel": str, "schedule": {...}}} (YAML nodes:)
 
     @staticmethod
     def load(target: str = "generic", config=None, overrides: dict | None = None) -> "Options":
@@ -49,12 +51,46 @@ class Options:
             d = _merge(d, user)
         if overrides:
             d = _merge(d, overrides)
-        unknown = set(d) - {"pipeline", "memory", "weights", "name", "limits", "dynamic"}
+        unknown = set(d) - {"pipeline", "memory", "weights", "name", "limits", "dynamic",
+                            "schedule", "nodes"}
         if unknown:
             raise ConfigError(f"config: unknown section(s) {', '.join(sorted(unknown))}")
-        return Options(target=load_target(target), pipeline=parse_pipeline(d.get("pipeline", [])),
+        tgt = load_target(target)
+        if d.get("schedule"):
+            tgt = dataclasses.replace(tgt, schedule=_merge(tgt.schedule or {},
+                                                           _schedule(d["schedule"])))
+        return Options(target=tgt, pipeline=parse_pipeline(d.get("pipeline", [])),
                        memory=dict(d.get("memory") or {}), weights=dict(d.get("weights") or {}),
-                       name=str(d.get("name", "model")), raw=d)
+                       name=str(d.get("name", "model")), raw=d, nodes=parse_nodes(d.get("nodes")))
+
+
+def _schedule(sched) -> dict:
+    """The YAML ``schedule:`` section: {op family: {parameter: value}}, merged over the
+    target's schedule (e.g. ``schedule: {conv: {implicit_pct: 10}}``)."""
+    if not isinstance(sched, dict) or not all(isinstance(v, dict) for v in sched.values()):
+        raise ConfigError("config: 'schedule' must map op families (gemm, conv, ...) to "
+                          "mappings of parameters")
+    return sched
+
+
+def parse_nodes(nodes) -> dict:
+    """The YAML ``nodes:`` section: per-node overrides by node name (the name after the
+    pipeline, as `aicc inspect` and the manifest show it), each with ``kernel`` (a variant of
+    the target's kernels list) and/or ``schedule`` (parameters of the op's family, e.g.
+    ``{algo: im2col, mr: 4}`` for a Conv)."""
+    if nodes is None:
+        return {}
+    if not isinstance(nodes, dict):
+        raise ConfigError("config: 'nodes' must map node names to {kernel: ..., schedule: ...}")
+    out = {}
+    for name, over in nodes.items():
+        if not isinstance(over, dict) or not over or set(over) - {"kernel", "schedule"}:
+            raise ConfigError(f"config: nodes: {str(name)!r}: expected a mapping with kernel "
+                              "and/or schedule")
+        if "schedule" in over and not isinstance(over["schedule"], dict):
+            raise ConfigError(f"config: nodes: {str(name)!r}: schedule must be a mapping")
+        out[str(name)] = dict(over)
+    return out
 
 
 def parse_pipeline(items) -> list:

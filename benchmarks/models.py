@@ -116,6 +116,8 @@ def all_models(out_dir):
         ("Transformer enc 2x(128,128,h2,ffn512)", transformer(out_dir / "transformer.onnx")),
         ("GEMM 512x512x512", gemm(out_dir / "gemm512.onnx", 512, 512, 512)),
         ("GEMM 1x512x512", gemm(out_dir / "gemm1.onnx", 1, 512, 512)),
+        ("GEMM 4x512x512", gemm(out_dir / "gemm4.onnx", 4, 512, 512)),
+        ("GEMM 8x512x512", gemm(out_dir / "gemm8.onnx", 8, 512, 512)),
         ("GEMM 16x512x512", gemm(out_dir / "gemm16.onnx", 16, 512, 512)),
     ]
     return res

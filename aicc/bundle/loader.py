@@ -250,6 +250,9 @@ class Bundle:
                       ffi.from_buffer(self.arena), self.arena.nbytes)
 
     def run(self, feeds: dict, hook=None) -> dict:
+        """Run on {input name: array}; returns {output name: array}. ``hook``: a Python
+        callable ``hook(step, op, after)`` called before and after every step, or a C hook
+        as a tuple (address of an ``aicc_hook_fn``, user pointer) of ints (bench.profile)."""
         fast = getattr(self, "_fast", False)
         if fast is False:
             self._prepare_fast()
@@ -303,17 +306,19 @@ class Bundle:
             in_ptrs = out_ptrs = ffi.NULL
         w = ffi.NULL if self.weights is None else ffi.cast("void *", self.weights.ctypes.data)
         arena = ffi.cast("void *", self.arena.ctypes.data)
-        cb = ffi.NULL
-        if hook is not None:
+        cb, user = ffi.NULL, ffi.NULL
+        if isinstance(hook, tuple):      # a C hook: (function address, user pointer) as ints
+            cb, user = ffi.cast("aicc_hook_fn", hook[0]), ffi.cast("void *", hook[1])
+        elif hook is not None:
             cb = ffi.callback("aicc_hook_fn",
                               lambda u, i, op, after: hook(int(i), ffi.string(op).decode(), bool(after)))
         if self.dynamic:
             dv = ffi.new("int64_t[]", [dims[x["name"]] for x in self.dynamic["dims"]])
-            st = self._run_dims(w, arena, self.arena.nbytes, dv, in_ptrs, out_ptrs, cb, ffi.NULL)
+            st = self._run_dims(w, arena, self.arena.nbytes, dv, in_ptrs, out_ptrs, cb, user)
         elif hook is None:
             st = self._run(w, arena, self.arena.nbytes, in_ptrs, out_ptrs)
         else:
-            st = self._run_hooked(w, arena, self.arena.nbytes, in_ptrs, out_ptrs, cb, ffi.NULL)
+            st = self._run_hooked(w, arena, self.arena.nbytes, in_ptrs, out_ptrs, cb, user)
         if st == 7 and self.checked:
             raise AiccError(self._check_message())
         if st != 0:

@@ -137,6 +137,7 @@ def manifest(prog, name, target, opts, model_sha, embedded, original) -> dict:
         n = s.node
         steps.append({"index": s.index, "op": n.op_type, "node": n.name,
                       "inputs": list(n.inputs), "outputs": list(n.outputs),
+                      "kernel": getattr(s.ctx, "kernel", "") or "",
                       "fused": {k[5:]: _jsonable(v) for k, v in sorted(n.attrs.items())
                                 if k.startswith("aicc_")}})
     bufs = [{"tensor": b.name, "offset": int(o), "size": int(b.size), "first_step": b.first,

@@ -21,6 +21,7 @@ from ..errors import ConfigError, UnsupportedError
 from ..frontend import import_model
 from ..ops import check_supported, load_all
 from ..passes import run_pipeline
+from ..passes.node_overrides import apply_node_overrides
 from .dispatch_c import dynamic_header_extra, dynamic_source
 from .extent import Compound, Ext
 from .padding import insert_padding
@@ -132,6 +133,7 @@ def compile_buckets(model_path, opts, dyn, user_shapes, *, check=False, trace=No
                    for inp, shp in dyn.shapes.items()}
         g = import_model(model_path, pinned(combo))
         g = run_pipeline(g, opts.pipeline, check=check, trace=trace)
+        g = apply_node_overrides(g, opts.nodes, opts.target)
         check_supported(g)          # malformed nodes are reported before padding looks at them
         g, pads = insert_padding(g, in_pads, list(combo), dyn.names)
         probe = _probe_dims(combo, dyn)

@@ -27,6 +27,7 @@ class StepContext:
         self.extra_consts: list = []     # (var, ndarray)
         self.scratches: list = []        # (var, nbytes, ctype)
         self.restrict = True             # emitters writing in place set this False
+        self.kernel = ""                 # the kernel variant an emitter chose (manifest, profile)
 
     # -- tensor facts ------------------------------------------------------------
     def in_shape(self, k: int) -> tuple:

@@ -175,6 +175,7 @@ def gemm_call(ctx, plan, dt, m, n, k, a, ars, acs, bp, y, alpha=1.0, c=None, crs
     need acs == 1 (see a_rows) and apply the node's fused activation per tile."""
     L = lambda v: c_literal(v, dt)  # noqa: E731
     cexpr = c if c is not None else "NULL"
+    ctx.kernel = plan.isa or "generic"
     if plan.isa is None:
         fn = gemm_helper(ctx, dt, plan.nb)
         ctx(f"{fn}({m}u, {n}u, {k}u, {a}, {ars}u, {acs}u, {bp}, {L(alpha)},")

@@ -1,0 +1,105 @@
+"""`aicc bench` (latency, per-step profile) and the build YAML's `schedule:` / `nodes:`
+overrides (per-node kernel and schedule), checked against onnxruntime."""
+import json
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+
+import aicc
+from aicc.errors import ConfigError
+from aicc.targets import runnable_targets
+from tests.oracle import make_model, reference, rng
+from tests.test_cli import aicc as cli
+
+SIMD = [t for t in runnable_targets() if t in ("x86-avx2", "x86-avx512")]
+
+
+def conv_model(tmp_path):
+    """Conv 3x3 (pads 1) -> Relu -> Conv 1x1 -> Softmax over channels, named nodes."""
+    r = rng(5)
+    x = r.normal(size=(1, 8, 12, 11)).astype(np.float32)
+    inits = {"w1": (r.normal(size=(16, 8, 3, 3)) * 0.2).astype(np.float32),
+             "b1": r.normal(size=(16,)).astype(np.float32),
+             "w2": (r.normal(size=(6, 16, 1, 1)) * 0.2).astype(np.float32)}
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv_a", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"], name="relu_a"),
+             helper.make_node("Conv", ["r1", "w2"], ["c2"], name="conv_b"),
+             helper.make_node("Softmax", ["c2"], ["y"], name="soft", axis=1)]
+    p = tmp_path / "conv.onnx"
+    onnx.save(make_model(nodes, {"x": x}, ["y"], inits), p)
+    return p, x
+
+
+def build_and_check(tmp_path, model, x, target, cfg_text, tag):
+    cfg = tmp_path / f"{tag}.yaml"
+    cfg.write_text(cfg_text)
+    out = aicc.build(model, target=target, out=tmp_path / tag, config=cfg)
+    got = aicc.load(out).run({"x": x})["y"]
+    np.testing.assert_allclose(got, reference(onnx.load(model), {"x": x})["y"], rtol=1e-4,
+                               atol=1e-5)
+    return out, (out / "model.c").read_text(), json.loads((out / "manifest.json").read_text())
+
+
+@pytest.mark.parametrize("target", SIMD)
+def test_node_kernel_and_schedule_overrides(target, tmp_path):
+    model, x = conv_model(tmp_path)
+    _, src, man = build_and_check(tmp_path, model, x, target, "name: model\n", "plain")
+    isa = target.split("-")[1]
+    assert f"aicc_cv_{isa}" in src
+    # the 3x3 conv forced to im2col, the 1x1 conv to the portable kernels
+    _, src2, man2 = build_and_check(tmp_path, model, x, target, (
+        "nodes:\n  conv_a: {schedule: {algo: im2col, mr: 4}}\n  conv_b: {kernel: generic}\n"),
+        "forced")
+    steps = {s["node"]: s for s in man2["steps"]}
+    assert "im2col" in src2 and src2 != src
+    assert steps["conv_a"]["fused"]["schedule"] == {"algo": "im2col", "mr": 4}
+    assert steps["conv_b"]["fused"]["kernel"] == "generic"
+    # the YAML schedule: section merges over the target's (every conv forced to im2col)
+    _, src3, _ = build_and_check(tmp_path, model, x, target,
+                                 "schedule:\n  conv: {algo: im2col}\n", "sched")
+    assert src3.count("im2col tiles") >= 2
+
+
+def test_node_override_errors(tmp_path):
+    model, _ = conv_model(tmp_path)
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text("nodes:\n  no_such: {kernel: generic}\n  also_missing: {kernel: generic}\n")
+    with pytest.raises(ConfigError, match="no_such.*also_missing|also_missing.*no_such"):
+        aicc.build(model, target="generic", out=tmp_path / "o1", config=cfg)
+    assert not (tmp_path / "o1").exists()
+    cfg.write_text("nodes:\n  conv_a: {kernel: avx9000}\n")
+    with pytest.raises(ConfigError, match="avx9000.*not one of target generic"):
+        aicc.build(model, target="generic", out=tmp_path / "o2", config=cfg)
+    cfg.write_text("nodes:\n  relu_a: {kernel: generic}\n")      # fused into conv_a by then
+    with pytest.raises(ConfigError, match="relu_a"):
+        aicc.build(model, target="generic", out=tmp_path / "o3", config=cfg)
+    cfg.write_text("nodes:\n  conv_a: {tiles: 4}\n")
+    r = cli("build", model, "-o", tmp_path / "o4", "-c", cfg)
+    assert r.returncode == 2 and "conv_a" in r.stderr and "Traceback" not in r.stderr
+    cfg.write_text("schedule: [conv]\n")
+    r = cli("build", model, "-o", tmp_path / "o5", "-c", cfg)
+    assert r.returncode == 2 and "schedule" in r.stderr
+
+
+def test_bench_and_profile(tmp_path):
+    model, _ = conv_model(tmp_path)
+    out = aicc.build(model, target="generic", out=tmp_path / "b")
+    r = cli("bench", out, "--model", model, "--seconds", "0.2", "--json")
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)
+    assert res["aicc"]["runs"] >= 10 and res["onnxruntime"]["runs"] >= 10
+    assert res["aicc"]["median_ms"] > 0 and res["ratio"] > 0
+    assert res["aicc"]["p90_ms"] >= res["aicc"]["median_ms"]
+    r = cli("bench", out, "--profile", "0", "--json")
+    assert r.returncode == 0, r.stderr
+    prof = json.loads(r.stdout)
+    man = json.loads((out / "manifest.json").read_text())
+    assert [(s["index"], s["op"], s["node"]) for s in prof["steps"]] == \
+        [(s["index"], s["op"], s["node"]) for s in man["steps"]]
+    assert all(s["ms"] > 0 for s in prof["steps"])
+    assert abs(sum(s["share"] for s in prof["steps"]) - 1) < 1e-9
+    assert prof["sum_ms"] > 0 and prof["plain_ms"] > 0
+    r = cli("bench", out, "--profile", "1")
+    assert r.returncode == 0 and len(r.stdout.strip().splitlines()) == 3, r.stdout
