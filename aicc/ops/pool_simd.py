@@ -105,15 +105,6 @@ def isa_of(ctx, dt):
         return None
     isa = simd_isa(ctx)
     return isa if isa in ISAS else None
-    forced = ctx.node.attrs.get("aicc_kernel")
-    for name in ctx.target.kernels:
-        if forced and name != forced:
-            continue
-        if name in ISAS:
-            return name
-        if name == "generic":
-            break
-    return None
 
 
 def _header(ctx, isa):

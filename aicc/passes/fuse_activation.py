@@ -41,6 +41,15 @@ def _act_ok(act, g) -> bool:
     return True
 
 
+def fused_attrs(p, act, g) -> dict:
+    """p's attributes with the activation ``act`` fused in (a new dict: p.attrs is shared
+    with the input graph)."""
+    attrs = dict(p.attrs)
+    attrs["aicc_act"] = act.op_type
+    attrs["aicc_act_params"] = act_params(act, g)
+    return attrs
+
+
 @graph_pass("fuse-activation")
 def fuse_activation(g):
     """Fuse Relu/Clip/LeakyRelu/Sigmoid/HardSigmoid/HardSwish/Tanh into a producing
@@ -48,10 +57,7 @@ def fuse_activation(g):
     def rewrite(p, act, y):
         if not _act_ok(act, g):
             return None
-        attrs = dict(p.attrs)     # never edit p.attrs: shared with the input graph
-        attrs["aicc_act"] = act.op_type
-        attrs["aicc_act_params"] = act_params(act, g)
-        return list(p.inputs), attrs, {}
+        return list(p.inputs), fused_attrs(p, act, g), {}
 
     g = g.copy()
     return absorb_into_producer(

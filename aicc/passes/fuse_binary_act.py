@@ -28,9 +28,8 @@ Conv -> Add(bias) into the Conv's bias). Anything else is left unchanged.
 """
 from __future__ import annotations
 
-from ..ops.activations import act_params
 from .absorb import absorb_into_producer
-from .fuse_activation import FUSABLE, _act_ok
+from .fuse_activation import FUSABLE, _act_ok, fused_attrs
 from .registry import graph_pass
 
 BINARY = {"Add", "Sub", "Mul", "Div"}
@@ -50,10 +49,7 @@ def fuse_binary_activation(g):
             return None
         if len(dts) != 1 or dts.pop() not in FLOAT_TYPES:
             return None
-        attrs = dict(p.attrs)     # never edit p.attrs: shared with the input graph
-        attrs["aicc_act"] = act.op_type
-        attrs["aicc_act_params"] = act_params(act, g)
-        return list(p.inputs), attrs, {}
+        return list(p.inputs), fused_attrs(p, act, g), {}
 
     g = g.copy()
     return absorb_into_producer(
