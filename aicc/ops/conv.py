@@ -8,9 +8,10 @@ text in conv_kernels.py): depthwise and single-output-channel groups use the dir
 kernel (weights in their ONNX layout), everything else im2col + GEMM (1x1 stride-1 unpadded
 convs gather with a plain copy). That is the portable path (generic target, float64); on the
 x86 SIMD targets float32 convs run conv_simd.py's kernel variants (packed SIMD GEMM:
-direct 1x1, im2col, transposed; depthwise kernel), chosen per node from the target's
+direct 1x1, im2col, implicit, transposed; depthwise kernels; Winograd F(2x2,3x3) /
+F(4x4,3x3) for 3x3 stride-1 convs, conv_winograd.py), chosen per node from the target's
 ``kernels:`` list and ``schedule: conv:`` block, overridable with ``aicc_kernel`` /
-``aicc_schedule`` (``algo``, ``mr``, ``kc``, ``jb``, ``tile_kb``) on the node.
+``aicc_schedule`` (``algo``, ``mr``, ``kc``, ``jb``, ``tile_kb``, ``wino_m``, ...) on the node.
 
 auto_pad SAME_UPPER/SAME_LOWER follow onnxruntime: total padding
 max(0, (ceil(in/stride) - 1) * stride + (k - 1) * dilation + 1 - in), the odd element at the
@@ -18,7 +19,9 @@ end (UPPER) or the beginning (LOWER).
 
 NaN/Inf: IEEE arithmetic, no -ffast-math; a NaN or Inf in a receptive field propagates to
 the outputs it reaches (including 0 * Inf = NaN for zero weights, as in onnxruntime).
-Summation order differs from onnxruntime, so results agree to rounding, not bit-exactly.
+Summation order differs from onnxruntime, so results agree to rounding, not bit-exactly
+(Winograd: its transforms add their own rounding, and an Inf can turn neighbouring outputs of
+its tile into NaN; see conv_winograd.py).
 """
 from __future__ import annotations
 

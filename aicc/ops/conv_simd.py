@@ -7,7 +7,12 @@ Variants (``emit``; the target's ``schedule: conv: algo`` or a node's ``aicc_sch
 
 * ``depthwise`` (conv_depthwise.py): one input channel per group, 1-D/2-D, multiplier < 4;
   ``dwchan`` (conv_depthwise_c.py): multiplier 1, channels vectorized, for small planes
-  (auto: a plane fills at most DWCHAN_VECTORS vectors).
+  (auto: stride > 1 and a plane fills at most DWCHAN_VECTORS vectors; at stride 1 the plane
+  kernel measured faster in MobileNetV2's 7x7 layers: 37 vs 54 us on avx512).
+* ``winograd`` (conv_winograd.py): 2-D 3x3, stride 1, dilation 1, group 1, constant weights:
+  Winograd F(2x2,3x3) or F(4x4,3x3) (``wino_m``), t * t GEMMs on transformed tiles, 2.25x /
+  4x fewer multiplications (auto: F(2,3) when channels and output tiles pass
+  conv_winograd.AUTO; F(4,3) only when forced, it is less accurate).
 * ``transposed`` (conv_simd_t.py): output channels vectorized, for few positions / many
   channels (auto: when Cout/g fills clearly more vector lanes than P, e.g. 7x7 maps).
 * ``implicit`` (conv_simd_i.py): stride 1 (1-D/2-D), no im2col: the padded input is the B
@@ -30,33 +35,43 @@ kernels' A layout, in the order the tile GEMM streams them (conv_simd_gemm.pack_
 GEMM and micro-kernels (conv_simd_gemm.py) fuse bias and the activation (in registers for
 none / Relu / Clip, else a scalar pass from the shared activation table). Schedule: ``mr``
 (rows per micro-tile, lowered per node to equal row tiles), ``kc`` (K block), ``jb`` (column
-block), ``tile_kb`` (im2col / patch / output tile budget), ``implicit_pct``; defaults in
-SCHED, target yaml ``schedule: conv:``, node ``aicc_schedule``.
+block), ``tile_kb`` (im2col / patch / output tile budget), ``implicit_pct``, ``wino_m``
+(Winograd output tile 2 or 4), ``wino_kb`` (Winograd tile-block budget), ``wino_chan``
+(Winograd form: 0 tiles vectorized, 2 output channels, 1 auto); defaults in SCHED, target yaml
+``schedule: conv:``, node ``aicc_schedule``.
 
 Rounding: each output is one FMA chain over k ascending from +0 (K blocks and K tiles store and
 reload the exact partial sums), then + bias, then the activation: the result does not depend
 on the schedule or the variant (except depthwise: bias first, then the taps; and transposed:
-the same chain, bias added after). It differs from onnxruntime (also FMA, other order) by
+the same chain, bias added after), except for ``winograd``: its transforms change the
+arithmetic, so its results depend on the variant and on ``wino_m`` (F(2,3): errors as the
+direct chain; F(4,3): about 5x larger, up to ~0.8 of the tests' tolerance at C = 512; measured
+figures in conv_winograd.py). It differs from onnxruntime (also FMA, other order) by
 rounding only. NaN/Inf: IEEE (0 * Inf = NaN for zero weights); the clamp propagates NaN
 (max/min return the NaN operand as the scalar ``x < lo ? lo : x`` does); padding zeros never
-meet a real input value; masked-off or slack lanes are never stored.
+meet a real input value; masked-off or slack lanes are never stored. ``winograd``: a NaN/Inf
+input spreads to every output of the tiles whose input patch contains it (Inf - Inf = NaN in
+the transforms), not only to the outputs whose receptive field holds it.
 """
 from __future__ import annotations
 
 import math
 import re
 
-from . import conv_simd_i, conv_simd_t
+from . import conv_simd_i, conv_simd_t, conv_winograd
 from .conv_kernels import use
 from .conv_simd_gemm import KEY, clamp_of, flit, packed_weights, tile_gemm
 from .gemm_simd import ISA, nr_of
 
 # conv schedule defaults per ISA (target yaml `schedule: conv:` and aicc_schedule override)
 SCHED = {
-    "avx2": dict(mr=6, kc=256, jb=64, tile_kb=192, implicit_pct=5, algo="auto"),
-    "avx512": dict(mr=12, kc=256, jb=64, tile_kb=192, implicit_pct=13, algo="auto"),
+    "avx2": dict(mr=6, kc=256, jb=64, tile_kb=192, implicit_pct=5, algo="auto", wino_m=2,
+                 wino_kb=768, wino_chan=1),
+    "avx512": dict(mr=12, kc=256, jb=64, tile_kb=192, implicit_pct=13, algo="auto", wino_m=2,
+                   wino_kb=768, wino_chan=1),
 }
-ALGOS = ("auto", "direct", "im2col", "implicit", "depthwise", "dwchan", "transposed")
+ALGOS = ("auto", "direct", "im2col", "implicit", "depthwise", "dwchan", "transposed",
+         "winograd")
 DWCHAN_VECTORS = 4       # auto: channel-vectorized depthwise when a plane fills <= this many
 
 
@@ -71,6 +86,12 @@ def schedule(isa: str, *overrides) -> dict:
     s["kc"] = max(1, s["kc"])
     s["jb"] = max(nr, s["jb"] // nr * nr)
     s["tile_kb"] = max(1, s["tile_kb"])
+    s["wino_kb"] = max(1, s["wino_kb"])
+    if s["wino_m"] not in (2, 4):
+        raise ValueError(f"conv schedule wino_m {s['wino_m']} (2 or 4)")
+    if s["wino_chan"] not in (0, 1, 2):
+        raise ValueError(f"conv schedule wino_chan {s['wino_chan']} (0 tiles, 1 auto, "
+                         "2 channels vectorized)")
     if s["algo"] not in ALGOS:
         raise ValueError(f"conv schedule algo {s['algo']!r} (one of {', '.join(ALGOS)})")
     return s
@@ -303,21 +324,28 @@ def emit(ctx, node, geo, isa: str, sched: dict, bias: str) -> None:
     from . import conv_depthwise, conv_depthwise_c
     algo = sched["algo"]
     if algo == "dwchan" or (algo == "auto" and conv_depthwise_c.supports(geo) and
+                            max(geo.stride) > 1 and   # stride 1: the plane kernel is faster
                             conv_depthwise.plane_vectors(geo, isa) <= DWCHAN_VECTORS):
         if not conv_depthwise_c.supports(geo):
             raise ValueError("conv algo 'dwchan' needs a depthwise conv (group = channels), "
                              "multiplier 1, 1-D/2-D")
+        ctx.kernel = f"{isa} dwchan"
         conv_depthwise_c.emit(ctx, node, geo, isa, bias)
         return
     if algo == "depthwise" or (algo == "auto" and conv_depthwise.supports(geo)):
         if geo.cin_g != 1 or len(geo.k) > 2:
             raise ValueError("conv algo 'depthwise' needs one input channel per group, 1-D/2-D")
+        ctx.kernel = f"{isa} depthwise"
         conv_depthwise.emit(ctx, node, geo, isa, bias)
+        return
+    if algo == "winograd" or (algo == "auto" and conv_winograd.prefer(ctx, geo, isa)):
+        conv_winograd.emit(ctx, node, geo, isa, sched, bias, PAD, balanced)
         return
     if algo == "transposed" or (algo == "auto" and conv_simd_t.prefer(geo, isa, is_direct(geo))):
         ext = extents(geo)
         if not (any(geo.pad) or any(e > i for e, i in zip(ext, geo.inp))):
             ext = None                  # every tap inside the input: no padded copy
+        ctx.kernel = f"{isa} transposed"
         conv_simd_t.emit(ctx, node, geo, isa, sched, bias, PAD, ext)
         return
     nr = nr_of(isa)
@@ -328,11 +356,13 @@ def emit(ctx, node, geo, isa: str, sched: dict, bias: str) -> None:
                               and 100 * conv_simd_i.waste(geo) <= sched["implicit_pct"]):
         if not conv_simd_i.supports(geo):
             raise ValueError("conv algo 'implicit' needs stride 1 and a 1-D/2-D conv")
+        ctx.kernel = f"{isa} implicit"
         conv_simd_i.emit(ctx, node, geo, isa, sched, bias, PAD, extents(geo))
         return
     direct = algo == "direct" or (algo == "auto" and is_direct(geo))
     if direct and not is_direct(geo):
         raise ValueError("conv algo 'direct' needs a 1x1 kernel, stride 1 and no padding")
+    ctx.kernel = f"{isa} {'direct' if direct else 'im2col'}"
     lo, hi, act = clamp_of(node)
     gemm = tile_gemm(ctx, isa, sched, geo.cout_g, act)
     wp = packed_weights(ctx, geo, sched["mr"], sched["kc"])

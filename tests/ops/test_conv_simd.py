@@ -6,7 +6,8 @@ Variants (forced per node with ``aicc_schedule: {algo: ...}``; ``auto`` picks on
 panel packing, tiled GEMM), ``implicit`` (stride 1: the padded input read as B through an
 offset table, virtual grid), ``transposed`` (output channels vectorized: weights as packed B
 panels, patches gathered as A), ``depthwise`` (phase-split plane, virtual-grid vectors),
-``dwchan`` (channel-vectorized depthwise). Also: every
+``dwchan`` (channel-vectorized depthwise); ``winograd`` (3x3 stride 1: test_conv_winograd.py).
+Also: every
 row-kernel count 1..2*MR+1 with masked column tails, K and position tiles (small ``tile_kb``),
 K blocks (small ``kc``), other ``mr``/``jb``, fused activations (clamped in registers or a
 scalar pass), run-time weights and bias, batch > 1, NaN/Inf. Targets the host cannot run are
@@ -113,7 +114,7 @@ def algo_of(case):
 MARK = {"direct": "the input is the B operand", "im2col": "im2col tiles",
         "dwchan": "channel-vectorized kernel",
         "depthwise": "phase-split padded plane", "transposed": "transposed GEMM",
-        "implicit": "implicit GEMM"}
+        "implicit": "implicit GEMM", "winograd": "Winograd F("}
 
 
 @pytest.mark.parametrize("target", TARGETS)

@@ -1,0 +1,333 @@
+"""C text of the Winograd transforms (conv_winograd.py): the Toom-Cook matrices of F(m, 3)
+from their interpolation points, and the generated input / output transform helpers for
+x86-avx2 / x86-avx512, vectorized across tiles (lane l = tile j + l of the block).
+
+Input transform (``aicc_wgM_in_ISA``): per vector of L tiles and channel, the t x t input
+patch d of each tile is read from the padded volume, V = B^T d B is computed in registers
+(straight-line code from the matrix entries: +-1 as add/sub, others as FMA) and the t * t
+vectors are stored in the GEMM's B panels. When the L tiles lie in one tile row (the common
+case) each patch row is read with unit-stride vector loads and de-interleaved (stride m:
+even/odd splits, twice for m = 4); otherwise (a vector crossing tile rows, the tail) with
+gathers from a per-lane offset vector (lanes past the block repeat its last tile).
+
+Output transform (``aicc_wgM_out_ISA``): per output channel and vector of L tiles, the t * t
+GEMM results M, Y = A^T M A (m x m vectors), + bias, clamp [lo, hi], then the m rows of the L
+tiles are interleaved into m * L consecutive outputs (vector stores) when the L tiles are in
+one tile row and inside the output, else written lane by lane with bounds checks (edges
+where the output size is not a multiple of m; lanes past the block are never stored).
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+SKEW = 16     # floats between the t * t matrices of V and M: no 4 KiB aliasing of their rows
+
+POINTS = {   # interpolation points (plus infinity) of F(m, 3)
+    2: (0, 1, -1),
+    4: (0, 1, -1, Fraction(1, 2), -2),    # ~3x less error than the usual 0, +-1, +-2
+}
+
+
+def _polymul(p, q):
+    out = [Fraction(0)] * (len(p) + len(q) - 1)
+    for i, a in enumerate(p):
+        for j, b in enumerate(q):
+            out[i + j] += a * b
+    return out
+
+
+def cook_toom(m: int, r: int = 3) -> tuple:
+    """(B^T [t][t], G [t][r], A^T [m][t]) of F(m, r), t = m + r - 1, as Fractions, with
+    y = A^T [(G g) * (B^T d)] the correlation y[i] = sum_k d[i + k] g[k] (the fractions sit
+    in G, which is applied at compile time)."""
+    a = [Fraction(p) for p in POINTS[m]]
+    t = m + r - 1
+    n = t - 1
+    f = []
+    for i in range(n):
+        v = Fraction(1)
+        for k in range(n):
+            if k != i:
+                v *= a[i] - a[k]
+        f.append(v)
+    lx = []                                 # prod_{k != i} (x - a_k), coefficients
+    for i in range(n):
+        p = [Fraction(1)]
+        for k in range(n):
+            if k != i:
+                p = _polymul(p, [-a[k], Fraction(1)])
+        lx.append(p)
+    fs = f + [Fraction(1)]
+    if fs[0] < 0:
+        fs[0] = -fs[0]
+    at = [[a[j] ** i if j < n else Fraction(int(i == m - 1)) for j in range(t)]
+          for i in range(m)]
+    g = [[a[i] ** j / fs[i] if i < n else Fraction(int(j == r - 1)) for j in range(r)]
+         for i in range(t)]
+    tm = [[Fraction(int(i == j)) for j in range(n)] + [-a[i] ** n] for i in range(n)]
+    bt_rows = [[sum(lx[k][i] / f[k] * tm[k][j] for k in range(n)) for j in range(n + 1)]
+               for i in range(n)]            # L @ T: n x t
+    b = bt_rows + [[Fraction(int(j == t - 1)) for j in range(t)]]
+    bt = [[fs[i] * b[j][i] for j in range(t)] for i in range(t)]
+    return bt, g, at
+
+
+VEC = {
+    "avx2": dict(L=8, v="__m256", ld="_mm256_loadu_ps", st="_mm256_storeu_ps",
+                 add="_mm256_add_ps", sub="_mm256_sub_ps", mul="_mm256_mul_ps",
+                 fma="_mm256_fmadd_ps", set1="_mm256_set1_ps", max="_mm256_max_ps",
+                 min="_mm256_min_ps", vi="__m256i",
+                 ldi="_mm256_loadu_si256((const __m256i *)({}))",
+                 gather="_mm256_i32gather_ps({p}, {i}, 4)",
+                 mload="_mm256_maskload_ps({p}, _mm256_loadu_si256((const __m256i *)"
+                       "(aicc_sg_avx2_mtab + 8u - ({n}))))"),
+    "avx512": dict(L=16, v="__m512", ld="_mm512_loadu_ps", st="_mm512_storeu_ps",
+                   add="_mm512_add_ps", sub="_mm512_sub_ps", mul="_mm512_mul_ps",
+                   fma="_mm512_fmadd_ps", set1="_mm512_set1_ps", max="_mm512_max_ps",
+                   min="_mm512_min_ps", vi="__m512i", ldi="_mm512_loadu_si512({})",
+                   gather="_mm512_i32gather_ps({i}, {p}, 4)",
+                   mload="_mm512_maskz_loadu_ps((__mmask16)((1u << ({n})) - 1u), {p})"),
+}
+
+# even / odd lanes of the 2L floats a:b, and the interleave of a and b (lo: lanes 0..L/2-1)
+SPLIT = {
+    "avx2": ("_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps({a}, "
+             "{b}, 0x88)), 0xD8))",
+             "_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps({a}, "
+             "{b}, 0xDD)), 0xD8))"),
+    "avx512": ("_mm512_permutex2var_ps({a}, aicc_wg_ev, {b})",
+               "_mm512_permutex2var_ps({a}, aicc_wg_od, {b})"),
+}
+ZIP = {
+    "avx2": ("_mm256_permute2f128_ps(_mm256_unpacklo_ps({a}, {b}), _mm256_unpackhi_ps({a}, {b}),"
+             " 0x20)",
+             "_mm256_permute2f128_ps(_mm256_unpacklo_ps({a}, {b}), _mm256_unpackhi_ps({a}, {b}),"
+             " 0x31)"),
+    "avx512": ("_mm512_permutex2var_ps({a}, aicc_wg_lo, {b})",
+               "_mm512_permutex2var_ps({a}, aicc_wg_hi, {b})"),
+}
+IDX512 = """\
+    const __m512i aicc_wg_ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8,
+                                                6, 4, 2, 0);
+    const __m512i aicc_wg_od = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9,
+                                                7, 5, 3, 1);"""
+IDX512_ZIP = """\
+    const __m512i aicc_wg_lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1,
+                                                16, 0);
+    const __m512i aicc_wg_hi = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10,
+                                                25, 9, 24, 8);"""
+
+
+def _lit(c: Fraction) -> str:
+    v = float(c)
+    return f"{v!r}f" if v != int(v) else f"{int(v)}.0f"
+
+
+def lincomb(isa: str, out: str, terms, ind: str) -> str:
+    """`const vec out = sum c * src` over (Fraction c, src) terms, +-1 as add/sub."""
+    d = VEC[isa]
+    terms = [(c, s) for c, s in terms if c != 0]
+    terms.sort(key=lambda cs: cs[0] != 1)           # start from a +1 term when there is one
+    c0, s0 = terms[0]
+    e = s0 if c0 == 1 else f"{d['mul']}({d['set1']}({_lit(c0)}), {s0})"
+    for c, s in terms[1:]:
+        if c == 1:
+            e = f"{d['add']}({e}, {s})"
+        elif c == -1:
+            e = f"{d['sub']}({e}, {s})"
+        else:
+            e = f"{d['fma']}({d['set1']}({_lit(c)}), {s}, {e})"
+    return f"{ind}const {d['v']} {out} = {e};"
+
+
+def _transform(isa, mat, rows_in, name_in, name_out, ind) -> list:
+    """out[i][j] = sum_r mat[i][r] (sum_s mat[j][s] in[r][s]): rows first (h), then columns."""
+    o = []
+    n_out, n_in = len(mat), len(mat[0])
+    for r in range(rows_in):
+        for j in range(n_out):
+            o.append(lincomb(isa, f"h{r}_{j}", [(mat[j][s], f"{name_in}{r}_{s}")
+                                                for s in range(n_in)], ind))
+    for i in range(n_out):
+        for j in range(n_out):
+            o.append(lincomb(isa, f"{name_out}{i}_{j}", [(mat[i][r], f"h{r}_{j}")
+                                                          for r in range(rows_in)], ind))
+    return o
+
+
+def _row_loads(isa, m, r, out: str, ind) -> list:
+    """out{r}_{s}, s < m + 2: s[r * Wp + l * m + s] for lanes l (unit-stride loads from the
+    patch row r, de-interleaved by m; reads up to s[r * Wp + L * m + 3])."""
+    d = VEC[isa]
+    L, ev, od = d["L"], *SPLIT[isa]
+    v = d["v"]
+    o = [f"{ind}const float *restrict q{r} = s + {r}u * Wp;"]
+
+    def split(a, b, ea, ob):
+        o.append(f"{ind}const {v} {ea} = {ev.format(a=a, b=b)};")
+        o.append(f"{ind}const {v} {ob} = {od.format(a=a, b=b)};")
+    if m == 2:                   # phases 0, 1 at offset 0 and 2 (s = 0..3)
+        for off in (0, 2):
+            a, b = f"{d['ld']}(q{r} + {off}u)", f"{d['ld']}(q{r} + {off + L}u)"
+            split(a, b, f"{out}{r}_{off}", f"{out}{r}_{off + 1}")
+        return o
+    for off in (0, 4):           # phases 0..3 at offset 0 (s = 0..3) and 0, 1 at 4 (s = 4, 5)
+        for h in range(2):
+            a = f"{d['ld']}(q{r} + {off + 2 * h * L}u)"
+            b = f"{d['ld']}(q{r} + {off + 2 * h * L + L}u)"
+            split(a, b, f"e{r}_{off}_{h}", f"o{r}_{off}_{h}")
+        o.append(f"{ind}const {v} {out}{r}_{off} = "
+                 f"{ev.format(a=f'e{r}_{off}_0', b=f'e{r}_{off}_1')};")
+        o.append(f"{ind}const {v} {out}{r}_{off + 1} = "
+                 f"{ev.format(a=f'o{r}_{off}_0', b=f'o{r}_{off}_1')};")
+        if off == 0:
+            o.append(f"{ind}const {v} {out}{r}_2 = {od.format(a=f'e{r}_0_0', b=f'e{r}_0_1')};")
+            o.append(f"{ind}const {v} {out}{r}_3 = {od.format(a=f'o{r}_0_0', b=f'o{r}_0_1')};")
+    return o
+
+
+BLEND = {"avx2": "_mm256_blendv_ps({a}, {b}, mk)", "avx512": "_mm512_mask_blend_ps(mk, {a}, {b})"}
+MASK = {   # lanes [a, b)
+    "avx2": "const __m256 mk = _mm256_castsi256_ps(_mm256_andnot_si256(_mm256_loadu_si256("
+            "(const __m256i *)(aicc_sg_avx2_mtab + 8u - a)), _mm256_loadu_si256("
+            "(const __m256i *)(aicc_sg_avx2_mtab + 8u - b))));",
+    "avx512": "const __mmask16 mk = (__mmask16)(((1u << b) - 1u) & ~((1u << a) - 1u));",
+}
+
+
+def input_transform(isa: str, m: int) -> tuple:
+    """(name, C text) of the input transform of F(m x m, 3 x 3)."""
+    bt, _, _ = cook_toom(m)
+    t = m + 2
+    d = VEC[isa]
+    L, nr, v = d["L"], 2 * d["L"], d["v"]
+    name = f"aicc_wg{m}_in_{isa}"
+    ind = "            "
+    o = [f"/* Winograd F({m}x{m}, 3x3) input transform ({isa}): tiles [j0, j0 + nb) of the "
+         f"padded volume xp",
+         f" * (channel stride Vc, row pitch Wp, TW tiles per row; tile j at row (j / TW) * {m}, "
+         f"column (j % TW) * {m}),",
+         f" * V = B^T d B of each {t}x{t} patch into v: position xi at v + xi * vs, "
+         f"panels of {nr} tiles x C channels",
+         f" * (tile jj of the block, channel c: [(jj / {nr}) * C * {nr} + c * {nr} + jj % {nr}]). "
+         f"A vector of {L} tiles is",
+         " * loaded row segment by row segment (lanes [a, b) of a tile row: loads shifted by -a "
+         "tiles, blended);",
+         f" * reads stay within {L * m} floats before and {L * m + 4} after the volume (xp's "
+         "slack); lanes past nb",
+         " * are computed from slack values and never read. */",
+         f"static void {name}(const float *restrict xp, size_t Vc, size_t Wp, size_t C, "
+         "size_t TW,",
+         "    size_t j0, size_t nb, float *restrict v, size_t vs)", "{"]
+    if isa == "avx512":
+        o.append(IDX512)
+    o += ["    for (size_t c = 0; c < C; ++c) {",
+          "        const float *restrict xc = xp + c * Vc;",
+          f"        for (size_t jv = 0; jv < nb; jv += {L}u) {{",
+          "            const size_t j = j0 + jv, ty = j / TW, tx0 = j % TW;",
+          f"            const size_t nl = nb - jv < {L}u ? nb - jv : {L}u;",
+          f"            float *restrict vc = v + (jv / {nr}u) * C * {nr}u + jv % {nr}u + "
+          f"c * {nr}u;",
+          f"            {v} " + ", ".join(f"d{r}_{s_}" for r in range(t) for s_ in range(t)) + ";",
+          "            {",
+          f"            const float *restrict s = xc + ty * {m}u * Wp + tx0 * {m}u;"]
+    for r in range(t):
+        o += _row_loads(isa, m, r, "l", ind)
+        o += [f"{ind}d{r}_{s_} = l{r}_{s_};" for s_ in range(t)]
+    o += ["            }",
+          "            for (size_t a = TW - tx0, row = ty + 1u; a < nl; a += TW, ++row) {",
+          "            const size_t b = a + TW < nl ? a + TW : nl;",
+          f"            {MASK[isa]}",
+          f"            const float *restrict s = xc + row * {m}u * Wp - a * {m}u;"]
+    for r in range(t):
+        o += _row_loads(isa, m, r, "l", ind)
+        o += [f"{ind}d{r}_{s_} = " + BLEND[isa].format(a=f"d{r}_{s_}", b=f"l{r}_{s_}") + ";"
+              for s_ in range(t)]
+    o.append("            }")
+    o += _transform(isa, bt, t, "d", "w", ind)
+    for i in range(t):
+        for j in range(t):
+            o.append(f"{ind}{d['st']}(vc + {i * t + j}u * vs, w{i}_{j});")
+    o += ["        }", "    }", "}"]
+    return name, "\n".join(o)
+
+
+def output_transform(isa: str, m: int) -> tuple:
+    """(name, C text) of the output transform of F(m x m, 3 x 3)."""
+    _, _, at = cook_toom(m)
+    t = m + 2
+    d = VEC[isa]
+    L, v = d["L"], d["v"]
+    name = f"aicc_wg{m}_out_{isa}"
+    ind = "        "
+    lo, hi = ZIP[isa]
+    o = [f"/* Winograd F({m}x{m}, 3x3) output transform ({isa}): for the tiles [j0, j0 + nb) "
+         "and K output",
+         " * channels, M(xi) at mm + xi * ms + k * ntp + jj; Y = A^T M A, + bias[k] (bias "
+         "may be NULL),",
+         f" * clamped to [lo, hi], into y[K][OH][OW] (tile j: rows (j / TW) * {m}, columns "
+         f"(j % TW) * {m}). The {m} rows",
+         f" * of a vector of {L} tiles are interleaved into {m} x {m * L} outputs: stored "
+         "directly when the tiles are",
+         " * in one tile row and inside the output, else copied run by run (one per tile row) "
+         "clipped at OH / OW;",
+         " * lanes past nb are never stored. */",
+         f"static void {name}(const float *restrict mm, size_t ms, size_t ntp, size_t K, "
+         "size_t OH,",
+         "    size_t OW, size_t TW, size_t j0, size_t nb, const float *restrict bias, float lo,",
+         "    float hi, float *restrict y)", "{",
+         "    const size_t P = OH * OW;",
+         f"    const {v} vlo = {d['set1']}(lo), vhi = {d['set1']}(hi);"]
+    if isa == "avx512":
+        o.append(IDX512_ZIP)
+    o += ["    for (size_t k = 0; k < K; ++k) {",
+          f"        const {v} vb = {d['set1']}(bias ? bias[k] : 0.0f);",
+          "        float *restrict yk = y + k * P;",
+          f"        for (size_t jv = 0; jv < nb; jv += {L}u) {{",
+          "        const float *restrict s = mm + k * ntp + jv;",
+          "        const size_t j = j0 + jv, ty = j / TW, tx0 = j % TW, oy = ty * "
+          f"{m}u, nl = nb - jv < {L}u ? nb - jv : {L}u;"]
+    for r in range(t):
+        for c in range(t):
+            p = f"s + {r * t + c}u * ms"
+            o.append(f"{ind}const {v} m{r}_{c} = nl == {L}u ? {d['ld']}({p}) : "
+                     f"{d['mload'].format(p=p, n='nl')};")
+    o += _transform(isa, at, t, "m", "z", ind)
+    for i in range(m):
+        for j in range(m):
+            o.append(f"{ind}{v} y{i}_{j} = bias ? {d['add']}(z{i}_{j}, vb) : z{i}_{j};")
+            o.append(f"{ind}y{i}_{j} = {d['min']}(vhi, {d['max']}(vlo, y{i}_{j}));")
+    for i in range(m):           # row i interleaved: r{i}_{q}, q < m (m * L outputs)
+        if m == 2:
+            o.append(f"{ind}const {v} r{i}_0 = {lo.format(a=f'y{i}_0', b=f'y{i}_1')}, "
+                     f"r{i}_1 = {hi.format(a=f'y{i}_0', b=f'y{i}_1')};")
+            continue
+        o.append(f"{ind}const {v} a{i}_0 = {lo.format(a=f'y{i}_0', b=f'y{i}_2')}, "
+                 f"a{i}_1 = {hi.format(a=f'y{i}_0', b=f'y{i}_2')};")
+        o.append(f"{ind}const {v} b{i}_0 = {lo.format(a=f'y{i}_1', b=f'y{i}_3')}, "
+                 f"b{i}_1 = {hi.format(a=f'y{i}_1', b=f'y{i}_3')};")
+        for q in range(4):
+            f = lo if q % 2 == 0 else hi
+            ab = f.format(a=f"a{i}_{q // 2}", b=f"b{i}_{q // 2}")
+            o.append(f"{ind}const {v} r{i}_{q} = {ab};")
+    o.append(f"{ind}if (nl == {L}u && tx0 + {L}u <= TW && oy + {m}u <= OH && "
+             f"(tx0 + {L}u) * {m}u <= OW) {{")
+    for i in range(m):
+        o.append(f"{ind}    float *restrict d{i} = yk + (oy + {i}u) * OW + tx0 * {m}u;")
+        for q in range(m):
+            o.append(f"{ind}    {d['st']}(d{i}{f' + {q * L}u' if q else ''}, r{i}_{q});")
+    o += [f"{ind}    continue;", f"{ind}}}",
+          f"{ind}float buf[{m}][{m * L}];"]
+    for i in range(m):
+        for q in range(m):
+            o.append(f"{ind}{d['st']}(buf[{i}] + {q * L}u, r{i}_{q});")
+    o += [f"{ind}for (size_t a = 0, row = ty, tx = tx0; a < nl; a += TW - tx, ++row, tx = 0) {{",
+          f"{ind}    const size_t b = a + (TW - tx) < nl ? a + (TW - tx) : nl;",
+          f"{ind}    const size_t n = OW - tx * {m}u < (b - a) * {m}u ? OW - tx * {m}u : "
+          f"(b - a) * {m}u;",
+          f"{ind}    for (size_t i = 0; i < {m}u && row * {m}u + i < OH; ++i) {{",
+          f"{ind}        float *restrict dst = yk + (row * {m}u + i) * OW + tx * {m}u;",
+          f"{ind}        const float *restrict src = buf[i] + a * {m}u;",
+          f"{ind}        for (size_t q = 0; q < n; ++q) dst[q] = src[q];",
+          f"{ind}    }}", f"{ind}}}", "        }", "    }", "}"]
+    return name, "\n".join(o)

@@ -1,0 +1,234 @@
+"""Winograd conv (conv_winograd.py, ``algo: winograd``) on the x86 SIMD targets against
+onnxruntime: F(2x2,3x3) and F(4x4,3x3) forced (``wino_m``), awkward shapes (output sizes 1..9,
+odd / non-square planes, channel counts off the vector width and row tiles, C = 1), paddings
+(0, 1, asymmetric, SAME_UPPER), batch 2, fused Relu / Clip / scalar-pass activations, bias or
+none, small tile blocks (several blocks, vectors of tiles crossing tile rows), K blocks; the
+``auto`` choice; refused geometries; NaN/Inf. Several convs share one compiled model (one
+graph input and output each) to keep the file fast. Targets the host cannot run are skipped."""
+import zlib
+from fractions import Fraction
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+
+import aicc
+from aicc.bundle.writer import write_bundle
+from aicc.compiler import compile_graph
+from aicc.config import Options
+from aicc.frontend import import_model
+from aicc.ops.conv_winograd_c import cook_toom
+from aicc.targets import runnable_targets
+from tests.oracle import CHECKED, STRICT_CFLAGS, assert_close, make_model, reference, rng
+
+TARGETS = [t for t in runnable_targets() if t in ("x86-avx2", "x86-avx512")]
+
+
+def convs(tmp_path, target, cases, sched=None, runtime_w=False, marker="Winograd",
+          absent=None, check=True):
+    """Compile one model holding a Conv per case (x shape, w shape, attrs, options: act,
+    params, bias, scale, x) with aicc_schedule = sched (and aicc_act from the options) on
+    every Conv; each step must contain marker (and not absent); run it and compare each output
+    with onnxruntime on Conv (-> activation). Returns (outputs, reference)."""
+    feeds, inits, nodes, ref_nodes, acts = {}, {}, [], [], {}
+    for i, (xs, ws, attrs, o) in enumerate(cases):
+        seed = repr((xs, ws, attrs, sorted((k, v) for k, v in o.items() if k != "x")))
+        r = rng(zlib.crc32(seed.encode()) % 1000)
+        x = r.normal(size=xs) * o.get("scale", 1)
+        feeds[f"x{i}"] = (o["x"] if "x" in o else x).astype(np.float32)
+        w = (r.normal(size=ws) / np.sqrt(np.prod(ws[1:]))).astype(np.float32)
+        (feeds if runtime_w else inits)[f"w{i}"] = w
+        names = [f"x{i}", f"w{i}"]
+        if o.get("bias", True):
+            inits[f"b{i}"] = r.normal(size=(ws[0],)).astype(np.float32)
+            names.append(f"b{i}")
+        nodes.append(helper.make_node("Conv", names, [f"y{i}"], **attrs))
+        act = o.get("act")
+        if not act:
+            ref_nodes.append(nodes[-1])
+            continue
+        params = dict(o.get("params", {}))
+        acts[f"y{i}"] = (act, params)
+        ref_nodes.append(helper.make_node("Conv", names, [f"t{i}"], **attrs))
+        extra = []
+        if act == "Clip":
+            inits[f"lo{i}"] = np.array(params["min"], np.float32)
+            inits[f"hi{i}"] = np.array(params["max"], np.float32)
+            extra = [f"lo{i}", f"hi{i}"]
+        ref_nodes.append(helper.make_node(act, [f"t{i}"] + extra, [f"y{i}"],
+                                          **({} if act == "Clip" else params)))
+    outs = [f"y{i}" for i in range(len(cases))]
+    graph_in = {k: v for k, v in feeds.items()}
+    base = make_model(nodes, graph_in, outs, {k: v for k, v in inits.items()
+                                              if not k.startswith(("lo", "hi"))}, opset=17)
+    want = reference(make_model(ref_nodes, graph_in, outs, inits, opset=17), feeds)
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / "m.onnx"
+    onnx.save(base, str(path))
+    g = import_model(path)
+    for n in g.nodes:
+        if n.op_type == "Conv":
+            if sched:
+                n.attrs["aicc_schedule"] = dict(sched)
+            if n.outputs[0] in acts:
+                n.attrs["aicc_act"], n.attrs["aicc_act_params"] = acts[n.outputs[0]]
+    opts = Options.load(target, overrides={"memory": {"checked": True}} if CHECKED else None)
+    _, prog = compile_graph(g, opts)
+    bodies = [s.body for s in prog.steps if "Conv" in s.body]
+    assert len(bodies) == len(cases), bodies
+    if marker:
+        assert all(marker in b for b in bodies), bodies
+    if absent:
+        assert not any(absent in b for b in bodies), bodies
+    out = write_bundle(prog, tmp_path / "b", name=opts.name, target=opts.target, opts=opts,
+                       model_sha="0" * 64,
+                       original_inputs=[{"name": k, "shape": list(v.shape)}
+                                        for k, v in feeds.items()])
+    got = aicc.load(out, cflags=STRICT_CFLAGS).run(feeds)
+    if check:
+        assert_close(got, want)
+    return got, want
+
+
+P1 = {"pads": [1, 1, 1, 1]}
+SHAPES = [   # (x, w, attrs, options): output sizes 1..9, odd / non-square, C and K odd, C = 1
+    ((1, 3, 1, 1), (5, 3, 3, 3), P1, {}),
+    ((1, 1, 2, 3), (1, 1, 3, 3), P1, {}),
+    ((1, 4, 3, 9), (7, 4, 3, 3), P1, {"act": "Relu"}),
+    ((1, 5, 9, 7), (13, 5, 3, 3), P1, {"bias": False}),
+    ((1, 2, 5, 6), (3, 2, 3, 3), {"pads": [0, 0, 0, 0]}, {}),
+    ((1, 3, 8, 11), (4, 3, 3, 3), {"pads": [2, 0, 1, 1]}, {"act": "Clip",
+                                                           "params": {"min": -0.5, "max": 0.5}}),
+    ((2, 6, 7, 10), (9, 6, 3, 3), {"auto_pad": "SAME_UPPER"}, {}),
+    ((1, 17, 13, 40), (19, 17, 3, 3), P1, {"act": "LeakyRelu", "params": {"alpha": 0.1}}),
+    ((2, 1, 35, 9), (2, 1, 3, 3), {"pads": [1, 0, 0, 1]}, {"act": "Sigmoid"}),
+    ((1, 33, 6, 37), (40, 33, 3, 3), P1, {"act": "Relu", "bias": False}),
+    ((1, 3, 4, 4), (1, 3, 3, 3), {"auto_pad": "VALID"}, {}),
+]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("m", [2, 4])
+@pytest.mark.parametrize("chan", [0, 2], ids=["tiles", "channels"])
+def test_winograd_shapes(chan, m, target, tmp_path):
+    """Both forms: tiles vectorized (conv_winograd.py) and output channels vectorized
+    (conv_winograd_t.py, forced here; auto takes it for few tiles)."""
+    cases = SHAPES + ([((1, 5, 3, 5), (37, 5, 3, 3), {"pads": [1, 0, 1, 1]}, {}),
+                       ((2, 19, 6, 5), (33, 19, 3, 3), P1, {"act": "Clip",
+                                                            "params": {"min": 0.0, "max": 6.0}})]
+                      if chan else [])
+    convs(tmp_path, target, cases, sched={"algo": "winograd", "wino_m": m, "wino_chan": chan},
+          marker="channels vectorized" if chan else "in blocks of")
+
+
+BLOCKS = [   # several tile blocks (wino_kb 1: NR tiles per block), rows of tiles crossing vectors
+    ((1, 8, 29, 31), (11, 8, 3, 3), P1, {"act": "Relu"}),
+    ((2, 13, 18, 66), (6, 13, 3, 3), {"pads": [1, 0, 1, 2]}, {"act": "Tanh"}),
+    ((1, 3, 70, 5), (4, 3, 3, 3), P1, {}),
+]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("m", [2, 4])
+@pytest.mark.parametrize("sched", [{"wino_kb": 1, "mr": 3}, {"wino_kb": 40, "kc": 5, "mr": 1},
+                                   {"wino_kb": 1, "wino_chan": 2}, {"wino_kb": 30, "wino_chan": 2}],
+                         ids=["kb1_mr3", "kb40_kc5_mr1", "chan_kb1", "chan_kb30"])
+def test_winograd_blocks(sched, m, target, tmp_path):
+    """Tiles vectorized: conv schedule keys; channels vectorized: the gemm schedule's mr."""
+    chan = sched.get("wino_chan", 0)
+    convs(tmp_path, target, BLOCKS, sched={"algo": "winograd", "wino_m": m, "wino_chan": chan,
+                                           **sched},
+          marker="per block of tiles" if chan else "in blocks of")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_winograd_auto_resnet_layers(target, tmp_path):
+    """auto picks F(2,3) for ResNet-style layers (realistic scale: ReLU'd inputs, He-scaled
+    weights, C up to 256) and stays within the suite's tolerances."""
+    cases = [((1, 64, 28, 28), (64, 64, 3, 3), P1, {"act": "Relu"}),
+             ((1, 256, 12, 12), (256, 256, 3, 3), P1, {}),
+             ((1, 16, 32, 32), (16, 16, 3, 3), P1, {"act": "Relu", "scale": 3}),
+             ((1, 128, 7, 7), (128, 128, 3, 3), P1, {"act": "Relu"})]
+    convs(tmp_path, target, cases, marker="Winograd F(2x2, 3x3)")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_winograd_auto_skips(target, tmp_path):
+    """auto keeps the GEMM paths for what winograd does not take or would lose on: stride 2,
+    groups, 1x1, dilation, few channels, tiny planes, run-time weights."""
+    cases = [((1, 16, 16, 16), (16, 16, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}, {}),
+             ((1, 16, 16, 16), (16, 8, 3, 3), {"pads": [1, 1, 1, 1], "group": 2}, {}),
+             ((1, 16, 16, 16), (16, 16, 1, 1), {}, {}),
+             ((1, 16, 16, 16), (16, 16, 3, 3), {"pads": [2, 2, 2, 2], "dilations": [2, 2]}, {}),
+             ((1, 4, 32, 32), (4, 4, 3, 3), P1, {}),
+             ((1, 64, 1, 9), (64, 64, 3, 3), P1, {})]
+    convs(tmp_path / "a", target, cases, marker=None, absent="Winograd")
+    convs(tmp_path / "b", target, [((1, 32, 16, 16), (32, 32, 3, 3), P1, {})], runtime_w=True,
+          marker=None, absent="Winograd")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("case", ["stride2", "group2", "dilation2", "1d", "5x5", "runtime_w"])
+def test_winograd_forced_refused(case, target, tmp_path):
+    x, w, attrs = (1, 4, 9, 9), (4, 4, 3, 3), dict(P1)
+    if case == "stride2":
+        attrs["strides"] = [2, 2]
+    elif case == "group2":
+        attrs["group"], w = 2, (4, 2, 3, 3)
+    elif case == "dilation2":
+        attrs["dilations"] = [2, 2]
+    elif case == "1d":
+        x, w, attrs = (1, 4, 9), (4, 4, 3), {"pads": [1, 1]}
+    elif case == "5x5":
+        w = (4, 4, 5, 5)
+    with pytest.raises(Exception, match="winograd"):
+        convs(tmp_path, target, [(x, w, attrs, {})], sched={"algo": "winograd"},
+              runtime_w=case == "runtime_w")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_winograd_bad_tile(target, tmp_path):
+    with pytest.raises(Exception, match="wino_m"):
+        convs(tmp_path, target, SHAPES[:1], sched={"algo": "winograd", "wino_m": 3})
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("m", [2, 4])
+def test_winograd_nan_inf(m, target, tmp_path):
+    """Documented: a NaN/Inf input makes at least the outputs non-finite that onnxruntime
+    makes non-finite (an Inf may come out as NaN), and only outputs of tiles whose patches
+    contain it; all other outputs match."""
+    x = rng(4).normal(size=(1, 3, 13, 14)).astype(np.float32)
+    bad = [(0, 2, 3, np.nan), (1, 9, 9, np.inf), (2, 12, 0, -np.inf)]
+    for c, i, j, v in bad:
+        x[0, c, i, j] = v
+    got, want = convs(tmp_path, target, [(x.shape, (4, 3, 3, 3), P1, {"act": "Relu", "x": x})],
+                      sched={"algo": "winograd", "wino_m": m}, check=False)
+    g, w = got["y0"][0], want["y0"][0]
+    near = np.zeros(g.shape[1:], bool)      # outputs of the tiles whose patch holds a bad input
+    for _, i, j, _ in bad:
+        py, px = i + 1, j + 1                   # padded coordinates
+        for ty in range(-(-g.shape[1] // m)):
+            for tx in range(-(-g.shape[2] // m)):
+                if ty * m <= py < ty * m + m + 2 and tx * m <= px < tx * m + m + 2:
+                    near[ty * m:ty * m + m, tx * m:tx * m + m] = True
+    assert (~np.isfinite(w)).any()
+    assert np.all(~np.isfinite(g[~np.isfinite(w)]))
+    assert not np.any(~np.isfinite(g) & ~near)
+    np.testing.assert_allclose(g[:, ~near], w[:, ~near], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("m", [2, 4])
+def test_cook_toom_identity(m):
+    """A^T [(G g) * (B^T d)] is the correlation, exactly (Fractions)."""
+    bt, g, at = cook_toom(m)
+    t = m + 2
+    r = np.random.default_rng(m)
+    for _ in range(5):
+        d = [Fraction(int(v)) for v in r.integers(-9, 10, t)]
+        k = [Fraction(int(v)) for v in r.integers(-9, 10, 3)]
+        u = [sum(g[i][j] * k[j] for j in range(3)) for i in range(t)]
+        v = [sum(bt[i][j] * d[j] for j in range(t)) for i in range(t)]
+        y = [sum(at[i][j] * u[j] * v[j] for j in range(t)) for i in range(m)]
+        assert y == [sum(d[i + j] * k[j] for j in range(3)) for i in range(m)]
