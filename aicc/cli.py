@@ -224,9 +224,9 @@ def _profile(bundle, warmup, as_json, top):
         click.echo(json.dumps(res, indent=1, sort_keys=True))
         return
     rows = res["steps"] if top == 0 else sorted(res["steps"], key=lambda r: -r["ms"])[:top]
-    click.echo(f"{'step':>5s} {'op':18s} {'kernel':10s} {'ms':>9s} {'share':>6s}  node")
+    click.echo(f"{'step':>5s} {'op':18s} {'kernel':22s} {'ms':>9s} {'share':>6s}  node")
     for r in rows:
-        click.echo(f"{r['index']:5d} {r['op'][:18]:18s} {r['kernel'][:10]:10s} {r['ms']:9.4f} "
+        click.echo(f"{r['index']:5d} {r['op'][:18]:18s} {r['kernel'][:22]:22s} {r['ms']:9.4f} "
                    f"{100 * r['share']:5.1f}%  {one_line(r['node'], 60)}")
     click.echo(f"sum of step medians {res['sum_ms']:.4f} ms; run with the hook {res['hooked_ms']:.4f} "
                f"ms, without {res['plain_ms']:.4f} ms ({res['runs']} runs each)")
