@@ -146,7 +146,7 @@ def _buckets(data: bytes) -> dict:
         return {}
     names = {d.dim_param for i in m.graph.input for d in i.type.tensor_type.shape.dim
              if d.dim_param}
-    return {n: [2, 5] for n in sorted(names)}
+    return {n: [2, 5] for n in sorted(names, key=repr)}   # names may arrive as bytes
 
 
 def worker(seed: int, n: int, out_dir: Path):

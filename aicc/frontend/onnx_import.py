@@ -41,6 +41,8 @@ def load_model(path, input_shapes: dict | None = None) -> onnx.ModelProto:
         raise ModelError(f"{path.name}: not an ONNX model ({_one_line(e)})") from None
     if not model.graph.node and not model.graph.output:
         raise ModelError(f"{path.name}: not an ONNX model (empty graph)")
+    if not model.graph.output:
+        raise ModelError(f"{path.name}: the graph declares no outputs (nothing to compute)")
     from .external_data import load_external_data
     load_external_data(model, path.parent)
     if not input_shapes:

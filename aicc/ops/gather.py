@@ -27,6 +27,15 @@ def _axis(node, op, rank):
     return a + rank if a < 0 else a
 
 
+def _axis_reason(node, op, g) -> str | None:
+    """An axis outside [-rank, rank) of the data (also rank 0: nothing to index)."""
+    r = len(g.shape(node.inputs[0]))
+    a = int(op.attr(node, "axis"))
+    if not -r <= a < r:
+        return f"axis {a} outside [-{r}, {r}) for rank-{r} data"
+    return None
+
+
 def _fetch(ctx, j, src, n, dst, q, ct):
     """Emit: normalise the int64 index ``j`` against ``n`` and copy ``q`` elements from
     ``src + j * q`` to ``dst``, or write zeros when the index is out of range."""
@@ -45,7 +54,8 @@ class Gather(Op):
     attrs = {"axis": 0}
 
     def check(self, node, g):
-        return dtype_reason(g, node.inputs[:1]) or _index_reason(g, node.inputs[1])
+        return (dtype_reason(g, node.inputs[:1]) or _index_reason(g, node.inputs[1])
+                or _axis_reason(node, self, g))
 
     def emit(self, node, ctx):
         shape = ctx.in_shape(0)
@@ -76,7 +86,8 @@ class GatherElements(Op):
     attrs = {"axis": 0}
 
     def check(self, node, g):
-        return dtype_reason(g, node.inputs[:1]) or _index_reason(g, node.inputs[1])
+        return (dtype_reason(g, node.inputs[:1]) or _index_reason(g, node.inputs[1])
+                or _axis_reason(node, self, g))
 
     def emit(self, node, ctx):
         dshape, ishape = ctx.in_shape(0), ctx.in_shape(1)
