@@ -60,7 +60,7 @@ import re
 
 from . import conv_simd_i, conv_simd_t, conv_winograd
 from .conv_kernels import use
-from .conv_simd_gemm import KEY, clamp_of, flit, packed_weights, tile_gemm
+from .conv_simd_gemm import GEMM_FN, KEY, clamp_of, flit, packed_weights, tile_gemm
 from .gemm_simd import ISA, nr_of
 
 # conv schedule defaults per ISA (target yaml `schedule: conv:` and aicc_schedule override)
@@ -220,10 +220,6 @@ static void aicc_cv_pack_ISA(const aicc_conv_params *p, const float *restrict xg
         }
     }
 }"""
-
-GEMM_FN = ("void (*gemm)(size_t, size_t, size_t, const float *, size_t, const float *,"
-           "\n                 size_t, size_t, float *, size_t, const float *, float, float, int, "
-           "int)")
 
 DRIVER = """\
 /* Conv through the tile GEMM `gemm`: per batch item and group, Y[cout_g, P] = W[cout_g, K] @

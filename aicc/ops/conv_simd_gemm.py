@@ -162,6 +162,13 @@ def kernel(ctx, isa: str, mr: int, table: bool = False) -> str:
     return name
 
 
+# C parameter declarations of a tile_gemm helper (B row stride, or koff offset table)
+GEMM_FN = ("void (*gemm)(size_t, size_t, size_t, const float *, size_t, const float *,"
+           "\n                 size_t, size_t, float *, size_t, const float *, float, float, int, "
+           "int)")
+GEMM_FN_TABLE = GEMM_FN.replace("size_t, size_t, float *", "size_t, const size_t *, float *")
+
+
 def tile_gemm(ctx, isa: str, sched: dict, m: int, act, table: bool = False) -> str:
     """GEMM over one tile: Y[M, n] (row stride ldy) (+)= W[M, k0:k0+K] (packed) @ B, after
     the last K block of the last tile (fin) + bias and the activation. m: M, or the list of M

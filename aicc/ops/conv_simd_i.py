@@ -19,12 +19,8 @@ from __future__ import annotations
 import math
 
 from .conv_kernels import epilogue, use
-from .conv_simd_gemm import KEY, clamp_of, flit, packed_weights, tile_gemm
+from .conv_simd_gemm import GEMM_FN_TABLE, KEY, clamp_of, flit, packed_weights, tile_gemm
 from .gemm_simd import nr_of
-
-GEMM_FN = ("void (*gemm)(size_t, size_t, size_t, const float *, size_t, const float *,"
-           "\n                 size_t, const size_t *, float *, size_t, const float *, float, "
-           "float, int, int)")
 
 DRIVER = """\
 /* Implicit-GEMM conv (stride 1, see conv_simd_i.py): per batch item, the padded volume xp
@@ -99,8 +95,8 @@ def emit(ctx, node, geo, isa: str, sched: dict, bias: str, pad_c: str, ext) -> N
     wp = packed_weights(ctx, geo, sched["mr"], sched["kc"])
     use(ctx, "float32")
     ctx.helper(f"{KEY}.1.pad", pad_c)
-    ctx.helper(f"{KEY}.3.convi_{isa}", DRIVER.replace("GEMM_FN", GEMM_FN).replace("NR", str(nr))
-               .replace("ISA", isa))
+    ctx.helper(f"{KEY}.3.convi_{isa}", DRIVER.replace("GEMM_FN", GEMM_FN_TABLE)
+               .replace("NR", str(nr)).replace("ISA", isa))
     koff = [c * vol + kz * dl3[0] * e3[1] * e3[2] + ky * dl3[1] * e3[2] + kx * dl3[2]
             for c in range(geo.cin_g) for kz in range(k3[0]) for ky in range(k3[1])
             for kx in range(k3[2])]

@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from .conv_kernels import epilogue, use
-from .conv_simd_gemm import KEY, clamp_of, flit, tile_gemm
+from .conv_simd_gemm import GEMM_FN, KEY, clamp_of, flit, tile_gemm
 from .gemm import pack_b, pack_helper
 from .gemm_simd import nr_of
 
@@ -94,10 +94,6 @@ COPYRUN = {
                         _mm512_storeu_ps(dr, _mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1u),
                                                                    sr));""",
 }
-
-GEMM_FN = ("void (*gemm)(size_t, size_t, size_t, const float *, size_t, const float *,"
-           "\n                 size_t, size_t, float *, size_t, const float *, float, float, int, "
-           "int)")
 
 DRIVER = """\
 /* Transposed conv GEMM: per batch item, group and tile of nt positions, Y^T[m, Mo] =

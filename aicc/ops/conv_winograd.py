@@ -58,7 +58,7 @@ import numpy as np
 
 from . import conv_winograd_t
 from .conv_kernels import epilogue, use
-from .conv_simd_gemm import KEY, clamp_of, flit, pack_a, tile_gemm
+from .conv_simd_gemm import GEMM_FN, KEY, clamp_of, flit, pack_a, tile_gemm
 from .conv_winograd_c import SKEW, cook_toom, input_transform, output_transform
 from .gemm_simd import nr_of
 
@@ -68,10 +68,6 @@ from .gemm_simd import nr_of
 # with the GEMM paths). Output planes of one row or column stay on the GEMM paths.
 AUTO = {"avx2": dict(c=8, k=8, few=9, few_ck=256 * 256),
         "avx512": dict(c=16, k=16, few=16, few_ck=256 * 256)}
-
-GEMM_FN = ("void (*gemm)(size_t, size_t, size_t, const float *, size_t, const float *,"
-           "\n                 size_t, size_t, float *, size_t, const float *, float, float, int, "
-           "int)")
 
 DRIVER = """\
 /* Winograd F(Mx M, 3x3) conv (conv_winograd.py): per batch item the padded volume xp = xs + SL
