@@ -59,7 +59,9 @@ class Options:
         if d.get("schedule"):
             tgt = dataclasses.replace(tgt, schedule=_merge(tgt.schedule or {},
                                                            _schedule(d["schedule"])))
-        return Options(target=tgt, pipeline=parse_pipeline(d.get("pipeline", [])),
+        pipeline = [(name, {**tgt.pass_options.get(name, {}), **o})
+                    for name, o in parse_pipeline(d.get("pipeline", []))]
+        return Options(target=tgt, pipeline=pipeline,
                        memory=dict(d.get("memory") or {}), weights=dict(d.get("weights") or {}),
                        name=str(d.get("name", "model")), raw=d, nodes=parse_nodes(d.get("nodes")))
 

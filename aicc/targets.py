@@ -37,6 +37,9 @@ class Target:
     size: str = None
     run: tuple = field(default_factory=tuple)
     hosted: bool = True
+    # default options of pipeline passes on this target ({pass name: {option: value}}); a
+    # pipeline entry's own options win (e.g. layout-nhwc's mode)
+    pass_options: dict = field(default_factory=dict, hash=False)
 
     @property
     def native(self) -> bool:
@@ -107,7 +110,9 @@ def load_target(name: str) -> Target:
                                 else tuple(str(m).lower() for m in d["machines"])),
                       cc=d.get("cc"), ar=d.get("ar"), size=d.get("size"),
                       run=tuple(str(a) for a in d.get("run") or ()),
-                      hosted=bool(d.get("hosted", True)))
+                      hosted=bool(d.get("hosted", True)),
+                      pass_options={str(k): dict(v or {}) for k, v in
+                                    (d.get("pass_options") or {}).items()})
     except (KeyError, TypeError, ValueError) as e:
         raise ConfigError(f"target file {path.name}: {e}") from None
 

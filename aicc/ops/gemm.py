@@ -186,6 +186,14 @@ def gemm_call(ctx, plan, dt, m, n, k, a, ars, acs, bp, y, alpha=1.0, c=None, crs
     sched = plan.sched
     if m < sched["mr"]:
         sched = {**sched, "jb": WIDE}       # one row tile: no column blocking
+    elif sched["mc"] < m <= 2 * sched["mc"]:
+        # one M block instead of a full one and a remainder: each M block streams all of B
+        # (from L2 / L3 when B is large), A's block (<= 2 * mc rows x kc) still fits in L2
+        # and equal row tiles (49 rows: 5 x 10 rather than 4 x 12 + a 1-row tile, whose
+        # kernel has too few FMA chains on one panel)
+        tiles = -(-m // sched["mr"])
+        mr = -(-m // tiles)
+        sched = {**sched, "mr": mr, "mc": tiles * mr}
     fn = driver(ctx, plan.isa, sched, act, params, m)
     epi = int(alpha != 1.0 or c is not None or act is not None)
     ctx(f"{fn}({m}u, {n}u, {k}u, {a}, {ars}u, {bp}, {L(alpha)},")

@@ -83,7 +83,12 @@ def emit_copy(ctx, dims, out_strides, in_strides, ct, out_var=None, in_var=None,
             ob = _offset(w, f"oo{d}", ob, f"i{d}", os_[d])
             ib = _offset(w, f"io{d}", ib, f"i{d}", is_[d])
         last = n - 1
-        if tile is not None:
+        if tile is not None and ct == "float" and _avx(ctx):
+            a, b = tile, last       # out[.. i_a * os_a + i_b] = in[.. i_a + i_b * is_b]
+            fn = _avx_helper(ctx)
+            w(f"{fn}({dims[b]}u, {dims[a]}u, {in_var} + {ib}, {is_[b]}u, {out_var} + {ob}, "
+              f"{os_[a]}u);")
+        elif tile is not None:
             a, b = tile, last
             nest.open(f"for (size_t t{a} = 0; t{a} < {dims[a]}u; t{a} += {TILE}u)")
             nest.open(f"for (size_t t{b} = 0; t{b} < {dims[b]}u; t{b} += {TILE}u)")
@@ -99,6 +104,55 @@ def emit_copy(ctx, dims, out_strides, in_strides, ct, out_var=None, in_var=None,
             nest.open(f"for (size_t i{last} = 0; i{last} < {dims[last]}u; ++i{last})")
             w(f"{out_var}[{_cat(ob, f'i{last}', os_[last])}] = "
               f"{in_var}[{_cat(ib, f'i{last}', is_[last])}];")
+
+
+def _avx(ctx) -> bool:
+    """The target runs AVX (x86-avx2 / x86-avx512 list those kernels)."""
+    kernels = getattr(getattr(ctx, "target", None), "kernels", ()) or ()
+    return "avx2" in kernels or "avx512" in kernels
+
+
+def _avx_helper(ctx) -> str:
+    """float32 2-D transposition in 8 x 8 register blocks (AVX): bits are moved unchanged."""
+    name = "aicc_tr_f32_avx"
+    loads = "\n".join(f"            const __m256 r{i} = _mm256_loadu_ps(s + {i}u * ss);"
+                       for i in range(8))
+    unp = "\n".join(f"            const __m256 t{2 * i} = _mm256_unpacklo_ps(r{2 * i}, r{2 * i + 1}), "
+                     f"t{2 * i + 1} = _mm256_unpackhi_ps(r{2 * i}, r{2 * i + 1});"
+                     for i in range(4))
+    shf = "\n".join(
+        f"            const __m256 u{4 * h + 2 * j} = _mm256_shuffle_ps(t{4 * h + j}, "
+        f"t{4 * h + j + 2}, 0x44), u{4 * h + 2 * j + 1} = _mm256_shuffle_ps(t{4 * h + j}, "
+        f"t{4 * h + j + 2}, 0xEE);" for h in range(2) for j in range(2))
+    sto = "\n".join(f"            _mm256_storeu_ps(d + {i}u * ds, _mm256_permute2f128_ps(u{i % 4}, "
+                     f"u{i % 4 + 4}, {'0x20' if i < 4 else '0x31'}));" for i in range(8))
+    code = f"""\
+/* 2-D float transposition dst[c * ds + r] = src[r * ss + c] (r < R, c < C) in 8 x 8 AVX
+ * register blocks (unpack, shuffle, lane permute), scalar edges; data bits unchanged. */
+static void {name}(size_t R, size_t C, const float *restrict src, size_t ss,
+    float *restrict dst, size_t ds)
+{{
+    const size_t R8 = R - R % 8u, C8 = C - C % 8u;
+    for (size_t rb = 0; rb < R8; rb += 8u) {{
+        for (size_t cb = 0; cb < C8; cb += 8u) {{
+            const float *restrict s = src + rb * ss + cb;
+            float *restrict d = dst + cb * ds + rb;
+{loads}
+{unp}
+{shf}
+{sto}
+        }}
+        for (size_t c = C8; c < C; ++c)
+            for (size_t r = rb; r < rb + 8u; ++r)
+                dst[c * ds + r] = src[r * ss + c];
+    }}
+    for (size_t r = R8; r < R; ++r)
+        for (size_t c = 0; c < C; ++c)
+            dst[c * ds + r] = src[r * ss + c];
+}}"""
+    ctx.helper("gemm_avx2.0.include", "#include <immintrin.h>")
+    ctx.helper(f"transpose.1.{name}", code)
+    return name
 
 
 def _cat(base, *pairs):

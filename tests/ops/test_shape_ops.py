@@ -5,6 +5,7 @@ import pytest
 from onnx import helper
 
 from aicc.errors import UnsupportedError
+from aicc.targets import runnable_targets
 from tests.oracle import check_node, compile_and_run, make_model, rng
 
 DTYPES = [np.float32, np.int64, np.uint8, np.bool_]
@@ -286,3 +287,24 @@ def test_constant_and_range_unfolded(tmp_path):
     inits = {"a": np.array(1.0, np.float32), "b": np.array(3.2, np.float32),
              "d": np.array(0.3, np.float32)}
     _unfolded(nodes, {}, ["c", "f", "r"], tmp_path, inits=inits)
+
+
+AVX_TARGETS = [t for t in runnable_targets() if t in ("x86-avx2", "x86-avx512")]
+
+
+@pytest.mark.parametrize("target", AVX_TARGETS)
+@pytest.mark.parametrize("shape,perm", [((1, 40, 7, 7), (0, 2, 3, 1)), ((2, 33, 45), (0, 2, 1)),
+                                        ((1, 49, 96), (0, 2, 1)), ((64, 64), (1, 0)),
+                                        ((3, 2, 35, 41), (1, 0, 3, 2))])
+def test_transpose_avx_blocks(shape, perm, target, tmp_path):
+    """float32 transpositions in 8 x 8 AVX register blocks (sizes that leave edges), bits
+    unchanged: NaN payloads, -0.0 and Inf survive."""
+    x = data(shape, np.float32)
+    flat = x.reshape(-1)
+    flat[::7] = np.float32(-0.0)
+    flat[3::11] = np.inf
+    flat.view(np.uint32)[5::13] = np.uint32(0x7FC01234)     # a NaN with a payload
+    got, _ = check_node("Transpose", {"x": x}, tmp_path, attrs={"perm": list(perm)},
+                        target=target)
+    want = np.transpose(x, perm)
+    assert np.array_equal(got["y0"].view(np.uint32), want.view(np.uint32))

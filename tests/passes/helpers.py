@@ -99,7 +99,7 @@ def eval_node(n, g, ins: list) -> list:
     load_all()
     if n.op_type == "Constant" and n.domain in ("", "ai.onnx"):
         return [constant_node_value(n)]
-    if not _is_fused(n):
+    if not _is_fused(n) and n.domain in ("", "ai.onnx"):
         return _standard_reference(n, g, ins)
     op = lookup(n, g.opset)
     if op is not None:

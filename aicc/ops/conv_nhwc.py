@@ -1,0 +1,245 @@
+"""aicc.ConvNHWC: a 2-D float32 Conv on channel-last tensors, made by the layout-nhwc pass
+(passes/layout_nhwc.py) for depthwise and group-1 convolutions with constant weights.
+
+Inputs: X ``[N, H, W, Cin]``, W in the ONNX layout ``[Cout, Cin / group, kh, kw]`` (a
+compile-time constant), optional bias ``[Cout]``; output Y ``[N, OH, OW, Cout]``. Attributes:
+Conv's (``kernel_shape``, ``strides``, ``dilations``, explicit ``pads`` [top, left, bottom,
+right], ``group``; the pass resolves auto_pad) and the fused ``aicc_act`` epilogue. The
+result is Conv's on the transposed tensors.
+
+Kernels:
+
+* depthwise (group = Cin = Cout): per output position a run over the channels, which are
+  contiguous in both tensors: ``y[c] = bias[c]``, then for each tap inside the input
+  (ky, kx ascending) ``y[c] += w[ky][kx][c] * x[iy][ix][c]`` with the weights transposed at
+  compile time to ``[tap][C]``; taps outside the input are skipped (zero padding), then the
+  activation. On x86-avx2 / x86-avx512 conv_nhwc_dw.py's SIMD kernel when present; the
+  portable loops vectorize over channels.
+* group 1: im2col of a tile of output positions into rows of K = kh * kw * Cin entries
+  (``(ky, kx, ci)`` order: each (ky, kx) is a contiguous run of Cin floats of X; padding
+  taps are zero rows) and one GEMM per tile with the weights packed at compile time as
+  ``B[K, Cout]`` (gemm.py: the target's SIMD GEMM or the portable one), bias and
+  activation in the GEMM's epilogue.
+
+Rounding: depthwise sums bias + taps in (ky, kx) order; group 1 is the GEMM's FMA chain over
+(ky, kx, ci) then + bias (onnxruntime sums in other orders: results agree to rounding).
+NaN/Inf: IEEE; zero padding never multiplies a weight (skipped taps / zero patch entries:
+0 * Inf weights would give NaN only in the GEMM form, as in onnxruntime's im2col).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .activations import ACT_ATTRS, act_expr, apply_epilogue, fused_epilogue, unfused
+from .base import Op, register
+from .conv_kernels import act_check
+from .gemm import a_rows, emit_epilogue, gemm_call, gemm_plan, pack_b
+from .loops import numel
+from .reference import run_onnx_reference
+
+
+class Geo:
+    """Geometry of a ConvNHWC node from its attributes and the X / W shapes."""
+
+    def __init__(self, node, xs, ws):
+        if len(xs) != 4 or len(ws) != 4:
+            raise ValueError("ConvNHWC takes 4-D X [N, H, W, C] and W [M, C/g, kh, kw]")
+        a = node.attrs
+        self.n, self.h, self.w, self.cin = (int(d) for d in xs)
+        self.cout, cg, self.kh, self.kw = (int(d) for d in ws)
+        self.group = int(a.get("group", 1))
+        self.sy, self.sx = (int(v) for v in a.get("strides") or (1, 1))
+        self.dy, self.dx = (int(v) for v in a.get("dilations") or (1, 1))
+        self.pt, self.pl, self.pb, self.pr = (int(v) for v in a.get("pads") or (0, 0, 0, 0))
+        if cg * self.group != self.cin:
+            raise ValueError(f"weights {list(ws)} for {self.cin} channels in {self.group} groups")
+        self.depthwise = self.group == self.cin == self.cout and self.group > 1
+        if self.group != 1 and not self.depthwise:
+            raise ValueError(f"group {self.group}: ConvNHWC does group 1 or depthwise only")
+        self.oh = (self.h + self.pt + self.pb - (self.kh - 1) * self.dy - 1) // self.sy + 1
+        self.ow = (self.w + self.pl + self.pr - (self.kw - 1) * self.dx - 1) // self.sx + 1
+        if self.oh < 1 or self.ow < 1:
+            raise ValueError(f"empty output ({self.oh} x {self.ow})")
+
+    @property
+    def out_shape(self):
+        return (self.n, self.oh, self.ow, self.cout)
+
+    def describe(self) -> str:
+        parts = [f"{self.kh}x{self.kw} kernel"]
+        if (self.sy, self.sx) != (1, 1):
+            parts.append(f"stride {self.sy}x{self.sx}")
+        if (self.dy, self.dx) != (1, 1):
+            parts.append(f"dilation {self.dy}x{self.dx}")
+        if any((self.pt, self.pl, self.pb, self.pr)):
+            parts.append(f"pads {[self.pt, self.pl, self.pb, self.pr]}")
+        parts.append("depthwise" if self.depthwise else f"{self.cin}->{self.cout} channels")
+        return ", ".join(parts)
+
+
+def geometry(node, g) -> Geo:
+    return Geo(node, g.shape(node.inputs[0]), g.shape(node.inputs[1]))
+
+
+def _bias(node) -> bool:
+    return len(node.inputs) > 2 and bool(node.inputs[2])
+
+
+@register("ConvNHWC", domain="aicc")
+class ConvNHWC(Op):
+    attrs = {"group": 1, "strides": None, "dilations": None, "pads": None,
+             "kernel_shape": None}
+
+    def check(self, node, g):
+        if g.dtype(node.inputs[0]).name != "float32":
+            return f"dtype {g.dtype(node.inputs[0]).name} (float32 only)"
+        if g.const(node.inputs[1]) is None:
+            return "weights must be a compile-time constant"
+        ts = [g.type_of(n) for n in (node.inputs[0], node.inputs[1], node.outputs[0])]
+        if not all(t.is_static for t in ts):
+            return "shapes must be static"
+        try:
+            geo = geometry(node, g)
+        except ValueError as e:
+            return str(e)
+        if _bias(node) and tuple(g.shape(node.inputs[2])) != (geo.cout,):
+            return f"bias shape {list(g.shape(node.inputs[2]))}, expected [{geo.cout}]"
+        if tuple(g.shape(node.outputs[0])) != geo.out_shape:
+            return f"output shape {list(g.shape(node.outputs[0]))}, expected {list(geo.out_shape)}"
+        return act_check(node, g.dtype(node.inputs[0]))
+
+    def reference(self, node, g, inputs):
+        from copy import copy
+        conv = copy(unfused(node))
+        conv.op_type, conv.domain = "Conv", ""
+        ins = [np.ascontiguousarray(np.transpose(inputs[0], (0, 3, 1, 2))), *inputs[1:]]
+        y = run_onnx_reference(conv, g, ins)[0]
+        return [np.ascontiguousarray(np.transpose(apply_epilogue(node, y), (0, 2, 3, 1)))]
+
+    def emit(self, node, ctx):
+        geo = Geo(node, ctx.in_shape(0), ctx.in_shape(1))
+        if geo.depthwise:
+            _emit_depthwise(node, ctx, geo)
+        else:
+            _emit_gemm(node, ctx, geo)
+
+
+def _simd_isa(ctx):
+    forced = ctx.node.attrs.get("aicc_kernel")
+    for name in ctx.target.kernels:
+        if forced and name != forced:
+            continue
+        if name in ("avx2", "avx512"):
+            return name
+        if name == "generic":
+            return None
+    return None
+
+
+def _emit_depthwise(node, ctx, geo) -> None:
+    C, T = geo.cin, geo.kh * geo.kw
+    w = np.asarray(ctx.in_const(1), np.float32).reshape(C, T)
+    isa = _simd_isa(ctx)
+    if isa is not None:
+        try:
+            from . import conv_nhwc_dw
+        except ImportError:
+            conv_nhwc_dw = None
+        if conv_nhwc_dw is not None and conv_nhwc_dw.supports(geo, isa):
+            conv_nhwc_dw.emit(ctx, node, geo, isa)
+            return
+    ctx.kernel = "generic"
+    wt = ctx.const(np.ascontiguousarray(w.T), "wtap")
+    x, y = ctx.inp[0], ctx.out[0]
+    b = ctx.inp[2] if _bias(node) else None
+    act, params = fused_epilogue(node)
+    ctx(f"/* ConvNHWC {geo.describe()}: channel runs per output position, taps inside the "
+        "input only */")
+    with ctx.block(f"for (size_t r = 0; r < {geo.n * geo.oh}u; ++r)"):
+        ctx(f"const size_t n = r / {geo.oh}u, oy = r % {geo.oh}u;")
+        ctx(f"const long iy0 = (long)(oy * {geo.sy}u) - {geo.pt}L;")
+        with ctx.block(f"for (size_t ox = 0; ox < {geo.ow}u; ++ox)"):
+            ctx(f"const long ix0 = (long)(ox * {geo.sx}u) - {geo.pl}L;")
+            ctx(f"float *restrict yo = {y} + (r * {geo.ow}u + ox) * {C}u;")
+            init = f"{b}[c]" if b else "0.0f"
+            ctx(f"for (size_t c = 0; c < {C}u; ++c) yo[c] = {init};")
+            with ctx.block(f"for (size_t ky = 0; ky < {geo.kh}u; ++ky)"):
+                ctx(f"const long iy = iy0 + (long)(ky * {geo.dy}u);")
+                ctx(f"if (iy < 0 || iy >= {geo.h}L) continue;")
+                with ctx.block(f"for (size_t kx = 0; kx < {geo.kw}u; ++kx)"):
+                    ctx(f"const long ix = ix0 + (long)(kx * {geo.dx}u);")
+                    ctx(f"if (ix < 0 || ix >= {geo.w}L) continue;")
+                    ctx(f"const float *restrict xi = {x} + ((n * {geo.h}u + (size_t)iy) * "
+                        f"{geo.w}u + (size_t)ix) * {C}u;")
+                    ctx(f"const float *restrict wk = {wt} + (ky * {geo.kw}u + kx) * {C}u;")
+                    ctx(f"for (size_t c = 0; c < {C}u; ++c) yo[c] += wk[c] * xi[c];")
+            if act is not None:
+                p = {**ACT_ATTRS.get(act, {}), **params}
+                with ctx.block(f"for (size_t c = 0; c < {C}u; ++c)"):
+                    ctx("const float v = yo[c];")
+                    ctx(f"yo[c] = {act_expr(act, p, 'v', np.float32)};")
+
+
+def _emit_gemm(node, ctx, geo) -> None:
+    dt = np.dtype(np.float32)
+    K, M, P = geo.kh * geo.kw * geo.cin, geo.cout, geo.n * geo.oh * geo.ow
+    w = np.asarray(ctx.in_const(1), np.float32)           # [M, Cin, kh, kw]
+    b2 = np.ascontiguousarray(w.transpose(2, 3, 1, 0).reshape(K, M))
+    plan = gemm_plan(ctx, dt, M, K)
+    bp = ctx.const(pack_b(b2, plan.nb), "pk")
+    c, crs, ccs = (ctx.inp[2], 0, 1) if _bias(node) else (None, 0, 0)
+    direct = (geo.kh, geo.kw, geo.sy, geo.sx, geo.pt, geo.pl, geo.pb, geo.pr) == \
+        (1, 1, 1, 1, 0, 0, 0, 0)
+    if direct:      # the input rows are the patches
+        a, ars, _ = a_rows(ctx, plan, dt, P, K, ctx.inp[0], K, 1)
+        ctx(f"/* ConvNHWC {geo.describe()}: GEMM [{P} x {K}] @ [{K} x {M}] */")
+        gemm_call(ctx, plan, dt, P, M, K, a, ars, 1, bp, ctx.out[0], c=c, crs=crs, ccs=ccs)
+        emit_epilogue(ctx, node, P * M, dt, plan)
+        return
+    sched = (ctx.target.schedule or {}).get("conv") or {}
+    budget = int(sched.get("tile_kb", 192)) * 1024 // 4
+    mt = max(1, min(P, budget // max(K, 1)))
+    if mt < P and mt >= 16:
+        mt -= mt % 16
+    col = ctx.scratch(mt * K * 4, "float", "col")
+    x, y = ctx.inp[0], ctx.out[0]
+    run = geo.cin * 4
+    ctx(f"/* ConvNHWC {geo.describe()}: im2col tiles of {mt} positions x K={K} (ky, kx, ci) "
+        f"+ GEMM @ [{K} x {M}] */")
+
+    def tile(p0: str, m: int) -> None:
+        with ctx.block(f"for (size_t i = 0; i < {m}u; ++i)"):
+            ctx(f"const size_t q = {p0} + i, ox = q % {geo.ow}u, oy = q / {geo.ow}u % {geo.oh}u,"
+                f" n = q / {geo.ow * geo.oh}u;")
+            ctx(f"const long ix0 = (long)(ox * {geo.sx}u) - {geo.pl}L;")
+            ctx(f"float *restrict d = {col} + i * {K}u;")
+            with ctx.block(f"for (size_t ky = 0; ky < {geo.kh}u; ++ky, d += {geo.kw * geo.cin}u)"):
+                ctx(f"const long iy = (long)(oy * {geo.sy}u + ky * {geo.dy}u) - {geo.pt}L;")
+                with ctx.block(f"if (iy < 0 || iy >= {geo.h}L)"):
+                    ctx(f"memset(d, 0, {run * geo.kw}u);")
+                    ctx("continue;")
+                ctx(f"const float *restrict xr = {x} + (n * {geo.h}u + (size_t)iy) * "
+                    f"{geo.w * geo.cin}u;")
+                if geo.dx == 1:     # the row of the patch is one run of kw * Cin floats
+                    with ctx.block(f"if (ix0 >= 0 && ix0 + {geo.kw}L <= {geo.w}L)"):
+                        ctx(f"memcpy(d, xr + (size_t)ix0 * {geo.cin}u, {run * geo.kw}u);")
+                        ctx("continue;")
+                with ctx.block(f"for (size_t kx = 0; kx < {geo.kw}u; ++kx)"):
+                    ctx(f"const long ix = ix0 + (long)(kx * {geo.dx}u);")
+                    with ctx.block(f"if (ix < 0 || ix >= {geo.w}L)"):
+                        ctx(f"memset(d + kx * {geo.cin}u, 0, {run}u);")
+                    with ctx.block("else"):
+                        ctx(f"memcpy(d + kx * {geo.cin}u, xr + (size_t)ix * {geo.cin}u, {run}u);")
+        gemm_call(ctx, plan, dt, m, M, K, col, K, 1, bp, f"{y} + {p0} * {M}u", c=c, crs=crs,
+                  ccs=ccs)
+
+    full, rest = P // mt, P % mt
+    if full:
+        with ctx.block(f"for (size_t t = 0; t < {full}u; ++t)"):
+            ctx(f"const size_t p0 = t * {mt}u;")
+            tile("p0", mt)
+    if rest:
+        with ctx.block(""):
+            ctx(f"const size_t p0 = {full * mt}u;")
+            tile("p0", rest)
+    emit_epilogue(ctx, node, P * M, dt, plan)

@@ -1,0 +1,246 @@
+"""layout-nhwc: run chains of 2-D convolutions channel-last (NHWC), with the transposes only
+where a chain meets the rest of the graph.
+
+Contract. A Conv is *eligible* when it is 2-D, float32, has static shapes, constant weights,
+a constant or absent bias, no per-node kernel/schedule override, and is depthwise (group =
+Cin = Cout > 1) or has group 1. An eligible Conv ``y = Conv(x, W, B)`` becomes
+``Transpose(x, [0,2,3,1]) -> op -> Transpose([0,3,1,2]) -> y`` where op is
+
+* a 1x1 stride-1 unpadded group-1 Conv: ``MatMul(x_nhwc, W^T [Cin, Cout], B)`` (MatMul's
+  fused bias input), the Conv's fused activation kept;
+* otherwise ``aicc.ConvNHWC`` (ops/conv_nhwc.py) with the Conv's attributes (auto_pad
+  resolved to explicit pads) and fused activation.
+
+Element-wise ops (``SINKABLE``, fused activations included) whose every input is either the
+NCHW side of such a Transpose with the same shape as the output, or a constant scalar, run
+on the NHWC tensors instead (one Transpose after them). A Transpose([0,2,3,1]) of a tensor
+that has an NHWC twin is that twin (no copy). A GlobalAveragePool or a ReduceMean over axes
+2 and 3 of a tensor with a twin averages the twin over axes 1 and 2. Transposes nobody reads are dead
+(eliminate-dead-nodes removes them), so inside a chain no data moves.
+
+``mode``: ``off`` (nothing), ``auto`` (eligible convs with ``max(Cin, Cout) * ratio >=
+OH * OW``, i.e. small planes of many channels; a connected group of them and sinkable ops is
+converted when it holds a depthwise conv: the MobileNet / DS-CNN pattern, where the
+channel-vectorized depthwise and pointwise-as-GEMM kernels win over per-plane kernels, while
+large planes of few channels stay with the plane-vectorized NCHW kernels, and other networks
+keep theirs, e.g. Winograd for ResNets), ``all`` (every eligible conv).
+Targets choose the default (``pass_options:`` in configs/targets/*.yaml); a pipeline entry
+``- layout-nhwc: {mode: off}`` overrides it.
+
+Results: the same arithmetic as the NCHW kernels up to summation order (see
+ops/conv_nhwc.py); graph inputs and outputs keep their layouts and names.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..ir import Node, TensorType
+from ..ops.conv import ConvGeometry
+from ..ops.base import lookup
+from .absorb import fresh_name, std_domain, taken_names
+from .registry import graph_pass
+
+SINKABLE = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Relu", "Clip", "LeakyRelu", "Sigmoid",
+            "HardSigmoid", "HardSwish", "Tanh", "Elu", "Selu", "Neg", "Abs", "Identity"}
+TO_NHWC, TO_NCHW = [0, 2, 3, 1], [0, 3, 1, 2]
+
+
+def _conv_kind(n, g):
+    """'pointwise' / 'depthwise' / 'general' for an eligible Conv, else None."""
+    if n.op_type != "Conv" or not std_domain(n) or len(n.inputs) < 2:
+        return None
+    if n.attrs.get("aicc_kernel") or n.attrs.get("aicc_schedule"):
+        return None
+    x, w = n.inputs[0], n.inputs[1]
+    b = n.inputs[2] if len(n.inputs) > 2 else ""
+    if g.const(w) is None or (b and g.const(b) is None):
+        return None
+    try:
+        ts = [g.type_of(t) for t in (x, w, n.outputs[0])]
+    except KeyError:
+        return None
+    if not all(t.is_static for t in ts) or len(ts[0].shape) != 4 or len(ts[1].shape) != 4:
+        return None
+    if any(np.dtype(t.dtype) != np.float32 for t in ts):
+        return None
+    try:
+        geo = ConvGeometry(lookup(n, g.opset), n, ts[0].shape, ts[1].shape)
+    except (ValueError, TypeError):
+        return None
+    if tuple(ts[2].shape) != (geo.batch, geo.cout, *geo.out):
+        return None
+    if geo.group > 1 and geo.cin_g == 1 and geo.cout_g == 1:
+        return "depthwise", geo
+    if geo.group != 1:
+        return None
+    if geo.k == [1, 1] and geo.stride == [1, 1] and not any(geo.pad + geo.pad_end):
+        return "pointwise", geo
+    return "general", geo
+
+
+def _spatial_mean(n, g) -> bool:
+    """GlobalAveragePool, or ReduceMean over exactly axes 2 and 3 of a 4-D tensor."""
+    if n.op_type == "GlobalAveragePool":
+        return True
+    if n.op_type != "ReduceMean" or len(g.shape(n.inputs[0])) != 4:
+        return False
+    if g.opset >= 18:
+        v = g.const(n.inputs[1]) if len(n.inputs) > 1 and n.inputs[1] else None
+        axes = None if v is None else np.asarray(v).reshape(-1).tolist()
+    else:
+        axes = n.attrs.get("axes")
+    return axes is not None and sorted(int(a) % 4 for a in axes) == [2, 3]
+
+
+def _sinkable(n, g) -> bool:
+    return n.op_type in SINKABLE and std_domain(n) and len(n.outputs) == 1
+
+
+def _components(g, kinds) -> dict:
+    """node index -> component root over eligible convs and sinkable ops joined by tensors."""
+    idx = {id(n): i for i, n in enumerate(g.nodes)}
+    member = {i for i, n in enumerate(g.nodes) if i in kinds or _sinkable(n, g)}
+    parent = {i: i for i in member}
+
+    def find(i):
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+    prod = g.producers()
+    for i in member:
+        for t in g.nodes[i].inputs:
+            p = prod.get(t)
+            if p is not None and idx[id(p)] in member:
+                parent[find(i)] = find(idx[id(p)])
+    return {i: find(i) for i in member}
+
+
+@graph_pass("layout-nhwc")
+def layout_nhwc(g, *, mode: str = "off", ratio: float = 8.0):
+    """Run chains of eligible 2-D convs (and the element-wise ops between them) channel-last;
+    see the module docstring."""
+    if mode not in ("off", "auto", "all"):
+        raise ConfigError(f"pass 'layout-nhwc': mode {mode!r} (off, auto or all)")
+    if mode == "off":
+        return g
+    kinds = {}
+    for i, n in enumerate(g.nodes):
+        k = _conv_kind(n, g)
+        if k is None:
+            continue
+        geo = k[1]
+        if mode == "auto" and max(geo.cin, geo.cout) * ratio < geo.out[0] * geo.out[1]:
+            continue            # a large plane of few channels: the NCHW kernels are faster
+        kinds[i] = k
+    if not kinds:
+        return g
+    comp = _components(g, kinds)
+    if mode == "auto":
+        keep = {comp[i] for i, (k, _) in kinds.items() if k == "depthwise"}
+        kinds = {i: k for i, k in kinds.items() if comp[i] in keep}
+        if not kinds:
+            return g
+    g = g.copy()
+    taken = taken_names(g)
+    twin: dict = {}           # NCHW tensor name -> its NHWC twin
+    to_nhwc: dict = {}        # NCHW tensor name -> the Transpose output made for it
+    nodes = []
+
+    def nhwc_type(name):
+        t = g.type_of(name)
+        s = t.shape
+        return TensorType(t.dtype, (s[0], s[2], s[3], s[1]))
+
+    def nhwc_of(x):
+        if x in twin:
+            return twin[x]
+        if x not in to_nhwc:
+            t = fresh_name(taken, f"{x}_nhwc")
+            g.types[t] = nhwc_type(x)
+            nodes.append(Node("Transpose", [x], [t], {"perm": TO_NHWC},
+                              name=fresh_name(taken, f"{x}_to_nhwc")))
+            to_nhwc[x] = t
+        return to_nhwc[x]
+
+    def back(n, y):
+        """n computes y's NHWC twin; a Transpose gives the NCHW tensor y."""
+        t = fresh_name(taken, f"{y}_nhwc")
+        g.types[t] = nhwc_type(y)
+        n.outputs = [t]
+        nodes.append(n)
+        nodes.append(Node("Transpose", [t], [y], {"perm": TO_NCHW},
+                          name=fresh_name(taken, f"{n.name or y}_to_nchw")))
+        twin[y] = t
+
+    for i, n in enumerate(g.nodes):
+        if i in kinds:
+            kind, geo = kinds[i]
+            x = nhwc_of(n.inputs[0])
+            b = n.inputs[2] if len(n.inputs) > 2 else ""
+            act = {k: v for k, v in n.attrs.items() if k in ("aicc_act", "aicc_act_params")}
+            if kind == "pointwise":
+                w = np.asarray(g.constants[n.inputs[1]], np.float32)
+                wt = fresh_name(taken, f"{n.inputs[1]}_t")
+                g.constants[wt] = np.ascontiguousarray(w.reshape(geo.cout, geo.cin).T)
+                new = Node("MatMul", [x, wt] + ([b] if b else []), [], dict(act), name=n.name)
+            else:
+                attrs = {"kernel_shape": list(geo.k), "strides": list(geo.stride),
+                         "dilations": list(geo.dil), "pads": list(geo.pad + geo.pad_end),
+                         "group": geo.group, **act}
+                new = Node("ConvNHWC", [x, n.inputs[1]] + ([b] if b else []), [], attrs,
+                           name=n.name, domain="aicc")
+            back(new, n.outputs[0])
+            continue
+        if _sinkable(n, g) and n.inputs and any(t in twin for t in n.inputs):
+            y = n.outputs[0]
+            ys = g.type_of(y).shape if y in g.types else None
+            ok = ys is not None and len(ys) == 4
+            for t in n.inputs:
+                if not ok or not t:
+                    continue
+                if t in twin:
+                    ok = tuple(g.shape(t)) == tuple(ys)
+                else:
+                    c = g.const(t)
+                    ok = c is not None and c.size == 1 and c.ndim <= 4
+            if ok:
+                ins = []
+                for t in n.inputs:
+                    if t in twin:
+                        ins.append(twin[t])
+                    elif t and g.const(t).ndim > 0:        # a [1,1,1,1]-like scalar: flatten
+                        s = fresh_name(taken, f"{t}_scalar")
+                        g.constants[s] = np.asarray(g.const(t)).reshape(())
+                        ins.append(s)
+                    else:
+                        ins.append(t)
+                new = Node(n.op_type, ins, [], dict(n.attrs), name=n.name, domain=n.domain)
+                back(new, y)
+                continue
+        if std_domain(n) and n.inputs and n.inputs[0] in twin and _spatial_mean(n, g):
+            # mean over H, W of the NHWC twin: axes 1, 2; with keepdims the [N,1,1,C] result
+            # is moved to [N,C,1,1] (a plain copy), else it is already [N, C]
+            keep = int(n.attrs.get("keepdims", 1)) if n.op_type == "ReduceMean" else 1
+            attrs, ins = {"keepdims": keep}, [twin[n.inputs[0]]]
+            if g.opset >= 18:
+                ax = fresh_name(taken, f"{n.name or 'mean'}_axes_nhwc")
+                g.constants[ax] = np.array([1, 2], np.int64)
+                ins.append(ax)
+            else:
+                attrs["axes"] = [1, 2]
+            new = Node("ReduceMean", ins, [], attrs, name=n.name)
+            if keep:
+                back(new, n.outputs[0])
+            else:
+                new.outputs = list(n.outputs)
+                nodes.append(new)
+            continue
+        if n.op_type == "Transpose" and std_domain(n) and n.inputs[0] in twin \
+                and list(n.attrs.get("perm") or []) == TO_NHWC:
+            nodes.append(Node("Identity", [twin[n.inputs[0]]], list(n.outputs), name=n.name))
+            continue
+        nodes.append(n)
+    g.nodes = nodes
+    return g

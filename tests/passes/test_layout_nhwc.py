@@ -1,0 +1,193 @@
+"""layout-nhwc: structure (which convs go channel-last, where the transposes stay), unchanged
+cases, and compiled numerics against onnxruntime on generic and the host's SIMD targets
+(portable and SIMD ConvNHWC / MatMul kernels, mode all and the targets' auto)."""
+import numpy as np
+import pytest
+import yaml
+
+from aicc.config import Options
+from aicc.errors import ConfigError
+from aicc.targets import runnable_targets
+from tests.oracle import check, make_model
+from tests.passes.helpers import assert_same_outputs, assert_unchanged, build, node, ops, rand, run_pass
+
+TARGETS = ["generic"] + [t for t in runnable_targets() if t in ("x86-avx2", "x86-avx512")]
+
+
+def w(*shape, seed):
+    return (rand(*shape, seed=seed) * 0.3).astype(np.float32)
+
+
+def block(c=16, hw=6, opset=17, mean="gap", extra_out=False):
+    """MobileNetV2-like: 3x3 conv -> Relu, depthwise 3x3 -> Clip(0,6), pointwise 1x1 + residual
+    Add, depthwise 3x3 stride 2, pointwise, then a spatial mean and a Gemm head."""
+    x = rand(1, 3, hw, hw, seed=1)
+    inits = {"w0": w(c, 3, 3, 3, seed=2), "b0": w(c, seed=3), "w1": w(c, 1, 3, 3, seed=4),
+             "b1": w(c, seed=5), "w2": w(c, c, 1, 1, seed=6), "b2": w(c, seed=7),
+             "w3": w(c, 1, 3, 3, seed=8), "w4": w(2 * c, c, 1, 1, seed=9),
+             "lo": np.array(0, np.float32), "hi": np.array(6, np.float32),
+             "fw": w(2 * c, 5, seed=10), "fb": w(5, seed=11)}
+    nodes = [node("Conv", ["x", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1]),
+             node("Relu", ["c0"], ["r0"]),
+             node("Conv", ["r0", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], group=c),
+             node("Clip", ["c1", "lo", "hi"], ["r1"]),
+             node("Conv", ["r1", "w2", "b2"], ["c2"]),
+             node("Add", ["c2", "r0"], ["a2"]),
+             node("Conv", ["a2", "w3"], ["c3"], pads=[1, 1, 1, 1], strides=[2, 2], group=c),
+             node("Conv", ["c3", "w4"], ["c4"])]
+    if mean == "gap":
+        nodes.append(node("GlobalAveragePool", ["c4"], ["m"]))
+    elif opset >= 18:
+        inits["ax"] = np.array([2, 3], np.int64)
+        nodes.append(node("ReduceMean", ["c4", "ax"], ["m"], keepdims=int(mean == "keep")))
+    else:
+        nodes.append(node("ReduceMean", ["c4"], ["m"], axes=[-2, -1], keepdims=int(mean == "keep")))
+    nodes += [node("Flatten", ["m"], ["f"]), node("Gemm", ["f", "fw", "fb"], ["y"])]
+    outs = ["y", "c2"] if extra_out else ["y"]
+    return nodes, {"x": x}, outs, inits, opset
+
+
+def config(tmp_path, mode="all", ratio=None):
+    pipe = []
+    for name, opts in Options.load("generic").pipeline:
+        if name == "layout-nhwc":
+            opts = {"mode": mode, **({"ratio": ratio} if ratio is not None else {})}
+        pipe.append({name: opts} if opts else name)
+    p = tmp_path / "layout.yaml"
+    p.write_text(yaml.safe_dump({"pipeline": pipe}))
+    return p
+
+
+def fused(nodes, feeds, outs, inits, opset):
+    """The graph after the passes before layout-nhwc (bias and activations fused)."""
+    g = build(nodes, feeds, outs, inits, opset=opset)
+    for name in ("fold-constants", "infer-shapes", "fuse-bias", "fuse-activation",
+                 "fuse-binary-activation", "eliminate-dead-nodes"):
+        g = run_pass(name, g)
+    return g
+
+
+def test_chain_runs_channel_last():
+    args = block()
+    before = fused(*args)
+    after = run_pass("eliminate-dead-nodes", run_pass("layout-nhwc", before, mode="all"))
+    assert ops(after) == ["Transpose", "ConvNHWC", "ConvNHWC", "MatMul", "Add", "ConvNHWC",
+                          "MatMul", "ReduceMean", "Transpose", "Flatten", "Gemm"]
+    t0 = after.nodes[0]
+    assert t0.inputs == ["x"] and t0.attrs["perm"] == [0, 2, 3, 1]
+    # activations stay fused; the pointwise weights are transposed to [Cin, Cout]
+    assert after.nodes[2].attrs["aicc_act"] == "Clip"
+    mm = after.nodes[3]
+    assert after.constants[mm.inputs[1]].shape == (16, 16) and mm.inputs[2] == "b2"
+    np.testing.assert_array_equal(after.constants[mm.inputs[1]],
+                                  before.constants["w2"].reshape(16, 16).T)
+    # the mean's [1,1,1,C] result is moved back to [1,C,1,1] (a copy of C floats)
+    assert after.nodes[8].attrs["perm"] == [0, 3, 1, 2]
+    assert_same_outputs(before, after, args[1], rtol=1e-4, atol=1e-5)
+
+
+def test_auto_keeps_large_planes_nchw():
+    """auto: only convs with max(Cin, Cout) * ratio >= output positions: on a 20x20 plane the
+    16-channel convs stay NCHW (400 > 16 * 8), after the stride-2 depthwise (10x10) they go
+    channel-last; the transpose sits where the two parts meet."""
+    args = block(hw=20)
+    before = fused(*args)
+    after = run_pass("eliminate-dead-nodes", run_pass("layout-nhwc", before, mode="auto"))
+    assert ops(after)[:7] == ["Conv", "Conv", "Conv", "Add", "Transpose", "ConvNHWC", "MatMul"]
+    assert_same_outputs(before, after, args[1], rtol=1e-4, atol=1e-5)
+    wide = run_pass("eliminate-dead-nodes", run_pass("layout-nhwc", before, mode="auto",
+                                                     ratio=25))
+    assert ops(wide).count("ConvNHWC") == 3 and ops(wide).count("Conv") == 0
+
+
+def test_auto_needs_a_depthwise_conv():
+    """A chain of group-1 convs (a ResNet) keeps its NCHW kernels (Winograd etc.) in auto."""
+    feeds = {"x": rand(1, 8, 5, 5, seed=1)}
+    inits = {"w0": w(8, 8, 3, 3, seed=2), "w1": w(8, 8, 1, 1, seed=3)}
+    before = fused([node("Conv", ["x", "w0"], ["c0"], pads=[1, 1, 1, 1]),
+                    node("Conv", ["c0", "w1"], ["y"])], feeds, ["y"], inits, 17)
+    assert_unchanged(before, run_pass("layout-nhwc", before, mode="auto"))
+    after = run_pass("layout-nhwc", before, mode="all")
+    assert "ConvNHWC" in ops(after) and "MatMul" in ops(after)
+
+
+def test_off_and_bad_mode():
+    before = fused(*block())
+    assert_unchanged(before, run_pass("layout-nhwc", before))           # default: off
+    with pytest.raises(ConfigError, match="mode 'sideways'"):
+        run_pass("layout-nhwc", before, mode="sideways")
+
+
+def test_not_eligible_left_alone():
+    """Grouped (not depthwise) convs, run-time weights, 1-D convs and per-node overrides stay."""
+    feeds = {"x": rand(1, 8, 5, 5, seed=1), "wr": w(8, 1, 3, 3, seed=9)}
+    inits = {"wg": w(8, 2, 3, 3, seed=2), "w1": w(8, 1, 3, 3, seed=3)}
+    before = fused([node("Conv", ["x", "wg"], ["c0"], pads=[1, 1, 1, 1], group=4),
+                    node("Conv", ["c0", "wr"], ["c1"], group=8),
+                    node("Conv", ["c1", "w1"], ["y"], group=8)], feeds, ["y"], inits, 17)
+    before.nodes[2].attrs["aicc_schedule"] = {"algo": "depthwise"}
+    assert_unchanged(before, run_pass("layout-nhwc", before, mode="all"))
+
+
+def test_graph_output_inside_the_chain():
+    """A tensor of the chain that is also a graph output keeps its NCHW producer (Transpose)."""
+    args = block(extra_out=True)
+    before = fused(*args)
+    after = run_pass("eliminate-dead-nodes", run_pass("layout-nhwc", before, mode="all"))
+    tr = [n for n in after.nodes if n.op_type == "Transpose" and n.outputs == ["c2"]]
+    assert len(tr) == 1 and tr[0].attrs["perm"] == [0, 3, 1, 2]
+    assert_same_outputs(before, after, args[1], rtol=1e-4, atol=1e-5)
+
+
+def test_sinking_needs_matching_shapes():
+    """An Add that broadcasts a [1,C,1,1] tensor is not moved: it reads the NCHW tensor."""
+    feeds = {"x": rand(1, 8, 4, 4, seed=1), "s": rand(1, 8, 1, 1, seed=2)}
+    inits = {"w1": w(8, 1, 3, 3, seed=3), "k": np.array([2.0], np.float32)}
+    before = fused([node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1], group=8),
+                    node("Add", ["c1", "s"], ["a"]), node("Mul", ["c1", "k"], ["y2"]),
+                    node("Relu", ["a"], ["y"])], feeds, ["y", "y2"], inits, 17)
+    after = run_pass("eliminate-dead-nodes", run_pass("layout-nhwc", before, mode="all"))
+    add = [n for n in after.nodes if n.op_type == "Add"][0]
+    assert add.inputs == ["c1", "s"]
+    mul = [n for n in after.nodes if n.op_type == "Mul"][0]
+    assert mul.inputs[0].endswith("_nhwc") and after.constants[mul.inputs[1]].shape == ()
+    assert_same_outputs(before, after, feeds, rtol=1e-5, atol=1e-6)
+
+
+def test_target_defaults_and_override(tmp_path):
+    for t in ("x86-avx2", "x86-avx512"):
+        assert dict(Options.load(t).pipeline)["layout-nhwc"] == {"mode": "auto"}
+    assert dict(Options.load("generic").pipeline)["layout-nhwc"] == {}
+    p = config(tmp_path, mode="off")
+    assert dict(Options.load("x86-avx512", p).pipeline)["layout-nhwc"] == {"mode": "off"}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("mean,opset", [("gap", 17), ("keep", 17), ("drop", 18)])
+def test_compiled_against_onnxruntime(target, mean, opset, tmp_path):
+    nodes, feeds, outs, inits, opset = block(c=24, hw=9, opset=opset, mean=mean, extra_out=True)
+    model = make_model(nodes, feeds, outs, inits, opset=opset)
+    check(model, feeds, tmp_path, target=target, config=config(tmp_path), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("k,s,d,pads,cin,cout", [
+    ((3, 3), (1, 1), (1, 1), (1, 1, 1, 1), 5, 20),
+    ((3, 3), (2, 2), (1, 1), (0, 1, 1, 0), 3, 33),
+    ((5, 2), (1, 2), (2, 1), (2, 0, 1, 1), 7, 16),
+    ((1, 1), (2, 2), (1, 1), (0, 0, 0, 0), 16, 40),
+    ((10, 4), (2, 2), (1, 1), (4, 1, 5, 2), 1, 64),
+])
+def test_group1_conv_nhwc(target, k, s, d, pads, cin, cout, tmp_path):
+    """aicc.ConvNHWC's im2col + GEMM path (mode all), padding on every side, with a depthwise
+    conv after it; NaN and Inf in the input reach the outputs they cover."""
+    x = rand(2, cin, 11, 9, seed=1)
+    x[0, 0, 3, 4], x[1, -1, 7, 2] = np.nan, np.inf
+    inits = {"w": w(cout, cin, *k, seed=2), "b": w(cout, seed=3), "wd": w(cout, 1, 3, 3, seed=4)}
+    nodes = [node("Conv", ["x", "w", "b"], ["c"], kernel_shape=list(k), strides=list(s),
+                  dilations=list(d), pads=list(pads)),
+             node("LeakyRelu", ["c"], ["r"], alpha=0.1),
+             node("Conv", ["r", "wd"], ["y"], pads=[1, 1, 1, 1], group=cout)]
+    model = make_model(nodes, {"x": x}, ["y"], inits)
+    check(model, {"x": x}, tmp_path, target=target, config=config(tmp_path), rtol=1e-4,
+          atol=1e-4)
