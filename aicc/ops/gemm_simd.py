@@ -59,6 +59,7 @@ ISA = {
 }
 
 V = 2       # vectors per panel: NR = V * lanes
+PREFETCH = True
 
 
 def nr_of(isa: str) -> int:
@@ -149,6 +150,12 @@ def _kernel_text(isa: str, mr: int) -> tuple:
         o.append(f"{ind}for (size_t k = 0; k < kc; ++k) {{")
         i2 = ind + "    "
         if np_b == 1:
+            if PREFETCH and not masked:
+                # the same rows of the next panel, toward L1 while this one computes (weights
+                # cold in L3 after the rest of a network ran); integer arithmetic: the last
+                # panel's "next" is past the array, a prefetch there is harmless
+                o.append(f"{i2}_mm_prefetch((const char *)((uintptr_t)(b0 + k * {nr}u) + "
+                         f"bs * sizeof(float)), _MM_HINT_T0);")
             for c in range(V):
                 o.append(f"{i2}const {vec} w{c} = " + _f(d["load"], p=f"b0 + k * {nr}u + {c * L}u")
                          + ";")

@@ -17,7 +17,8 @@ from aicc.config import Options
 from aicc.frontend import import_model
 from aicc.ops import load_all, lookup
 from aicc.targets import host_supports, load_target, runnable_targets
-from tests.oracle import STRICT_CFLAGS, assert_close, check_node, make_model, reference, rng
+from tests.oracle import (STRICT_CFLAGS, assert_close, check_node, compile_and_run, make_model,
+                          reference, rng)
 
 SIZES = [1, 3, 17, 65]
 AWKWARD = [1, 3, 7, 17, 65, 257]
@@ -70,6 +71,22 @@ def test_matmul_every_row_kernel(m, target, tmp_path):
     r = rng(m)
     check_node("MatMul", {"a": _rand(r, (m, 33))}, tmp_path, target=target,
                initializers={"b": _rand(r, (33, 150))})
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("m", [49, 61, 96, 97, 145, 196, 288])
+def test_matmul_one_m_block(m, target, tmp_path):
+    """MC < M <= 2 * MC runs as one M block with equal row tiles (49 -> 5 x 10 on avx512;
+    145..288 on avx2); outside that range the usual blocks; with a fused bias and Clip, and
+    N = 100 leaving a masked panel (the micro-kernels prefetch the next panel)."""
+    r = rng(m)
+    a, b, c = _rand(r, (m, 40)), _rand(r, (40, 100)), _rand(r, (100,))
+    nodes = [helper.make_node("MatMul", ["a", "b"], ["t"]), helper.make_node("Add", ["t", "c"], ["u"]),
+             helper.make_node("Clip", ["u", "lo", "hi"], ["y"])]
+    model = make_model(nodes, {"a": a}, ["y"], {"b": b, "c": c, "lo": np.float32(-1.0),
+                                               "hi": np.float32(1.5)})
+    got = compile_and_run(model, {"a": a}, tmp_path, target=target)
+    assert_close(got, reference(model, {"a": a}))
 
 
 @pytest.mark.parametrize("target", TARGETS)
