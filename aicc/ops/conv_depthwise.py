@@ -145,17 +145,6 @@ def supports(geo) -> bool:
     return geo.cin_g == 1 and geo.cout_g < 4 and len(geo.k) <= 2
 
 
-def plane_vectors(geo, isa: str) -> int:
-    """Vectors of one output plane on the virtual grid (before rounding to the kernel's
-    blocks): few means the channel-vectorized kernel (conv_depthwise_c.py) is faster."""
-    k = [1] * (2 - len(geo.k)) + list(geo.k)
-    s = [1] * (2 - len(geo.k)) + list(geo.stride)
-    dl = [1] * (2 - len(geo.k)) + list(geo.dil)
-    o = [1] * (2 - len(geo.k)) + list(geo.out)
-    wq = -(-((o[1] - 1) * s[1] + (k[1] - 1) * dl[1] + 1) // s[1])
-    return -(-(o[0] * wq) // ISA[isa]["lanes"])
-
-
 def emit(ctx, node, geo, isa: str, bias: str) -> None:
     L = ISA[isa]["lanes"]
     k = [1] * (2 - len(geo.k)) + list(geo.k)

@@ -13,8 +13,9 @@ Kernels:
   contiguous in both tensors: ``y[c] = bias[c]``, then for each tap inside the input
   (ky, kx ascending) ``y[c] += w[ky][kx][c] * x[iy][ix][c]`` with the weights transposed at
   compile time to ``[tap][C]``; taps outside the input are skipped (zero padding), then the
-  activation. On x86-avx2 / x86-avx512 conv_nhwc_dw.py's SIMD kernel when present; the
-  portable loops vectorize over channels.
+  activation. On x86-avx2 / x86-avx512 conv_nhwc_dw.py's register-blocked SIMD kernel
+  (several output positions x channel vectors per block); elsewhere (or with
+  ``aicc_kernel: generic``) portable loops that the C compiler vectorizes over channels.
 * group 1: im2col of a tile of output positions into rows of K = kh * kw * Cin entries
   (``(ky, kx, ci)`` order: each (ky, kx) is a contiguous run of Cin floats of X; padding
   taps are zero rows) and one GEMM per tile with the weights packed at compile time as
@@ -31,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from .activations import ACT_ATTRS, act_expr, apply_epilogue, fused_epilogue, unfused
+from . import conv_nhwc_dw
 from .base import Op, register
 from .conv_kernels import act_check
 from .gemm import a_rows, emit_epilogue, gemm_call, gemm_plan, pack_b
@@ -140,14 +142,9 @@ def _emit_depthwise(node, ctx, geo) -> None:
     C, T = geo.cin, geo.kh * geo.kw
     w = np.asarray(ctx.in_const(1), np.float32).reshape(C, T)
     isa = _simd_isa(ctx)
-    if isa is not None:
-        try:
-            from . import conv_nhwc_dw
-        except ImportError:
-            conv_nhwc_dw = None
-        if conv_nhwc_dw is not None and conv_nhwc_dw.supports(geo, isa):
-            conv_nhwc_dw.emit(ctx, node, geo, isa)
-            return
+    if isa is not None and conv_nhwc_dw.supports(geo, isa):
+        conv_nhwc_dw.emit(ctx, node, geo, isa)
+        return
     ctx.kernel = "generic"
     wt = ctx.const(np.ascontiguousarray(w.T), "wtap")
     x, y = ctx.inp[0], ctx.out[0]

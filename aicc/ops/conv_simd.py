@@ -6,9 +6,10 @@ Variants (``emit``; the target's ``schedule: conv: algo`` or a node's ``aicc_sch
 ...}`` forces one, ``auto`` picks):
 
 * ``depthwise`` (conv_depthwise.py): one input channel per group, 1-D/2-D, multiplier < 4;
-  ``dwchan`` (conv_depthwise_c.py): multiplier 1, channels vectorized, for small planes
-  (auto: stride > 1 and a plane fills at most DWCHAN_VECTORS vectors; at stride 1 the plane
-  kernel measured faster in MobileNetV2's 7x7 layers: 37 vs 54 us on avx512).
+  ``dwchan`` (conv_depthwise_c.py): multiplier 1, channels vectorized through channel-last
+  copies; forced only (measured slower than ``depthwise`` on every MobileNet shape, e.g.
+  576 channels 14x14 stride 2: 52 vs 17 us on avx512; with constant weights the
+  layout-nhwc pass runs such convs channel-last without the copies, ops/conv_nhwc_dw.py).
 * ``winograd`` (conv_winograd.py): 2-D 3x3, stride 1, dilation 1, group 1, constant weights:
   Winograd F(2x2,3x3) or F(4x4,3x3) (``wino_m``), t * t GEMMs on transformed tiles, 2.25x /
   4x fewer multiplications (auto: F(2,3) when channels and output tiles pass
@@ -72,7 +73,6 @@ SCHED = {
 }
 ALGOS = ("auto", "direct", "im2col", "implicit", "depthwise", "dwchan", "transposed",
          "winograd")
-DWCHAN_VECTORS = 4       # auto: channel-vectorized depthwise when a plane fills <= this many
 
 
 def schedule(isa: str, *overrides) -> dict:
@@ -319,9 +319,7 @@ def emit(ctx, node, geo, isa: str, sched: dict, bias: str) -> None:
     channel per group (1-D/2-D, small multiplier), the GEMM paths otherwise (or as forced)."""
     from . import conv_depthwise, conv_depthwise_c
     algo = sched["algo"]
-    if algo == "dwchan" or (algo == "auto" and conv_depthwise_c.supports(geo) and
-                            max(geo.stride) > 1 and   # stride 1: the plane kernel is faster
-                            conv_depthwise.plane_vectors(geo, isa) <= DWCHAN_VECTORS):
+    if algo == "dwchan":
         if not conv_depthwise_c.supports(geo):
             raise ValueError("conv algo 'dwchan' needs a depthwise conv (group = channels), "
                              "multiplier 1, 1-D/2-D")

@@ -114,7 +114,10 @@ def algo_of(case):
 MARK = {"direct": "the input is the B operand", "im2col": "im2col tiles",
         "dwchan": "channel-vectorized kernel",
         "depthwise": "phase-split padded plane", "transposed": "transposed GEMM",
-        "implicit": "implicit GEMM", "winograd": "Winograd F("}
+        "implicit": "implicit GEMM", "winograd": "Winograd F(",
+        # auto: the layout-nhwc pass (on by default on these targets) runs some depthwise
+        # convs channel-last (ops/conv_nhwc_dw.py)
+        "nhwc": "register-blocked channel-last kernel"}
 
 
 @pytest.mark.parametrize("target", TARGETS)

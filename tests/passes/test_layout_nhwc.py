@@ -87,16 +87,16 @@ def test_chain_runs_channel_last():
 
 
 def test_auto_keeps_large_planes_nchw():
-    """auto: only convs with max(Cin, Cout) * ratio >= output positions: on a 20x20 plane the
-    16-channel convs stay NCHW (400 > 16 * 8), after the stride-2 depthwise (10x10) they go
-    channel-last; the transpose sits where the two parts meet."""
-    args = block(hw=20)
+    """auto: only convs with max(Cin, Cout) * ratio >= output positions (ratio 32 by default):
+    on a 40x40 plane the 16-channel convs stay NCHW (1600 > 16 * 32), after the stride-2
+    depthwise (20x20) they go channel-last; the transpose sits where the two parts meet."""
+    args = block(hw=40)
     before = fused(*args)
     after = run_pass("eliminate-dead-nodes", run_pass("layout-nhwc", before, mode="auto"))
     assert ops(after)[:7] == ["Conv", "Conv", "Conv", "Add", "Transpose", "ConvNHWC", "MatMul"]
     assert_same_outputs(before, after, args[1], rtol=1e-4, atol=1e-5)
     wide = run_pass("eliminate-dead-nodes", run_pass("layout-nhwc", before, mode="auto",
-                                                     ratio=25))
+                                                     ratio=100))
     assert ops(wide).count("ConvNHWC") == 3 and ops(wide).count("Conv") == 0
 
 
