@@ -59,11 +59,15 @@ class Options:
         if d.get("schedule"):
             tgt = dataclasses.replace(tgt, schedule=_merge(tgt.schedule or {},
                                                            _schedule(d["schedule"])))
+        nodes = parse_nodes(d.get("nodes"))
         pipeline = [(name, {**tgt.pass_options.get(name, {}), **o})
                     for name, o in parse_pipeline(d.get("pipeline", []))]
+        if nodes:       # nodes given a kernel / schedule keep their op (their Conv kernels)
+            pipeline = [(name, {**o, "keep": sorted({*o.get("keep", ()), *nodes})})
+                        if name == "layout-nhwc" else (name, o) for name, o in pipeline]
         return Options(target=tgt, pipeline=pipeline,
                        memory=dict(d.get("memory") or {}), weights=dict(d.get("weights") or {}),
-                       name=str(d.get("name", "model")), raw=d, nodes=parse_nodes(d.get("nodes")))
+                       name=str(d.get("name", "model")), raw=d, nodes=nodes)
 
 
 def _schedule(sched) -> dict:

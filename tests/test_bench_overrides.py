@@ -62,6 +62,30 @@ def test_node_kernel_and_schedule_overrides(target, tmp_path):
     assert src3.count("im2col tiles") >= 2
 
 
+@pytest.mark.parametrize("target", SIMD)
+def test_override_keeps_conv_out_of_layout_nhwc(target, tmp_path):
+    """A depthwise chain runs channel-last on the SIMD targets (layout-nhwc); a conv named in
+    `nodes:` stays a Conv so its kernel / schedule apply, the others still convert."""
+    r = rng(6)
+    x = r.normal(size=(1, 16, 7, 7)).astype(np.float32)
+    inits = {"wd": (r.normal(size=(16, 1, 3, 3)) * 0.3).astype(np.float32),
+             "wp": (r.normal(size=(16, 16, 1, 1)) * 0.3).astype(np.float32),
+             "we": (r.normal(size=(16, 1, 3, 3)) * 0.3).astype(np.float32)}
+    nodes = [helper.make_node("Conv", ["x", "wd"], ["a"], name="dw1", pads=[1, 1, 1, 1], group=16),
+             helper.make_node("Conv", ["a", "wp"], ["b"], name="pw"),
+             helper.make_node("Conv", ["b", "we"], ["y"], name="dw2", pads=[1, 1, 1, 1], group=16)]
+    model = tmp_path / "dw.onnx"
+    onnx.save(make_model(nodes, {"x": x}, ["y"], inits), model)
+    _, _, man = build_and_check(tmp_path, model, x, target, "name: model\n", "auto")
+    ops = {s["node"]: s["op"] for s in man["steps"]}
+    assert ops["dw1"] == ops["dw2"] == "ConvNHWC" and ops["pw"] == "MatMul"
+    _, _, man = build_and_check(tmp_path, model, x, target,
+                                "nodes:\n  dw2: {schedule: {algo: depthwise}}\n", "kept")
+    steps = {s["node"]: s for s in man["steps"]}
+    assert steps["dw2"]["op"] == "Conv" and steps["dw2"]["kernel"].endswith("depthwise")
+    assert steps["dw1"]["op"] == "ConvNHWC" and steps["pw"]["op"] == "MatMul"
+
+
 def test_node_override_errors(tmp_path):
     model, _ = conv_model(tmp_path)
     cfg = tmp_path / "bad.yaml"

@@ -27,7 +27,9 @@ keep theirs, e.g. Winograd for ResNets), ``all`` (every eligible conv). ``ratio`
 best on this machine's MobileNets (MobileNetV1-0.25 on avx512: 0.73 of onnxruntime's time
 at 8, 0.69 at 32, 0.79 converting every conv; MobileNetV2 equal at 8 and 32).
 Targets choose the default (``pass_options:`` in configs/targets/*.yaml); a pipeline entry
-``- layout-nhwc: {mode: off}`` overrides it.
+``- layout-nhwc: {mode: off}`` overrides it. ``keep``: node names left as they are; the build
+YAML's ``nodes:`` overrides are added to it (config.py), so a conv given a kernel or schedule
+there stays a Conv for it to apply to.
 
 Results: the same arithmetic as the NCHW kernels up to summation order (see
 ops/conv_nhwc.py); graph inputs and outputs keep their layouts and names.
@@ -120,7 +122,7 @@ def _components(g, kinds) -> dict:
 
 
 @graph_pass("layout-nhwc")
-def layout_nhwc(g, *, mode: str = "off", ratio: float = 32.0):
+def layout_nhwc(g, *, mode: str = "off", ratio: float = 32.0, keep=()):
     """Run chains of eligible 2-D convs (and the element-wise ops between them) channel-last;
     see the module docstring."""
     if mode not in ("off", "auto", "all"):
@@ -128,8 +130,9 @@ def layout_nhwc(g, *, mode: str = "off", ratio: float = 32.0):
     if mode == "off":
         return g
     kinds = {}
+    keep = set(keep or ())
     for i, n in enumerate(g.nodes):
-        k = _conv_kind(n, g)
+        k = _conv_kind(n, g) if n.name not in keep else None
         if k is None:
             continue
         geo = k[1]
