@@ -292,6 +292,8 @@ static void {name}(size_t M, size_t N, size_t K, const float *restrict A, size_t
     float beta, float *restrict Y, int epi)
 {{
     const size_t bs = K * {nr}u;
+    for (size_t q = 0; q < bs && q < 4096u; q += 16u)     /* the first panel, toward L1 */
+        _mm_prefetch((const char *)(Bp + q), _MM_HINT_T0);
     for (size_t pc = 0; pc < K; pc += {kc}u) {{
         const size_t kc = K - pc < {kc}u ? K - pc : {kc}u;
         const int acc = pc > 0, last = pc + kc == K;
