@@ -154,6 +154,27 @@ def cnn(classes=10):
                   [h.make_tensor_value_info("y", T.FLOAT, ["batch", classes])], inits)
 
 
+def mobilenet_block(c=32):
+    """MobileNetV2-like block (batch 2) with dynamic height and width: 3x3 stride-2 conv ->
+    Relu, depthwise 3x3 -> Clip(0,6), pointwise + residual Add, depthwise stride 2, then the
+    spatial mean. On the x86 targets layout-nhwc runs the convs channel-last (aicc.ConvNHWC,
+    MatMul), whose padding rules follow the NHWC axes."""
+    rng = np.random.default_rng(16)
+    inits = {"w0": _w(rng, c, 3, 3, 3), "wd": _w(rng, c, 1, 3, 3), "bd": _w(rng, c, scale=0.1),
+             "wp": _w(rng, c, c, 1, 1), "bp": _w(rng, c, scale=0.1), "we": _w(rng, c, 1, 3, 3),
+             "lo": np.array(0, np.float32), "hi": np.array(6, np.float32)}
+    nodes = [h.make_node("Conv", ["x", "w0"], ["c0"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             h.make_node("Relu", ["c0"], ["r0"]),
+             h.make_node("Conv", ["r0", "wd", "bd"], ["c1"], pads=[1, 1, 1, 1], group=c),
+             h.make_node("Clip", ["c1", "lo", "hi"], ["r1"]),
+             h.make_node("Conv", ["r1", "wp", "bp"], ["c2"]),
+             h.make_node("Add", ["c2", "r0"], ["a"]),
+             h.make_node("Conv", ["a", "we"], ["c3"], pads=[1, 1, 1, 1], strides=[2, 2], group=c),
+             h.make_node("GlobalAveragePool", ["c3"], ["y"])]
+    return _model(nodes, [h.make_tensor_value_info("x", T.FLOAT, [2, 3, "h", "w"])],
+                  [h.make_tensor_value_info("y", T.FLOAT, [2, c, 1, 1])], inits)
+
+
 def fcn():
     rng = np.random.default_rng(15)
     inits = {"w1": _w(rng, 6, 3, 3, 3), "b1": _w(rng, 6, scale=0.1),

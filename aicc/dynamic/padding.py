@@ -44,7 +44,8 @@ def insert_padding(g, in_pads: dict, dims: list, names: list):
         if not any(ip):
             nodes.append(node)
             continue
-        rule = RULES.get(node.op_type) if node.domain in ("", "ai.onnx") else None
+        rule = RULES.get(node.op_type if node.domain in ("", "ai.onnx")
+                         else f"{node.domain}.{node.op_type}")
         try:
             if rule is None:
                 raise PadUnsafe("no padding rule for this op")

@@ -144,6 +144,20 @@ def conv(node, g, pads):
     return Res(out=[out], fills=fills)
 
 
+@rule("aicc.ConvNHWC")
+def conv_nhwc(node, g, pads):
+    """The channel-last conv of layout-nhwc: Conv's rule on the NCHW view of its axes (N, H,
+    W, C -> N, C, H, W), the results mapped back."""
+    if any(pads[1:]):
+        raise PadUnsafe("padded weights or bias")
+    to_nchw = {0: 0, 1: 2, 2: 3, 3: 1}
+    back = {v: k for k, v in to_nchw.items()}
+    w = _shape(g, node.inputs[1])
+    out, fills = _window(node, g, [{to_nchw[a]: e for a, e in pads[0].items()}], w[2:], "zero")
+    return Res(out=[{back[a]: e for a, e in out.items()}],
+               fills=[(i, {back[a]: e for a, e in axes.items()}, f) for i, axes, f in fills])
+
+
 @rule("ConvTranspose")
 def conv_transpose(node, g, pads):
     if any(pads[1:]):
