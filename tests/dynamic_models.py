@@ -155,7 +155,7 @@ def cnn(classes=10):
 
 
 def mobilenet_block(c=32):
-    """MobileNetV2-like block (batch 2) with dynamic height and width: 3x3 stride-2 conv ->
+    """MobileNetV2-like block with dynamic batch, height and width: 3x3 stride-2 conv ->
     Relu, depthwise 3x3 -> Clip(0,6), pointwise + residual Add, depthwise stride 2, then the
     spatial mean. On the x86 targets layout-nhwc runs the convs channel-last (aicc.ConvNHWC,
     MatMul), whose padding rules follow the NHWC axes."""
@@ -171,8 +171,8 @@ def mobilenet_block(c=32):
              h.make_node("Add", ["c2", "r0"], ["a"]),
              h.make_node("Conv", ["a", "we"], ["c3"], pads=[1, 1, 1, 1], strides=[2, 2], group=c),
              h.make_node("GlobalAveragePool", ["c3"], ["y"])]
-    return _model(nodes, [h.make_tensor_value_info("x", T.FLOAT, [2, 3, "h", "w"])],
-                  [h.make_tensor_value_info("y", T.FLOAT, [2, c, 1, 1])], inits)
+    return _model(nodes, [h.make_tensor_value_info("x", T.FLOAT, ["batch", 3, "h", "w"])],
+                  [h.make_tensor_value_info("y", T.FLOAT, ["batch", c, 1, 1])], inits)
 
 
 def fcn():

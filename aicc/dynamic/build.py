@@ -201,7 +201,12 @@ def _check_probe(gp, g, pads, probe, dyn) -> None:
 def _output_port(name, plans, pads_by_plan, dyn) -> Port:
     """An output's shape over the dims: padded axes by their extent (the same formula in
     every bucket), other axes fixed (the same size in every bucket)."""
-    first = pads_by_plan[0].get(name, {})
+    # an axis is padded in the buckets where it can be: a bucket of size 1 never pads its
+    # dim, so the axis is exact there (its size must then be the extent formula's value)
+    first = {}
+    for pads in pads_by_plan:
+        for a, e in pads.get(name, {}).items():
+            first.setdefault(a, e)
     shape0 = plans[0].prog.graph.shape(name)
     if any(isinstance(e, Compound) for e in first.values()):
         raise UnsupportedError(f"output {name!r} has an axis merged from two padded axes; "
@@ -209,7 +214,9 @@ def _output_port(name, plans, pads_by_plan, dyn) -> Port:
     for p, pads in zip(plans, pads_by_plan):
         mine = pads.get(name, {})
         shp = p.prog.graph.shape(name)
-        if {a: e.to_json() for a, e in mine.items()} != {a: e.to_json() for a, e in first.items()}:
+        same = all(a in first and e.to_json() == first[a].to_json() for a, e in mine.items())
+        exact = all(a in mine or first[a].eval(p.dims) == int(shp[a]) for a in first)
+        if not (same and exact):
             raise UnsupportedError(f"output {name!r}: its padded axes differ between buckets")
         for a, d in enumerate(shp):
             if a not in first and int(d) != int(shape0[a]):
