@@ -74,7 +74,8 @@ def emit_copy(ctx, dims, out_strides, in_strides, ct, out_var=None, in_var=None,
     tile = None
     if n >= 2 and abs(is_[-1]) != 1 and os_[-1] == 1:
         cand = [d for d in range(n - 1) if is_[d] == 1]
-        if cand and dims[cand[0]] >= 2 * TILE and dims[-1] >= 2 * TILE:
+        least = 8 if ct == "float" and _avx(ctx) else 2 * TILE     # 8x8 register blocks
+        if cand and dims[cand[0]] >= least and dims[-1] >= least:
             tile = cand[0]
     with _Nest(w) as nest:
         ob, ib = f"{out_base}u", f"{in_base}u"

@@ -11,9 +11,11 @@ Cin = Cout > 1) or has group 1. An eligible Conv ``y = Conv(x, W, B)`` becomes
 * otherwise ``aicc.ConvNHWC`` (ops/conv_nhwc.py) with the Conv's attributes (auto_pad
   resolved to explicit pads) and fused activation.
 
-Element-wise ops (``SINKABLE``, fused activations included) whose every input is either the
-NCHW side of such a Transpose with the same shape as the output, or a constant scalar, run
-on the NHWC tensors instead (one Transpose after them). A Transpose([0,2,3,1]) of a tensor
+Element-wise ops (``SINKABLE``, fused activations included) with at least one input that
+is the NCHW side of such a Transpose, and every input of the output's shape or a constant
+scalar, run on the NHWC tensors instead (one Transpose after them): the other full-shape
+inputs are transposed in (constants at compile time), e.g. MobileNetV2's residual Add whose
+shortcut comes from an NCHW conv. A Transpose([0,2,3,1]) of a tensor
 that has an NHWC twin is that twin (no copy). A GlobalAveragePool or a ReduceMean over axes
 2 and 3 of a tensor with a twin averages the twin over axes 1 and 2. Transposes nobody reads are dead
 (eliminate-dead-nodes removes them), so inside a chain no data moves.
@@ -205,22 +207,27 @@ def layout_nhwc(g, *, mode: str = "off", ratio: float = 32.0, keep=()):
             for t in n.inputs:
                 if not ok or not t:
                     continue
-                if t in twin:
-                    ok = tuple(g.shape(t)) == tuple(ys)
-                else:
-                    c = g.const(t)
-                    ok = c is not None and c.size == 1 and c.ndim <= 4
+                c = g.const(t)
+                ok = (c is not None and c.size == 1 and c.ndim <= 4) or \
+                    tuple(g.shape(t)) == tuple(ys)
             if ok:
                 ins = []
                 for t in n.inputs:
+                    c = g.const(t)
                     if t in twin:
                         ins.append(twin[t])
-                    elif t and g.const(t).ndim > 0:        # a [1,1,1,1]-like scalar: flatten
-                        s = fresh_name(taken, f"{t}_scalar")
-                        g.constants[s] = np.asarray(g.const(t)).reshape(())
-                        ins.append(s)
-                    else:
+                    elif not t or (c is not None and c.ndim == 0):
                         ins.append(t)
+                    elif c is not None and c.size == 1:     # a [1,1,1,1]-like scalar: flatten
+                        s = fresh_name(taken, f"{t}_scalar")
+                        g.constants[s] = np.asarray(c).reshape(())
+                        ins.append(s)
+                    elif c is not None:                     # a full-shape constant
+                        s = fresh_name(taken, f"{t}_nhwc")
+                        g.constants[s] = np.ascontiguousarray(np.transpose(c, TO_NHWC))
+                        ins.append(s)
+                    else:       # a full-shape NCHW tensor (e.g. a residual from NCHW code):
+                        ins.append(nhwc_of(t))  # one transpose in, not the result out and back
                 new = Node(n.op_type, ins, [], dict(n.attrs), name=n.name, domain=n.domain)
                 back(new, y)
                 continue

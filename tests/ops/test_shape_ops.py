@@ -295,7 +295,8 @@ AVX_TARGETS = [t for t in runnable_targets() if t in ("x86-avx2", "x86-avx512")]
 @pytest.mark.parametrize("target", AVX_TARGETS)
 @pytest.mark.parametrize("shape,perm", [((1, 40, 7, 7), (0, 2, 3, 1)), ((2, 33, 45), (0, 2, 1)),
                                         ((1, 49, 96), (0, 2, 1)), ((64, 64), (1, 0)),
-                                        ((3, 2, 35, 41), (1, 0, 3, 2))])
+                                        ((3, 2, 35, 41), (1, 0, 3, 2)), ((1, 24, 9, 10), (0, 2, 3, 1)),
+                                        ((1, 8, 3, 5), (0, 2, 3, 1)), ((1, 13, 9), (0, 2, 1))])
 def test_transpose_avx_blocks(shape, perm, target, tmp_path):
     """float32 transpositions in 8 x 8 AVX register blocks (sizes that leave edges), bits
     unchanged: NaN payloads, -0.0 and Inf survive."""

@@ -154,6 +154,25 @@ def test_sinking_needs_matching_shapes():
     assert_same_outputs(before, after, feeds, rtol=1e-5, atol=1e-6)
 
 
+def test_sinking_transposes_the_other_inputs_in():
+    """An Add of a channel-last conv's output and an NCHW tensor of the same shape (a shortcut
+    from code that stays NCHW, here a conv with run-time weights) runs channel-last with that
+    input transposed in; a full-shape constant input is transposed at compile time."""
+    feeds = {"x": rand(1, 8, 4, 5, seed=1), "wr": w(8, 8, 1, 1, seed=9)}
+    inits = {"w1": w(8, 1, 3, 3, seed=3), "k": rand(1, 8, 4, 5, seed=4)}
+    before = fused([node("Conv", ["x", "wr"], ["s"]),
+                    node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1], group=8),
+                    node("Add", ["c1", "s"], ["a"]), node("Mul", ["a", "k"], ["y"])],
+                   feeds, ["y"], inits, 17)
+    after = run_pass("eliminate-dead-nodes", run_pass("layout-nhwc", before, mode="all"))
+    assert ops(after) == ["Conv", "Transpose", "ConvNHWC", "Transpose", "Add", "Mul", "Transpose"]
+    add, mul = after.nodes[4], after.nodes[5]
+    assert add.inputs[1] == after.nodes[3].outputs[0] and after.nodes[3].inputs == ["s"]
+    np.testing.assert_array_equal(after.constants[mul.inputs[1]],
+                                  np.transpose(before.constants["k"], (0, 2, 3, 1)))
+    assert_same_outputs(before, after, feeds, rtol=1e-5, atol=1e-6)
+
+
 def test_target_defaults_and_override(tmp_path):
     for t in ("x86-avx2", "x86-avx512"):
         assert dict(Options.load(t).pipeline)["layout-nhwc"] == {"mode": "auto"}
