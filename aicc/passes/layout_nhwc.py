@@ -21,13 +21,18 @@ that has an NHWC twin is that twin (no copy). A GlobalAveragePool or a ReduceMea
 (eliminate-dead-nodes removes them), so inside a chain no data moves.
 
 ``mode``: ``off`` (nothing), ``auto`` (eligible convs with ``max(Cin, Cout) * ratio >=
-OH * OW``, i.e. small planes of many channels; a connected group of them and sinkable ops is
-converted when it holds a depthwise conv: the MobileNet / DS-CNN pattern, where the
+OH * OW``, i.e. not large planes of few channels, and, for group-1 convs that are not
+pointwise, at least MIN_GEMM_COUT output channels; a connected group of them and sinkable
+ops is converted when it holds a depthwise conv: the MobileNet / DS-CNN pattern, where the
 channel-vectorized depthwise and pointwise-as-GEMM kernels win over per-plane kernels, while
-large planes of few channels stay with the plane-vectorized NCHW kernels, and other networks
-keep theirs, e.g. Winograd for ResNets), ``all`` (every eligible conv). ``ratio`` 32 measured
-best on this machine's MobileNets (MobileNetV1-0.25 on avx512: 0.73 of onnxruntime's time
-at 8, 0.69 at 32, 0.79 converting every conv; MobileNetV2 equal at 8 and 32).
+the first layers of few channels on large planes stay with the plane-vectorized NCHW
+kernels, and other networks keep theirs, e.g. Winograd for ResNets), ``all`` (every
+eligible conv). ``ratio`` 300 measured best on this machine (x86-avx512, ratio to
+onnxruntime; MobileNetV1-0.25 / MobileNetV2): 0.61 / 0.91 at 32, 0.61 / 0.91 at 128,
+0.60 / 0.87-0.88 at 300, MobileNetV2 0.90-0.92 at 1000 (its 112x112 layers of 16-32
+channels then run as GEMMs with K = 16-32, slower than the NCHW direct kernel); a first conv
+of 3 -> 8 channels as im2col + GEMM took 25 us against 11 us NCHW (MobileNetV1), hence
+MIN_GEMM_COUT.
 Targets choose the default (``pass_options:`` in configs/targets/*.yaml); a pipeline entry
 ``- layout-nhwc: {mode: off}`` overrides it. ``keep``: node names left as they are; the build
 YAML's ``nodes:`` overrides are added to it (config.py), so a conv given a kernel or schedule
@@ -50,6 +55,7 @@ from .registry import graph_pass
 SINKABLE = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Relu", "Clip", "LeakyRelu", "Sigmoid",
             "HardSigmoid", "HardSwish", "Tanh", "Elu", "Selu", "Neg", "Abs", "Identity"}
 TO_NHWC, TO_NCHW = [0, 2, 3, 1], [0, 3, 1, 2]
+MIN_GEMM_COUT = 16      # auto: a non-pointwise group-1 conv needs this many output channels
 
 
 def _conv_kind(n, g):
@@ -124,7 +130,7 @@ def _components(g, kinds) -> dict:
 
 
 @graph_pass("layout-nhwc")
-def layout_nhwc(g, *, mode: str = "off", ratio: float = 32.0, keep=()):
+def layout_nhwc(g, *, mode: str = "off", ratio: float = 300.0, keep=()):
     """Run chains of eligible 2-D convs (and the element-wise ops between them) channel-last;
     see the module docstring."""
     if mode not in ("off", "auto", "all"):
@@ -137,9 +143,11 @@ def layout_nhwc(g, *, mode: str = "off", ratio: float = 32.0, keep=()):
         k = _conv_kind(n, g) if n.name not in keep else None
         if k is None:
             continue
-        geo = k[1]
+        kind, geo = k
         if mode == "auto" and max(geo.cin, geo.cout) * ratio < geo.out[0] * geo.out[1]:
             continue            # a large plane of few channels: the NCHW kernels are faster
+        if mode == "auto" and kind == "general" and geo.cout < MIN_GEMM_COUT:
+            continue            # im2col + GEMM with a few output channels fills few lanes
         kinds[i] = k
     if not kinds:
         return g

@@ -87,17 +87,30 @@ def test_chain_runs_channel_last():
 
 
 def test_auto_keeps_large_planes_nchw():
-    """auto: only convs with max(Cin, Cout) * ratio >= output positions (ratio 32 by default):
-    on a 40x40 plane the 16-channel convs stay NCHW (1600 > 16 * 32), after the stride-2
+    """auto: only convs with max(Cin, Cout) * ratio >= output positions: at ratio 32 on a
+    40x40 plane the 16-channel convs stay NCHW (1600 > 16 * 32), after the stride-2
     depthwise (20x20) they go channel-last; the transpose sits where the two parts meet."""
     args = block(hw=40)
     before = fused(*args)
-    after = run_pass("eliminate-dead-nodes", run_pass("layout-nhwc", before, mode="auto"))
+    after = run_pass("eliminate-dead-nodes", run_pass("layout-nhwc", before, mode="auto",
+                                                      ratio=32))
     assert ops(after)[:7] == ["Conv", "Conv", "Conv", "Add", "Transpose", "ConvNHWC", "MatMul"]
     assert_same_outputs(before, after, args[1], rtol=1e-4, atol=1e-5)
     wide = run_pass("eliminate-dead-nodes", run_pass("layout-nhwc", before, mode="auto",
                                                      ratio=100))
     assert ops(wide).count("ConvNHWC") == 3 and ops(wide).count("Conv") == 0
+
+
+def test_auto_keeps_a_narrow_first_conv_nchw():
+    """auto: a 3x3 group-1 conv with fewer than 16 output channels stays NCHW (im2col + GEMM
+    would fill few lanes); the depthwise chain after it still goes channel-last."""
+    args = block(c=8)
+    before = fused(*args)
+    after = run_pass("eliminate-dead-nodes", run_pass("layout-nhwc", before, mode="auto"))
+    assert ops(after)[:3] == ["Conv", "Transpose", "ConvNHWC"]
+    wide = run_pass("layout-nhwc", fused(*block(c=16)), mode="auto")
+    assert ops(wide)[:2] == ["Transpose", "ConvNHWC"]
+    assert_same_outputs(before, after, args[1], rtol=1e-4, atol=1e-5)
 
 
 def test_auto_needs_a_depthwise_conv():
