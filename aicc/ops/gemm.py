@@ -42,7 +42,7 @@ import numpy as np
 from ..emit_c.cwriter import c_literal, ctype
 from .activations import ACT, ACT_ATTRS, INT_OK, act_expr, apply_epilogue, fused_epilogue, unfused
 from .base import Op, register
-from .gemm_simd import ISA, WIDE, driver, nr_of, schedule, transpose_helper
+from .gemm_simd import ISA, WIDE, driver, nr_of, register_clamp, schedule, transpose_helper
 
 MR = 4                      # rows of A per register block
 
@@ -194,7 +194,9 @@ def gemm_call(ctx, plan, dt, m, n, k, a, ars, acs, bp, y, alpha=1.0, c=None, crs
         tiles = -(-m // sched["mr"])
         mr = -(-m // tiles)
         sched = {**sched, "mr": mr, "mc": tiles * mr}
-    fn = driver(ctx, plan.isa, sched, act, params, m)
+    fused = (alpha == 1.0 and beta == 1.0 and (c is None or (crs == 0 and ccs == 1))
+             and register_clamp(act, params) is not None)
+    fn = driver(ctx, plan.isa, sched, act, params, m, fused)
     epi = int(alpha != 1.0 or c is not None or act is not None)
     ctx(f"{fn}({m}u, {n}u, {k}u, {a}, {ars}u, {bp}, {L(alpha)},")
     ctx(f"    {cexpr}, {crs}u, {ccs}u, {L(beta)}, {y}, {epi});")

@@ -35,9 +35,11 @@ the generic kernel; zero padding of B never meets a real output element.
 from __future__ import annotations
 
 import hashlib
+import math
 
 import numpy as np
 
+from ..emit_c.cwriter import c_literal
 from .activations import ACT_ATTRS, act_expr
 
 # per instruction set: C spellings and default schedule parameters
@@ -113,7 +115,8 @@ def _kernel_text(isa: str, mr: int) -> tuple:
              f" * acc != 0: add to the partial sums already in Y (a later K block). */")
     o.append(f"static void {name}(size_t kc, const float *restrict a, size_t lda,")
     o.append("    const float *restrict b, size_t bs, float *restrict y, size_t ldy, size_t n, "
-             "int acc)")
+             "int acc,")
+    o.append("    const float *restrict bias, const float *restrict lohi)")
     o.append("{")
     for r in range(mr):
         o.append(f"    const float *restrict a{r} = a + {r}u * lda;" if r else
@@ -177,6 +180,27 @@ def _kernel_text(isa: str, mr: int) -> tuple:
                         o.append(f"{i2}  {accs[r][cc]} = " + _f(d["fma"], a=f"x{r}", b="w",
                                                                 c=accs[r][cc]) + ";")
                     o.append(f"{i2}}}")
+        o.append(f"{ind}}}")
+        # fused epilogue (the last K block, see driver): + bias[j] per column, then the
+        # clamp min(hi, max(lo, v)) (NaN passes, as the activation table's Relu / Clip)
+        pfx = "_mm256" if isa == "avx2" else "_mm512"
+        o.append(f"{ind}if (bias) {{")
+        for c in range(cols):
+            bp = f"bias + j + {c * L}u"
+            ld = (f"nc > {c * L}u ? " + _f(d["mload"], p=bp, m=f"m{c}") + f" : {d['zero']}"
+                  if masked else _f(d["load"], p=bp))
+            o.append(f"{ind}    {{ const {vec} bv = {ld};")
+            for r in range(mr):
+                o.append(f"{ind}      {accs[r][c]} = {pfx}_add_ps({accs[r][c]}, bv);")
+            o.append(f"{ind}    }}")
+        o.append(f"{ind}}}")
+        o.append(f"{ind}if (lohi) {{")
+        o.append(f"{ind}    const {vec} vlo = " + _f(d["bcast"], p="lohi") + ", vhi = " +
+                 _f(d["bcast"], p="lohi + 1") + ";")
+        for r in range(mr):
+            for c in range(cols):
+                o.append(f"{ind}    {accs[r][c]} = {pfx}_min_ps(vhi, {pfx}_max_ps(vlo, "
+                         f"{accs[r][c]}));")
         o.append(f"{ind}}}")
         for r in range(mr):
             for c in range(cols):
@@ -269,18 +293,56 @@ static void {name}(float *restrict y, size_t ldy, size_t mr, size_t nc, float al
     return name
 
 
-def driver(ctx, isa: str, sched: dict, act, params, m: int) -> str:
+def register_clamp(act, params):
+    """(lo, hi) when the activation is a clamp the kernels apply in registers (none, Relu,
+    Clip), else None."""
+    if act is None:
+        return -math.inf, math.inf
+    if act == "Relu":
+        return 0.0, math.inf
+    if act == "Clip":
+        lo, hi = params.get("min"), params.get("max")
+        return (-math.inf if lo is None else float(lo)), (math.inf if hi is None else float(hi))
+    return None
+
+
+def _flit(v: float) -> str:
+    return "HUGE_VALF" if v == math.inf else "-HUGE_VALF" if v == -math.inf else \
+        c_literal(v, np.float32)
+
+
+def driver(ctx, isa: str, sched: dict, act, params, m: int, fused: bool = False) -> str:
     """The blocked GEMM driver for this ISA/schedule/epilogue and the row tiles of an
-    m-row GEMM (only those kernels are emitted); returns its name."""
+    m-row GEMM (only those kernels are emitted); returns its name. ``fused``: alpha = beta =
+    1, C absent or one value per column (crs = 0, ccs = 1) and a register clamp activation:
+    the kernels add C and clamp in registers after the last K block (the same roundings as
+    the epilogue function: y + c, then the clamp), no epilogue pass."""
     mr_max, kc, mc, jb = sched["mr"], sched["kc"], sched["mc"], sched["jb"]
     nr = nr_of(isa)
     rows = row_counts(m, sched)
     ks = kernels(ctx, isa, rows)
-    epi = epilogue(ctx, act, params)
-    name = (f"aicc_sg_{isa}_m{mr_max}k{kc}c{mc}j{jb}_r{'_'.join(map(str, rows))}_"
-            f"{epi[len('aicc_sg_'):]}")
+    clamp = register_clamp(act, params) if fused else None
+    if fused and clamp is not None:
+        lo, hi = clamp
+        has_clamp = (lo, hi) != (-math.inf, math.inf)
+        epi = "fused_" + (f"{hashlib.sha1(f'{lo}:{hi}'.encode()).hexdigest()[:8]}"
+                          if has_clamp else "bias")
+        pre = "    (void)alpha; (void)crs; (void)ccs; (void)beta; (void)epi;\n" + (
+            f"    static const float lohi[2] = {{ {_flit(lo)}, {_flit(hi)} }};\n"
+            if has_clamp else "")
+        tail = (f"last && C ? C : NULL, last ? {'lohi' if has_clamp else 'NULL'} : NULL")
+        post = ""
+    else:
+        epi = epilogue(ctx, act, params)
+        pre, tail = "", "NULL, NULL"
+        post = f"""
+                    if (last && epi)
+                        {epi}(y, N, mr, nc, alpha, C ? C + i * crs + jc * ccs : NULL, crs, ccs,
+                            beta);"""
+        epi = epi[len('aicc_sg_'):]
+    name = f"aicc_sg_{isa}_m{mr_max}k{kc}c{mc}j{jb}_r{'_'.join(map(str, rows))}_{epi}"
     cases = "\n".join(f"                    case {r}u: {ks[r]}(kc, a, lda, b, bs, y, N, nc, "
-                      f"acc); break;" for r in rows)
+                      f"acc, {tail.replace('C ? C', 'C ? C + jc')}); break;" for r in rows)
     code = f"""\
 /* {isa} GEMM: Y[M,N] = act(alpha * (A @ B) + beta * C). A(i, k) = A[i*lda + k]; B packed in
  * panels of {nr} (gemm.pack_b layout); C(i, j) = C[i*crs + j*ccs] or NULL; Y dense. Blocks:
@@ -291,7 +353,7 @@ static void {name}(size_t M, size_t N, size_t K, const float *restrict A, size_t
     const float *restrict Bp, float alpha, const float *restrict C, size_t crs, size_t ccs,
     float beta, float *restrict Y, int epi)
 {{
-    const size_t bs = K * {nr}u;
+{pre}    const size_t bs = K * {nr}u;
     for (size_t q = 0; q < bs && q < 4096u; q += 16u)     /* the first panel, toward L1 */
         _mm_prefetch((const char *)(Bp + q), _MM_HINT_T0);
     for (size_t pc = 0; pc < K; pc += {kc}u) {{
@@ -309,10 +371,7 @@ static void {name}(size_t M, size_t N, size_t K, const float *restrict A, size_t
                     switch (mr) {{
 {cases}
                     default: break;
-                    }}
-                    if (last && epi)
-                        {epi}(y, N, mr, nc, alpha, C ? C + i * crs + jc * ccs : NULL, crs, ccs,
-                            beta);
+                    }}{post}
                 }}
             }}
         }}

@@ -74,17 +74,28 @@ def test_matmul_every_row_kernel(m, target, tmp_path):
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("m", [49, 61, 96, 97, 145, 196, 288])
-def test_matmul_one_m_block(m, target, tmp_path):
+@pytest.mark.parametrize("m,k,act", [(49, 40, "Clip"), (61, 300, "Relu"), (96, 40, "Clip"),
+                                     (97, 40, None), (145, 40, "Clip"), (196, 40, "Relu"),
+                                     (288, 40, "Clip")])
+def test_matmul_one_m_block(m, k, act, target, tmp_path):
     """MC < M <= 2 * MC runs as one M block with equal row tiles (49 -> 5 x 10 on avx512;
-    145..288 on avx2); outside that range the usual blocks; with a fused bias and Clip, and
-    N = 100 leaving a masked panel (the micro-kernels prefetch the next panel)."""
+    145..288 on avx2); outside that range the usual blocks; with a fused bias and Clip / Relu
+    / none, which the SIMD kernels apply in registers after the last K block (K = 300: two K
+    blocks), N = 100 leaving a masked panel (the micro-kernels prefetch the next panel), and
+    NaN / Inf in A reaching their rows (NaN passes the clamp, Inf is clamped)."""
     r = rng(m)
-    a, b, c = _rand(r, (m, 40)), _rand(r, (40, 100)), _rand(r, (100,))
-    nodes = [helper.make_node("MatMul", ["a", "b"], ["t"]), helper.make_node("Add", ["t", "c"], ["u"]),
-             helper.make_node("Clip", ["u", "lo", "hi"], ["y"])]
-    model = make_model(nodes, {"a": a}, ["y"], {"b": b, "c": c, "lo": np.float32(-1.0),
-                                               "hi": np.float32(1.5)})
+    a, b, c = _rand(r, (m, k)), _rand(r, (k, 100)), _rand(r, (100,))
+    a[0, 1], a[m - 1, 0], a[m // 2, 2] = np.nan, np.inf, -np.inf
+    nodes = [helper.make_node("MatMul", ["a", "b"], ["t"]), helper.make_node("Add", ["t", "c"], ["u"])]
+    inits = {"b": b, "c": c}
+    if act == "Clip":
+        nodes.append(helper.make_node("Clip", ["u", "lo", "hi"], ["y"]))
+        inits.update(lo=np.float32(-1.0), hi=np.float32(1.5))
+    elif act == "Relu":
+        nodes.append(helper.make_node("Relu", ["u"], ["y"]))
+    else:
+        nodes.append(helper.make_node("Identity", ["u"], ["y"]))
+    model = make_model(nodes, {"a": a}, ["y"], inits)
     got = compile_and_run(model, {"a": a}, tmp_path, target=target)
     assert_close(got, reference(model, {"a": a}))
 
