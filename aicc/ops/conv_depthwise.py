@@ -22,8 +22,8 @@ or Inf input reaches the outputs whose taps cover it (0 * Inf = NaN for zero wei
 from __future__ import annotations
 
 from .conv_kernels import epilogue, use
-from .conv_simd_gemm import KEY, clamp_of, flit
-from .gemm_simd import ISA
+from .conv_simd_gemm import KEY, clamp_of
+from .gemm_simd import ISA, flit
 
 UNROLL = 8          # vectors per step of the kernel (independent FMA chains)
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 from .conv_kernels import epilogue, use
-from .conv_simd_gemm import KEY, clamp_of, flit
-from .gemm_simd import ISA
+from .conv_simd_gemm import KEY, clamp_of
+from .gemm_simd import ISA, flit
 
 
 def _driver(isa: str) -> str:

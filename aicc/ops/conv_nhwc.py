@@ -34,34 +34,28 @@ import numpy as np
 from .activations import ACT_ATTRS, act_expr, apply_epilogue, fused_epilogue, unfused
 from . import conv_nhwc_dw
 from .base import Op, register
+from .conv import ConvGeometry
 from .conv_kernels import act_check
-from .gemm import a_rows, emit_epilogue, gemm_call, gemm_plan, pack_b
-from .loops import numel
+from .gemm import emit_epilogue, gemm_call, gemm_plan, pack_b
 from .reference import run_onnx_reference
+from .simd import simd_isa
 
 
 class Geo:
-    """Geometry of a ConvNHWC node from its attributes and the X / W shapes."""
+    """Geometry of a ConvNHWC node: conv.ConvGeometry of its NCHW view (validation and output
+    sizes), under the channel-last field names the kernels use."""
 
     def __init__(self, node, xs, ws):
         if len(xs) != 4 or len(ws) != 4:
             raise ValueError("ConvNHWC takes 4-D X [N, H, W, C] and W [M, C/g, kh, kw]")
-        a = node.attrs
         self.n, self.h, self.w, self.cin = (int(d) for d in xs)
-        self.cout, cg, self.kh, self.kw = (int(d) for d in ws)
-        self.group = int(a.get("group", 1))
-        self.sy, self.sx = (int(v) for v in a.get("strides") or (1, 1))
-        self.dy, self.dx = (int(v) for v in a.get("dilations") or (1, 1))
-        self.pt, self.pl, self.pb, self.pr = (int(v) for v in a.get("pads") or (0, 0, 0, 0))
-        if cg * self.group != self.cin:
-            raise ValueError(f"weights {list(ws)} for {self.cin} channels in {self.group} groups")
+        cg = ConvGeometry(_ATTRS, node, (self.n, self.cin, self.h, self.w), ws)
+        self.cout, self.group = cg.cout, cg.group
+        (self.kh, self.kw), (self.sy, self.sx), (self.dy, self.dx) = cg.k, cg.stride, cg.dil
+        (self.pt, self.pl), (self.pb, self.pr), (self.oh, self.ow) = cg.pad, cg.pad_end, cg.out
         self.depthwise = self.group == self.cin == self.cout and self.group > 1
         if self.group != 1 and not self.depthwise:
             raise ValueError(f"group {self.group}: ConvNHWC does group 1 or depthwise only")
-        self.oh = (self.h + self.pt + self.pb - (self.kh - 1) * self.dy - 1) // self.sy + 1
-        self.ow = (self.w + self.pl + self.pr - (self.kw - 1) * self.dx - 1) // self.sx + 1
-        if self.oh < 1 or self.ow < 1:
-            raise ValueError(f"empty output ({self.oh} x {self.ow})")
 
     @property
     def out_shape(self):
@@ -111,8 +105,7 @@ class ConvNHWC(Op):
         return act_check(node, g.dtype(node.inputs[0]))
 
     def reference(self, node, g, inputs):
-        from copy import copy
-        conv = copy(unfused(node))
+        conv = unfused(node)                # a copy
         conv.op_type, conv.domain = "Conv", ""
         ins = [np.ascontiguousarray(np.transpose(inputs[0], (0, 3, 1, 2))), *inputs[1:]]
         y = run_onnx_reference(conv, g, ins)[0]
@@ -126,26 +119,17 @@ class ConvNHWC(Op):
             _emit_gemm(node, ctx, geo)
 
 
-def _simd_isa(ctx):
-    forced = ctx.node.attrs.get("aicc_kernel")
-    for name in ctx.target.kernels:
-        if forced and name != forced:
-            continue
-        if name in ("avx2", "avx512"):
-            return name
-        if name == "generic":
-            return None
-    return None
+_ATTRS = ConvNHWC()        # attribute defaults for ConvGeometry (Op.attr)
 
 
 def _emit_depthwise(node, ctx, geo) -> None:
-    C, T = geo.cin, geo.kh * geo.kw
-    w = np.asarray(ctx.in_const(1), np.float32).reshape(C, T)
-    isa = _simd_isa(ctx)
+    isa = simd_isa(ctx)
     if isa is not None and conv_nhwc_dw.supports(geo, isa):
         conv_nhwc_dw.emit(ctx, node, geo, isa)
         return
     ctx.kernel = "generic"
+    C, T = geo.cin, geo.kh * geo.kw
+    w = np.asarray(ctx.in_const(1), np.float32).reshape(C, T)
     wt = ctx.const(np.ascontiguousarray(w.T), "wtap")
     x, y = ctx.inp[0], ctx.out[0]
     b = ctx.inp[2] if _bias(node) else None
@@ -188,9 +172,9 @@ def _emit_gemm(node, ctx, geo) -> None:
     direct = (geo.kh, geo.kw, geo.sy, geo.sx, geo.pt, geo.pl, geo.pb, geo.pr) == \
         (1, 1, 1, 1, 0, 0, 0, 0)
     if direct:      # the input rows are the patches
-        a, ars, _ = a_rows(ctx, plan, dt, P, K, ctx.inp[0], K, 1)
         ctx(f"/* ConvNHWC {geo.describe()}: GEMM [{P} x {K}] @ [{K} x {M}] */")
-        gemm_call(ctx, plan, dt, P, M, K, a, ars, 1, bp, ctx.out[0], c=c, crs=crs, ccs=ccs)
+        gemm_call(ctx, plan, dt, P, M, K, ctx.inp[0], K, 1, bp, ctx.out[0], c=c, crs=crs,
+                  ccs=ccs)
         emit_epilogue(ctx, node, P * M, dt, plan)
         return
     sched = (ctx.target.schedule or {}).get("conv") or {}

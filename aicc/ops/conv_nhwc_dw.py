@@ -42,8 +42,9 @@ import hashlib
 import numpy as np
 
 from .conv_kernels import epilogue
-from .conv_simd_gemm import KEY, clamp_of, flit
-from .gemm_simd import _header
+from .conv_simd_gemm import KEY, clamp_of
+from .gemm_simd import _header, flit
+from .simd import include
 
 # vector flavors: C spellings, lanes L
 FLAVORS = {
@@ -300,7 +301,7 @@ def emit(ctx, node, geo, isa: str) -> None:
     if fl == "avx2" and gen.tail != gen.L:
         _header(ctx, "avx2")            # the include and the lane mask table
     else:
-        ctx.helper(f"gemm_{isa}.0.include", "#include <immintrin.h>")
+        include(ctx, isa)
     text = gen.text()
     ctx.helper(f"{KEY}.7.dwn.{gen.name}", text)
     ctx.kernel = isa

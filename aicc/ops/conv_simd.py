@@ -61,8 +61,8 @@ import re
 
 from . import conv_simd_i, conv_simd_t, conv_winograd
 from .conv_kernels import use
-from .conv_simd_gemm import GEMM_FN, KEY, clamp_of, flit, packed_weights, tile_gemm
-from .gemm_simd import ISA, nr_of
+from .conv_simd_gemm import GEMM_FN, KEY, clamp_of, packed_weights, tile_gemm
+from .gemm_simd import ISA, flit, nr_of
 
 # conv schedule defaults per ISA (target yaml `schedule: conv:` and aicc_schedule override)
 SCHED = {

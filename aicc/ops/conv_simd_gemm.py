@@ -13,35 +13,22 @@ from __future__ import annotations
 
 import math
 
-from ..emit_c.cwriter import c_literal
 from .activations import ACT_ATTRS, fused_epilogue
 from .gemm_simd import (ISA, V, _header, column_loops, epilogue as scalar_epilogue, nr_of,
-                        panels_at_once, row_counts)
+                        panels_at_once, register_clamp, row_counts)
 
 KEY = "gemm_simd.6.cv"           # helper keys sort after gemm_simd's includes and epilogues
 
 
 def clamp_of(node):
     """(lo, hi, scalar activation or None): the fused activation as a register clamp when it
-    is one (none, Relu, Clip), else +-inf and the activation for a scalar pass."""
+    is one (none, Relu, Clip: gemm_simd.register_clamp), else +-inf and the activation for a
+    scalar pass."""
     act, params = fused_epilogue(node)
-    inf = math.inf
-    if act is None:
-        return -inf, inf, None
-    if act == "Relu":
-        return 0.0, inf, None
-    if act == "Clip":
-        lo, hi = params.get("min"), params.get("max")
-        return (-inf if lo is None else float(lo)), (inf if hi is None else float(hi)), None
-    return -inf, inf, (act, {**ACT_ATTRS.get(act, {}), **params})
-
-
-def flit(v: float) -> str:
-    if v == math.inf:
-        return "HUGE_VALF"
-    if v == -math.inf:
-        return "-HUGE_VALF"
-    return c_literal(v, "float32")
+    clamp = register_clamp(act, params)
+    if clamp is not None:
+        return (*clamp, None)
+    return -math.inf, math.inf, (act, {**ACT_ATTRS.get(act, {}), **params})
 
 
 def _f(tpl, **kw):

@@ -19,8 +19,8 @@ from __future__ import annotations
 import math
 
 from .conv_kernels import epilogue, use
-from .conv_simd_gemm import GEMM_FN_TABLE, KEY, clamp_of, flit, packed_weights, tile_gemm
-from .gemm_simd import nr_of
+from .conv_simd_gemm import GEMM_FN_TABLE, KEY, clamp_of, packed_weights, tile_gemm
+from .gemm_simd import flit, nr_of
 
 DRIVER = """\
 /* Implicit-GEMM conv (stride 1, see conv_simd_i.py): per batch item, the padded volume xp

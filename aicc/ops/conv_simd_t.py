@@ -26,9 +26,9 @@ import math
 import numpy as np
 
 from .conv_kernels import epilogue, use
-from .conv_simd_gemm import GEMM_FN, KEY, clamp_of, flit, tile_gemm
+from .conv_simd_gemm import GEMM_FN, KEY, clamp_of, tile_gemm
 from .gemm import pack_b, pack_helper
-from .gemm_simd import nr_of
+from .gemm_simd import flit, nr_of
 
 PACKP = """\
 /* Patches of output positions [p0, p0 + m) x entries [k0, k1) of one group in the kernels'

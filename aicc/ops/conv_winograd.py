@@ -58,9 +58,9 @@ import numpy as np
 
 from . import conv_winograd_t
 from .conv_kernels import epilogue, use
-from .conv_simd_gemm import GEMM_FN, KEY, clamp_of, flit, pack_a, tile_gemm
+from .conv_simd_gemm import GEMM_FN, KEY, clamp_of, pack_a, tile_gemm
 from .conv_winograd_c import SKEW, cook_toom, input_transform, output_transform
-from .gemm_simd import nr_of
+from .gemm_simd import flit, nr_of
 
 # auto, per ISA (benchmarks/conv_layers.py): minimum input / output channels; with at most
 # `few` F(2,3) tiles per batch item only up to C * K = few_ck (the transformed weights, 16/9 of

@@ -61,7 +61,6 @@ ISA = {
 }
 
 V = 2       # vectors per panel: NR = V * lanes
-PREFETCH = True
 
 
 def nr_of(isa: str) -> int:
@@ -153,7 +152,7 @@ def _kernel_text(isa: str, mr: int) -> tuple:
         o.append(f"{ind}for (size_t k = 0; k < kc; ++k) {{")
         i2 = ind + "    "
         if np_b == 1:
-            if PREFETCH and not masked:
+            if not masked:
                 # the same rows of the next panel, toward L1 while this one computes (weights
                 # cold in L3 after the rest of a network ran); integer arithmetic: the last
                 # panel's "next" is past the array, a prefetch there is harmless
@@ -306,9 +305,13 @@ def register_clamp(act, params):
     return None
 
 
-def _flit(v: float) -> str:
-    return "HUGE_VALF" if v == math.inf else "-HUGE_VALF" if v == -math.inf else \
-        c_literal(v, np.float32)
+def flit(v: float) -> str:
+    """A float32 C literal; +-inf as +-HUGE_VALF."""
+    if v == math.inf:
+        return "HUGE_VALF"
+    if v == -math.inf:
+        return "-HUGE_VALF"
+    return c_literal(v, "float32")
 
 
 def driver(ctx, isa: str, sched: dict, act, params, m: int, fused: bool = False) -> str:
@@ -328,9 +331,9 @@ def driver(ctx, isa: str, sched: dict, act, params, m: int, fused: bool = False)
         epi = "fused_" + (f"{hashlib.sha1(f'{lo}:{hi}'.encode()).hexdigest()[:8]}"
                           if has_clamp else "bias")
         pre = "    (void)alpha; (void)crs; (void)ccs; (void)beta; (void)epi;\n" + (
-            f"    static const float lohi[2] = {{ {_flit(lo)}, {_flit(hi)} }};\n"
+            f"    static const float lohi[2] = {{ {flit(lo)}, {flit(hi)} }};\n"
             if has_clamp else "")
-        tail = (f"last && C ? C : NULL, last ? {'lohi' if has_clamp else 'NULL'} : NULL")
+        tail = f"last && C ? C + jc : NULL, last ? {'lohi' if has_clamp else 'NULL'} : NULL"
         post = ""
     else:
         epi = epilogue(ctx, act, params)
@@ -342,7 +345,7 @@ def driver(ctx, isa: str, sched: dict, act, params, m: int, fused: bool = False)
         epi = epi[len('aicc_sg_'):]
     name = f"aicc_sg_{isa}_m{mr_max}k{kc}c{mc}j{jb}_r{'_'.join(map(str, rows))}_{epi}"
     cases = "\n".join(f"                    case {r}u: {ks[r]}(kc, a, lda, b, bs, y, N, nc, "
-                      f"acc, {tail.replace('C ? C', 'C ? C + jc')}); break;" for r in rows)
+                      f"acc, {tail}); break;" for r in rows)
     code = f"""\
 /* {isa} GEMM: Y[M,N] = act(alpha * (A @ B) + beta * C). A(i, k) = A[i*lda + k]; B packed in
  * panels of {nr} (gemm.pack_b layout); C(i, j) = C[i*crs + j*ccs] or NULL; Y dense. Blocks:

@@ -263,8 +263,9 @@ class Reduce(Op):
         return (self._axes_input(g) and len(node.inputs) > 1 and bool(node.inputs[1])
                 and g.const(node.inputs[1]) is None and numel(g.shape(node.inputs[1])) > 0)
 
-    def _axes(self, node, g):
-        """Normalized reduced axes (a set; empty means 'noop'), or a reason string."""
+    def axes(self, node, g):
+        """Normalized reduced axes (a set; empty means 'noop'), or a reason string (also
+        read by passes/layout_nhwc.py)."""
         rank = len(g.shape(node.inputs[0]))
         if self._axes_input(g):
             axes = []
@@ -290,7 +291,7 @@ class Reduce(Op):
             if g.dtype(node.inputs[1]) != np.int64:
                 return f"axes of dtype {g.dtype(node.inputs[1]).name}"
             return None
-        axes = self._axes(node, g)
+        axes = self.axes(node, g)
         return axes if isinstance(axes, str) else None
 
     def emit(self, node, ctx):
@@ -302,7 +303,7 @@ class Reduce(Op):
                          self.attr(node, "keepdims"), self.attr(node, "noop_with_empty_axes"))
             return
         shape = ctx.in_shape(0)
-        axes = self._axes(node, ctx.g)
+        axes = self.axes(node, ctx.g)
         x, y = ctx.inp[0], ctx.out[0]
         if numel(ctx.out_shape(0)) == 0:
             empty_body(ctx)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from ..emit_c.cwriter import C_TYPES
 from .base import Op, register
 from .loops import numel, strides_of
+from .simd import include, simd_isa
 
 TILE = 16           # tile edge of the blocked 2-D transposition (elements)
 
@@ -108,9 +109,8 @@ def emit_copy(ctx, dims, out_strides, in_strides, ct, out_var=None, in_var=None,
 
 
 def _avx(ctx) -> bool:
-    """The target runs AVX (x86-avx2 / x86-avx512 list those kernels)."""
-    kernels = getattr(getattr(ctx, "target", None), "kernels", ()) or ()
-    return "avx2" in kernels or "avx512" in kernels
+    """The target runs x86 SIMD kernels (AVX is there for both x86-avx2 and x86-avx512)."""
+    return simd_isa(ctx) is not None
 
 
 def _avx_helper(ctx) -> str:
@@ -151,7 +151,7 @@ static void {name}(size_t R, size_t C, const float *restrict src, size_t ss,
         for (size_t c = 0; c < C; ++c)
             dst[c * ds + r] = src[r * ss + c];
 }}"""
-    ctx.helper("gemm_avx2.0.include", "#include <immintrin.h>")
+    include(ctx, "avx2")
     ctx.helper(f"transpose.1.{name}", code)
     return name
 

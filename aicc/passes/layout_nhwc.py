@@ -92,17 +92,13 @@ def _conv_kind(n, g):
 
 
 def _spatial_mean(n, g) -> bool:
-    """GlobalAveragePool, or ReduceMean over exactly axes 2 and 3 of a 4-D tensor."""
+    """GlobalAveragePool, or ReduceMean over exactly axes 2 and 3 of a 4-D tensor (its axes
+    as the op reads them: attribute or constant input by opset)."""
     if n.op_type == "GlobalAveragePool":
         return True
     if n.op_type != "ReduceMean" or len(g.shape(n.inputs[0])) != 4:
         return False
-    if g.opset >= 18:
-        v = g.const(n.inputs[1]) if len(n.inputs) > 1 and n.inputs[1] else None
-        axes = None if v is None else np.asarray(v).reshape(-1).tolist()
-    else:
-        axes = n.attrs.get("axes")
-    return axes is not None and sorted(int(a) % 4 for a in axes) == [2, 3]
+    return lookup(n, g.opset).axes(n, g) == {2, 3}
 
 
 def _sinkable(n, g) -> bool:
