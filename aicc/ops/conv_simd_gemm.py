@@ -41,7 +41,7 @@ def kernel(ctx, isa: str, mr: int, table: bool = False) -> str:
     koff[k] + j % NR], row offsets from a table); after the last K block (fin) + bias, clamp."""
     d = ISA[isa]
     L, vec, nr = d["lanes"], d["vec"], nr_of(isa)
-    np_ = panels_at_once(mr)
+    np_ = panels_at_once(mr, isa)
     name = f"aicc_cv_{isa}_k{mr}" + ("t" if table else "")
     brow = "koff[k]" if table else "k * rs"
     o = [f"/* {isa} conv micro-kernel, {mr} row(s): Y[0:{mr}, 0:n] (+)= A[0:{mr}, 0:kc] @ B, "

@@ -66,11 +66,12 @@ def test_matmul_awkward(m, n, k, target, tmp_path):
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("m", range(1, 16))
 def test_matmul_every_row_kernel(m, target, tmp_path):
-    """M = 1..15: each row-count kernel (1..MR) alone and after full tiles; N = 150 covers
-    the 4- and 2-panel groups of the 1- and 2-row kernels, single panels and a masked tail."""
+    """M = 1..15: each row-count kernel (1..MR) alone and after full tiles; N = 182 (5 panels
+    and 22 columns on avx512, 11 and 6 on avx2) covers the 4- and 2-panel groups (1 row; 2 rows;
+    3 rows on avx2, 3..6 on avx512), a single panel after them and a masked tail."""
     r = rng(m)
     check_node("MatMul", {"a": _rand(r, (m, 33))}, tmp_path, target=target,
-               initializers={"b": _rand(r, (33, 150))})
+               initializers={"b": _rand(r, (33, 182))})
 
 
 @pytest.mark.parametrize("target", TARGETS)
