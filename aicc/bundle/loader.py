@@ -232,7 +232,10 @@ class Bundle:
         return res
 
     def _prepare_fast(self) -> None:
-        """Precomputed state for the common call: static shapes, no hook (see run)."""
+        """The common call (static shapes, no hook) as a closure over precomputed state:
+        ``self._fast(feeds)`` returns the outputs, or None when anything is unusual (the full
+        path in run then checks, runs and reports). Locals instead of attribute lookups: it
+        costs about 1.3 us a call in place of 1.6 (a 16-float Relu bundle)."""
         ffi = self.ffi
         self._fast = None
         if self.dynamic:
@@ -244,50 +247,49 @@ class Bundle:
         outs = [(o["name"], dtype_from_name(o["dtype"]), tuple(o["shape"])) for o in self.outputs]
         if any(0 in shape for _n, _d, shape in ins + outs):
             return                     # empty tensors: the full path passes non-NULL pointers
-        self._fast = (ins, outs, ffi.new("void *[]", max(len(ins), 1)),
-                      ffi.new("void *[]", max(len(outs), 1)),
-                      ffi.NULL if self.weights is None else ffi.from_buffer(self.weights),
-                      ffi.from_buffer(self.arena), self.arena.nbytes)
+        in_ptrs = ffi.new("void *[]", max(len(ins), 1))
+        out_ptrs = ffi.new("void *[]", max(len(outs), 1))
+        w = ffi.NULL if self.weights is None else ffi.from_buffer(self.weights)
+        arena, nbytes = ffi.from_buffer(self.arena), self.arena.nbytes
+        from_buffer, empty, ndarray, run, nin = ffi.from_buffer, np.empty, np.ndarray, self._run, len(ins)
+
+        def fast(feeds: dict):
+            if len(feeds) != nin:
+                return None
+            keep = []
+            for k, (name, dt, shape) in enumerate(ins):
+                a = feeds.get(name)
+                if type(a) is not ndarray or a.dtype != dt or a.shape != shape:
+                    return None
+                fl = a.flags
+                if not (fl.c_contiguous and fl.aligned):
+                    return None
+                buf = from_buffer(a)
+                keep.append(buf)
+                in_ptrs[k] = buf
+            res = {}
+            for k, (name, dt, shape) in enumerate(outs):
+                o = empty(shape, dt)
+                buf = from_buffer(o)
+                keep.append(buf)
+                out_ptrs[k] = buf
+                res[name] = o
+            return res if run(w, arena, nbytes, in_ptrs, out_ptrs) == 0 else None
+
+        self._fast = fast
 
     def run(self, feeds: dict, hook=None) -> dict:
         """Run on {input name: array}; returns {output name: array}. ``hook``: a Python
         callable ``hook(step, op, after)`` called before and after every step, or a C hook
         as a tuple (address of an ``aicc_hook_fn``, user pointer) of ints (bench.profile)."""
-        fast = getattr(self, "_fast", False)
-        if fast is False:
-            self._prepare_fast()
-            fast = self._fast
-        if self.dynamic and hook is None:
-            res = self._run_dyn_fast(feeds)
+        if hook is None:
+            fast = getattr(self, "_fast", False)
+            if fast is False:
+                self._prepare_fast()
+                fast = self._fast
+            res = self._run_dyn_fast(feeds) if self.dynamic else fast and fast(feeds)
             if res is not None:
                 return res
-        if fast is not None and hook is None and len(feeds) == len(fast[0]):
-            # the common call, checked quickly; anything unusual takes the full path below
-            ins, outs, in_ptrs, out_ptrs, w, arena, nbytes = fast
-            keep = []
-            for k, (name, dt, shape) in enumerate(ins):
-                a = feeds.get(name)
-                if (type(a) is not np.ndarray or a.dtype != dt or a.shape != shape
-                        or not a.flags.c_contiguous or not a.flags.aligned):
-                    break
-                buf = self.ffi.from_buffer(a)
-                keep.append(buf)
-                in_ptrs[k] = buf
-            else:
-                res = {}
-                for k, (name, dt, shape) in enumerate(outs):
-                    o = np.empty(shape, dtype=dt)
-                    buf = self.ffi.from_buffer(o)
-                    keep.append(buf)
-                    out_ptrs[k] = buf
-                    res[name] = o
-                st = self._run(w, arena, nbytes, in_ptrs, out_ptrs)
-                if st == 0:
-                    return res
-                if st == 7 and self.checked:
-                    raise AiccError(self._check_message())
-                raise AiccError("bundle run failed: "
-                                f"{self.ffi.string(self.lib.aicc_status_str(st)).decode()}")
         ins, dims = self._check_inputs(feeds)
         if self.dynamic:
             for x in self.dynamic["dims"]:
