@@ -16,9 +16,9 @@ Variants (``emit``; the target's ``schedule: conv: algo`` or a node's ``aicc_sch
   conv_winograd.AUTO; F(4,3) only when forced, it is less accurate).
 * ``transposed`` (conv_simd_t.py): output channels vectorized, for few positions / many
   channels (auto: when Cout/g fills clearly more vector lanes than P, e.g. 7x7 maps).
-* ``implicit`` (conv_simd_i.py): stride 1 (1-D/2-D), no im2col: the padded input is the B
-  operand, read through a per-k offset table on a virtual grid of pitch Wp (auto: when at
-  most ``implicit_pct`` % of the lanes are padding garbage).
+* ``implicit`` (conv_simd_i.py): 1-D/2-D, no im2col: the padded input (split into phase
+  planes for stride > 1) is the B operand, read through a per-k offset table on a virtual
+  grid (auto: when at most ``implicit_pct`` % of the lanes are padding garbage).
 * ``direct``: 1x1 kernel, stride 1, no padding: the input [C, P] of a group is the B operand
   itself, read in column panels with row stride P (the micro-kernel's ``rs``); the last partial
   panel is read with masked loads, so nothing past the tensor is touched.
@@ -347,9 +347,9 @@ def emit(ctx, node, geo, isa: str, sched: dict, bias: str) -> None:
     P = math.prod(geo.out)
     sched = balanced(sched, geo.cout_g)
     if algo == "implicit" or (algo == "auto" and conv_simd_i.supports(geo) and not is_direct(geo)
-                              and 100 * conv_simd_i.waste(geo) <= sched["implicit_pct"]):
+                              and conv_simd_i.prefer(geo, nr, sched["implicit_pct"])):
         if not conv_simd_i.supports(geo):
-            raise ValueError("conv algo 'implicit' needs stride 1 and a 1-D/2-D conv")
+            raise ValueError("conv algo 'implicit' needs a 1-D/2-D conv")
         ctx.kernel = f"{isa} implicit"
         conv_simd_i.emit(ctx, node, geo, isa, sched, bias, PAD, extents(geo))
         return

@@ -3,8 +3,8 @@ conv_depthwise.py against onnxruntime, on awkward shapes.
 
 Variants (forced per node with ``aicc_schedule: {algo: ...}``; ``auto`` picks one):
 ``direct`` (1x1 stride 1 unpadded: the input is the GEMM's B operand), ``im2col`` (padded copy,
-panel packing, tiled GEMM), ``implicit`` (stride 1: the padded input read as B through an
-offset table, virtual grid), ``transposed`` (output channels vectorized: weights as packed B
+panel packing, tiled GEMM), ``implicit`` (1-D/2-D: the padded input, phase planes for
+stride > 1, read as B through an offset table, virtual grid), ``transposed`` (output channels vectorized: weights as packed B
 panels, patches gathered as A), ``depthwise`` (phase-split plane, virtual-grid vectors),
 ``dwchan`` (channel-vectorized depthwise); ``winograd`` (3x3 stride 1: test_conv_winograd.py).
 Also: every
@@ -137,15 +137,16 @@ def test_conv_simd_gemm_forced(case, algo, target, tmp_path):
     run(tmp_path, target, x, w, attrs, sched={"algo": algo}, marker=MARK[algo])
 
 
-def stride1_2d(case):
-    xs, ws, attrs = CONV_CASES[case]
-    return len(ws) <= 4 and set(attrs.get("strides", [1])) == {1}
+def planar(case):
+    """1-D / 2-D: the geometries the implicit GEMM takes."""
+    return len(CONV_CASES[case][1]) <= 4
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("case", sorted(c for c in CONV_CASES if stride1_2d(c)))
+@pytest.mark.parametrize("case", sorted(c for c in CONV_CASES if planar(c)))
 def test_conv_simd_implicit_forced(case, target, tmp_path):
-    """The implicit GEMM on every stride-1 1-D/2-D geometry (dilation, groups, SAME pads)."""
+    """The implicit GEMM on every 1-D/2-D geometry (strides: phase planes; dilation, groups,
+    SAME pads)."""
     x, w, attrs = case_data(case)
     run(tmp_path, target, x, w, attrs, sched={"algo": "implicit"}, marker=MARK["implicit"])
 
@@ -231,7 +232,7 @@ def test_conv_simd_schedules(case, sched, target, tmp_path):
     """Position and K tiles (tile_kb), K blocks (kc), row tiles (mr), column blocks (jb):
     results do not depend on the schedule beyond rounding (im2col and transposed paths)."""
     x, w, attrs = case_data(case)
-    for algo in ("im2col", "transposed") + (("implicit",) if stride1_2d(case) else ()):
+    for algo in ("im2col", "transposed") + (("implicit",) if planar(case) else ()):
         run(tmp_path, target, x, w, attrs, sched={**sched, "algo": algo}, marker=MARK[algo])
 
 
@@ -240,6 +241,12 @@ STRIDE2_ROWS = {   # stride-2 panels inside one output row (the vector de-interl
     "s2_row_nopad": ((2, 4, 7, 130), (5, 4, 1, 1), {"strides": [2, 2]}),
     "s2_7x7_stem": ((1, 3, 21, 80), (16, 3, 7, 7), {"strides": [2, 2], "pads": [3, 3, 3, 3]}),
     "s3_row": ((1, 2, 8, 100), (4, 2, 3, 3), {"strides": [1, 3]}),
+    # implicit: taps reaching past the row by more than the 2 * NR slack, stride 2 with
+    # dilation 3 (taps in both phases), stride 3 by 2 with asymmetric pads
+    "dil_wide": ((1, 2, 5, 50), (3, 2, 3, 3), {"dilations": [1, 40], "pads": [1, 40, 1, 40]}),
+    "s2_dil3": ((1, 3, 17, 23), (5, 3, 3, 3), {"strides": [2, 2], "dilations": [3, 3],
+                                                "pads": [2, 3, 3, 2]}),
+    "s3x2_asym": ((2, 4, 19, 21), (6, 4, 4, 3), {"strides": [3, 2], "pads": [0, 2, 3, 1]}),
 }
 
 
@@ -250,7 +257,8 @@ def test_conv_simd_strided_rows(case, target, tmp_path):
     r = rng(zlib.crc32(case.encode()) % 1000)
     x = r.normal(size=xs).astype(np.float32)
     w = (r.normal(size=ws) / np.sqrt(np.prod(ws[1:]))).astype(np.float32)
-    run(tmp_path, target, x, w, attrs, marker=MARK["im2col"])
+    run(tmp_path, target, x, w, attrs, sched={"algo": "im2col"}, marker=MARK["im2col"])
+    run(tmp_path, target, x, w, attrs, sched={"algo": "implicit"}, marker=MARK["implicit"])
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -284,7 +292,7 @@ def test_conv_simd_runtime_weights(case, target, tmp_path):
     run(tmp_path, target, x, w, attrs, bias=False, runtime_w=True, sched={"algo": "im2col"})
     run(tmp_path, target, x, w, attrs, runtime_w=True, runtime_b=True,
         sched={"algo": "transposed"}, marker=MARK["transposed"])
-    if stride1_2d(case):
+    if planar(case):
         run(tmp_path, target, x, w, attrs, runtime_w=True, sched={"algo": "implicit"},
             marker=MARK["implicit"])
     if case == "depthwise":
@@ -324,7 +332,7 @@ def test_conv_simd_bad_algo(target, tmp_path):
         run(tmp_path, target, x, w, attrs, sched={"algo": "direct"})
     with pytest.raises(Exception, match="algo"):
         run(tmp_path, target, x, w, attrs, sched={"algo": "winograd9"})
-    x, w, attrs = case_data("stride2_odd")
+    x, w, attrs = case_data("3d_strided")
     with pytest.raises(Exception, match="implicit"):
         run(tmp_path, target, x, w, attrs, sched={"algo": "implicit"})
 
