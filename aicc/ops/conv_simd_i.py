@@ -50,7 +50,7 @@ static void aicc_cv_convi_ISA(const aicc_conv_params *p, const float *restrict x
     const size_t Vg = p->cin_g * e[0] * e[1] * e[2];
     for (size_t n = 0; n < p->batch; ++n) {
         if (ph)
-            aicc_cv_pad_ph(p, C, x + n * C * X, xp, e, ph, slack);
+            aicc_cv_pad_ph_ISA(p, C, x + n * C * X, xp, e, ph, slack);
         else
             aicc_cv_pad(p, C, x + n * C * X, xp, e, slack);
         for (size_t g = 0; g < p->group; ++g) {
@@ -82,8 +82,9 @@ static void aicc_cv_convi_ISA(const aicc_conv_params *p, const float *restrict x
 PAD_PH = """\
 /* Phase planes of the zero-padded C channels of one 1-D/2-D batch item (stride > 1, see
  * conv_simd_i.py): xp[c][t][r][q] = padded input (row r * sh + ph[2t], column q * sw +
- * ph[2t + 1]), e = (planes, rows, columns); `slack` zeros follow. */
-static AICC_UNUSED void aicc_cv_pad_ph(const aicc_conv_params *p, size_t C,
+ * ph[2t + 1]), e = (planes, rows, columns); `slack` zeros follow. Stride 2 along the row: a
+ * vector de-interleave that reads only the floats it keeps (masked or scalar tail). */
+static AICC_UNUSED void aicc_cv_pad_ph_ISA(const aicc_conv_params *p, size_t C,
     const float *restrict x, float *restrict xp, const size_t e[3],
     const size_t *restrict ph, size_t slack)
 {
@@ -105,10 +106,12 @@ static AICC_UNUSED void aicc_cv_pad_ph(const aicc_conv_params *p, size_t C,
                 for (; q < lo; ++q) d[q] = 0.0f;
                 if (hi > lo) {
                     const float *restrict s0 = s + (size_t)((int64_t)(lo * sw) + off);
-                    if (sw == 2u)                      /* vectorized as a de-interleave */
-                        for (size_t i = 0; i < hi - lo; ++i) d[lo + i] = s0[2u * i];
-                    else
-                        for (size_t i = 0; i < hi - lo; ++i) d[lo + i] = s0[i * sw];
+                    const size_t n = hi - lo;
+                    if (sw == 2u) {
+DEINTERLEAVE
+                    } else {
+                        for (size_t i = 0; i < n; ++i) d[lo + i] = s0[i * sw];
+                    }
                     q = hi;
                 }
                 for (; q < e[2]; ++q) d[q] = 0.0f;
@@ -117,6 +120,39 @@ static AICC_UNUSED void aicc_cv_pad_ph(const aicc_conv_params *p, size_t C,
     for (size_t i = 0; i < slack; ++i)
         xp[C * e[0] * e[1] * e[2] + i] = 0.0f;
 }"""
+
+# d[lo + h] = s0[2 h] for h < n (n >= 1): full vectors while they read below s0[2 n - 1]
+DEINTERLEAVE = {
+    "avx2": """\
+size_t h = 0;
+for (; h + 8u < n; h += 8u) {
+    const __m256 a = _mm256_loadu_ps(s0 + 2u * h), b = _mm256_loadu_ps(s0 + 2u * h + 8u);
+    const __m256 v = _mm256_shuffle_ps(a, b, 0x88);
+    _mm256_storeu_ps(d + lo + h, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(v),
+                                                                        0xD8)));
+}
+for (; h < n; ++h) d[lo + h] = s0[2u * h];""",
+    "avx512": """\
+const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+size_t h = 0;
+for (; h + 16u < n; h += 16u)
+    _mm512_storeu_ps(d + lo + h, _mm512_permutex2var_ps(_mm512_loadu_ps(s0 + 2u * h), ev,
+                                                        _mm512_loadu_ps(s0 + 2u * h + 16u)));
+{   /* 1..16 outputs left, 2 (n - h) - 1 floats to read */
+    const size_t rs = 2u * (n - h) - 1u;
+    const __mmask16 m0 = (__mmask16)(rs >= 16u ? 0xFFFFu : (1u << rs) - 1u);
+    const __mmask16 m1 = (__mmask16)(rs > 16u ? (1u << (rs - 16u)) - 1u : 0u);
+    const __m512 v = _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(m0, s0 + 2u * h), ev,
+                                            _mm512_maskz_loadu_ps(m1, s0 + 2u * h + 16u));
+    _mm512_mask_storeu_ps(d + lo + h, (__mmask16)((1u << (n - h)) - 1u), v);
+}""",
+}
+
+
+def pad_ph(isa: str) -> str:
+    ind = " " * 24
+    body = "\n".join(ind + ln if ln else ln for ln in DEINTERLEAVE[isa].split("\n"))
+    return PAD_PH.replace("DEINTERLEAVE", body).replace("ISA", isa)
 
 
 def _hw(geo, field) -> tuple:
@@ -191,7 +227,7 @@ def emit(ctx, node, geo, isa: str, sched: dict, bias: str, pad_c: str, ext) -> N
     wp = packed_weights(ctx, geo, sched["mr"], sched["kc"])
     use(ctx, "float32")
     ctx.helper(f"{KEY}.1.pad", pad_c)
-    ctx.helper(f"{KEY}.1.pad_ph", PAD_PH)
+    ctx.helper(f"{KEY}.1.pad_ph_{isa}", pad_ph(isa))
     ctx.helper(f"{KEY}.3.convi_{isa}", DRIVER.replace("GEMM_FN", GEMM_FN_TABLE)
                .replace("NR", str(nr)).replace("ISA", isa))
     koff = [c * vol + t for c in range(geo.cin_g) for t in taps]

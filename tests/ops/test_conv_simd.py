@@ -247,6 +247,8 @@ STRIDE2_ROWS = {   # stride-2 panels inside one output row (the vector de-interl
     "s2_dil3": ((1, 3, 17, 23), (5, 3, 3, 3), {"strides": [2, 2], "dilations": [3, 3],
                                                 "pads": [2, 3, 3, 2]}),
     "s3x2_asym": ((2, 4, 19, 21), (6, 4, 4, 3), {"strides": [3, 2], "pads": [0, 2, 3, 1]}),
+    # phase rows of exactly 16 columns (one full masked AVX-512 de-interleave), ResNet-8's
+    "s2_32wide": ((1, 16, 32, 32), (8, 16, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
 }
 
 
