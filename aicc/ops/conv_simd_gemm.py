@@ -14,8 +14,9 @@ from __future__ import annotations
 import math
 
 from .activations import ACT_ATTRS, fused_epilogue
-from .gemm_simd import (ISA, V, _header, column_loops, epilogue as scalar_epilogue, nr_of,
-                        panels_at_once, register_clamp, row_counts)
+from .gemm_simd import (ISA, _header, epilogue as scalar_epilogue, nr_of, panels_at_once,
+                        register_clamp, row_counts)
+from .simd_tile import V, _f, column_loops, tile_k_loop, tile_open, tile_store
 
 KEY = "gemm_simd.6.cv"           # helper keys sort after gemm_simd's includes and epilogues
 
@@ -29,10 +30,6 @@ def clamp_of(node):
     if clamp is not None:
         return (*clamp, None)
     return -math.inf, math.inf, (act, {**ACT_ATTRS.get(act, {}), **params})
-
-
-def _f(tpl, **kw):
-    return tpl.format(**kw)
 
 
 def kernel(ctx, isa: str, mr: int, table: bool = False) -> str:
@@ -69,59 +66,14 @@ def kernel(ctx, isa: str, mr: int, table: bool = False) -> str:
     def body(npb: int, masked: bool, ind: str):
         cols = npb * V
         accs = [[f"c{r}_{c}" for c in range(cols)] for r in range(mr)]
-        for p in range(npb):
-            o.append(f"{ind}const float *restrict b{p} = b + (j / {nr}u + {p}u) * bs;")
-        o.append(f"{ind}{vec} " + ", ".join(x for row in accs for x in row) + ";")
-        if masked:
-            o.append(f"{ind}const size_t nc = n - j;")
-            for c in range(cols):
-                o.append(f"{ind}const {d['mtype']} m{c} = " + _f(
-                    d["mask"], n=f"nc > {c * L}u ? (nc - {c * L}u < {L}u ? nc - {c * L}u : {L}u)"
-                                 f" : 0u") + ";")
-
-        def yptr(r, c):
-            return f"y + {r}u * ldy + j + {c * L}u" if r else f"y + j + {c * L}u"
-
-        def bload(p, c, ptr):
-            if masked:
-                return _f(d["mload"], p=ptr, m=f"m{c}")
-            return _f(d["load"], p=ptr)
-        o.append(f"{ind}if (acc) {{")
-        for r in range(mr):
-            for c in range(cols):
-                ld = _f(d["mload"], p=yptr(r, c), m=f"m{c}") if masked else _f(d["load"],
-                                                                              p=yptr(r, c))
-                o.append(f"{ind}    {accs[r][c]} = {ld};")
-        o.append(f"{ind}}} else {{")
-        for r in range(mr):
-            o.append(f"{ind}    " + " ".join(f"{x} = {d['zero']};" for x in accs[r]))
-        o.append(f"{ind}}}")
-        o.append(f"{ind}for (size_t k = 0; k < kc; ++k) {{")
-        i2 = ind + "    "
-        o.append(f"{i2}const float *restrict ak = a + k * {mr}u;")
-        for p in range(npb):
-            o.append(f"{i2}const float *restrict bk{p} = b{p} + {brow};")
-        if npb == 1:        # B vectors first, then one broadcast per row (few live registers)
-            for c in range(V):
-                o.append(f"{i2}const {vec} w{c} = {bload(0, c, f'bk0 + {c * L}u')};")
-            for r in range(mr):
-                o.append(f"{i2}{{ const {vec} x = " + _f(d["bcast"], p=f"ak + {r}u") + ";")
-                for c in range(V):
-                    o.append(f"{i2}  {accs[r][c]} = " + _f(d["fma"], a="x", b=f"w{c}",
-                                                           c=accs[r][c]) + ";")
-                o.append(f"{i2}}}")
-        else:               # 1-2 rows on several panels: broadcasts first
-            for r in range(mr):
-                o.append(f"{i2}const {vec} x{r} = " + _f(d["bcast"], p=f"ak + {r}u") + ";")
-            for p in range(npb):
-                for c in range(V):
-                    o.append(f"{i2}{{ const {vec} w = {bload(p, c, f'bk{p} + {c * L}u')};")
-                    for r in range(mr):
-                        cc = p * V + c
-                        o.append(f"{i2}  {accs[r][cc]} = " + _f(d["fma"], a=f"x{r}", b="w",
-                                                                c=accs[r][cc]) + ";")
-                    o.append(f"{i2}}}")
-        o.append(f"{ind}}}")
+        tile_open(o, d, ind, nr, npb, accs, masked, guard=False)
+        pre = [f"const float *restrict ak = a + k * {mr}u;"]
+        pre += [f"const float *restrict bk{p} = b{p} + {brow};" for p in range(npb)]
+        # B is not padded (the input itself, or a partial im2col panel): masked loads
+        tile_k_loop(o, d, ind, accs, pre,
+                    lambda p, c: _f(d["mload"] if masked else d["load"], p=f"bk{p} + {c * L}u",
+                                    m=f"m{c}"),
+                    lambda r: f"ak + {r}u")
         o.append(f"{ind}if (lohi) {{")
         o.append(f"{ind}    const {vec} vlo = {_f(d['bcast'], p='lohi')}, "
                  f"vhi = {_f(d['bcast'], p='lohi + 1')};")
@@ -135,13 +87,7 @@ def kernel(ctx, isa: str, mr: int, table: bool = False) -> str:
             o.append(f"{ind}    " + " ".join(f"{x} = {mn}(vhi, {mx}(vlo, {x}));"
                                             for x in accs[r]))
         o.append(f"{ind}}}")
-        for r in range(mr):
-            for c in range(cols):
-                if masked:
-                    o.append(f"{ind}if (nc > {c * L}u) " + _f(d["mstore"], p=yptr(r, c),
-                                                             m=f"m{c}", v=accs[r][c]) + ";")
-                else:
-                    o.append(f"{ind}" + _f(d["store"], p=yptr(r, c), v=accs[r][c]) + ";")
+        tile_store(o, d, ind, accs, masked)
 
     column_loops(o, body, np_, nr)
     _header(ctx, isa)

@@ -41,6 +41,7 @@ import numpy as np
 
 from ..emit_c.cwriter import c_literal
 from .activations import ACT_ATTRS, act_expr
+from .simd_tile import V, _f, column_loops, tile_k_loop, tile_open, tile_store
 
 # per instruction set: C spellings and default schedule parameters
 ISA = {
@@ -60,7 +61,6 @@ ISA = {
                    mstore="_mm512_mask_storeu_ps({p}, {m}, {v})"),
 }
 
-V = 2       # vectors per panel: NR = V * lanes
 
 
 def nr_of(isa: str) -> int:
@@ -97,10 +97,6 @@ def schedule(isa: str, overrides: dict | None = None) -> dict:
     return s
 
 
-def _f(tpl: str, **kw) -> str:
-    return tpl.format(**kw)
-
-
 def _header(ctx, isa: str) -> None:
     ctx.helper(f"gemm_{isa}.0.include", "#include <immintrin.h>")
     if isa == "avx2":
@@ -134,60 +130,17 @@ def _kernel_text(isa: str, mr: int) -> tuple:
 
     def body(np_b: int, masked: bool, ind: str):
         cols = np_b * V
-        for p in range(np_b):
-            o.append(f"{ind}const float *restrict b{p} = b + (j / {nr}u + {p}u) * bs;")
         accs = [[f"c{r}_{c}" for c in range(cols)] for r in range(mr)]
-        o.append(f"{ind}{vec} " + ", ".join(x for row in accs for x in row) + ";")
-        if masked:
-            o.append(f"{ind}const size_t nc = n - j;")
-            for c in range(cols):
-                o.append(f"{ind}const {d['mtype']} m{c} = " + _f(
-                    d["mask"], n=f"nc > {c * L}u ? (nc - {c * L}u < {L}u ? nc - {c * L}u : {L}u)"
-                                 f" : 0u") + ";")
-        o.append(f"{ind}if (acc) {{")
-        for r in range(mr):
-            for c in range(cols):
-                p = f"y + {r}u * ldy + j + {c * L}u" if r else f"y + j + {c * L}u"
-                if masked:
-                    ld = f"nc > {c * L}u ? " + _f(d["mload"], p=p, m=f"m{c}") + f" : {d['zero']}"
-                else:
-                    ld = _f(d["load"], p=p)
-                o.append(f"{ind}    {accs[r][c]} = {ld};")
-        o.append(f"{ind}}} else {{")
-        for r in range(mr):
-            o.append(f"{ind}    " + " ".join(f"{x} = {d['zero']};" for x in accs[r]))
-        o.append(f"{ind}}}")
-        o.append(f"{ind}for (size_t k = 0; k < kc; ++k) {{")
-        i2 = ind + "    "
-        if np_b == 1:
-            if not masked:
-                # the same rows of the next panel, toward L1 while this one computes (weights
-                # cold in L3 after the rest of a network ran); integer arithmetic: the last
-                # panel's "next" is past the array, a prefetch there is harmless
-                o.append(f"{i2}_mm_prefetch((const char *)((uintptr_t)(b0 + k * {nr}u) + "
-                         f"bs * sizeof(float)), _MM_HINT_T0);")
-            for c in range(V):
-                o.append(f"{i2}const {vec} w{c} = " + _f(d["load"], p=f"b0 + k * {nr}u + {c * L}u")
-                         + ";")
-            for r in range(mr):
-                o.append(f"{i2}{{ const {vec} x = " + _f(d["bcast"], p=f"a{r} + k") + ";")
-                for c in range(V):
-                    o.append(f"{i2}  {accs[r][c]} = " + _f(d["fma"], a="x", b=f"w{c}",
-                                                           c=accs[r][c]) + ";")
-                o.append(f"{i2}}}")
-        else:
-            for r in range(mr):
-                o.append(f"{i2}const {vec} x{r} = " + _f(d["bcast"], p=f"a{r} + k") + ";")
-            for p in range(np_b):
-                for c in range(V):
-                    o.append(f"{i2}{{ const {vec} w = " + _f(d["load"],
-                             p=f"b{p} + k * {nr}u + {c * L}u") + ";")
-                    for r in range(mr):
-                        cc = p * V + c
-                        o.append(f"{i2}  {accs[r][cc]} = " + _f(d["fma"], a=f"x{r}", b="w",
-                                                                c=accs[r][cc]) + ";")
-                    o.append(f"{i2}}}")
-        o.append(f"{ind}}}")
+        tile_open(o, d, ind, nr, np_b, accs, masked, guard=True)
+        # one panel, full: the same rows of the next panel, toward L1 while this one computes
+        # (weights cold in L3 after the rest of a network ran); integer arithmetic: the last
+        # panel's "next" is past the array, a prefetch there is harmless
+        pre = [f"_mm_prefetch((const char *)((uintptr_t)(b0 + k * {nr}u) + bs * sizeof(float)), "
+               "_MM_HINT_T0);"] if np_b == 1 and not masked else []
+        # B panels are zero padded past N: plain loads in the masked step too
+        tile_k_loop(o, d, ind, accs, pre,
+                    lambda p, c: _f(d["load"], p=f"b{p} + k * {nr}u + {c * L}u"),
+                    lambda r: f"a{r} + k")
         # fused epilogue (the last K block, see driver): + bias[j] per column, then the
         # clamp min(hi, max(lo, v)) (NaN passes, as the activation table's Relu / Clip)
         pfx = "_mm256" if isa == "avx2" else "_mm512"
@@ -209,34 +162,10 @@ def _kernel_text(isa: str, mr: int) -> tuple:
                 o.append(f"{ind}    {accs[r][c]} = {pfx}_min_ps(vhi, {pfx}_max_ps(vlo, "
                          f"{accs[r][c]}));")
         o.append(f"{ind}}}")
-        for r in range(mr):
-            for c in range(cols):
-                p = f"y + {r}u * ldy + j + {c * L}u" if r else f"y + j + {c * L}u"
-                if masked:
-                    o.append(f"{ind}if (nc > {c * L}u) " + _f(d["mstore"], p=p, m=f"m{c}",
-                                                             v=accs[r][c]) + ";")
-                else:
-                    o.append(f"{ind}" + _f(d["store"], p=p, v=accs[r][c]) + ";")
+        tile_store(o, d, ind, accs, masked)
 
     column_loops(o, body, np_, nr)
     return name, "\n".join(o)
-
-
-def column_loops(o: list, body, np_: int, nr: int) -> None:
-    """The column walk of a micro-kernel: np_ panels at a time, then one panel, then a masked
-    tail; body(panels, masked, indent) appends one step; closes the function."""
-    g = np_ * nr
-    o.append(f"    for (; j + {g}u <= n; j += {g}u) {{")
-    body(np_, False, "        ")
-    o.append("    }")
-    if np_ > 1:
-        o.append(f"    for (; j + {nr}u <= n; j += {nr}u) {{")
-        body(1, False, "        ")
-        o.append("    }")
-    o.append("    if (j < n) {")
-    body(1, True, "        ")
-    o.append("    }")
-    o.append("}")
 
 
 def row_counts(m: int, sched: dict) -> list:

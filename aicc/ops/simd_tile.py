@@ -1,0 +1,112 @@
+"""Text pieces of the SIMD micro-kernels, shared by the GEMM (gemm_simd.py) and conv
+(conv_simd_gemm.py) kernel generators. A micro-kernel keeps mr rows x (panels x V vectors) of
+accumulators in registers; it walks the columns of Y in steps of one or more B panels of NR =
+V * lanes columns (column_loops), and each step opens its tile (tile_open: panel pointers,
+accumulators, lane masks, start from Y's partial sums or zero), runs the K loop of FMAs
+(tile_k_loop: the caller says how A and B are addressed), applies the caller's epilogue, and
+stores (tile_store). ``d`` is an entry of gemm_simd.ISA (C spellings of one instruction set).
+"""
+from __future__ import annotations
+
+V = 2       # vectors per panel: NR = V * lanes
+
+
+def _f(tpl: str, **kw) -> str:
+    return tpl.format(**kw)
+
+
+def yptr(r: int, c: int, L: int) -> str:
+    """Address of accumulator (row r, vector c) in Y (row stride ldy, column j)."""
+    return f"y + {r}u * ldy + j + {c * L}u" if r else f"y + j + {c * L}u"
+
+
+def tile_open(o: list, d: dict, ind: str, nr: int, npb: int, accs: list, masked: bool,
+              guard: bool) -> None:
+    """A micro-kernel column step up to its K loop: the panel pointers b0.., the
+    accumulators, the lane masks of a masked step, and the accumulators' start: Y's partial
+    sums (acc) or zero. guard: masked Y loads only for vectors with lanes left (else zero)."""
+    L = d["lanes"]
+    for p in range(npb):
+        o.append(f"{ind}const float *restrict b{p} = b + (j / {nr}u + {p}u) * bs;")
+    o.append(f"{ind}{d['vec']} " + ", ".join(x for row in accs for x in row) + ";")
+    if masked:
+        o.append(f"{ind}const size_t nc = n - j;")
+        for c in range(len(accs[0])):
+            o.append(f"{ind}const {d['mtype']} m{c} = " + _f(
+                d["mask"], n=f"nc > {c * L}u ? (nc - {c * L}u < {L}u ? nc - {c * L}u : {L}u)"
+                             f" : 0u") + ";")
+    o.append(f"{ind}if (acc) {{")
+    for r, row in enumerate(accs):
+        for c, x in enumerate(row):
+            if not masked:
+                ld = _f(d["load"], p=yptr(r, c, L))
+            elif guard:
+                ld = f"nc > {c * L}u ? " + _f(d["mload"], p=yptr(r, c, L), m=f"m{c}") + \
+                    f" : {d['zero']}"
+            else:
+                ld = _f(d["mload"], p=yptr(r, c, L), m=f"m{c}")
+            o.append(f"{ind}    {x} = {ld};")
+    o.append(f"{ind}}} else {{")
+    for row in accs:
+        o.append(f"{ind}    " + " ".join(f"{x} = {d['zero']};" for x in row))
+    o.append(f"{ind}}}")
+
+
+def tile_k_loop(o: list, d: dict, ind: str, accs: list, pre: list, bvec, arow) -> None:
+    """The K loop of a micro-kernel column step: pre (lines at the top of each iteration),
+    then per k the FMAs acc[r][p * V + c] += A(r, k) * B(k, panel p, vector c), with bvec(p,
+    c) the B vector's load expression and arow(r) the address of A(r, k). One panel: the V B
+    vectors first, then one broadcast per row (few live registers); several: the broadcasts
+    first, then one B vector at a time."""
+    vec, npb = d["vec"], len(accs[0]) // V
+    o.append(f"{ind}for (size_t k = 0; k < kc; ++k) {{")
+    i2 = ind + "    "
+    o.extend(i2 + ln for ln in pre)
+    if npb == 1:
+        for c in range(V):
+            o.append(f"{i2}const {vec} w{c} = {bvec(0, c)};")
+        for r, row in enumerate(accs):
+            o.append(f"{i2}{{ const {vec} x = " + _f(d["bcast"], p=arow(r)) + ";")
+            for c in range(V):
+                o.append(f"{i2}  {row[c]} = " + _f(d["fma"], a="x", b=f"w{c}", c=row[c]) + ";")
+            o.append(f"{i2}}}")
+    else:
+        for r in range(len(accs)):
+            o.append(f"{i2}const {vec} x{r} = " + _f(d["bcast"], p=arow(r)) + ";")
+        for p in range(npb):
+            for c in range(V):
+                o.append(f"{i2}{{ const {vec} w = {bvec(p, c)};")
+                for r, row in enumerate(accs):
+                    x = row[p * V + c]
+                    o.append(f"{i2}  {x} = " + _f(d["fma"], a=f"x{r}", b="w", c=x) + ";")
+                o.append(f"{i2}}}")
+    o.append(f"{ind}}}")
+
+
+def tile_store(o: list, d: dict, ind: str, accs: list, masked: bool) -> None:
+    """Store the accumulators to Y (masked: only the lanes before n)."""
+    L = d["lanes"]
+    for r, row in enumerate(accs):
+        for c, x in enumerate(row):
+            if masked:
+                o.append(f"{ind}if (nc > {c * L}u) " + _f(d["mstore"], p=yptr(r, c, L),
+                                                         m=f"m{c}", v=x) + ";")
+            else:
+                o.append(f"{ind}" + _f(d["store"], p=yptr(r, c, L), v=x) + ";")
+
+
+def column_loops(o: list, body, np_: int, nr: int) -> None:
+    """The column walk of a micro-kernel: np_ panels at a time, then one panel, then a masked
+    tail; body(panels, masked, indent) appends one step; closes the function."""
+    g = np_ * nr
+    o.append(f"    for (; j + {g}u <= n; j += {g}u) {{")
+    body(np_, False, "        ")
+    o.append("    }")
+    if np_ > 1:
+        o.append(f"    for (; j + {nr}u <= n; j += {nr}u) {{")
+        body(1, False, "        ")
+        o.append("    }")
+    o.append("    if (j < n) {")
+    body(1, True, "        ")
+    o.append("    }")
+    o.append("}")
