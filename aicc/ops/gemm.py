@@ -40,9 +40,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..emit_c.cwriter import c_literal, ctype
+from . import transpose
 from .activations import ACT, ACT_ATTRS, INT_OK, act_expr, apply_epilogue, fused_epilogue, unfused
 from .base import Op, register
-from .gemm_simd import ISA, WIDE, driver, nr_of, register_clamp, schedule, transpose_helper
+from .gemm_simd import ISA, WIDE, driver, nr_of, register_clamp, schedule
 
 MR = 4                      # rows of A per register block
 
@@ -203,12 +204,13 @@ def gemm_call(ctx, plan, dt, m, n, k, a, ars, acs, bp, y, alpha=1.0, c=None, crs
 
 
 def a_rows(ctx, plan, dt, m, k, a, ars, acs):
-    """(A, row stride) with unit column stride for the SIMD kernels: a transposed A is copied
-    into step scratch first. Unchanged for the portable kernel."""
+    """(A, row stride) with unit column stride for the SIMD kernels (float32): a transposed A
+    (ars 1: a K x M matrix of row stride acs) is copied into step scratch first, by the AVX
+    8 x 8 transposition of transpose.py. Unchanged for the portable kernel."""
     if plan.isa is None or acs == 1 or m * k == 0:
         return a, ars, acs
     t = ctx.scratch(m * k * np.dtype(dt).itemsize, ctype(dt), "at")
-    ctx(f"{transpose_helper(ctx)}({m}u, {k}u, {a}, {t});")
+    ctx(f"{transpose.avx_helper(ctx)}({k}u, {m}u, {a}, {acs}u, {t}, {k}u);")
     return t, k, 1
 
 

@@ -319,19 +319,3 @@ static void {name}(size_t M, size_t N, size_t K, const float *restrict A, size_t
 }}"""
     ctx.helper(f"gemm_simd.4.{name}", code)
     return name
-
-
-def transpose_helper(ctx) -> str:
-    name = "aicc_sg_transpose"
-    code = f"""\
-/* Transposed copy: T[i*K + k] = A[k*M + i] (A is K x M), in 8 x 8 blocks. */
-static void {name}(size_t M, size_t K, const float *restrict A, float *restrict T)
-{{
-    for (size_t k0 = 0; k0 < K; k0 += 8u)
-        for (size_t i0 = 0; i0 < M; i0 += 8u)
-            for (size_t i = i0; i < M && i < i0 + 8u; ++i)
-                for (size_t k = k0; k < K && k < k0 + 8u; ++k)
-                    T[i * K + k] = A[k * M + i];
-}}"""
-    ctx.helper(f"gemm_simd.1.{name}", code)
-    return name

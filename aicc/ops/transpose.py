@@ -87,7 +87,7 @@ def emit_copy(ctx, dims, out_strides, in_strides, ct, out_var=None, in_var=None,
         last = n - 1
         if tile is not None and ct == "float" and _avx(ctx):
             a, b = tile, last       # out[.. i_a * os_a + i_b] = in[.. i_a + i_b * is_b]
-            fn = _avx_helper(ctx)
+            fn = avx_helper(ctx)
             w(f"{fn}({dims[b]}u, {dims[a]}u, {in_var} + {ib}, {is_[b]}u, {out_var} + {ob}, "
               f"{os_[a]}u);")
         elif tile is not None:
@@ -113,8 +113,9 @@ def _avx(ctx) -> bool:
     return simd_isa(ctx) is not None
 
 
-def _avx_helper(ctx) -> str:
-    """float32 2-D transposition in 8 x 8 register blocks (AVX): bits are moved unchanged."""
+def avx_helper(ctx) -> str:
+    """float32 2-D transposition in 8 x 8 register blocks (AVX): bits are moved unchanged
+    (also Gemm's transposed A operand on the SIMD targets, gemm.a_rows)."""
     name = "aicc_tr_f32_avx"
     loads = "\n".join(f"            const __m256 r{i} = _mm256_loadu_ps(s + {i}u * ss);"
                        for i in range(8))
