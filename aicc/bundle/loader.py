@@ -251,7 +251,8 @@ class Bundle:
         out_ptrs = ffi.new("void *[]", max(len(outs), 1))
         w = ffi.NULL if self.weights is None else ffi.from_buffer(self.weights)
         arena, nbytes = ffi.from_buffer(self.arena), self.arena.nbytes
-        from_buffer, empty, ndarray, run, nin = ffi.from_buffer, np.empty, np.ndarray, self._run, len(ins)
+        from_buffer, empty, ndarray, run = ffi.from_buffer, np.empty, np.ndarray, self._run
+        nin = len(ins)
 
         def fast(feeds: dict):
             if len(feeds) != nin:

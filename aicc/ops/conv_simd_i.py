@@ -38,7 +38,8 @@ DRIVER = """\
 /* Implicit-GEMM conv (see conv_simd_i.py): per batch item, the padded volume xp (sizes e;
  * ph != NULL: e[0] phase planes (ph[2t], ph[2t + 1]) of e[1] x e[2] per channel; slack zero
  * floats after it); per group and virtual tile of nt columns (f = oy * e[2] + ox),
- * tmp[M][nt] = W @ B with B(k, j) = xp[koff[k] + f0 + j] (bias and clamp in the kernels), then the columns with ox < OW are copied to y and ep (may be NULL) applied. */
+ * tmp[M][nt] = W @ B with B(k, j) = xp[koff[k] + f0 + j] (bias and clamp in the kernels),
+ * then the columns with ox < OW are copied to y and ep (may be NULL) applied. */
 static void aicc_cv_convi_ISA(const aicc_conv_params *p, const float *restrict x,
     const float *restrict w, const float *restrict bias, float *restrict y, float *restrict xp,
     const size_t e[3], const size_t *restrict koff, const size_t *restrict ph, size_t slack,
