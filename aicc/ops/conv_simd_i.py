@@ -194,12 +194,16 @@ def prefer(geo, nr: int, pct: int) -> bool:
     """Auto choice: at most pct % of the virtual lanes are garbage, and the virtual columns
     fill at most pct % more panels of nr than im2col's packed positions would (a stride-2
     conv to 8 x 8 has 72 virtual columns, 3 panels of 32, against 64 positions in 2).
-    Strided convs only with a 1x1 kernel or at most 4 input channels per group: measured on
-    avx512 against im2col, 1x1 stride 2 16->32 on 32x32 2.75 -> 1.90 us and 128->256 on
-    28x28 68.4 -> 66.0 us, 7x7 stride 2 3->64 on 224x224 1088 -> 1006 us, 3x3 3->32 141.6
-    -> 140.1 us; but 3x3 stride 2 with 16..64 channels ran 10-35% slower (16->32 on 32x32:
-    13.6 -> 15.0 us; 32->64 on 16x16: 12.8 -> 17.4 us)."""
-    if max(geo.stride) > 1 and not (max(geo.k) == 1 or geo.cin_g <= 4):
+    Strided convs only with a 1x1 kernel, or with at most 4 input channels per group and a
+    patch at least as long as the output channels (K >= Cout: the copy of each virtual tile
+    to the output then costs less than the im2col packing it saves). Measured on avx512
+    against im2col. In the networks: the MobileNetV1-0.25 stem (3->8, 3x3 s2 on 96x96) 11.5
+    -> 9.2 us, ResNet-18's (3->64, 7x7 s2 on 224x224) 1217 -> 1175 us, but MobileNetV2's
+    (3->32, K = 27) 141-148 -> 180-198 us. Alone: 1x1 stride 2 16->32 on 32x32 2.75 -> 1.90
+    us, 3x3 stride 2 with 16..64 channels 5-35% slower (16->32 on 32x32: 13.1 -> 13.8 us;
+    32->64 on 16x16: 12.8 -> 17.4 us)."""
+    K = geo.cin_g * math.prod(geo.k)
+    if max(geo.stride) > 1 and not (max(geo.k) == 1 or (geo.cin_g <= 4 and K >= geo.cout_g)):
         return False
     panels = -(-math.prod(geo.out[:-1]) * pitch(geo) // nr)
     packed = -(-math.prod(geo.out) // nr)
