@@ -263,6 +263,31 @@ def test_conv_simd_strided_rows(case, target, tmp_path):
     run(tmp_path, target, x, w, attrs, sched={"algo": "implicit"}, marker=MARK["implicit"])
 
 
+def random_geometry(seed):
+    """A seeded random 1-D/2-D conv: strides 1-4, dilations 1-3, pads 0-3, groups 1-2."""
+    r = rng(seed)
+    g = int(r.choice([1, 1, 2]))
+    cin, cout = g * int(r.integers(1, 6)), g * int(r.integers(1, 8))
+    one_d = seed % 5 == 0
+    k = [int(r.integers(1, 6)) for _ in range(1 if one_d else 2)]
+    s = [int(r.integers(1, 5)) for _ in k]
+    d = [int(r.integers(1, 4)) for _ in k]
+    p = [int(r.integers(0, 4)) for _ in range(2 * len(k))]
+    size = [int(r.integers(max(1, (kk - 1) * dd + 1 - p[i] - p[i + len(k)]), 21 + 20 * i))
+            for i, (kk, dd) in enumerate(zip(k, d))]
+    x = r.normal(size=(int(r.integers(1, 3)), cin, *size)).astype(np.float32)
+    w = (r.normal(size=(cout, cin // g, *k)) / 3).astype(np.float32)
+    return x, w, {"strides": s, "dilations": d, "pads": p, "group": g}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("seed", range(12))
+def test_conv_simd_implicit_random(seed, target, tmp_path):
+    """The implicit GEMM (phase planes for strides > 1) on seeded random geometries."""
+    x, w, attrs = random_geometry(seed)
+    run(tmp_path, target, x, w, attrs, sched={"algo": "implicit"}, marker=MARK["implicit"])
+
+
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("act,params,_", ACTS)
 @pytest.mark.parametrize("case", ["3x3_pad1", "pointwise", "depthwise", "depthwise_s2"])
