@@ -162,27 +162,27 @@ def _hw(geo, field) -> tuple:
     return (v[-2] if len(v) > 1 else 1), v[-1]
 
 
+def pitch(geo) -> int:
+    """Virtual grid pitch: output columns plus the widest tap reach in (phase) columns."""
+    sw, dw, kw, ow = (_hw(geo, f)[1] for f in ("stride", "dil", "k", "out"))
+    return ow + (kw - 1) * dw // sw
+
+
 def grid(geo, ext) -> tuple:
     """(e, tap offsets, phases, reach): the volume's sizes e (3 values), each tap's offset in
     a channel's volume (ky-major), the phase list (None for stride 1) and the widest read
     past a row (the zero slack it needs)."""
     (sh, sw), (dh, dw), (kh, kw), (oh, ow) = (_hw(geo, f) for f in ("stride", "dil", "k", "out"))
+    wq = pitch(geo)                     # stride 1: the padded width extent
     if (sh, sw) == (1, 1):
         e = [1] * (3 - len(ext)) + list(ext)
-        taps = [ky * dh * e[2] + kx * dw for ky in range(kh) for kx in range(kw)]
-        return e, taps, None, (kw - 1) * dw
+        taps = [ky * dh * wq + kx * dw for ky in range(kh) for kx in range(kw)]
+        return e, taps, None, wq - ow
     phases = sorted({((ky * dh) % sh, (kx * dw) % sw) for ky in range(kh) for kx in range(kw)})
     hq = oh + (kh - 1) * dh // sh + 1
-    wq = ow + (kw - 1) * dw // sw
     taps = [phases.index(((ky * dh) % sh, (kx * dw) % sw)) * hq * wq + (ky * dh) // sh * wq
             + (kx * dw) // sw for ky in range(kh) for kx in range(kw)]
-    return [len(phases), hq, wq], taps, phases, (kw - 1) * dw // sw
-
-
-def pitch(geo) -> int:
-    """Virtual grid pitch: output columns plus the widest tap reach in (phase) columns."""
-    sw, dw, kw, ow = (_hw(geo, f)[1] for f in ("stride", "dil", "k", "out"))
-    return ow + (kw - 1) * dw // sw
+    return [len(phases), hq, wq], taps, phases, wq - ow
 
 
 def waste(geo) -> float:

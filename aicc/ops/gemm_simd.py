@@ -62,7 +62,6 @@ ISA = {
 }
 
 
-
 def nr_of(isa: str) -> int:
     return V * ISA[isa]["lanes"]
 
@@ -262,7 +261,7 @@ def driver(ctx, isa: str, sched: dict, act, params, m: int, fused: bool = False)
     rows = row_counts(m, sched)
     ks = kernels(ctx, isa, rows)
     clamp = register_clamp(act, params) if fused else None
-    if fused and clamp is not None:
+    if clamp is not None:
         lo, hi = clamp
         has_clamp = (lo, hi) != (-math.inf, math.inf)
         epi = "fused_" + (f"{hashlib.sha1(f'{lo}:{hi}'.encode()).hexdigest()[:8]}"

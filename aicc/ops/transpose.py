@@ -72,10 +72,10 @@ def emit_copy(ctx, dims, out_strides, in_strides, ct, out_var=None, in_var=None,
         return
     n = len(dims)
     # blocked transposition: innermost source stride is not 1 but another dim reads contiguously
-    tile = None
+    tile, avx = None, ct == "float" and _avx(ctx)
     if n >= 2 and abs(is_[-1]) != 1 and os_[-1] == 1:
         cand = [d for d in range(n - 1) if is_[d] == 1]
-        least = 8 if ct == "float" and _avx(ctx) else 2 * TILE     # 8x8 register blocks
+        least = 8 if avx else 2 * TILE     # 8x8 register blocks
         if cand and dims[cand[0]] >= least and dims[-1] >= least:
             tile = cand[0]
     with _Nest(w) as nest:
@@ -85,7 +85,7 @@ def emit_copy(ctx, dims, out_strides, in_strides, ct, out_var=None, in_var=None,
             ob = _offset(w, f"oo{d}", ob, f"i{d}", os_[d])
             ib = _offset(w, f"io{d}", ib, f"i{d}", is_[d])
         last = n - 1
-        if tile is not None and ct == "float" and _avx(ctx):
+        if tile is not None and avx:
             a, b = tile, last       # out[.. i_a * os_a + i_b] = in[.. i_a + i_b * is_b]
             fn = avx_helper(ctx)
             w(f"{fn}({dims[b]}u, {dims[a]}u, {in_var} + {ib}, {is_[b]}u, {out_var} + {ob}, "
