@@ -15,6 +15,8 @@ selects that the C compiler vectorizes (a libm call per element cannot be, witho
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..emit_c.cwriter import c_literal, ctype
@@ -228,6 +230,12 @@ def act_numpy(name: str, params: dict, x: np.ndarray) -> np.ndarray:
             y = x * np.clip(x / 6 + 0.5, 0, 1)
         elif name == "Tanh":
             y = np.tanh(x)
+        elif name == "Gelu":         # in float64, rounded once
+            d = np.asarray(x, np.float64)
+            if params.get("approximate", "none") == "tanh":
+                y = 0.5 * d * (1 + np.tanh(math.sqrt(2 / math.pi) * (d + 0.044715 * d ** 3)))
+            else:
+                y = 0.5 * d * (1 + np.vectorize(math.erf, otypes=[np.float64])(d / math.sqrt(2)))
         else:
             raise KeyError(name)
     return np.asarray(y).astype(dt)

@@ -30,8 +30,8 @@ import numpy as np
 
 from ..emit_c.cwriter import c_literal, ctype, sanitize
 from . import erf_simd
-from .activations import (ACT, ACT_ATTRS, INT_OK, act_expr, act_params, apply_epilogue,
-                          fused_epilogue, unfused)
+from .activations import (ACT, ACT_ATTRS, INT_OK, act_expr, act_numpy, act_params,
+                          apply_epilogue, fused_epilogue, unfused)
 from .base import Op, register_many
 from .cast import cast_expr
 from .loops import emit_broadcast, emit_map, numel
@@ -77,6 +77,15 @@ class Unary(Op):
 @register_many(["Gelu"], since=20)
 class GeluOp(Unary):
     pass
+
+
+@register_many(["Gelu"], domain="aicc")
+class AiccGelu(GeluOp):
+    """aicc.Gelu: the standard Gelu (``approximate``, default none) for graphs below opset 20
+    (pass fuse-gelu writes it for the erf GELU of TorchScript exports)."""
+
+    def reference(self, node, g, inputs):
+        return [act_numpy("Gelu", act_params(node, g), np.asarray(inputs[0]))]
 
 
 def _const_bound(key, v, dt):
