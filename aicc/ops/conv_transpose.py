@@ -20,6 +20,7 @@ they reach. Summation order differs from onnxruntime (agreement to rounding).
 """
 from __future__ import annotations
 
+from . import conv_simd, conv_transpose_simd
 from .activations import apply_epilogue, unfused
 from .base import register
 from .conv import AUTO_PADS, ConvLike, ints, packed_weights
@@ -79,13 +80,46 @@ static void aicc_convt_SFX(const aicc_conv_params *p, const TYPE *restrict x,
 }"""
 
 
+COL2IM = """\
+/* col2im of rows [q0, q1) of W^T x for the input positions [p0, p0 + nt) of one group: row
+ * q = m * kk + tap (at buf + (q - q0) * ldb) is added to output plane m (yg, P floats per plane)
+ * at the positions its tap reaches (o = i * stride + tap * dilation - pad), over the valid
+ * range, one input row segment at a time. */
+static void aicc_convt_col2im_SFX(const aicc_conv_params *p, TYPE *yg, const TYPE *buf,
+                                  size_t ldb, size_t q0, size_t q1, size_t p0, size_t nt)
+{
+    const size_t KK = p->k[0] * p->k[1] * p->k[2], P = p->out[0] * p->out[1] * p->out[2];
+    const size_t IW = p->in[2], IHW = p->in[1] * IW, OW = p->out[2];
+    for (size_t q = q0; q < q1; ++q) {
+        const size_t t = q % KK, kx = t % p->k[2];
+        const size_t kz = t / (p->k[1] * p->k[2]), ky = t / p->k[2] % p->k[1];
+        TYPE *ym = yg + q / KK * P;
+        size_t lo, hi, s = p0;
+        aicc_valid_range(aicc_tap_off(p, 2, kx), p->stride[2], OW, IW, &lo, &hi);
+        while (s < p0 + nt) {   /* one input row segment [x0, x1) per pass */
+            const size_t x0 = s % IW;
+            const size_t x1 = IW - x0 < p0 + nt - s ? IW : x0 + (p0 + nt - s);
+            const int64_t tz = aicc_pos(p, 0, s / IHW, kz);
+            const int64_t ty = aicc_pos(p, 1, s / IW % p->in[1], ky);
+            const size_t a = lo > x0 ? lo : x0, e = hi < x1 ? hi : x1;
+            const TYPE *br = buf + (q - q0) * ldb + (s - p0);
+            if (aicc_inside(tz, p->out[0]) && aicc_inside(ty, p->out[1]) && a < e)
+                aicc_axpy_SFX(e - a, (TYPE)1, br + (a - x0), 1,
+                              ym + ((size_t)tz * p->out[1] + (size_t)ty) * OW +
+                                  aicc_pos(p, 2, a, kx),
+                              p->stride[2]);
+            s += x1 - x0;
+        }
+    }
+}"""
+
+
 CONVT_GEMM = """\
 /* ConvTranspose as GEMM + col2im, for groups with several input channels: per tile of input
  * positions the input channels are packed (aicc_pack8), every block of 4 rows q = m * kk + tap
- * of W^T x is computed as 4x8 register tiles into buf ([4][tile]), and each row is added to
- * the output positions its tap reaches (o = i * stride + tap * dilation - pad) over the valid
- * range. wp: W as [group][q][c], packed like the conv weights. Output planes start at the
- * bias; the fused epilogue (ep, may be NULL) runs on the finished planes. */
+ * of W^T x is computed as 4x8 register tiles into buf ([4][tile]) and added to the output
+ * (aicc_convt_col2im). wp: W as [group][q][c], packed like the conv weights. Output planes
+ * start at the bias; the fused epilogue (ep, may be NULL) runs on the finished planes. */
 static void aicc_convt_gemm_SFX(const aicc_conv_params *p, const TYPE *restrict x,
                                 const TYPE *restrict wp, const TYPE *restrict bias,
                                 TYPE *restrict y, TYPE *restrict col, TYPE *restrict buf,
@@ -93,7 +127,7 @@ static void aicc_convt_gemm_SFX(const aicc_conv_params *p, const TYPE *restrict 
 {
     const size_t X = p->in[0] * p->in[1] * p->in[2], P = p->out[0] * p->out[1] * p->out[2];
     const size_t KK = p->k[0] * p->k[1] * p->k[2], M = p->cout_g * KK, nb = (M + 3) / 4;
-    const size_t IW = p->in[2], IHW = p->in[1] * IW, OW = p->out[2], C = p->cin_g;
+    const size_t C = p->cin_g;
     for (size_t n = 0; n < p->batch; ++n)
         for (size_t g = 0; g < p->group; ++g) {
             const TYPE *xg = x + (n * p->group + g) * C * X;
@@ -114,27 +148,7 @@ static void aicc_convt_gemm_SFX(const aicc_conv_params *p, const TYPE *restrict 
                             for (size_t u = 0; u < cols; ++u)
                                 buf[r * p->tile + j + u] = acc[r][u];
                     }
-                    for (size_t r = 0; r < rows; ++r) {   /* col2im of row q */
-                        const size_t q = 4 * b + r, t = q % KK, kx = t % p->k[2];
-                        const size_t kz = t / (p->k[1] * p->k[2]), ky = t / p->k[2] % p->k[1];
-                        TYPE *ym = yg + q / KK * P;
-                        size_t lo, hi, s = p0;
-                        aicc_valid_range(aicc_tap_off(p, 2, kx), p->stride[2], OW, IW, &lo, &hi);
-                        while (s < p0 + nt) {   /* one input row segment [x0, x1) per pass */
-                            const size_t x0 = s % IW;
-                            const size_t x1 = IW - x0 < p0 + nt - s ? IW : x0 + (p0 + nt - s);
-                            const int64_t tz = aicc_pos(p, 0, s / IHW, kz);
-                            const int64_t ty = aicc_pos(p, 1, s / IW % p->in[1], ky);
-                            const size_t a = lo > x0 ? lo : x0, e = hi < x1 ? hi : x1;
-                            const TYPE *br = buf + r * p->tile + (s - p0);
-                            if (aicc_inside(tz, p->out[0]) && aicc_inside(ty, p->out[1]) && a < e)
-                                aicc_axpy_SFX(e - a, (TYPE)1, br + (a - x0), 1,
-                                              ym + ((size_t)tz * p->out[1] + (size_t)ty) * OW +
-                                                  aicc_pos(p, 2, a, kx),
-                                              p->stride[2]);
-                            s += x1 - x0;
-                        }
-                    }
+                    aicc_convt_col2im_SFX(p, yg, buf, p->tile, 4 * b, 4 * b + rows, p0, nt);
                 }
             }
             if (ep)
@@ -249,13 +263,17 @@ class ConvTranspose(ConvLike):
         what = (f"ConvTranspose {k} kernel, stride {'x'.join(map(str, geo.stride))}, "
                 f"pads {geo.pad + geo.pad_end}, {geo.group} group(s)")
         x, y, sfx = ctx.inp[0], ctx.out[0], suffix(dt)
+        simd = conv_simd.plan(ctx, dt)
+        if simd is not None and conv_transpose_simd.supports(ctx, geo):
+            conv_transpose_simd.emit(ctx, node, geo, *simd, bias, ep, ("8.col2im", COL2IM))
+            return
         if geo.cin_g < 4:
             use(ctx, dt, AXPY, ("8.convt", CONVT))
             ctx(f"/* {what}: scatter rows (few input channels per group) */")
             ctx(geo.params())
             ctx(f"aicc_convt{sfx}(&prm, {x}, {ctx.inp[1]}, {bias}, {y}, {ep});")
             return
-        use(ctx, dt, AXPY, PACK8, TILE, ("8.convt_gemm", CONVT_GEMM))
+        use(ctx, dt, AXPY, PACK8, TILE, ("8.col2im", COL2IM), ("8.convt_gemm", CONVT_GEMM))
         w = ctx.in_const(1)                     # [C][M/g][k...] -> per group [M/g * kk][C/g]
         kk = numel(geo.k)
         M = geo.cout_g * kk

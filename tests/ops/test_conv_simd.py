@@ -34,9 +34,10 @@ pytestmark = pytest.mark.skipif(not TARGETS, reason="host runs no x86 SIMD targe
 
 
 def run(tmp_path, target, x, w, attrs, bias=True, sched=None, act=None, params=None,
-        runtime_w=False, runtime_b=False, seed=0, marker=None):
-    """Compile one Conv (aicc_schedule / aicc_act set on the node) for target, run it, and
-    compare with onnxruntime on the equivalent Conv (-> activation) model."""
+        runtime_w=False, runtime_b=False, seed=0, marker=None, op="Conv"):
+    """Compile one Conv (or ConvTranspose; aicc_schedule / aicc_act set on the node) for
+    target, run it, and compare with onnxruntime on the equivalent node (-> activation)
+    model."""
     r = rng(seed)
     params = dict(params or {})
     inputs = {"x": x}
@@ -44,11 +45,12 @@ def run(tmp_path, target, x, w, attrs, bias=True, sched=None, act=None, params=N
     (inputs if runtime_w else inits)["w"] = w
     names = ["x", "w"]
     if bias:
-        b = r.normal(size=(w.shape[0],)).astype(np.float32)
+        m = w.shape[0] if op == "Conv" else w.shape[1] * attrs.get("group", 1)
+        b = r.normal(size=(m,)).astype(np.float32)
         (inputs if runtime_b else inits)["b"] = b
         names.append("b")
     graph_in = {k: v for k, v in inputs.items()}
-    base = make_model([helper.make_node("Conv", names, ["y"], **attrs)], graph_in, ["y"],
+    base = make_model([helper.make_node(op, names, ["y"], **attrs)], graph_in, ["y"],
                       inits, opset=17)
     if act:
         extra, act_in = dict(inits), []
@@ -57,7 +59,7 @@ def run(tmp_path, target, x, w, attrs, bias=True, sched=None, act=None, params=N
                          hi=np.array(params["max"], np.float32))
             act_in = ["lo", "hi"]
         act_attrs = {} if act == "Clip" else params
-        ref = make_model([helper.make_node("Conv", names, ["t"], **attrs),
+        ref = make_model([helper.make_node(op, names, ["t"], **attrs),
                           helper.make_node(act, ["t"] + act_in, ["y"], **act_attrs)],
                          graph_in, ["y"], extra, opset=17)
     else:
@@ -66,7 +68,7 @@ def run(tmp_path, target, x, w, attrs, bias=True, sched=None, act=None, params=N
     path = tmp_path / "m.onnx"
     onnx.save(base, str(path))
     g = import_model(path)
-    (node,) = [n for n in g.nodes if n.op_type == "Conv"]
+    (node,) = [n for n in g.nodes if n.op_type == op]
     if sched:
         node.attrs["aicc_schedule"] = dict(sched)
     if act:

@@ -218,12 +218,43 @@ static void aicc_conv_gemm_f32(const aicc_conv_params *p, const float *restrict 
         }
 }
 
+/* col2im of rows [q0, q1) of W^T x for the input positions [p0, p0 + nt) of one group: row
+ * q = m * kk + tap (at buf + (q - q0) * ldb) is added to output plane m (yg, P floats per plane)
+ * at the positions its tap reaches (o = i * stride + tap * dilation - pad), over the valid
+ * range, one input row segment at a time. */
+static void aicc_convt_col2im_f32(const aicc_conv_params *p, float *yg, const float *buf,
+                                  size_t ldb, size_t q0, size_t q1, size_t p0, size_t nt)
+{
+    const size_t KK = p->k[0] * p->k[1] * p->k[2], P = p->out[0] * p->out[1] * p->out[2];
+    const size_t IW = p->in[2], IHW = p->in[1] * IW, OW = p->out[2];
+    for (size_t q = q0; q < q1; ++q) {
+        const size_t t = q % KK, kx = t % p->k[2];
+        const size_t kz = t / (p->k[1] * p->k[2]), ky = t / p->k[2] % p->k[1];
+        float *ym = yg + q / KK * P;
+        size_t lo, hi, s = p0;
+        aicc_valid_range(aicc_tap_off(p, 2, kx), p->stride[2], OW, IW, &lo, &hi);
+        while (s < p0 + nt) {   /* one input row segment [x0, x1) per pass */
+            const size_t x0 = s % IW;
+            const size_t x1 = IW - x0 < p0 + nt - s ? IW : x0 + (p0 + nt - s);
+            const int64_t tz = aicc_pos(p, 0, s / IHW, kz);
+            const int64_t ty = aicc_pos(p, 1, s / IW % p->in[1], ky);
+            const size_t a = lo > x0 ? lo : x0, e = hi < x1 ? hi : x1;
+            const float *br = buf + (q - q0) * ldb + (s - p0);
+            if (aicc_inside(tz, p->out[0]) && aicc_inside(ty, p->out[1]) && a < e)
+                aicc_axpy_f32(e - a, (float)1, br + (a - x0), 1,
+                              ym + ((size_t)tz * p->out[1] + (size_t)ty) * OW +
+                                  aicc_pos(p, 2, a, kx),
+                              p->stride[2]);
+            s += x1 - x0;
+        }
+    }
+}
+
 /* ConvTranspose as GEMM + col2im, for groups with several input channels: per tile of input
  * positions the input channels are packed (aicc_pack8), every block of 4 rows q = m * kk + tap
- * of W^T x is computed as 4x8 register tiles into buf ([4][tile]), and each row is added to
- * the output positions its tap reaches (o = i * stride + tap * dilation - pad) over the valid
- * range. wp: W as [group][q][c], packed like the conv weights. Output planes start at the
- * bias; the fused epilogue (ep, may be NULL) runs on the finished planes. */
+ * of W^T x is computed as 4x8 register tiles into buf ([4][tile]) and added to the output
+ * (aicc_convt_col2im). wp: W as [group][q][c], packed like the conv weights. Output planes
+ * start at the bias; the fused epilogue (ep, may be NULL) runs on the finished planes. */
 static void aicc_convt_gemm_f32(const aicc_conv_params *p, const float *restrict x,
                                 const float *restrict wp, const float *restrict bias,
                                 float *restrict y, float *restrict col, float *restrict buf,
@@ -231,7 +262,7 @@ static void aicc_convt_gemm_f32(const aicc_conv_params *p, const float *restrict
 {
     const size_t X = p->in[0] * p->in[1] * p->in[2], P = p->out[0] * p->out[1] * p->out[2];
     const size_t KK = p->k[0] * p->k[1] * p->k[2], M = p->cout_g * KK, nb = (M + 3) / 4;
-    const size_t IW = p->in[2], IHW = p->in[1] * IW, OW = p->out[2], C = p->cin_g;
+    const size_t C = p->cin_g;
     for (size_t n = 0; n < p->batch; ++n)
         for (size_t g = 0; g < p->group; ++g) {
             const float *xg = x + (n * p->group + g) * C * X;
@@ -252,27 +283,7 @@ static void aicc_convt_gemm_f32(const aicc_conv_params *p, const float *restrict
                             for (size_t u = 0; u < cols; ++u)
                                 buf[r * p->tile + j + u] = acc[r][u];
                     }
-                    for (size_t r = 0; r < rows; ++r) {   /* col2im of row q */
-                        const size_t q = 4 * b + r, t = q % KK, kx = t % p->k[2];
-                        const size_t kz = t / (p->k[1] * p->k[2]), ky = t / p->k[2] % p->k[1];
-                        float *ym = yg + q / KK * P;
-                        size_t lo, hi, s = p0;
-                        aicc_valid_range(aicc_tap_off(p, 2, kx), p->stride[2], OW, IW, &lo, &hi);
-                        while (s < p0 + nt) {   /* one input row segment [x0, x1) per pass */
-                            const size_t x0 = s % IW;
-                            const size_t x1 = IW - x0 < p0 + nt - s ? IW : x0 + (p0 + nt - s);
-                            const int64_t tz = aicc_pos(p, 0, s / IHW, kz);
-                            const int64_t ty = aicc_pos(p, 1, s / IW % p->in[1], ky);
-                            const size_t a = lo > x0 ? lo : x0, e = hi < x1 ? hi : x1;
-                            const float *br = buf + r * p->tile + (s - p0);
-                            if (aicc_inside(tz, p->out[0]) && aicc_inside(ty, p->out[1]) && a < e)
-                                aicc_axpy_f32(e - a, (float)1, br + (a - x0), 1,
-                                              ym + ((size_t)tz * p->out[1] + (size_t)ty) * OW +
-                                                  aicc_pos(p, 2, a, kx),
-                                              p->stride[2]);
-                            s += x1 - x0;
-                        }
-                    }
+                    aicc_convt_col2im_f32(p, yg, buf, p->tile, 4 * b, 4 * b + rows, p0, nt);
                 }
             }
             if (ep)
