@@ -179,13 +179,17 @@ def _int_expr(name: str, params: dict, x: str, dt) -> str:
     raise KeyError(f"{name} has no integer form")
 
 
-def act_expr(name: str, params: dict, x: str, dtype) -> str:
+def act_expr(name: str, params: dict, x: str, dtype, ctx=None) -> str:
     """C expression of activation ``name`` applied to the C expression ``x`` (evaluated
-    more than once: pass a variable)."""
+    more than once: pass a variable). With ``ctx`` (the emitting node's context), float32 exp
+    and tanh on a SIMD target are exp_simd's (the same bits as its vector loops)."""
     dt = np.dtype(dtype)
     if dt.kind in "iu":
         return _int_expr(name, params, x, dt)
     m = math_fn(dt)
+    if ctx is not None and dt == np.float32:
+        from .exp_simd import math_override
+        m = math_override(ctx, m)
     return ACT[name](x, params, m, lambda v: c_literal(v, dt))
 
 

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..emit_c.cwriter import ctype, sanitize
 from .activations import ACT, ACT_ATTRS, act_expr, fused_epilogue
+from .exp_simd import array_act, tag_of
 
 # im2col tile budget in elements (256 KiB of float32): output positions per tile
 # = COL_BUDGET / K rounded down to a multiple of 8 (at least 8, at most all positions).
@@ -354,16 +355,22 @@ def epilogue(ctx, node, dtype) -> str:
     if name is None:
         return "NULL"
     params = {**ACT_ATTRS.get(name, {}), **params}
+    if np.dtype(dtype) == np.float32:
+        vec = array_act(ctx, name, params)
+        if vec is not None:
+            return vec
     tag = sanitize(name, 16)
     if params:
         tag += "_" + hashlib.sha1(repr(sorted(params.items())).encode()).hexdigest()[:8]
+    expr = act_expr(name, params, 'v', dtype, ctx)
+    tag += tag_of(expr)
     fn = f"aicc_ep{suffix(dtype)}_{tag}"
     shown = ", ".join(f"{k}={v}" for k, v in sorted(params.items()))
     code = (f"/* fused epilogue {name}({shown}) on n contiguous outputs */\n"
             f"static void {fn}(TYPE *y, size_t n)\n{{\n"
             "    for (size_t i = 0; i < n; ++i) {\n"
             "        const TYPE v = y[i];\n"
-            f"        y[i] = {act_expr(name, params, 'v', dtype)};\n"
+            f"        y[i] = {expr};\n"
             "    }\n}")
     ctx.helper(f"conv.ep.{fn}", typed(code, dtype))
     return fn

@@ -158,7 +158,7 @@ def _emit_depthwise(node, ctx, geo) -> None:
                 p = {**ACT_ATTRS.get(act, {}), **params}
                 with ctx.block(f"for (size_t c = 0; c < {C}u; ++c)"):
                     ctx("const float v = yo[c];")
-                    ctx(f"yo[c] = {act_expr(act, p, 'v', np.float32)};")
+                    ctx(f"yo[c] = {act_expr(act, p, 'v', np.float32, ctx)};")
 
 
 def _emit_gemm(node, ctx, geo) -> None:

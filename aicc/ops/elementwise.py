@@ -29,7 +29,7 @@ import hashlib
 import numpy as np
 
 from ..emit_c.cwriter import c_literal, ctype, sanitize
-from . import erf_simd
+from . import erf_simd, exp_simd
 from .activations import (ACT, ACT_ATTRS, INT_OK, act_expr, act_numpy, act_params,
                           apply_epilogue, fused_epilogue, unfused)
 from .base import Op, register_many
@@ -69,9 +69,13 @@ class Unary(Op):
         if isa:
             erf_simd.emit(ctx, node, isa, p, n)
             return
+        isa = exp_simd.supports(node, ctx)
+        if isa:
+            exp_simd.emit(ctx, node, isa, n)
+            return
         with ctx.block(f"for (size_t i = 0; i < {n}u; ++i)"):
             ctx(f"const {ct} x = {ctx.inp[0]}[i];")
-            ctx(f"{ctx.out[0]}[i] = {act_expr(self.op_type, p, 'x', dt)};")
+            ctx(f"{ctx.out[0]}[i] = {act_expr(self.op_type, p, 'x', dt, ctx)};")
 
 
 @register_many(["Gelu"], since=20)
@@ -256,12 +260,13 @@ def _fused_act_helper(ctx, node, dt) -> str | None:
     tag = sanitize(name, 16)
     if params:
         tag += "_" + hashlib.sha1(repr(sorted(params.items())).encode()).hexdigest()[:8]
-    fn = f"aicc_bact_{_sfx(dt)}_{tag}"
+    expr = act_expr(name, params, 'r', dt, ctx)
+    fn = f"aicc_bact_{_sfx(dt)}_{tag}{exp_simd.tag_of(expr)}"
     shown = ", ".join(f"{k}={v}" for k, v in sorted(params.items()))
     ctx.helper(f"elementwise.act.{fn}",
                f"/* fused activation {name}({shown}) of a binary op's rounded result */\n"
                f"static inline {ct} {fn}({ct} r)\n{{\n"
-               f"    return {act_expr(name, params, 'r', dt)};\n}}")
+               f"    return {expr};\n}}")
     return fn
 
 
@@ -338,6 +343,14 @@ class Binary(Op):
     def emit(self, node, ctx):
         a, b = ctx.inp[0], ctx.inp[1]
         f = self._expr(node, ctx)
+        name, params = fused_epilogue(node)
+        arr = exp_simd.array_act(ctx, name, {**ACT_ATTRS.get(name, {}), **params}) \
+            if name is not None and ctx.out_dtype(0) == np.float32 else None
+        if arr is not None:     # the rounded results, then the vector activation over them
+            emit_broadcast(ctx, ctx.out_shape(0), [ctx.in_shape(0), ctx.in_shape(1)],
+                           lambda ix: f(f"{a}[{ix[0]}]", f"{b}[{ix[1]}]"))
+            ctx(f"{arr}({ctx.out[0]}, {numel(ctx.out_shape(0))}u);")
+            return
         act = _fused_act_helper(ctx, node, ctx.out_dtype(0))
         if act is not None:
             g = f

@@ -239,7 +239,7 @@ def emit_epilogue(ctx, node, total: int, dt, plan=None) -> None:
     ctx(f"/* fused {name} */")
     with ctx.block(f"for (size_t e = 0; e < {total}u; ++e)"):
         ctx(f"const {ct} v = {y}[e];")
-        ctx(f"{y}[e] = {act_expr(name, p, 'v', dt)};")
+        ctx(f"{y}[e] = {act_expr(name, p, 'v', dt, ctx)};")
 
 
 def empty_body(ctx) -> None:

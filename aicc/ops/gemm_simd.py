@@ -191,7 +191,7 @@ def epilogue(ctx, act, params) -> str:
     """Tile epilogue helper: y = act(alpha * y + beta * C(i, j)); returns its name."""
     if act:
         p = {**ACT_ATTRS.get(act, {}), **params}
-        expr = act_expr(act, p, "v", np.float32)
+        expr = act_expr(act, p, "v", np.float32, ctx)
         tag = hashlib.sha1(f"{act}:{expr}".encode()).hexdigest()[:10]
         name, what = f"aicc_sg_epi_{tag}", f"then {act}"
     else:

@@ -26,6 +26,7 @@ import hashlib
 import numpy as np
 
 from ..emit_c.cwriter import c_float, ctype, sanitize
+from . import exp_simd
 from .activations import ACT
 from .base import Op, register
 from .conv_kernels import suffix, typed
@@ -145,6 +146,10 @@ class _Recurrent(Op):
 
     # -- C ----------------------------------------------------------------------------
     def _act_helper(self, ctx, dt, name, a, b) -> str:
+        if dt == np.float32:           # Sigmoid / Tanh: exp_simd's vector pass on SIMD targets
+            vec = exp_simd.array_act(ctx, name, {})
+            if vec is not None:
+                return vec
         tag = sanitize(name, 16)
         if a or b:
             tag += "_" + hashlib.sha1(repr((a, b)).encode()).hexdigest()[:8]

@@ -1,0 +1,218 @@
+"""Float32 exp and tanh on the x86 SIMD targets, and the activations built on them (Exp,
+Sigmoid, Tanh; Softplus, Mish, Selu and Gelu(tanh) through their exp / tanh calls).
+
+On a SIMD target every float32 use of these activations computes exp and tanh with the vector
+functions below, also where a single value is needed (a loop tail, a fused epilogue's scalar
+pass): the scalar form broadcasts the value, runs the vector function and takes lane 0. So the
+standalone op, its vector body and tail, and every fused form give the same bits for the same
+input. activations.act_expr(..., ctx) routes ``exp`` / ``tanh`` here; ``array_act`` is the
+in-place vector pass over contiguous values that the fused epilogues use.
+
+exp(x): Cody-Waite reduction x = n ln2 + r (|r| <= ln2 / 2), Cephes' expf polynomial for e^r
+(about 1 ulp), scaled by 2^(n - n/2) and 2^(n/2) in two exact multiplications, so subnormal
+results round correctly and results past FLT_MAX overflow to +Inf; x is clamped to [-104, 89]
+first (exp(-104) rounds to 0, exp(89) overflows). +Inf -> +Inf, -Inf -> 0, NaN -> NaN.
+
+tanh(x): on |x|, then the sign of x: |x| < 0.625: Cephes' tanhf odd polynomial |x| + |x|^3
+P(x^2); else 1 - 2 / (exp(2|x|) + 1) (exp overflow gives 1). Relative error about 2e-7; +-Inf -> +-1, -0 -> -0,
+NaN -> NaN. Sigmoid is 1 / (1 + exp(-x)) with these exp values (x < -88.7: 0; NaN: NaN).
+
+The generic target keeps the C library's expf / tanhf: results differ between targets by
+rounding (a few ulp), never by more than the tests' tolerance against onnxruntime.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..emit_c.cwriter import c_literal
+from .simd import SIMD, simd_isa
+
+VECTOR = {"Exp", "Sigmoid", "Tanh"}      # standalone ops with a vector loop here
+FUNCS = ("exp", "tanh")                 # the libm names act_expr routes here
+
+# per ISA: integer vector type and ops, abs/sign masks, compare-select, lane 0
+_I = {
+    "avx2": dict(vi="__m256i", cvt="_mm256_cvtps_epi32", srai="_mm256_srai_epi32",
+                 sub="_mm256_sub_epi32", add="_mm256_add_epi32", slli="_mm256_slli_epi32",
+                 c127="_mm256_set1_epi32(127)", cast="_mm256_castsi256_ps",
+                 min="_mm256_min_ps", bit="_mm256_{op}_ps({a}, {b})",
+                 sel="_mm256_blendv_ps({a}, {b}, _mm256_cmp_ps({x}, {y}, _CMP_GE_OQ))",
+                 lane0="_mm256_cvtss_f32"),
+    "avx512": dict(vi="__m512i", cvt="_mm512_cvtps_epi32", srai="_mm512_srai_epi32",
+                   sub="_mm512_sub_epi32", add="_mm512_add_epi32", slli="_mm512_slli_epi32",
+                   c127="_mm512_set1_epi32(127)", cast="_mm512_castsi512_ps",
+                   min="_mm512_min_ps",      # float and/or/xor are AVX512DQ: integer ones
+                   bit="_mm512_castsi512_ps(_mm512_{op}_si512(_mm512_castps_si512({a}), "
+                       "_mm512_castps_si512({b})))",
+                   sel="_mm512_mask_blend_ps(_mm512_cmp_ps_mask({x}, {y}, _CMP_GE_OQ), {a}, {b})",
+                   lane0="_mm512_cvtss_f32"),
+}
+_EXP_C = (("l2e", 1.44269504088896341), ("c1", 0.693359375), ("c2", -2.12194440e-4),
+          ("p0", 1.9875691500e-4), ("p1", 1.3981999507e-3), ("p2", 8.3334519073e-3),
+          ("p3", 4.1665795894e-2), ("p4", 1.6666665459e-1), ("p5", 5.0000001201e-1))
+_TANH_P = (-5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1,
+           -3.33332819422e-1)
+
+
+def _k(d, v) -> str:
+    return f"{d['set1']}({c_literal(v, np.float32)})"
+
+
+def _include(ctx, isa):
+    ctx.helper(f"0.{isa}.0.include", "#include <immintrin.h>")
+
+
+def vexp(ctx, isa: str) -> str:
+    """Name of the vector exp ``V aicc_exp_ISA(V x)`` (registered once)."""
+    d, i = SIMD[isa], _I[isa]
+    v, fma, fnma, mul = d["v"], d["fma"], d["fnma"], d["mul"]
+    c = {k: _k(d, val) for k, val in _EXP_C}
+    name = f"aicc_exp_{isa}"
+    _include(ctx, isa)
+
+    def pow2(e):
+        return f"{i['cast']}({i['slli']}({i['add']}({e}, {i['c127']}), 23))"
+    ctx.helper(f"0.{isa}.1.{name}", f"""\
+/* exp of {d['L']} floats (exp_simd.py): clamp to [-104, 89], x = n ln2 + r, Cephes' expf
+ * polynomial for e^r, times 2^(n - n/2) and 2^(n/2) (two exact scalings: subnormal results
+ * round correctly, past FLT_MAX gives +Inf). NaN stays NaN. */
+static {v} {name}({v} x)
+{{
+    const {v} xc = {i['min']}({_k(d, 89.0)}, {d['max']}({_k(d, -104.0)}, x));   /* NaN stays */
+    const {v} n = {d['rnd'].format(x=f"{mul}(xc, {c['l2e']})")};
+    const {v} r = {fnma}(n, {c['c2']}, {fnma}(n, {c['c1']}, xc));
+    {v} p = {fma}({c['p0']}, r, {c['p1']});
+    p = {fma}(p, r, {c['p2']});
+    p = {fma}(p, r, {c['p3']});
+    p = {fma}(p, r, {c['p4']});
+    p = {fma}(p, r, {c['p5']});
+    p = {fma}(p, {mul}(r, r), {d['add']}(r, {_k(d, 1.0)}));
+    const {i['vi']} ni = {i['cvt']}(n), n1 = {i['srai']}(ni, 1), n2 = {i['sub']}(ni, n1);
+    return {mul}({mul}(p, {pow2('n2')}), {pow2('n1')});
+}}""")
+    return name
+
+
+def vtanh(ctx, isa: str) -> str:
+    """Name of the vector tanh ``V aicc_tanh_ISA(V x)``."""
+    d, i = SIMD[isa], _I[isa]
+    v, fma, mul = d["v"], d["fma"], d["mul"]
+    e = vexp(ctx, isa)
+    name = f"aicc_tanh_{isa}"
+    one, sign = _k(d, 1.0), _k(d, -0.0)
+    p = _k(d, _TANH_P[0])
+    for cf in _TANH_P[1:]:
+        p = f"{fma}({p}, z, {_k(d, cf)})"
+    def bit(op, a, b):
+        return i["bit"].format(op=op, a=a, b=b)
+    big = f"{d['sub']}({one}, {d['div']}({_k(d, 2.0)}, {d['add']}({e}({d['add']}(ax, ax)), {one})))"
+    ctx.helper(f"0.{isa}.2.{name}", f"""\
+/* tanh of {d['L']} floats (exp_simd.py), on |x| with the sign of x put back: |x| < 0.625:
+ * |x| + |x|^3 P(x^2) (Cephes' tanhf), else 1 - 2 / (exp(2|x|) + 1). NaN takes the polynomial
+ * (NaN); -0 gives -0. */
+static {v} {name}({v} x)
+{{
+    const {v} ax = {bit('andnot', sign, 'x')};
+    const {v} z = {mul}(x, x);
+    const {v} small = {fma}({mul}({p}, z), ax, ax);
+    const {v} big = {big};
+    const {v} t = {i['sel'].format(a='small', b='big', x='ax', y=_k(d, 0.625))};
+    return {bit('or', 't', bit('and', sign, 'x'))};
+}}""")
+    return name
+
+
+def scalar(ctx, isa: str, fn: str) -> str:
+    """Name of ``float aicc_exp1_ISA(float x)`` / tanh: the vector function on lane 0."""
+    d = SIMD[isa]
+    vf = vexp(ctx, isa) if fn == "exp" else vtanh(ctx, isa)
+    name = f"aicc_{fn}1_{isa}"
+    ctx.helper(f"0.{isa}.3.{name}", f"""\
+/* {fn}(x) through {vf} (the same bits as the vector loops) */
+static AICC_UNUSED float {name}(float x)
+{{
+    return {_I[isa]['lane0']}({vf}({d['set1']}(x)));
+}}""")
+    return name
+
+
+def math_override(ctx, m):
+    """``m`` (activations.math_fn's name mapping) with exp / tanh routed to the lane-0 forms
+    of the vector functions when ctx's node runs on a SIMD ISA; else ``m`` itself."""
+    isa = simd_isa(ctx)
+    if isa is None:
+        return m
+    return lambda f: scalar(ctx, isa, f) if f in FUNCS else m(f)
+
+
+def tag_of(expr: str) -> str:
+    """Suffix for a helper name whose C text is ``expr``: the ISA when the expression uses the
+    lane-0 forms (the same activation emits different text per ISA)."""
+    for isa in _I:
+        if any(f"aicc_{f}1_{isa}(" in expr for f in FUNCS):
+            return f"_{isa}"
+    return ""
+
+
+def vector_expr(ctx, isa: str, act: str, xv: str) -> str:
+    """The vector form of Exp / Sigmoid / Tanh of the vector variable ``xv``, bit-identical
+    to its scalar expression under math_override."""
+    d = SIMD[isa]
+    if act == "Exp":
+        return f"{vexp(ctx, isa)}({xv})"
+    if act == "Tanh":
+        return f"{vtanh(ctx, isa)}({xv})"
+    one = _k(d, 1.0)          # 1 / (1 + exp(-x)); -x flips the sign bit, as C's negation
+    neg = _I[isa]["bit"].format(op="xor", a=xv, b=_k(d, -0.0))
+    return f"{d['div']}({one}, {d['add']}({one}, {vexp(ctx, isa)}({neg})))"
+
+
+def supports(node, ctx) -> str | None:
+    """The ISA for a float32 standalone Exp / Sigmoid / Tanh, or None."""
+    if node.op_type not in VECTOR or ctx.in_dtype(0) != np.float32:
+        return None
+    return simd_isa(ctx)
+
+
+def emit(ctx, node, isa: str, n: int) -> None:
+    """out[i] = act(in[i]) for i < n: vectors, then the lane-0 form for the tail."""
+    from .activations import act_expr
+    d = SIMD[isa]
+    L = d["L"]
+    ctx.kernel = isa
+    full = n - n % L
+    if full:
+        with ctx.block(f"for (size_t i = 0; i < {full}u; i += {L}u)"):
+            ctx(f"const {d['v']} xv = {d['ld']}({ctx.inp[0]} + i);")
+            ctx(f"{d['st']}({ctx.out[0]} + i, {vector_expr(ctx, isa, node.op_type, 'xv')});")
+    if full < n:
+        with ctx.block(f"for (size_t i = {full}u; i < {n}u; ++i)"):
+            ctx(f"const float x = {ctx.inp[0]}[i];")
+            ctx(f"{ctx.out[0]}[i] = {act_expr(node.op_type, {}, 'x', np.float32, ctx)};")
+
+
+def array_act(ctx, act: str, params: dict):
+    """Name of ``void f(float *v, size_t n)``, act applied in place on n contiguous floats with
+    vectors (Exp / Sigmoid / Tanh on a SIMD ISA), or None (the caller's scalar loop)."""
+    from .activations import act_expr
+    isa = simd_isa(ctx)
+    if isa is None or act not in VECTOR:
+        return None
+    d = SIMD[isa]
+    name = f"aicc_act_{act.lower()}_{isa}"
+    body = vector_expr(ctx, isa, act, "xv")
+    ctx.helper(f"0.{isa}.4.{name}", f"""\
+/* {act} in place on n contiguous floats ({isa} vectors, the tail through the lane-0 form) */
+static AICC_UNUSED void {name}(float *v, size_t n)
+{{
+    const size_t nv = n - n % {d['L']}u;
+    for (size_t i = 0; i < nv; i += {d['L']}u) {{
+        const {d['v']} xv = {d['ld']}(v + i);
+        {d['st']}(v + i, {body});
+    }}
+    for (size_t i = nv; i < n; ++i) {{
+        const float x = v[i];
+        v[i] = {act_expr(act, params, 'x', np.float32, ctx)};
+    }}
+}}""")
+    return name
