@@ -1,8 +1,10 @@
 """TopK (opset 1: attribute k; opset 10+: input K; opset 11+: largest, sorted).
 
 Layout [O, D, I] around the axis; every one of the O*I slices is sorted by a stable
-bottom-up merge sort of its indices (2*D size_t of step scratch), then the first k are
-written: Values in the input dtype, Indices as int64. Ties keep the lower index first (the
+bottom-up merge sort of its indices (2*D size_t of step scratch), or for k <= 32 (and k < D)
+its first k are kept sorted while the slice is scanned once (a value enters when it comes
+strictly before the k-th, after every kept value it does not beat: the same order), then the
+first k are written: Values in the input dtype, Indices as int64. Ties keep the lower index first (the
 spec's tie-break), for both largest and smallest. sorted=0 also returns sorted results (the
 order is unspecified there).
 
@@ -38,8 +40,9 @@ def _helper(ctx, dt) -> str:
         big, small = "u > v", "u < v"
     return ctx.helper(name, f"""\
 /* TopK over the middle axis of [O, D, I]: each slice's indices are merge-sorted (stable:
- * ties keep the lower index first) in ws (2*D values), the first K go to vals/idx. NaN
- * sorts above every number. */
+ * ties keep the lower index first) in ws (2*D values), or for K <= 32 the first K are kept
+ * sorted by insertion in one scan (the same order); the first K go to vals/idx. NaN sorts
+ * above every number. */
 static void {name}(size_t O, size_t D, size_t I, size_t K, const {ct} *restrict x,
     {ct} *restrict vals, int64_t *restrict idx, size_t *restrict ws, int largest)
 {{
@@ -47,6 +50,33 @@ static void {name}(size_t O, size_t D, size_t I, size_t K, const {ct} *restrict 
         for (size_t i = 0; i < I; ++i) {{
             const {ct} *restrict xs = x + o * D * I + i;
             size_t *a = ws, *b = ws + D;
+            if (K > 0 && K <= 32u && K < D) {{  /* few: insertion into the sorted first K */
+                size_t n = 0;
+                for (size_t d = 0; d < D; ++d) {{
+                    const {ct} u = xs[d * I];
+                    size_t j;
+                    if (n == K) {{               /* full: u must come before the last */
+                        const {ct} v = xs[a[K - 1] * I];
+                        if (!(largest ? {big} : {small}))
+                            continue;
+                        j = K - 1;
+                    }} else {{
+                        j = n++;
+                    }}
+                    for (; j > 0; --j) {{        /* after every value it does not beat */
+                        const {ct} v = xs[a[j - 1] * I];
+                        if (!(largest ? {big} : {small}))
+                            break;
+                        a[j] = a[j - 1];
+                    }}
+                    a[j] = d;
+                }}
+                for (size_t k = 0; k < K; ++k) {{
+                    vals[(o * K + k) * I + i] = xs[a[k] * I];
+                    idx[(o * K + k) * I + i] = (int64_t)a[k];
+                }}
+                continue;
+            }}
             for (size_t d = 0; d < D; ++d) a[d] = d;
             for (size_t w = 1; w < D; w *= 2) {{
                 for (size_t lo = 0; lo < D; lo += 2 * w) {{

@@ -143,6 +143,29 @@ def test_topk_nan(tmp_path):
         np.testing.assert_array_equal(got["v"], x[:, order])
 
 
+@pytest.mark.parametrize("largest", [0, 1])
+@pytest.mark.parametrize("k", [1, 5, 32, 33])
+def test_topk_selection_path(k, largest, tmp_path):
+    """k <= 32 (one scan keeping the first k sorted) and k = 33 (merge sort) on rows of 100
+    with ties, NaN and +-Inf: the stable order (NaN above every number, the lower index
+    first among equals), as numpy's stable sort; without NaN also as onnxruntime."""
+    r = rng(k + 10 * largest)
+    x = r.integers(-20, 20, size=(6, 100)).astype(np.float32)
+    _topk(x, k, tmp_path, largest=largest)
+    x[0, [3, 50, 99]] = np.nan
+    x[1, [0, 7]] = [np.inf, -np.inf]
+    x[2, :] = 1.0
+    m = make_model([helper.make_node("TopK", ["x", "k"], ["v", "i"], largest=largest)],
+                   {"x": x}, ["v", "i"], {"k": np.array([k], np.int64)}, opset=11)
+    got = compile_and_run(m, {"x": x}, tmp_path)
+    nan = np.isnan(x)
+    key = np.where(nan, 0.0, -x if largest else x)
+    order = np.stack([np.lexsort((key[j], ~nan[j] if largest else nan[j]))
+                      for j in range(x.shape[0])])[:, :k]
+    np.testing.assert_array_equal(got["i"], order)
+    np.testing.assert_array_equal(got["v"], np.take_along_axis(x, order, axis=1))
+
+
 # -- Einsum ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("eq,shapes", [
