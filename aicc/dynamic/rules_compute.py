@@ -17,7 +17,7 @@ from .padrules import PadUnsafe, Res, _all_outputs, _attr, _shape, rule
       "Swish", "Add", "Sub", "Mul", "Div", "Pow", "Mod", "Equal", "Less", "Greater",
       "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Where", "PRelu", "Sum", "Mean",
       "Max", "Min", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot",
-      "QuantizeLinear", "DequantizeLinear", "Trilu", "aicc.Gelu")
+      "QuantizeLinear", "DequantizeLinear", "Trilu", "aicc.Gelu", "aicc.Swish")
 def broadcast(node, g, pads):
     """Elementwise with numpy broadcasting: output axis j is padded when an input's aligned
     axis is padded and not broadcast (Trilu's diagonal is position-based too)."""

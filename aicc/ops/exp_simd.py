@@ -167,6 +167,16 @@ def vector_expr(ctx, isa: str, act: str, xv: str) -> str:
     return f"{d['div']}({one}, {d['add']}({one}, {vexp(ctx, isa)}({neg})))"
 
 
+def swish_vector(ctx, isa: str, xv: str, alpha: float) -> str:
+    """x * (1 / (1 + exp(-(alpha * x)))) of the vector variable ``xv``, in swish.swish_expr's
+    order (alpha == 1: no multiplication)."""
+    d = SIMD[isa]
+    ax = xv if alpha == 1.0 else f"{d['mul']}({_k(d, alpha)}, {xv})"
+    one = _k(d, 1.0)
+    neg = _I[isa]["bit"].format(op="xor", a=ax, b=_k(d, -0.0))
+    return f"{d['mul']}({xv}, {d['div']}({one}, {d['add']}({one}, {vexp(ctx, isa)}({neg}))))"
+
+
 def supports(node, ctx) -> str | None:
     """The ISA for a float32 standalone Exp / Sigmoid / Tanh, or None."""
     if node.op_type not in VECTOR or ctx.in_dtype(0) != np.float32:

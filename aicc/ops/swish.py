@@ -13,14 +13,17 @@ from __future__ import annotations
 import numpy as np
 
 from ..emit_c.cwriter import c_literal, ctype
+from . import exp_simd
 from .base import Op, register
 from .loops import numel
+from .simd import SIMD, simd_isa
 
 
-def swish_expr(x: str, alpha: float, dt) -> str:
-    """C expression of x * sigmoid(alpha * x) for a C variable x of dtype dt."""
+def swish_expr(x: str, alpha: float, dt, exp: str | None = None) -> str:
+    """C expression of x * sigmoid(alpha * x) for a C variable x of dtype dt (``exp``: the
+    exp function's name, default the C library's)."""
     L = lambda v: c_literal(v, dt)  # noqa: E731
-    e = "expf" if np.dtype(dt) == np.float32 else "exp"
+    e = exp or ("expf" if np.dtype(dt) == np.float32 else "exp")
     ax = x if alpha == 1.0 else f"{L(alpha)} * {x}"
     return f"{x} * ({L(1)} / ({L(1)} + {e}(-({ax}))))"
 
@@ -46,9 +49,36 @@ class Swish(Op):
             ctx("/* empty tensor */")
             return
         alpha = float(self.attr(node, "alpha"))
-        with ctx.block(f"for (size_t i = 0; i < {n}u; ++i)"):
+        isa = simd_isa(ctx) if dt == np.float32 else None
+        exp = None
+        if isa:       # exp_simd's exp: vectors, the tail through lane 0 (the same bits)
+            d = SIMD[isa]
+            full, exp = n - n % d["L"], exp_simd.scalar(ctx, isa, "exp")
+            ctx.kernel = isa
+            if full:
+                with ctx.block(f"for (size_t i = 0; i < {full}u; i += {d['L']}u)"):
+                    ctx(f"const {d['v']} xv = {d['ld']}({ctx.inp[0]} + i);")
+                    val = exp_simd.swish_vector(ctx, isa, "xv", alpha)
+                    ctx(f"{d['st']}({ctx.out[0]} + i, {val});")
+            if full == n:
+                return
+        else:
+            full = 0
+        with ctx.block(f"for (size_t i = {full}u; i < {n}u; ++i)"):
             ctx(f"const {ctype(dt)} x = {ctx.inp[0]}[i];")
-            ctx(f"{ctx.out[0]}[i] = {swish_expr('x', alpha, dt)};")
+            ctx(f"{ctx.out[0]}[i] = {swish_expr('x', alpha, dt, exp)};")
+
+
+@register("Swish", domain="aicc")
+class AiccSwish(Swish):
+    """aicc.Swish: Swish for graphs below opset 24 (pass fuse-silu writes it for Sigmoid(x) *
+    x); numpy reference, as onnx.reference cannot run the aicc domain."""
+
+    def reference(self, node, g, inputs):
+        x = np.asarray(inputs[0])
+        a = x.dtype.type(float(self.attr(node, "alpha")))
+        with np.errstate(over="ignore"):
+            return [(x * (x.dtype.type(1) / (x.dtype.type(1) + np.exp(-(a * x))))).astype(x.dtype)]
 
 
 @register("SwiGLU", since=28)
