@@ -14,8 +14,9 @@ results round correctly and results past FLT_MAX overflow to +Inf; x is clamped 
 first (exp(-104) rounds to 0, exp(89) overflows). +Inf -> +Inf, -Inf -> 0, NaN -> NaN.
 
 tanh(x): on |x|, then the sign of x: |x| < 0.625: Cephes' tanhf odd polynomial |x| + |x|^3
-P(x^2); else 1 - 2 / (exp(2|x|) + 1) (exp overflow gives 1). Relative error about 2e-7; +-Inf -> +-1, -0 -> -0,
-NaN -> NaN. Sigmoid is 1 / (1 + exp(-x)) with these exp values (x < -88.7: 0; NaN: NaN).
+P(x^2); else 1 - 2 / (exp(2|x|) + 1) (exp overflow gives 1). Relative error about 2e-7;
++-Inf -> +-1, -0 -> -0, NaN -> NaN. Sigmoid is 1 / (1 + exp(-x)) with these exp values
+(x < -88.7: 0; NaN: NaN).
 
 The generic target keeps the C library's expf / tanhf: results differ between targets by
 rounding (a few ulp), never by more than the tests' tolerance against onnxruntime.

@@ -6,8 +6,10 @@ and B of identical shape (no broadcasting).
 
 On the x86 SIMD targets float32 Swish runs on exp_simd's vector exp (the tail through its
 lane-0 form), the same bits as the Sigmoid -> Mul chain there (pass fuse-silu writes Swish,
-``aicc.Swish`` below opset 24). NaN propagates. ``x = -inf`` gives ``-inf * 0 = NaN`` (as numpy); large negative x gives
--0 (exp overflows to +inf, the sigmoid to 0). float16/bfloat16 run in float32 (upcast-half
+``aicc.Swish`` below opset 24).
+
+NaN propagates. ``x = -inf`` gives ``-inf * 0 = NaN`` (as numpy); large negative x gives -0
+(exp overflows to +inf, the sigmoid to 0). float16/bfloat16 run in float32 (upcast-half
 pass).
 """
 from __future__ import annotations

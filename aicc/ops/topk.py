@@ -4,9 +4,9 @@ Layout [O, D, I] around the axis; every one of the O*I slices is sorted by a sta
 bottom-up merge sort of its indices (2*D size_t of step scratch), or for k <= 32 (and k < D)
 its first k are kept sorted while the slice is scanned once (a value enters when it comes
 strictly before the k-th, after every kept value it does not beat: the same order), then the
-first k are written: Values in the input dtype, Indices as int64. Ties keep the lower index first (the
-spec's tie-break), for both largest and smallest. sorted=0 also returns sorted results (the
-order is unspecified there).
+first k are written: Values in the input dtype, Indices as int64. Ties keep the lower index
+first (the spec's tie-break), for both largest and smallest. sorted=0 also returns sorted
+results (the order is unspecified there).
 
 k is the static size of the outputs' axis. A constant K must equal it (check()); a K fed at
 run time is read in C, and a value different from the static k is not undefined behaviour:

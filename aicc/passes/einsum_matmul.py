@@ -36,7 +36,8 @@ def _plan(n, g):
     """(labels of A, labels of B, output labels, sizes, batch, M, K, N) or None."""
     if not std_domain(n) or len(n.inputs) != 2 or len(n.outputs) != 1 or not all(n.inputs):
         return None
-    if any(i not in g.types and g.const(i) is None for i in n.inputs) or n.outputs[0] not in g.types:
+    if n.outputs[0] not in g.types or any(i not in g.types and g.const(i) is None
+                                          for i in n.inputs):
         return None
     dts = {np.dtype(g.dtype(i)) for i in n.inputs}
     if len(dts) != 1 or next(iter(dts)) not in (np.float32, np.float64):

@@ -12,7 +12,8 @@ from aicc.config import Options
 from aicc.targets import runnable_targets
 from tests.models.fixtures import fixture_path
 from tests.oracle import STRICT_CFLAGS, assert_close, make_model, reference
-from tests.passes.helpers import assert_same_outputs, assert_unchanged, build, node, ops, rand, run_pass
+from tests.passes.helpers import (assert_same_outputs, assert_unchanged, build, node, ops,
+                                  rand, run_pass)
 
 SQRT2 = np.float32(math.sqrt(2.0))
 

@@ -10,7 +10,8 @@ import aicc
 from aicc.config import Options
 from aicc.targets import runnable_targets
 from tests.oracle import STRICT_CFLAGS, make_model, reference
-from tests.passes.helpers import assert_same_outputs, assert_unchanged, build, node, ops, rand, run_pass
+from tests.passes.helpers import (assert_same_outputs, assert_unchanged, build, node, ops,
+                                  rand, run_pass)
 
 TARGETS = ["generic"] + [t for t in runnable_targets() if t in ("x86-avx2", "x86-avx512")]
 
