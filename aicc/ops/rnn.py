@@ -30,7 +30,8 @@ from . import exp_simd
 from .activations import ACT
 from .base import Op, register
 from .conv_kernels import suffix, typed
-from .rnn_kernels import CELL, DRIVER, LINALG, PARAMS
+from .rnn_kernels import CELL, DRIVER, PARAMS, linalg
+from .simd import include, simd_isa
 
 FLOATS = ("float32", "float64")
 
@@ -165,13 +166,17 @@ class _Recurrent(Op):
 
     def emit(self, node, ctx):
         dt = ctx.in_dtype(0)
-        sfx = suffix(dt)
+        isa = simd_isa(ctx) if dt == np.float32 else None
+        if isa:         # the four-row vector matvec: the kernels named per ISA
+            include(ctx, isa)
+            ctx.kernel = isa
+        tag = f"_SFX_{isa}" if isa else "_SFX"
+        sfx = suffix(dt) + (f"_{isa}" if isa else "")
         seq, batch, inp, hidden, ndir, layout = self._dims(node, ctx.in_shape)
         acts = [self._act_helper(ctx, dt, *a) for a in self.activations(node)]
         ctx.helper("rnn.0.params", PARAMS)
-        ctx.helper(f"rnn.1.linalg{sfx}", typed(LINALG, dt))
-        ctx.helper(f"rnn.3.cell{sfx}", typed(CELL, dt))
-        ctx.helper(f"rnn.4.driver{sfx}", typed(DRIVER, dt))
+        for key, text in (("1.linalg", linalg(isa)), ("3.cell", CELL), ("4.driver", DRIVER)):
+            ctx.helper(f"rnn.{key}{sfx}", typed(text.replace("_SFX", tag), dt))
         outs = [ctx.out[k] if k < len(ctx.out) and ctx.out[k] else "NULL" for k in range(3)]
         if all(o == "NULL" for o in outs):
             ctx("/* no output to compute */")

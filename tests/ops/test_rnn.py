@@ -7,7 +7,10 @@ import pytest
 from onnx import helper
 
 from aicc.errors import UnsupportedError
+from aicc.targets import runnable_targets
 from tests.oracle import check, compile_and_run, make_model, rng
+
+SIMD = [t for t in runnable_targets() if t in ("x86-avx2", "x86-avx512")]
 
 GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
 NAMES = ["X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"]
@@ -15,7 +18,7 @@ NAMES = ["X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"]
 
 def _run(op, tmp_path, seq=4, batch=2, inp=3, hidden=5, direction="forward", bias=True,
          lens=None, h0=False, c0=False, peep=False, outputs=(1, 1, 1), const_weights=False,
-         dtype=np.float32, layout=0, seed=0, **attrs):
+         dtype=np.float32, layout=0, seed=0, target="generic", **attrs):
     r = rng(seed)
     ndir = 2 if direction == "bidirectional" else 1
     G = GATES[op]
@@ -44,7 +47,7 @@ def _run(op, tmp_path, seq=4, batch=2, inp=3, hidden=5, direction="forward", bia
     feeds = {k: v for k, v in vals.items() if k not in consts}
     model = make_model([node], feeds, [o for o in outs if o],
                        {k: v for k, v in vals.items() if k in consts}, opset=14)
-    return check(model, feeds, tmp_path)
+    return check(model, feeds, tmp_path, target=target)
 
 
 @pytest.mark.parametrize("op", ["RNN", "GRU", "LSTM"])
@@ -148,3 +151,19 @@ def test_unsupported_activation(tmp_path):
                        output_types={"y": (np.float32, [1, 1, 4])})
     with pytest.raises(UnsupportedError, match="activation 'Gelu'"):
         compile_and_run(model, {"X": x}, tmp_path)
+
+
+@pytest.mark.parametrize("target", SIMD)
+@pytest.mark.parametrize("op", ["RNN", "GRU", "LSTM"])
+@pytest.mark.parametrize("hidden,inp", [(5, 3), (37, 19), (16, 64)])
+def test_simd_matvec(op, hidden, inp, target, tmp_path):
+    """The x86 SIMD four-row matvec (rnn_kernels.MATVEC_SIMD): G * H rows in blocks of four
+    and a remainder, n in vectors and a tail (5, 19, 37 columns) or none (16, 64), both
+    directions, initial states, sequence lengths, clip; GRU with linear_before_reset (its
+    third matvec); LSTM with peepholes."""
+    extra = {"GRU": {"linear_before_reset": 1}, "LSTM": {"peep": True, "c0": True}}.get(op, {})
+    _run(op, tmp_path, seq=5, batch=2, inp=inp, hidden=hidden, direction="bidirectional",
+         lens=[5, 3], h0=True, clip=2.5, target=target, **extra)
+    d = tmp_path / "const"
+    d.mkdir()
+    _run(op, d, seq=3, batch=1, inp=inp, hidden=hidden, const_weights=True, target=target)
