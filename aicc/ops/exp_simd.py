@@ -173,9 +173,7 @@ def swish_vector(ctx, isa: str, xv: str, alpha: float) -> str:
     order (alpha == 1: no multiplication)."""
     d = SIMD[isa]
     ax = xv if alpha == 1.0 else f"{d['mul']}({_k(d, alpha)}, {xv})"
-    one = _k(d, 1.0)
-    neg = _I[isa]["bit"].format(op="xor", a=ax, b=_k(d, -0.0))
-    return f"{d['mul']}({xv}, {d['div']}({one}, {d['add']}({one}, {vexp(ctx, isa)}({neg}))))"
+    return f"{d['mul']}({xv}, {vector_expr(ctx, isa, 'Sigmoid', ax)})"
 
 
 def supports(node, ctx) -> str | None:

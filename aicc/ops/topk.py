@@ -71,30 +71,26 @@ static void {name}(size_t O, size_t D, size_t I, size_t K, const {ct} *restrict 
                     }}
                     a[j] = d;
                 }}
-                for (size_t k = 0; k < K; ++k) {{
-                    vals[(o * K + k) * I + i] = xs[a[k] * I];
-                    idx[(o * K + k) * I + i] = (int64_t)a[k];
-                }}
-                continue;
-            }}
-            for (size_t d = 0; d < D; ++d) a[d] = d;
-            for (size_t w = 1; w < D; w *= 2) {{
-                for (size_t lo = 0; lo < D; lo += 2 * w) {{
-                    const size_t mid = D - lo > w ? lo + w : D;
-                    const size_t hi = D - lo > 2 * w ? lo + 2 * w : D;
-                    size_t p = lo, q = mid, t = lo;
-                    while (p < mid && q < hi) {{
-                        const {ct} u = xs[a[q] * I], v = xs[a[p] * I];
-                        const int first = largest ? {big} : {small};
-                        b[t++] = first ? a[q++] : a[p++];
+            }} else {{                         /* stable merge sort of the indices */
+                for (size_t d = 0; d < D; ++d) a[d] = d;
+                for (size_t w = 1; w < D; w *= 2) {{
+                    for (size_t lo = 0; lo < D; lo += 2 * w) {{
+                        const size_t mid = D - lo > w ? lo + w : D;
+                        const size_t hi = D - lo > 2 * w ? lo + 2 * w : D;
+                        size_t p = lo, q = mid, t = lo;
+                        while (p < mid && q < hi) {{
+                            const {ct} u = xs[a[q] * I], v = xs[a[p] * I];
+                            const int first = largest ? {big} : {small};
+                            b[t++] = first ? a[q++] : a[p++];
+                        }}
+                        while (p < mid) b[t++] = a[p++];
+                        while (q < hi) b[t++] = a[q++];
                     }}
-                    while (p < mid) b[t++] = a[p++];
-                    while (q < hi) b[t++] = a[q++];
-                }}
-                {{
-                    size_t *s = a;
-                    a = b;
-                    b = s;
+                    {{
+                        size_t *s = a;
+                        a = b;
+                        b = s;
+                    }}
                 }}
             }}
             for (size_t k = 0; k < K; ++k) {{
