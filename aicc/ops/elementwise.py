@@ -69,9 +69,9 @@ class Unary(Op):
         if isa:
             erf_simd.emit(ctx, node, isa, p, n)
             return
-        isa = exp_simd.supports(node, ctx)
+        isa = exp_simd.supports(node, ctx, p)
         if isa:
-            exp_simd.emit(ctx, node, isa, n)
+            exp_simd.emit(ctx, node, isa, n, p)
             return
         with ctx.block(f"for (size_t i = 0; i < {n}u; ++i)"):
             ctx(f"const {ct} x = {ctx.inp[0]}[i];")

@@ -1,5 +1,6 @@
 """Float32 exp and tanh on the x86 SIMD targets, and the activations built on them (Exp,
-Sigmoid, Tanh; Softplus, Mish, Selu and Gelu(tanh) through their exp / tanh calls).
+Sigmoid, Tanh and Gelu(tanh) with vector loops; Softplus, Mish, Selu through their exp / tanh
+calls).
 
 On a SIMD target every float32 use of these activations computes exp and tanh with the vector
 functions below, also where a single value is needed (a loop tail, a fused epilogue's scalar
@@ -9,8 +10,9 @@ input. activations.act_expr(..., ctx) routes ``exp`` / ``tanh`` here; ``array_ac
 in-place vector pass over contiguous values that the fused epilogues use.
 
 exp(x): Cody-Waite reduction x = n ln2 + r (|r| <= ln2 / 2), Cephes' expf polynomial for e^r
-(about 1 ulp), scaled by 2^(n - n/2) and 2^(n/2) in two exact multiplications, so subnormal
-results round correctly and results past FLT_MAX overflow to +Inf; x is clamped to [-104, 89]
+(about 1 ulp), scaled by 2^n with one rounding (AVX-512: scalef; AVX2: by 2^(n - n/2), exact,
+then by 2^(n/2)), so both ISAs give the same bits, subnormal results round correctly and
+results past FLT_MAX overflow to +Inf; x is clamped to [-104, 89]
 first (exp(-104) rounds to 0, exp(89) overflows). +Inf -> +Inf, -Inf -> 0, NaN -> NaN.
 
 tanh(x): on |x|, then the sign of x: |x| < 0.625: Cephes' tanhf odd polynomial |x| + |x|^3
@@ -38,7 +40,7 @@ _I = {
                  c127="_mm256_set1_epi32(127)", cast="_mm256_castsi256_ps",
                  min="_mm256_min_ps", bit="_mm256_{op}_ps({a}, {b})",
                  sel="_mm256_blendv_ps({a}, {b}, _mm256_cmp_ps({x}, {y}, _CMP_GE_OQ))",
-                 lane0="_mm256_cvtss_f32"),
+                 lane0="_mm256_cvtss_f32", scalef=None),
     "avx512": dict(vi="__m512i", cvt="_mm512_cvtps_epi32", srai="_mm512_srai_epi32",
                    sub="_mm512_sub_epi32", add="_mm512_add_epi32", slli="_mm512_slli_epi32",
                    c127="_mm512_set1_epi32(127)", cast="_mm512_castsi512_ps",
@@ -46,7 +48,8 @@ _I = {
                    bit="_mm512_castsi512_ps(_mm512_{op}_si512(_mm512_castps_si512({a}), "
                        "_mm512_castps_si512({b})))",
                    sel="_mm512_mask_blend_ps(_mm512_cmp_ps_mask({x}, {y}, _CMP_GE_OQ), {a}, {b})",
-                   lane0="_mm512_cvtss_f32"),
+                   lane0="_mm512_cvtss_f32",
+                   scalef="_mm512_scalef_ps({p}, {n})"),   # p * 2^n, rounded once
 }
 _EXP_C = (("l2e", 1.44269504088896341), ("c1", 0.693359375), ("c2", -2.12194440e-4),
           ("p0", 1.9875691500e-4), ("p1", 1.3981999507e-3), ("p2", 8.3334519073e-3),
@@ -73,10 +76,18 @@ def vexp(ctx, isa: str) -> str:
 
     def pow2(e):
         return f"{i['cast']}({i['slli']}({i['add']}({e}, {i['c127']}), 23))"
+    if i["scalef"]:           # one instruction, the same single rounding of p * 2^n
+        scale = f"return {i['scalef'].format(p='p', n='n')};"
+        how = "times 2^n by scalef (one rounding"
+    else:
+        scale = (f"const {i['vi']} ni = {i['cvt']}(n), n1 = {i['srai']}(ni, 1), "
+                 f"n2 = {i['sub']}(ni, n1);\n"
+                 f"    return {mul}({mul}(p, {pow2('n2')}), {pow2('n1')});")
+        how = "times 2^(n - n/2) and 2^(n/2) (the first exact"
     ctx.helper(f"0.{isa}.1.{name}", f"""\
 /* exp of {d['L']} floats (exp_simd.py): clamp to [-104, 89], x = n ln2 + r, Cephes' expf
- * polynomial for e^r, times 2^(n - n/2) and 2^(n/2) (two exact scalings: subnormal results
- * round correctly, past FLT_MAX gives +Inf). NaN stays NaN. */
+ * polynomial for e^r, {how}: subnormal results round correctly, past
+ * FLT_MAX gives +Inf). NaN stays NaN. */
 static {v} {name}({v} x)
 {{
     const {v} xc = {i['min']}({_k(d, 89.0)}, {d['max']}({_k(d, -104.0)}, x));   /* NaN stays */
@@ -88,8 +99,7 @@ static {v} {name}({v} x)
     p = {fma}(p, r, {c['p4']});
     p = {fma}(p, r, {c['p5']});
     p = {fma}(p, {mul}(r, r), {d['add']}(r, {_k(d, 1.0)}));
-    const {i['vi']} ni = {i['cvt']}(n), n1 = {i['srai']}(ni, 1), n2 = {i['sub']}(ni, n1);
-    return {mul}({mul}(p, {pow2('n2')}), {pow2('n1')});
+    {scale}
 }}""")
     return name
 
@@ -155,14 +165,26 @@ def tag_of(expr: str) -> str:
     return ""
 
 
-def vector_expr(ctx, isa: str, act: str, xv: str) -> str:
-    """The vector form of Exp / Sigmoid / Tanh of the vector variable ``xv``, bit-identical
-    to its scalar expression under math_override."""
+def vectorizes(act: str, params: dict) -> bool:
+    """Whether vector_expr has a form of this activation: Exp, Sigmoid, Tanh, Gelu(tanh)."""
+    return act in VECTOR or (act == "Gelu" and params.get("approximate") == "tanh")
+
+
+def vector_expr(ctx, isa: str, act: str, xv: str, params: dict | None = None) -> str:
+    """The vector form of Exp / Sigmoid / Tanh / Gelu(tanh) of the vector variable ``xv``,
+    bit-identical to its scalar expression under math_override (the same operations in the
+    same order: ISO C does not contract the scalar form into FMAs either)."""
     d = SIMD[isa]
     if act == "Exp":
         return f"{vexp(ctx, isa)}({xv})"
     if act == "Tanh":
         return f"{vtanh(ctx, isa)}({xv})"
+    if act == "Gelu":         # 0.5 * x * (1 + tanh(c * (x + k * x * x * x))), C's order
+        mul, add = d["mul"], d["add"]
+        cube = f"{mul}({mul}({mul}({_k(d, 0.044715)}, {xv}), {xv}), {xv})"
+        inner = f"{mul}({_k(d, 0.7978845608028654)}, {add}({xv}, {cube}))"
+        return (f"{mul}({mul}({_k(d, 0.5)}, {xv}), "
+                f"{add}({_k(d, 1.0)}, {vtanh(ctx, isa)}({inner})))")
     one = _k(d, 1.0)          # 1 / (1 + exp(-x)); -x flips the sign bit, as C's negation
     neg = _I[isa]["bit"].format(op="xor", a=xv, b=_k(d, -0.0))
     return f"{d['div']}({one}, {d['add']}({one}, {vexp(ctx, isa)}({neg})))"
@@ -176,14 +198,14 @@ def swish_vector(ctx, isa: str, xv: str, alpha: float) -> str:
     return f"{d['mul']}({xv}, {vector_expr(ctx, isa, 'Sigmoid', ax)})"
 
 
-def supports(node, ctx) -> str | None:
-    """The ISA for a float32 standalone Exp / Sigmoid / Tanh, or None."""
-    if node.op_type not in VECTOR or ctx.in_dtype(0) != np.float32:
+def supports(node, ctx, params: dict) -> str | None:
+    """The ISA for a float32 standalone Exp / Sigmoid / Tanh / Gelu(tanh), or None."""
+    if not vectorizes(node.op_type, params) or ctx.in_dtype(0) != np.float32:
         return None
     return simd_isa(ctx)
 
 
-def emit(ctx, node, isa: str, n: int) -> None:
+def emit(ctx, node, isa: str, n: int, params: dict) -> None:
     """out[i] = act(in[i]) for i < n: vectors, then the lane-0 form for the tail."""
     from .activations import act_expr
     d = SIMD[isa]
@@ -193,23 +215,25 @@ def emit(ctx, node, isa: str, n: int) -> None:
     if full:
         with ctx.block(f"for (size_t i = 0; i < {full}u; i += {L}u)"):
             ctx(f"const {d['v']} xv = {d['ld']}({ctx.inp[0]} + i);")
-            ctx(f"{d['st']}({ctx.out[0]} + i, {vector_expr(ctx, isa, node.op_type, 'xv')});")
+            ctx(f"{d['st']}({ctx.out[0]} + i, "
+                f"{vector_expr(ctx, isa, node.op_type, 'xv', params)});")
     if full < n:
         with ctx.block(f"for (size_t i = {full}u; i < {n}u; ++i)"):
             ctx(f"const float x = {ctx.inp[0]}[i];")
-            ctx(f"{ctx.out[0]}[i] = {act_expr(node.op_type, {}, 'x', np.float32, ctx)};")
+            ctx(f"{ctx.out[0]}[i] = {act_expr(node.op_type, params, 'x', np.float32, ctx)};")
 
 
 def array_act(ctx, act: str, params: dict):
     """Name of ``void f(float *v, size_t n)``, act applied in place on n contiguous floats with
-    vectors (Exp / Sigmoid / Tanh on a SIMD ISA), or None (the caller's scalar loop)."""
+    vectors (Exp / Sigmoid / Tanh / Gelu(tanh) on a SIMD ISA), or None (the caller's scalar
+    loop)."""
     from .activations import act_expr
     isa = simd_isa(ctx)
-    if isa is None or act not in VECTOR:
+    if isa is None or not vectorizes(act, params):
         return None
     d = SIMD[isa]
     name = f"aicc_act_{act.lower()}_{isa}"
-    body = vector_expr(ctx, isa, act, "xv")
+    body = vector_expr(ctx, isa, act, "xv", params)
     ctx.helper(f"0.{isa}.4.{name}", f"""\
 /* {act} in place on n contiguous floats ({isa} vectors, the tail through the lane-0 form) */
 static AICC_UNUSED void {name}(float *v, size_t n)

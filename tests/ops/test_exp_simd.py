@@ -112,3 +112,41 @@ def test_fused_forms_same_bits(act, target, tmp_path):
     ref = reference(model, feeds)
     for k in ref:
         np.testing.assert_allclose(got[k], ref[k], rtol=1e-4, atol=1e-5, err_msg=k)
+
+
+def _gelu_tanh(x, tmp_path, target):
+    m = make_model([helper.make_node("Gelu", ["x"], ["y"], approximate="tanh")], {"x": x},
+                   ["y"], opset=20)
+    return compile_and_run(m, {"x": x}, tmp_path, target=target)["y"]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_gelu_tanh(target, tmp_path):
+    """Gelu(approximate=tanh) (a vector loop on the SIMD targets): against the float64 formula,
+    the lane-0 tail giving the vector body's bits, special values."""
+    v = np.concatenate([np.linspace(-12, 12, 4001), rng(5).normal(size=40) * 3,
+                        [0.0, -0.0, np.inf, -np.inf, np.nan, 1e30, -1e30]]).astype(np.float32)
+    x = np.concatenate([v, v[:15]])
+    y = _gelu_tanh(x, tmp_path, target)
+    d = v.astype(np.float64)
+    with np.errstate(all="ignore"):
+        ref = 0.5 * d * (1 + np.tanh(np.sqrt(2 / np.pi) * (d + 0.044715 * d ** 3)))
+    fin = np.isfinite(d[:-7])
+    np.testing.assert_allclose(y[:len(v) - 7][fin], ref[:-7][fin], rtol=2e-6, atol=1e-7)
+    assert y[len(v) - 7] == 0 and y[len(v) - 5] == np.inf
+    assert np.isnan(y[len(v) - 3])
+    np.testing.assert_array_equal(y[len(v):].view(np.uint32), y[:15].view(np.uint32))
+
+
+def test_isas_same_bits(tmp_path):
+    """exp (scalef on AVX-512, two integer-exponent scalings on AVX2) and what is built on it
+    give the same bits on both SIMD targets, subnormal results included."""
+    if not {"x86-avx2", "x86-avx512"} <= set(TARGETS):
+        pytest.skip("needs both SIMD targets on this CPU")
+    x = np.concatenate([np.linspace(-104, 89, 100001), rng(6).normal(size=999) * 20,
+                        [np.inf, -np.inf, np.nan]]).astype(np.float32)
+    for op in sorted(EXACT):
+        a, b = (_run(op, x, tmp_path, t) for t in ("x86-avx2", "x86-avx512"))
+        np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32), err_msg=op)
+    a, b = (_gelu_tanh(x, tmp_path, t) for t in ("x86-avx2", "x86-avx512"))
+    np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
