@@ -158,7 +158,7 @@ def main(argv=None):
             f"short bursts). 1-minute load average {load_before:.2f} before, {load_after:.2f} "
             f"after the run ({os.cpu_count()} cores shared with other jobs).", "",
             "Ratio at peak: the ratio a bundle would reach if it ran every multiply-add of the "
-            f"model at this target's FMA peak (the floor for code that does all of them).", "",
+            "model at this target's FMA peak (the floor for code that does all of them).", "",
             "| model | aicc ms | onnxruntime ms | ratio (aicc/ort) | GFLOP/s | % of FMA peak "
             "| ratio at peak |",
             "|---|---|---|---|---|---|---|"]

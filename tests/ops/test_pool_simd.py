@@ -80,7 +80,6 @@ def test_simd_kernel_used_and_portable_indices(target, tmp_path):
     aicc_kernel: generic on a node forces the portable kernel (same values)."""
     import onnx
 
-    import aicc
     from aicc.compiler import compile_graph
     from aicc.config import Options
     from aicc.frontend import import_model
@@ -99,7 +98,7 @@ def test_simd_kernel_used_and_portable_indices(target, tmp_path):
     isa = "avx512" if target == "x86-avx512" else "avx2"
     bodies = {s.node.outputs[0]: s.body for s in prog.steps}
     for o in "acde":
-        assert f"aicc_ps_" in bodies[o] and isa in bodies[o], o
+        assert "aicc_ps_" in bodies[o] and isa in bodies[o], o
     assert "aicc_maxpool_idx" in bodies["b"]
     check(model, {"x": x}, tmp_path, target=target)
     for n in g.nodes:
