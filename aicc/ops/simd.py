@@ -8,18 +8,12 @@ SIMD = {
                  mul="_mm256_mul_ps", div="_mm256_div_ps", fma="_mm256_fmadd_ps",
                  fnma="_mm256_fnmadd_ps", max="_mm256_max_ps", ld="_mm256_loadu_ps",
                  st="_mm256_storeu_ps", zero="_mm256_setzero_ps()",
-                 rnd="_mm256_round_ps({x}, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)",
-                 pow2=("_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32("
-                       "_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23))"),
-                 under="_mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LT_OQ), y)"),
+                 rnd="_mm256_round_ps({x}, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)"),
     "avx512": dict(v="__m512", L=16, set1="_mm512_set1_ps", add="_mm512_add_ps", sub="_mm512_sub_ps",
                    mul="_mm512_mul_ps", div="_mm512_div_ps", fma="_mm512_fmadd_ps",
                    fnma="_mm512_fnmadd_ps", max="_mm512_max_ps", ld="_mm512_loadu_ps",
                    st="_mm512_storeu_ps", zero="_mm512_setzero_ps()",
-                   rnd="_mm512_roundscale_ps({x}, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)",
-                   pow2=("_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32("
-                         "_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23))"),
-                   under="_mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, lo, _CMP_NLT_UQ), y)"),
+                   rnd="_mm512_roundscale_ps({x}, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)"),
 }
 
 

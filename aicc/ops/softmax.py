@@ -10,9 +10,10 @@ Numerically stable: ``e = exp(x - max)``, Softmax ``e / sum(e)``, LogSoftmax
 ``x - max - log(sum(e))`` (onnxruntime's formulas), in the tensor dtype.
 
 On the x86-avx2 / x86-avx512 targets (the target's ``kernels:`` list, ``aicc_kernel`` on the
-node), float32 Softmax over contiguous rows uses vector code: a vector exp (Cephes' expf
-polynomial after Cody-Waite reduction, about 1 ulp; arguments below -87.34 give 0 instead of
-a subnormal) and lane-wise sums (a different summation order: results agree to rounding).
+node), float32 Softmax and LogSoftmax over contiguous rows use vector code: exp_simd's vector
+exp (about 1 ulp), lane-wise sums (a different summation order: results agree to rounding)
+and, for Softmax, a multiplication by 1 / sum instead of a division per value (onnxruntime
+scales the same way; one more rounding, within 1.5 ulp).
 
 NaN/Inf: a NaN in a softmax row makes the whole row NaN. -Inf inputs give 0 (Softmax) or -Inf
 (LogSoftmax) as long as one value in the row is finite; a row of all -Inf, or with a +Inf,
@@ -67,49 +68,41 @@ static void {name}(size_t R, size_t D, const {ct} *restrict x, {ct} *restrict y)
 }}""")
 
 
-# -- SIMD rows (float32 Softmax, contiguous rows, x86-avx2 / x86-avx512 targets) -------------
+# -- SIMD rows (float32 Softmax / LogSoftmax, contiguous rows, x86-avx2 / x86-avx512) ---------
 
-_EXP_DOC = """\
-/* exp(x) for x <= 0 (a softmax argument x - max), ISA lanes at once: Cody-Waite reduction
- * x = n ln2 + r (|r| <= ln2 / 2), Cephes' expf polynomial for e^r (about 1 ulp), scaled by
- * 2^n through the exponent bits; x < -87.33654 (below the normal range) gives 0, -Inf gives 0,
- * NaN stays NaN (the polynomial of NaN is NaN). */"""
-
-def _simd_row_helper(ctx, isa) -> str:
-    """Softmax rows with the vector exp above; the row tail (D % L values) goes through a
-    small buffer padded with -Inf (exp gives 0: nothing added to the sum)."""
+def _simd_row_helper(ctx, kind, isa) -> str:
+    """Rows with exp_simd's vector exp; the row tail (D % L values) goes through a small buffer
+    padded with -Inf (exp gives 0: nothing added to the sum)."""
+    from .exp_simd import vexp
     d = SIMD[isa]
     v, L = d["v"], d["L"]
-    c = {k: f"{d['set1']}({val}f)" for k, val in (
-        ("lo", -87.33654), ("l2e", 1.44269504088896341), ("c1", 0.693359375),
-        ("c2", -2.12194440e-4), ("p0", 1.9875691500e-4), ("p1", 1.3981999507e-3),
-        ("p2", 8.3334519073e-3), ("p3", 4.1665795894e-2), ("p4", 1.6666665459e-1),
-        ("p5", 5.0000001201e-1), ("one", 1.0))}
-    fma, mul = d["fma"], d["mul"]
-    ctx.helper(f"gemm_{isa}.0.include", "#include <immintrin.h>")   # as gemm_simd's header
-    exp_name = f"aicc_sm_exp_{isa}"
-    ctx.helper(f"gemm_simd.7.sm.0.{exp_name}", f"""\
-{_EXP_DOC.replace("ISA", isa)}
-static {v} {exp_name}({v} x)
-{{
-    const {v} lo = {c['lo']};
-    const {v} xc = {d['max']}(lo, x);          /* NaN stays (second operand) */
-    const {v} n = {d['rnd'].format(x=f"{mul}(xc, {c['l2e']})")};
-    const {v} r = {d['fnma']}(n, {c['c2']}, {d['fnma']}(n, {c['c1']}, xc));
-    {v} p = {fma}({c['p0']}, r, {c['p1']});
-    p = {fma}(p, r, {c['p2']});
-    p = {fma}(p, r, {c['p3']});
-    p = {fma}(p, r, {c['p4']});
-    p = {fma}(p, r, {c['p5']});
-    p = {fma}(p, {mul}(r, r), {d['add']}(r, {c['one']}));
-    const {v} y = {mul}(p, {d['pow2']});
-    return {d['under']};
-}}""")
-    name = f"aicc_softmax_rows_f32_{isa}"
-    ctx.helper(f"gemm_simd.7.sm.1.{name}", f"""\
-/* Softmax over R contiguous rows of D floats ({isa}, {L} lanes): max, e = exp(x - max) with
- * {exp_name}, their sum (lane-wise, then across lanes), y = e / sum. A NaN in a row makes
- * the row NaN; rows with +Inf or all -Inf give NaN (Inf - Inf), as the scalar helper. */
+    ex = vexp(ctx, isa)
+    name = f"aicc_{kind.lower()}_rows_f32_{isa}"
+    if kind == "Softmax":        # e stored, then scaled by 1 / sum
+        store, tail_store = f"\n            {d['st']}(yr + j, e);", \
+            "\n            for (size_t l = 0; l < nt; ++l)\n                yr[Dv + l] = t[l];"
+        fin = f"""\
+        const float inv = 1.0f / sum;
+        const {v} vinv = {d['set1']}(inv);
+        for (size_t j = 0; j < Dv; j += {L}u)
+            {d['st']}(yr + j, {d['mul']}({d['ld']}(yr + j), vinv));
+        for (size_t j = Dv; j < D; ++j)
+            yr[j] = yr[j] * inv;"""
+        what = "e = exp(x - max) stored, y = e * (1 / sum of e)"
+    else:                        # (x - max) - log(sum), the scalar helper's order
+        store = tail_store = ""
+        fin = f"""\
+        const float ls = logf(sum);
+        const {v} vm2 = {d['set1']}(mx), vls = {d['set1']}(ls);
+        for (size_t j = 0; j < Dv; j += {L}u)
+            {d['st']}(yr + j, {d['sub']}({d['sub']}({d['ld']}(xr + j), vm2), vls));
+        for (size_t j = Dv; j < D; ++j)
+            yr[j] = xr[j] - mx - ls;"""
+        what = "y = x - max - log(sum of exp(x - max))"
+    ctx.helper(f"0.{isa}.5.{name}", f"""\
+/* {kind} over R contiguous rows of D floats ({isa}, {L} lanes): max, {what}
+ * (exp: {ex}; sums lane-wise, then across lanes). A NaN in a row makes the row NaN; rows with
+ * +Inf or all -Inf give NaN (Inf - Inf), as the scalar helper. */
 static void {name}(size_t R, size_t D, const float *restrict x, float *restrict y)
 {{
     const size_t Dv = D - D % {L}u, nt = D - Dv;
@@ -125,28 +118,22 @@ static void {name}(size_t R, size_t D, const float *restrict x, float *restrict 
             if (t[l] > mx) mx = t[l];
         for (size_t j = Dv; j < D; ++j)
             if (xr[j] > mx) mx = xr[j];
+        const {v} vneg = {d['set1']}(-mx);
         for (size_t j = 0; j < Dv; j += {L}u) {{
-            const {v} e = {exp_name}({d['add']}({d['ld']}(xr + j), {d['set1']}(-mx)));
-            {d['st']}(yr + j, e);
+            const {v} e = {ex}({d['add']}({d['ld']}(xr + j), vneg));{store}
             vs = {d['add']}(vs, e);
         }}
         if (nt) {{
             for (size_t l = 0; l < {L}u; ++l)
                 t[l] = l < nt ? xr[Dv + l] - mx : -HUGE_VALF;
-            const {v} e = {exp_name}({d['ld']}(t));
+            const {v} e = {ex}({d['ld']}(t));
             {d['st']}(t, e);
-            vs = {d['add']}(vs, e);
-            for (size_t l = 0; l < nt; ++l)
-                yr[Dv + l] = t[l];
+            vs = {d['add']}(vs, e);{tail_store}
         }}
         {d['st']}(t, vs);
         for (size_t l = 0; l < {L}u; ++l)
             sum += t[l];
-        const {v} vsum = {d['set1']}(sum);
-        for (size_t j = 0; j < Dv; j += {L}u)
-            {d['st']}(yr + j, {d['div']}({d['ld']}(yr + j), vsum));
-        for (size_t j = Dv; j < D; ++j)
-            yr[j] = yr[j] / sum;
+{fin}
     }}
 }}""")
     return name
@@ -247,9 +234,10 @@ class Softmax(Op):
             ctx(f"{_hardmax_helper(ctx, dt)}({o}u, {d}u, {i}u, {x}, {y});")
             return
         if i == 1:
-            isa = simd_isa(ctx) if self.op_type == "Softmax" and dt == np.float32 else None
+            isa = simd_isa(ctx) if dt == np.float32 else None
             ctx.kernel = isa or ""
-            helper = _simd_row_helper(ctx, isa) if isa else _row_helper(ctx, self.op_type, dt)
+            helper = _simd_row_helper(ctx, self.op_type, isa) if isa else \
+                _row_helper(ctx, self.op_type, dt)
             ctx(f"{helper}({o}u, {d}u, {x}, {y});")
             return
         ws = ctx.scratch(2 * i * dt.itemsize, ctype(dt), "ws")
