@@ -117,37 +117,42 @@ def avx_helper(ctx) -> str:
     """float32 2-D transposition in 8 x 8 register blocks (AVX): bits are moved unchanged
     (also Gemm's transposed A operand on the SIMD targets, gemm.a_rows)."""
     name = "aicc_tr_f32_avx"
-    loads = "\n".join(f"            const __m256 r{i} = _mm256_loadu_ps(s + {i}u * ss);"
+    loads = "\n".join(f"                const __m256 r{i} = _mm256_loadu_ps(s + {i}u * ss);"
                        for i in range(8))
-    unp = "\n".join(f"            const __m256 t{2 * i} = _mm256_unpacklo_ps(r{2 * i}, r{2 * i + 1}), "
+    unp = "\n".join(f"                const __m256 t{2 * i} = _mm256_unpacklo_ps(r{2 * i}, r{2 * i + 1}), "
                      f"t{2 * i + 1} = _mm256_unpackhi_ps(r{2 * i}, r{2 * i + 1});"
                      for i in range(4))
     shf = "\n".join(
-        f"            const __m256 u{4 * h + 2 * j} = _mm256_shuffle_ps(t{4 * h + j}, "
+        f"                const __m256 u{4 * h + 2 * j} = _mm256_shuffle_ps(t{4 * h + j}, "
         f"t{4 * h + j + 2}, 0x44), u{4 * h + 2 * j + 1} = _mm256_shuffle_ps(t{4 * h + j}, "
         f"t{4 * h + j + 2}, 0xEE);" for h in range(2) for j in range(2))
-    sto = "\n".join(f"            _mm256_storeu_ps(d + {i}u * ds, _mm256_permute2f128_ps(u{i % 4}, "
+    sto = "\n".join(f"                _mm256_storeu_ps(d + {i}u * ds, _mm256_permute2f128_ps(u{i % 4}, "
                      f"u{i % 4 + 4}, {'0x20' if i < 4 else '0x31'}));" for i in range(8))
     code = f"""\
 /* 2-D float transposition dst[c * ds + r] = src[r * ss + c] (r < R, c < C) in 8 x 8 AVX
- * register blocks (unpack, shuffle, lane permute), scalar edges; data bits unchanged. */
+ * register blocks (unpack, shuffle, lane permute), scalar edges; data bits unchanged. Columns
+ * go in panels of 64, each panel through all rows, so the 64 destination rows of a panel are
+ * finished while they are in cache (row by row, a destination larger than L2 took every cache
+ * line in and out R / 16 times). */
 static void {name}(size_t R, size_t C, const float *restrict src, size_t ss,
     float *restrict dst, size_t ds)
 {{
     const size_t R8 = R - R % 8u, C8 = C - C % 8u;
-    for (size_t rb = 0; rb < R8; rb += 8u) {{
-        for (size_t cb = 0; cb < C8; cb += 8u) {{
-            const float *restrict s = src + rb * ss + cb;
-            float *restrict d = dst + cb * ds + rb;
+    for (size_t c0 = 0; c0 < C8; c0 += 64u) {{
+        const size_t c1 = c0 + 64u < C8 ? c0 + 64u : C8;
+        for (size_t rb = 0; rb < R8; rb += 8u)
+            for (size_t cb = c0; cb < c1; cb += 8u) {{
+                const float *restrict s = src + rb * ss + cb;
+                float *restrict d = dst + cb * ds + rb;
 {loads}
 {unp}
 {shf}
 {sto}
-        }}
-        for (size_t c = C8; c < C; ++c)
-            for (size_t r = rb; r < rb + 8u; ++r)
-                dst[c * ds + r] = src[r * ss + c];
+            }}
     }}
+    for (size_t c = C8; c < C; ++c)
+        for (size_t r = 0; r < R8; ++r)
+            dst[c * ds + r] = src[r * ss + c];
     for (size_t r = R8; r < R; ++r)
         for (size_t c = 0; c < C; ++c)
             dst[c * ds + r] = src[r * ss + c];

@@ -113,6 +113,17 @@ def test_transpose_tiled(shape, perm, tmp_path):
     check_node("Transpose", {"x": data(shape, np.int64)}, tmp_path, attrs={"perm": list(perm)})
 
 
+@pytest.mark.parametrize("target", runnable_targets())
+@pytest.mark.parametrize("shape,perm", [((1, 19, 37, 13), (0, 2, 3, 1)),
+                                        ((1, 130, 9, 15), (0, 2, 3, 1)),
+                                        ((2, 141, 8, 9), (0, 3, 1, 2)), ((67, 45), (1, 0))])
+def test_transpose_float_blocks(shape, perm, target, tmp_path):
+    """float32 through the 8 x 8 register blocks on the SIMD targets: several 64-column panels,
+    row and column counts that are not multiples of 8."""
+    check_node("Transpose", {"x": data(shape, np.float32)}, tmp_path, attrs={"perm": list(perm)},
+               target=target)
+
+
 def test_transpose_empty(tmp_path):
     check_node("Transpose", {"x": data((2, 0, 3), np.float32)}, tmp_path, attrs={"perm": [2, 1, 0]})
 
