@@ -67,12 +67,16 @@ def _sat_helper(ctx, src: np.dtype, dst: np.dtype) -> str:
     hi = c_float(float(info.max) + 1.0, src)     # 2^k: exact in float32 and float64
     mn = f"INT{info.bits}_MIN" if info.min else "0"
     mx = f"{'U' if not info.min else ''}INT{info.bits}_MAX"
+    below = c_float(float(np.nextafter(src.type(float(info.max) + 1.0), src.type(0))), src)
+    # x clamped to [min, the largest value below 2^k] (min / max selects: NaN -> the upper
+    # bound) converts without undefined behaviour whatever x is; then selects of values fix
+    # x >= 2^k and NaN, so a loop over the helper vectorizes (min, max, convert, two blends)
     ctx.helper(name, f"/* {sct} -> {dct}: truncate, saturate, NaN -> 0 */\n"
                f"static {dct} {name}({sct} x)\n{{\n"
-               f"    if (x != x) return 0;\n"
-               f"    if (x <= {lo}) return {mn};\n"
-               f"    if (x >= {hi}) return {mx};\n"
-               f"    return ({dct})x;\n}}")
+               f"    {sct} c = x < {below} ? x : {below};\n"
+               f"    c = c > {lo} ? c : {lo};\n"
+               f"    const {dct} t = x >= {hi} ? {mx} : ({dct})c;\n"
+               f"    return x != x ? 0 : t;\n}}")
     return name
 
 

@@ -241,16 +241,20 @@ def test_cast(src, dst, tmp_path):
     check_node("Cast", {"x": _cast_input(src, dst)}, tmp_path, attrs={"to": to})
 
 
+@pytest.mark.parametrize("target", runnable_targets())
 @pytest.mark.parametrize("src", [np.float32, np.float64])
-def test_cast_saturation(src, tmp_path):
-    """Documented aicc behaviour (ONNX leaves it undefined): saturate, NaN -> 0, NaN -> true."""
+def test_cast_saturation(src, target, tmp_path):
+    """Documented aicc behaviour (ONNX leaves it undefined): saturate, NaN -> 0, NaN -> true;
+    the values at the edges of each range; repeated so the vector loops see them too."""
     x = np.array([np.nan, np.inf, -np.inf, 1e20, -1e20, 300.7, -300.7, 2.0 ** 31, -2.0 ** 63,
-                  -0.9, 0.9], src)
+                  -0.9, 0.9, 2147483520.0, -2147483648.0, 2.0 ** 32, 4294967040.0, 127.99,
+                  128.0, -128.5, -129.0, 255.5, 256.0, -0.0, 2.0 ** 63, 9.2233715e18], src)
+    x = np.tile(x, 3)
     outs = [np.int8, np.uint8, np.int32, np.uint32, np.int64, np.uint64, np.bool_]
     nodes = [helper.make_node("Cast", ["x"], [f"y{k}"], to=helper.np_dtype_to_tensor_dtype(
         np.dtype(dt))) for k, dt in enumerate(outs)]
     model = make_model(nodes, {"x": x}, [f"y{k}" for k in range(len(outs))])
-    got = compile_and_run(model, {"x": x}, tmp_path)
+    got = compile_and_run(model, {"x": x}, tmp_path, target=target)
     for k, dt in enumerate(outs):
         if dt == np.bool_:
             want = x != 0
