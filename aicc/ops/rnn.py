@@ -30,8 +30,9 @@ from . import exp_simd
 from .activations import ACT
 from .base import Op, register
 from .conv_kernels import suffix, typed
-from .rnn_kernels import CELL, DRIVER, PARAMS, linalg
+from .rnn_kernels import CELL, DRIVER, PARAMS, linalg, tch
 from .simd import include, simd_isa
+from .transpose import avx_helper
 
 FLOATS = ("float32", "float64")
 
@@ -164,10 +165,28 @@ class _Recurrent(Op):
         ctx.helper(f"rnn.2.{fn}", typed(code, dt))
         return fn
 
+    def _transposed(self, ctx, ndir, GH, inp, hidden):
+        """W [D][GH][I] and R [D][GH][H] as [D][I][GH] and [D][H][GH] (the SIMD products):
+        derived constants, or transposed into step scratch at run time."""
+        out = []
+        for k, n in ((1, inp), (2, hidden)):
+            c = ctx.in_const(k)
+            if c is not None:
+                out.append(ctx.const(np.ascontiguousarray(
+                    np.asarray(c, np.float32).transpose(0, 2, 1)), "rnnt"))
+                continue
+            t = ctx.scratch(ndir * GH * n * 4, "float", "rnnt")
+            tr = avx_helper(ctx)
+            ctx(f"for (size_t d = 0; d < {ndir}u; ++d)   /* transposed for the GEMM products */")
+            ctx(f"    {tr}({GH}u, {n}u, {ctx.inp[k]} + d * {GH * n}u, {n}u, {t} + d * {GH * n}u, "
+                f"{GH}u);")
+            out.append(t)
+        return out
+
     def emit(self, node, ctx):
         dt = ctx.in_dtype(0)
         isa = simd_isa(ctx) if dt == np.float32 else None
-        if isa:         # the four-row vector matvec: the kernels named per ISA
+        if isa:         # the GEMM products on transposed weights: the kernels named per ISA
             include(ctx, isa)
             ctx.kernel = isa
         tag = f"_SFX_{isa}" if isa else "_SFX"
@@ -175,7 +194,8 @@ class _Recurrent(Op):
         seq, batch, inp, hidden, ndir, layout = self._dims(node, ctx.in_shape)
         acts = [self._act_helper(ctx, dt, *a) for a in self.activations(node)]
         ctx.helper("rnn.0.params", PARAMS)
-        for key, text in (("1.linalg", linalg(isa)), ("3.cell", CELL), ("4.driver", DRIVER)):
+        driver = DRIVER.replace("TCHu", f"{tch(isa)}u").replace("TCH", str(tch(isa)))
+        for key, text in (("1.linalg", linalg(isa)), ("3.cell", CELL), ("4.driver", driver)):
             ctx.helper(f"rnn.{key}{sfx}", typed(text.replace("_SFX", tag), dt))
         outs = [ctx.out[k] if k < len(ctx.out) and ctx.out[k] else "NULL" for k in range(3)]
         if all(o == "NULL" for o in outs):
@@ -184,7 +204,10 @@ class _Recurrent(Op):
         G = self.gates
         clip = self.attr(node, "clip")
         direction = self.attr(node, "direction") or "forward"
-        ws = ctx.scratch((2 * G * hidden + 3 * hidden) * dt.itemsize, ctype(dt), "ws")
+        ws = ctx.scratch(((tch(isa) + 1) * G * hidden + 3 * hidden) * dt.itemsize, ctype(dt), "ws")
+        w, r = ctx.inp[1], ctx.inp[2]
+        if isa:
+            w, r = self._transposed(ctx, ndir, G * hidden, inp, hidden)
 
         def opt(k):
             return ctx.inp[k] if k < len(ctx.inp) and ctx.inp[k] else "NULL"
@@ -206,7 +229,7 @@ class _Recurrent(Op):
         ctx(f"static const aicc_rnn_fn{sfx} acts[{len(acts)}] = {{ {', '.join(acts)} }};")
         h0, c0, pp = opt(5), (opt(6) if self.kind == 1 else "NULL"), \
             (opt(7) if self.kind == 1 else "NULL")
-        ctx(f"aicc_rnn{sfx}(&prm, acts, {ctx.inp[0]}, {ctx.inp[1]}, {ctx.inp[2]}, {opt(3)}, "
+        ctx(f"aicc_rnn{sfx}(&prm, acts, {ctx.inp[0]}, {w}, {r}, {opt(3)}, "
             f"{opt(4)}, {h0}, {c0}, {pp}, {outs[0]}, {outs[1]}, {outs[2]}, {ws});")
 
 

@@ -156,14 +156,29 @@ def test_unsupported_activation(tmp_path):
 @pytest.mark.parametrize("target", SIMD)
 @pytest.mark.parametrize("op", ["RNN", "GRU", "LSTM"])
 @pytest.mark.parametrize("hidden,inp", [(5, 3), (37, 19), (16, 64)])
-def test_simd_matvec(op, hidden, inp, target, tmp_path):
-    """The x86 SIMD four-row matvec (rnn_kernels.MATVEC_SIMD): G * H rows in blocks of four
-    and a remainder, n in vectors and a tail (5, 19, 37 columns) or none (16, 64), both
-    directions, initial states, sequence lengths, clip; GRU with linear_before_reset (its
-    third matvec); LSTM with peepholes."""
+def test_simd_products(op, hidden, inp, target, tmp_path):
+    """The x86 SIMD products (rnn_kernels.gemm_simd on transposed weights): G * H columns in
+    tiles, single vectors and a scalar tail (5, 19, 37) or none (16, 64), both directions,
+    initial states, sequence lengths, clip; GRU with linear_before_reset (its third product);
+    LSTM with peepholes; weights fed at run time (transposed into scratch) and constant
+    (transposed at build time)."""
     extra = {"GRU": {"linear_before_reset": 1}, "LSTM": {"peep": True, "c0": True}}.get(op, {})
     _run(op, tmp_path, seq=5, batch=2, inp=inp, hidden=hidden, direction="bidirectional",
          lens=[5, 3], h0=True, clip=2.5, target=target, **extra)
     d = tmp_path / "const"
     d.mkdir()
     _run(op, d, seq=3, batch=1, inp=inp, hidden=hidden, const_weights=True, target=target)
+
+
+@pytest.mark.parametrize("target", SIMD)
+@pytest.mark.parametrize("op", ["GRU", "LSTM"])
+def test_simd_projection_chunks(op, target, tmp_path):
+    """Input projections ahead in chunks of 16 steps: 37 steps (chunks of 16, 16, 5), lengths
+    that end inside a chunk or on its edge, both directions, batch 3 (rows of X 3 * I apart),
+    and layout 1 (rows I apart) against onnx.reference."""
+    _run(op, tmp_path, seq=37, batch=3, inp=7, hidden=9, direction="bidirectional",
+         lens=[37, 16, 21], h0=True, target=target)
+    d = tmp_path / "l1"
+    d.mkdir()
+    _run(op, d, seq=19, batch=2, inp=7, hidden=9, direction="reverse", layout=1,
+         const_weights=True, target=target)
