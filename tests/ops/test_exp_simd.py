@@ -150,3 +150,24 @@ def test_isas_same_bits(tmp_path):
         np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32), err_msg=op)
     a, b = (_gelu_tanh(x, tmp_path, t) for t in ("x86-avx2", "x86-avx512"))
     np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
+
+
+@pytest.mark.parametrize("target", SIMD)
+def test_hard_activations_generic_bits(target, tmp_path):
+    """HardSigmoid (non-default alpha / beta) and HardSwish as vector min / max: the generic
+    target's bits (its scalar selects), NaN, +-Inf, -0 and the clamp edges included, in the
+    vector body and the tail; also fused after a Conv."""
+    v = np.concatenate([np.linspace(-5, 5, 1001), [np.nan, np.inf, -np.inf, -0.0, 0.0, 3.0,
+                                                   -3.0, 2.5, -1.3333334, 1e30, -1e30]])
+    x = np.concatenate([v, v[:13]]).astype(np.float32)
+    w = rng(7).normal(size=(4, 3, 3, 3)).astype(np.float32)
+    xc = (rng(8).normal(size=(1, 3, 9, 11)) * 4).astype(np.float32)
+    for op, attrs in (("HardSigmoid", {"alpha": 0.3, "beta": 0.4}), ("HardSwish", {})):
+        m = make_model([helper.make_node(op, ["x"], ["y"], **attrs)], {"x": x}, ["y"])
+        got, want = (compile_and_run(m, {"x": x}, tmp_path, target=t)["y"]
+                     for t in (target, "generic"))
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32), err_msg=op)
+        mc = make_model([helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+                         helper.make_node(op, ["c"], ["y"], **attrs)], {"x": xc}, ["y"], {"w": w})
+        fused = compile_and_run(mc, {"x": xc}, tmp_path, target=target)["y"]
+        np.testing.assert_allclose(fused, reference(mc, {"x": xc})["y"], rtol=1e-5, atol=1e-6)
