@@ -56,6 +56,7 @@ _D = {
         divz="_mm256_and_ps(_mm256_div_ps({a}, {d}), "
              "_mm256_cmp_ps({d}, _mm256_setzero_ps(), _CMP_NEQ_UQ))",
         even="_mm256_shuffle_ps({lo}, {hi}, 0x88)",     # lanes 0 2 8 10 | 4 6 12 14
+        odd="_mm256_shuffle_ps({lo}, {hi}, 0xDD)",      # lanes 1 3 9 11 | 5 7 13 15
         fix="_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd({a}), 0xD8))",
         gidx="_mm256_setr_epi32({lanes})",
         gather="_mm256_i32gather_ps({p}, gi, 4)",
@@ -73,6 +74,7 @@ _D = {
         divz="_mm512_maskz_div_ps(_mm512_cmp_ps_mask({d}, _mm512_setzero_ps(), _CMP_NEQ_UQ), "
              "{a}, {d})",
         even="_mm512_permutex2var_ps({lo}, ev, {hi})",
+        odd="_mm512_permutex2var_ps({lo}, od, {hi})",
         fix="{a}",
         gidx="_mm512_setr_epi32({lanes})",
         gather="_mm512_i32gather_ps(gi, {p}, 4)",
@@ -140,7 +142,7 @@ def row_buffer(geo, isa) -> int:
         end = 2 * last + (KW - 1) * DW + 2 * L
     else:
         end = (last + L - 1) * SW + (KW - 1) * DW + 1
-    n = max(PW + W, end)
+    n = max(PW + W - W % L + L, end)        # the row's tail vector is stored whole
     return -(-n // L) * L
 
 
@@ -155,25 +157,32 @@ def _window_helper(ctx, isa, geo, avg) -> str:
     op = _op(isa, avg)
     fill = "0.0f" if avg else "-INFINITY"
 
-    if SW == 1:
-        tap = lambda off: f"{d['ld']}(s + {off})"  # noqa: E731
-    elif SW == 2:
-        tap = lambda off: d["even"].format(lo=f"{d['ld']}(s + {off})",  # noqa: E731
-                                           hi=f"{d['ld']}(s + {off} + {L}u)")
-    else:
-        tap = lambda off: d["gather"].format(p=f"s + {off}")  # noqa: E731
+    def tap(off):     # the vector of tap offset ``off`` (a number) for L output columns
+        if SW == 1:
+            return f"{d['ld']}(s + {off}u)"
+        if SW == 2:   # even / odd lanes of the pair of loads at the even offset at or below
+            e = off - off % 2
+            return d["odd" if off % 2 else "even"].format(lo=f"lo{e}", hi=f"hi{e}")
+        return d["gather"].format(p=f"s + {off}u")
     consts = []
     if SW == 2 and isa == "avx512":
-        consts.append("const __m512i ev = _mm512_setr_epi32("
-                      + ", ".join(str(2 * i) for i in range(L)) + ");")
+        for nm, first in (("ev", 0), ("od", 1)):
+            if not any(t * DW % 2 == first for t in range(KW)):
+                continue              # (no odd tap offsets with an even dilation)
+            consts.append(f"const __m512i {nm} = _mm512_setr_epi32("
+                          + ", ".join(str(2 * i + first) for i in range(L)) + ");")
     if SW > 2:
         vi = "__m512i" if isa == "avx512" else "__m256i"
         consts.append(f"const {vi} gi = "
                       + d["gidx"].format(lanes=", ".join(str(SW * i) for i in range(L))) + ";")
     how = {1: "plain loads", 2: "de-interleaved loads"}.get(SW, "gathers")
     what = "AveragePool sums" if avg else "MaxPool (NaN propagates)"
-    wm_load = d["mload"].format(p="rows[0] + Wv", m="wm")
-    wm_loadq = d["mload"].format(p="rows[q] + Wv", m="wm")
+    # the row tail: the fill value in the lanes past W (-inf: mload_ninf; 0: mload), stored
+    # whole (row_buffer leaves room): a masked store there, read back at once by the
+    # horizontal pass, stalled its loads (no store forwarding; avx2's maskstore is slow on AMD)
+    ml = d["mload"] if avg else d["mload_ninf"]
+    wm_load = ml.format(p="rows[0] + Wv", m="wm")
+    wm_loadq = ml.format(p="rows[q] + Wv", m="wm")
     o = [f"""\
 /* {what}, {isa}: kernel {KD}x{KH}x{KW}, stride {SW} and dilation {DW} along W (others from p);
  * vertical combine of the window's input rows into the padded row vr ({fill} border, B
@@ -230,7 +239,7 @@ static void {name}(const aicc_conv_params *p, const float *restrict x, float *re
                         {v} a = {wm_load};
                         for (size_t q = 1; q < nr; ++q)
                             a = {op('a', wm_loadq)};
-                        {d['mstore'].format(p='vp + Wv', m='wm', v='a')};
+                        {d['st']}(vp + Wv, a);
                     }}
                 }}""")
     if avg:
@@ -242,10 +251,15 @@ static void {name}(const aicc_conv_params *p, const float *restrict x, float *re
         o.append("                {")
     o.append(f"""\
                     for (size_t o = 0; o < OW; o += {L}u) {{
-                        const float *s = vr + o * {SW}u;
-                        {v} a = {tap('0u')};
-                        for (size_t t = 1; t < {KW}u; ++t)
-                            a = {op('a', tap(f't * {DW}u'))};""")
+                        const float *s = vr + o * {SW}u;""")
+    offs = [t * DW for t in range(KW)]      # the taps, unrolled
+    if SW == 2:       # each pair of loads once (taps 2m and 2m + 1 share theirs)
+        for e in sorted({f - f % 2 for f in offs}):
+            o.append(f"                        const {v} lo{e} = {d['ld']}(s + {e}u), "
+                     f"hi{e} = {d['ld']}(s + {e + L}u);")
+    o.append(f"                        {v} a = {tap(offs[0])};")
+    for f in offs[1:]:
+        o.append(f"                        a = {op('a', tap(f))};")
     if SW == 2 and d["fix"] != "{a}":
         o.append(f"                        a = {d['fix'].format(a='a')};")
     if avg:
