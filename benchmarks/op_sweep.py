@@ -156,6 +156,53 @@ CASES = {
     "topk_5_of_1000": _topk,
     "argmax_last": lambda: _one("ArgMax", (64, 1000), {"axis": -1}),
     "cumsum": lambda: _one("CumSum", (64, 1000), inits={"a": np.array(1)}),
+    "resize_bilinear_x2": lambda: make_model(
+        [helper.make_node("Resize", ["x", "", "s"], ["y"], mode="linear")],
+        {"x": _x(1, 64, 28, 28)}, ["y"], {"s": np.array([1, 1, 2, 2], np.float32)}),
+    "pad_reflect": lambda: _one("Pad", ACT, {"mode": "reflect"},
+                                {"p": np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64)}),
+    "slice_half_ch": lambda: _one("Slice", ACT, inits={
+        "st": np.array([0], np.int64), "en": np.array([32], np.int64),
+        "ax": np.array([1], np.int64)}),
+    "split_ch": lambda: make_model(
+        [helper.make_node("Split", ["x", "sp"], ["y", "z"], axis=1)], {"x": _x(*ACT)},
+        ["y", "z"], {"sp": np.array([32, 32], np.int64)}),
+    "mul_channel_scale": lambda: make_model(
+        [helper.make_node("Mul", ["x", "z"], ["y"])],
+        {"x": _x(*ACT), "z": _x(1, 64, 1, 1)}, ["y"]),
+    "add_broadcast_row": lambda: make_model(
+        [helper.make_node("Add", ["x", "z"], ["y"])],
+        {"x": _x(8, 128, 128), "z": _x(1, 128, 128)}, ["y"]),
+    "sqrt": lambda: _one("Sqrt", ACT),
+    "reciprocal": lambda: _one("Reciprocal", ACT),
+    "log": lambda: _one("Log", ACT),
+    "abs_neg": lambda: _chain([("Abs", {}), ("Neg", {})], ACT),
+    "floor": lambda: _one("Floor", ACT),
+    "round": lambda: _one("Round", ACT),
+    "softplus": lambda: _one("Softplus", ACT),
+    "elu": lambda: _one("Elu", ACT),
+    "leakyrelu": lambda: _one("LeakyRelu", ACT),
+    "clip_relu6": lambda: _one("Clip", ACT, inits={"lo": np.array(0, np.float32),
+                                                   "hi": np.array(6, np.float32)}),
+    "pow_cube": lambda: _one("Pow", ACT, inits={"e": np.array(3.0, np.float32)}),
+    "pow_half": lambda: _one("Pow", ACT, inits={"e": np.array(0.5, np.float32)}),
+    "pow_square": lambda: _one("Pow", ACT, inits={"e": np.array(2.0, np.float32)}),
+    "batchnorm_alone": lambda: _one("BatchNormalization", ACT, inits={
+        "sc": _w(64) + 1, "bi": _w(64), "mu": _w(64), "va": np.abs(_w(64)) + 1}),
+    "instancenorm": lambda: _one("InstanceNormalization", ACT, inits={
+        "sc": _w(64) + 1, "bi": _w(64)}),
+    "groupnorm_g8": lambda: _one("GroupNormalization", ACT, {"num_groups": 8},
+                                 {"sc": _w(64) + 1, "bi": _w(64)}, opset=21),
+    "reducemax_ch": lambda: _one("ReduceMax", ACT, {"axes": [1]}),
+    "argmax_ch": lambda: _one("ArgMax", ACT, {"axis": 1}),
+    "gap": lambda: _one("GlobalAveragePool", (1, 512, 14, 14)),
+    "depth_to_space": lambda: _one("DepthToSpace", ACT, {"blocksize": 2}),
+    "tile_2x": lambda: _one("Tile", (1, 64, 28, 28), inits={"r": np.array([1, 1, 2, 2], np.int64)}),
+    "expand_ch": lambda: _one("Expand", (1, 1, 56, 56), inits={
+        "s": np.array([1, 64, 56, 56], np.int64)}),
+    "conv_1x1_s2": lambda: _conv(64, 128, 56, 1, stride=2),
+    "conv_dw_5x5_s2": lambda: _conv(96, 96, 56, 5, stride=2, group=96),
+    "conv_1x1_big": lambda: _conv(256, 256, 28, 1),
     "gather_rows": lambda: make_model(
         [helper.make_node("Gather", ["e", "x"], ["y"])],
         {"x": np.zeros((1, 128), np.int64)}, ["y"], {"e": _w(1000, 128)}),

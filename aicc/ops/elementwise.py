@@ -5,7 +5,8 @@ bitwise ops: bitwise.py; IsNaN/IsInf/PRelu/Shrink: pointwise.py.
 Semantics (documented, tested), with no C undefined behaviour for any input:
 
 - float ops follow IEEE-754 (NaN propagates, x/0 is +-Inf or NaN); float32 Pow uses powf,
-  other float Pow combinations compute in double and round to the base dtype.
+  other float Pow combinations compute in double and round to the base dtype; a constant
+  exponent of 1, 2 or 3 (the base's dtype) multiplies instead (x * x * x: within 1 ulp).
 - integer Add/Sub/Mul wrap modulo 2^bits (computed in uint64_t); Abs/Neg of INT_MIN is
   INT_MIN; integer Div truncates, x / 0 = 0, INT_MIN / -1 = INT_MIN.
 - Mod fmod=0: floor modulo with the sign of the divisor (numpy.mod), float edge cases as
@@ -129,6 +130,10 @@ class Clip(Unary):
                 elif dt.kind in "iu":
                     p[key] = int(np.asarray(v).reshape(-1)[0])    # exact (no float round trip)
         if not runtime:
+            isa = exp_simd.supports(node, ctx, p)
+            if isa:           # float32 on a SIMD target: vector max / min
+                exp_simd.emit(ctx, node, isa, n, p)
+                return
             with ctx.block(f"for (size_t i = 0; i < {n}u; ++i)"):
                 ctx(f"const {ct} x = {ctx.inp[0]}[i];")
                 ctx(f"{ctx.out[0]}[i] = {act_expr('Clip', p, 'x', dt)};")
@@ -320,6 +325,14 @@ class Binary(Op):
             fn = (_float_mod_helper if dt.kind == "f" else _int_mod_helper)(ctx, dt, fm)
             return lambda a, b: f"{fn}({a}, {b})"
         if op == "Pow":
+            e = ctx.in_const(1)
+            e = float(np.asarray(e).reshape(-1)[0]) if e is not None and np.size(e) == 1 else None
+            if dt.kind == "f" and dt1 == dt and e in (1.0, 2.0, 3.0):
+                # constant exponents 1, 2, 3 as multiplications (a libm call per element was
+                # 25x onnxruntime, which squares and cubes the same way): x and x * x are
+                # pow's correctly rounded values, x * x * x rounds twice (within 1 ulp)
+                return lambda a, b: {1.0: "{a}", 2.0: "({a} * {a})",
+                                     3.0: "({a} * {a} * {a})"}[e].format(a=a)
             if dt.kind == "f":
                 if dt == np.float32 and dt1 == np.float32:
                     return lambda a, b: f"powf({a}, {b})"

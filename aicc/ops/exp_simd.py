@@ -27,6 +27,8 @@ rounding (a few ulp), never by more than the tests' tolerance against onnxruntim
 """
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
 from ..emit_c.cwriter import c_literal
@@ -168,12 +170,13 @@ def tag_of(expr: str) -> str:
 
 
 HARD = {"HardSigmoid", "HardSwish"}     # clamps: vector min / max (GCC keeps their branches)
+PLAIN = {"Clip", "Sqrt"}                 # min / max (GCC's k-mask code), sqrt (errno checks)
 
 
 def vectorizes(act: str, params: dict) -> bool:
     """Whether vector_expr has a form of this activation: Exp, Sigmoid, Tanh, Gelu(tanh),
-    HardSigmoid, HardSwish."""
-    return act in VECTOR or act in HARD or (act == "Gelu" and params.get("approximate") == "tanh")
+    HardSigmoid, HardSwish, Clip (constant bounds), Sqrt."""
+    return act in VECTOR | HARD | PLAIN or (act == "Gelu" and params.get("approximate") == "tanh")
 
 
 def _clamp01(d, isa, t):
@@ -189,6 +192,15 @@ def vector_expr(ctx, isa: str, act: str, xv: str, params: dict | None = None) ->
     either)."""
     d = SIMD[isa]
     _include(ctx, isa)
+    if act == "Sqrt":         # IEEE square root: sqrtf's value (NaN below 0, -0 stays)
+        return f"{'_mm256' if isa == 'avx2' else '_mm512'}_sqrt_ps({xv})"
+    if act == "Clip":         # activations._clip's selects: max(lo, x) then min(hi, .)
+        p, e = params or {}, xv
+        if p.get("min") is not None:
+            e = f"{d['max']}({_k(d, p['min'])}, {e})"
+        if p.get("max") is not None:
+            e = f"{_I[isa]['min']}({_k(d, p['max'])}, {e})"
+        return e
     if act in HARD:           # clamp(alpha * x + beta), times x for HardSwish (C's order)
         p = params or {}
         a, b = (1 / 6, 0.5) if act == "HardSwish" else (p.get("alpha", 0.2), p.get("beta", 0.5))
@@ -252,6 +264,8 @@ def array_act(ctx, act: str, params: dict):
         return None
     d = SIMD[isa]
     name = f"aicc_act_{act.lower()}_{isa}"
+    if params:                # one helper per parameter set (HardSigmoid's alpha, Clip's bounds)
+        name += "_" + hashlib.sha1(repr(sorted(params.items())).encode()).hexdigest()[:8]
     body = vector_expr(ctx, isa, act, "xv", params)
     ctx.helper(f"0.{isa}.4.{name}", f"""\
 /* {act} in place on n contiguous floats ({isa} vectors, the tail through the lane-0 form) */

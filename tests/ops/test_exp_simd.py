@@ -152,22 +152,45 @@ def test_isas_same_bits(tmp_path):
     np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
 
 
+PLAIN_CASES = {   # op, attributes, constant inputs after x
+    "HardSigmoid": ("HardSigmoid", {"alpha": 0.3, "beta": 0.4}, {}),
+    "HardSwish": ("HardSwish", {}, {}),
+    "Clip": ("Clip", {}, {"lo": np.float32(-1.5), "hi": np.float32(2.25)}),
+    "ClipMin": ("Clip", {}, {"lo": np.float32(0.5)}),
+    "ClipNaN": ("Clip", {}, {"lo": np.float32(np.nan), "hi": np.float32(1.0)}),
+    "Sqrt": ("Sqrt", {}, {}),
+}
+
+
 @pytest.mark.parametrize("target", SIMD)
-def test_hard_activations_generic_bits(target, tmp_path):
-    """HardSigmoid (non-default alpha / beta) and HardSwish as vector min / max: the generic
-    target's bits (its scalar selects), NaN, +-Inf, -0 and the clamp edges included, in the
-    vector body and the tail; also fused after a Conv."""
+@pytest.mark.parametrize("case", sorted(PLAIN_CASES))
+def test_vector_selects_generic_bits(case, target, tmp_path):
+    """HardSigmoid (non-default alpha / beta), HardSwish, Clip (both bounds, one, a NaN bound)
+    as vector min / max and Sqrt as vector sqrt: the generic target's bits (its scalar selects
+    and sqrtf), NaN, +-Inf, -0 and the clamp edges included, in the vector body and the tail;
+    fused after two Convs with different parameters (one vector helper per parameter set)."""
+    op, attrs, consts = PLAIN_CASES[case]
     v = np.concatenate([np.linspace(-5, 5, 1001), [np.nan, np.inf, -np.inf, -0.0, 0.0, 3.0,
-                                                   -3.0, 2.5, -1.3333334, 1e30, -1e30]])
+                                                   -3.0, 2.5, -1.3333334, 1e30, -1e30, 2.25]])
     x = np.concatenate([v, v[:13]]).astype(np.float32)
+    ins = ["x", *consts]
+    m = make_model([helper.make_node(op, ins, ["y"], **attrs)], {"x": x}, ["y"], dict(consts))
+    got, want = (compile_and_run(m, {"x": x}, tmp_path, target=t)["y"]
+                 for t in (target, "generic"))
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    if op == "Sqrt":
+        return
     w = rng(7).normal(size=(4, 3, 3, 3)).astype(np.float32)
     xc = (rng(8).normal(size=(1, 3, 9, 11)) * 4).astype(np.float32)
-    for op, attrs in (("HardSigmoid", {"alpha": 0.3, "beta": 0.4}), ("HardSwish", {})):
-        m = make_model([helper.make_node(op, ["x"], ["y"], **attrs)], {"x": x}, ["y"])
-        got, want = (compile_and_run(m, {"x": x}, tmp_path, target=t)["y"]
-                     for t in (target, "generic"))
-        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32), err_msg=op)
-        mc = make_model([helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
-                         helper.make_node(op, ["c"], ["y"], **attrs)], {"x": xc}, ["y"], {"w": w})
-        fused = compile_and_run(mc, {"x": xc}, tmp_path, target=target)["y"]
-        np.testing.assert_allclose(fused, reference(mc, {"x": xc})["y"], rtol=1e-5, atol=1e-6)
+    other = {k: (np.float32(v * 0.5) if k in ("lo", "hi") else v) for k, v in consts.items()}
+    inits = {"w": w, **consts, **{f"{k}2": v for k, v in other.items()}}
+    attrs2 = {k: v * 0.5 for k, v in attrs.items()}
+    mc = make_model([helper.make_node("Conv", ["x", "w"], ["c1"], pads=[1, 1, 1, 1]),
+                     helper.make_node(op, ["c1", *consts], ["y1"], **attrs),
+                     helper.make_node("Conv", ["x", "w"], ["c2"]),
+                     helper.make_node(op, ["c2", *[f"{k}2" for k in consts]], ["y2"], **attrs2)],
+                    {"x": xc}, ["y1", "y2"], inits)
+    fused = compile_and_run(mc, {"x": xc}, tmp_path, target=target)
+    ref = reference(mc, {"x": xc})
+    for k in ("y1", "y2"):
+        np.testing.assert_allclose(fused[k], ref[k], rtol=1e-4, atol=1e-5, err_msg=k)
