@@ -65,7 +65,6 @@ def _sat_helper(ctx, src: np.dtype, dst: np.dtype) -> str:
     info = np.iinfo(dst)
     lo = c_float(float(info.min), src)
     hi = c_float(float(info.max) + 1.0, src)     # 2^k: exact in float32 and float64
-    mn = f"INT{info.bits}_MIN" if info.min else "0"
     mx = f"{'U' if not info.min else ''}INT{info.bits}_MAX"
     below = c_float(float(np.nextafter(src.type(float(info.max) + 1.0), src.type(0))), src)
     # x clamped to [min, the largest value below 2^k] (min / max selects: NaN -> the upper
