@@ -301,14 +301,24 @@ def _norm_dyn(node, g, pads, view, axes, ax_of, scale_strides, bias_strides):
         "scale_strides": list(scale_strides), "bias_strides": list(bias_strides)}))
 
 
-@rule("LayerNormalization", "RMSNormalization", "SkipLayerNormalization")
+@rule("LayerNormalization", "RMSNormalization", "SkipLayerNormalization",
+      "aicc.LayerNormalization")
 def layer_norm(node, g, pads):
-    """Over other axes: position-wise. Across the padded axis it would need parameters that
-    broadcast over it, which these ops' checks do not take: refused."""
-    rank = len(_shape(g, node.inputs[0]))
+    """Over other axes: position-wise. Across the padded axis it needs parameters that
+    broadcast over it: a LayerNormalization whose scale / bias hold one value each (pass
+    fuse-layernorm writes a [1] scale for the unscaled ReduceMean chain, which padded fine)
+    becomes aicc.NormDyn (statistics over the real elements); other parameters are refused
+    (the ops' checks take no other broadcast)."""
+    x = _shape(g, node.inputs[0])
+    rank = len(x)
     ax = int(_attr(node, g, "axis", -1)) % rank
     if any(a >= ax for a in pads[0]):
-        raise PadUnsafe("normalizes across the padded axis (needs the real count)")
+        params = [i for i in node.inputs[1:3] if i]
+        if node.op_type != "LayerNormalization" or any(pads[1:]) \
+                or any(int(np.prod(_shape(g, i), dtype=np.int64)) != 1 for i in params):
+            raise PadUnsafe("normalizes across the padded axis (needs the real count)")
+        zero = [0] * rank
+        return _norm_dyn(node, g, pads, x, list(range(ax, rank)), list(range(rank)), zero, zero)
     if any(pads[1:]):
         raise PadUnsafe("padded scale/bias")
     return Res(out=_all_outputs(node, pads[0]))

@@ -17,6 +17,7 @@ the same on every target), then ``(x - mean) * inv * scale + bias``
 with ``inv = 1 / sqrt(var + eps)``. LayerNormalization's stash_type is ignored: float32
 computes in float32, float64 in float64. Its optional Mean and InvStdDev outputs are written
 when they have the input's dtype (float32 input; a float64 input would need float32 stats).
+``aicc.LayerNormalization`` is the same op below opset 17 (written by pass fuse-layernorm).
 
 NaN/Inf: a NaN or Inf in a group makes the whole group's output NaN (its mean or variance is
 NaN); scale/bias NaN/Inf only affect their own positions. Empty tensors produce no code; an
@@ -303,6 +304,27 @@ class LayerNormalization(Op):
         ctx(f"{_layernorm_helper(ctx, dt)}({rows}u, {d}u, {ctx.inp[0]}, {ctx.inp[1]}, {ss}u, "
             f"{bias}, {bs}u, {c_literal(float(self.attr(node, 'epsilon')), dt)}, {ctx.out[0]}, "
             f"{outs[0]}, {outs[1]});")
+
+
+@register("LayerNormalization", domain="aicc")
+class AiccLayerNormalization(LayerNormalization):
+    """aicc.LayerNormalization: LayerNormalization for graphs below opset 17 (pass
+    fuse-layernorm writes it for the LayerNorm chain of TorchScript exports); numpy reference,
+    as onnx.reference cannot run the aicc domain."""
+
+    def reference(self, node, g, inputs):
+        x = np.asarray(inputs[0])
+        ax = int(self.attr(node, "axis")) % max(x.ndim, 1)
+        axes = tuple(range(ax, x.ndim))
+        eps = x.dtype.type(float(self.attr(node, "epsilon")))
+        with np.errstate(all="ignore"):
+            mean = x.mean(axis=axes, keepdims=True)
+            inv = x.dtype.type(1) / np.sqrt(((x - mean) ** 2).mean(axis=axes, keepdims=True) + eps)
+            y = (x - mean) * inv * np.asarray(inputs[1])
+            if len(inputs) > 2 and inputs[2] is not None:
+                y = y + np.asarray(inputs[2])
+        outs = [y.astype(x.dtype), mean.astype(x.dtype), inv.astype(x.dtype)]
+        return outs[:len(node.outputs)]
 
 
 # -- Instance / Group normalization --------------------------------------------------------
