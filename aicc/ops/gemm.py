@@ -186,7 +186,7 @@ def gemm_call(ctx, plan, dt, m, n, k, a, ars, acs, bp, y, alpha=1.0, c=None, crs
     act, params = fused_epilogue(ctx.node)
     sched = plan.sched
     if m < sched["mr"]:
-        sched = {**sched, "jb": WIDE}       # one row tile: no column blocking
+        sched = {**sched, "jb": WIDE, "nc": WIDE}   # one row tile: no column blocking
     elif sched["mc"] < m <= 2 * sched["mc"]:
         # one M block instead of a full one and a remainder: each M block streams all of B
         # (from L2 / L3 when B is large), A's block (<= 2 * mc rows x kc) still fits in L2

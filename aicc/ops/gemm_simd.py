@@ -43,16 +43,23 @@ from ..emit_c.cwriter import c_literal
 from .activations import ACT_ATTRS, act_expr
 from .simd_tile import V, _f, column_loops, tile_k_loop, tile_open, tile_store
 
+# columns per L2 block of B (nc x kc floats): all of M passes each block while it is in L2.
+# With the N panels inside the M blocks instead, a B larger than L2 was streamed from memory
+# once per M block: [128 x 768] @ [768 x 3072] (9 MB of weights) took 3.3 ms interleaved with
+# onnxruntime, which reads them once (2.9 ms). 512 x 256 floats: 512 KB (avx512 CPUs have
+# 1-2 MB of L2); 256 x 256: 256 KB (AVX2 cores from Haswell on: 256 KB and more).
+NC_AVX512, NC_AVX2 = 512, 256
+
 # per instruction set: C spellings and default schedule parameters
 ISA = {
-    "avx2": dict(vec="__m256", lanes=8, mr=6, kc=256, mc=144, jb=64,
+    "avx2": dict(vec="__m256", lanes=8, mr=6, kc=256, mc=144, jb=64, nc=NC_AVX2,
                  load="_mm256_loadu_ps({p})", store="_mm256_storeu_ps({p}, {v})",
                  bcast="_mm256_broadcast_ss({p})", fma="_mm256_fmadd_ps({a}, {b}, {c})",
                  zero="_mm256_setzero_ps()", mtype="__m256i",
                  mask="_mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + 8u - ({n})))",
                  mload="_mm256_maskload_ps({p}, {m})",
                  mstore="_mm256_maskstore_ps({p}, {m}, {v})"),
-    "avx512": dict(vec="__m512", lanes=16, mr=12, kc=256, mc=48, jb=32,
+    "avx512": dict(vec="__m512", lanes=16, mr=12, kc=256, mc=48, jb=32, nc=NC_AVX512,
                    load="_mm512_loadu_ps({p})", store="_mm512_storeu_ps({p}, {v})",
                    bcast="_mm512_set1_ps(*({p}))", fma="_mm512_fmadd_ps({a}, {b}, {c})",
                    zero="_mm512_setzero_ps()", mtype="__mmask16",
@@ -83,8 +90,8 @@ WIDE = 1 << 16     # column block of a GEMM with a single row tile (M < MR): no 
 
 
 def schedule(isa: str, overrides: dict | None = None) -> dict:
-    """Tile parameters (mr, kc, mc, jb) of an ISA, with overrides (target yaml / node)."""
-    s = {k: ISA[isa][k] for k in ("mr", "kc", "mc", "jb")}
+    """Tile parameters (mr, kc, mc, jb, nc) of an ISA, with overrides (target yaml / node)."""
+    s = {k: ISA[isa][k] for k in ("mr", "kc", "mc", "jb", "nc")}
     for k, v in (overrides or {}).items():
         if k in s:
             s[k] = int(v)
@@ -93,6 +100,7 @@ def schedule(isa: str, overrides: dict | None = None) -> dict:
     s["kc"] = max(1, s["kc"])
     s["mc"] = max(s["mr"], s["mc"] // s["mr"] * s["mr"])
     s["jb"] = max(nr, s["jb"] // nr * nr)
+    s["nc"] = max(s["jb"], s["nc"] // s["jb"] * s["jb"])
     return s
 
 
@@ -256,7 +264,7 @@ def driver(ctx, isa: str, sched: dict, act, params, m: int, fused: bool = False)
     1, C absent or one value per column (crs = 0, ccs = 1) and a register clamp activation:
     the kernels add C and clamp in registers after the last K block (the same roundings as
     the epilogue function: y + c, then the clamp), no epilogue pass."""
-    mr_max, kc, mc, jb = sched["mr"], sched["kc"], sched["mc"], sched["jb"]
+    mr_max, kc, mc, jb, nc = sched["mr"], sched["kc"], sched["mc"], sched["jb"], sched["nc"]
     nr = nr_of(isa)
     rows = row_counts(m, sched)
     ks = kernels(ctx, isa, rows)
@@ -275,17 +283,18 @@ def driver(ctx, isa: str, sched: dict, act, params, m: int, fused: bool = False)
         epi = epilogue(ctx, act, params)
         pre, tail = "", "NULL, NULL"
         post = f"""
-                    if (last && epi)
-                        {epi}(y, N, mr, nc, alpha, C ? C + i * crs + jc * ccs : NULL, crs, ccs,
-                            beta);"""
+                        if (last && epi)
+                            {epi}(y, N, mr, nc, alpha, C ? C + i * crs + jc * ccs : NULL, crs,
+                                ccs, beta);"""
         epi = epi[len('aicc_sg_'):]
-    name = f"aicc_sg_{isa}_m{mr_max}k{kc}c{mc}j{jb}_r{'_'.join(map(str, rows))}_{epi}"
-    cases = "\n".join(f"                    case {r}u: {ks[r]}(kc, a, lda, b, bs, y, N, nc, "
+    name = f"aicc_sg_{isa}_m{mr_max}k{kc}c{mc}j{jb}n{nc}_r{'_'.join(map(str, rows))}_{epi}"
+    cases = "\n".join(f"                        case {r}u: {ks[r]}(kc, a, lda, b, bs, y, N, nc, "
                       f"acc, {tail}); break;" for r in rows)
     code = f"""\
 /* {isa} GEMM: Y[M,N] = act(alpha * (A @ B) + beta * C). A(i, k) = A[i*lda + k]; B packed in
  * panels of {nr} (gemm.pack_b layout); C(i, j) = C[i*crs + j*ccs] or NULL; Y dense. Blocks:
- * K by {kc}, M by {mc}, N by {jb}, row tiles of {mr_max} and M % {mr_max} (only row kernels
+ * K by {kc}, N by {nc} (all of M passes one such block of B while it is in L2, so B is read
+ * once per K block), M by {mc}, N by {jb}, row tiles of {mr_max} and M % {mr_max} (only row kernels
  * {", ".join(map(str, rows))} exist: M must leave one of them). The epilogue runs on each tile
  * after its last K block (when epi != 0). K >= 1. */
 static void {name}(size_t M, size_t N, size_t K, const float *restrict A, size_t lda,
@@ -298,19 +307,22 @@ static void {name}(size_t M, size_t N, size_t K, const float *restrict A, size_t
     for (size_t pc = 0; pc < K; pc += {kc}u) {{
         const size_t kc = K - pc < {kc}u ? K - pc : {kc}u;
         const int acc = pc > 0, last = pc + kc == K;
-        for (size_t ic = 0; ic < M; ic += {mc}u) {{
-            const size_t mc = M - ic < {mc}u ? M - ic : {mc}u;
-            for (size_t jc = 0; jc < N; jc += {jb}u) {{
-                const size_t nc = N - jc < {jb}u ? N - jc : {jb}u;
-                const float *restrict b = Bp + (jc / {nr}u) * bs + pc * {nr}u;
-                for (size_t ir = 0; ir < mc; ir += {mr_max}u) {{
-                    const size_t i = ic + ir, mr = mc - ir < {mr_max}u ? mc - ir : {mr_max}u;
-                    const float *restrict a = A + i * lda + pc;
-                    float *restrict y = Y + i * N + jc;
-                    switch (mr) {{
+        for (size_t n0 = 0; n0 < N; n0 += {nc}u) {{
+            const size_t n1 = N - n0 < {nc}u ? N : n0 + {nc}u;
+            for (size_t ic = 0; ic < M; ic += {mc}u) {{
+                const size_t mc = M - ic < {mc}u ? M - ic : {mc}u;
+                for (size_t jc = n0; jc < n1; jc += {jb}u) {{
+                    const size_t nc = n1 - jc < {jb}u ? n1 - jc : {jb}u;
+                    const float *restrict b = Bp + (jc / {nr}u) * bs + pc * {nr}u;
+                    for (size_t ir = 0; ir < mc; ir += {mr_max}u) {{
+                        const size_t i = ic + ir, mr = mc - ir < {mr_max}u ? mc - ir : {mr_max}u;
+                        const float *restrict a = A + i * lda + pc;
+                        float *restrict y = Y + i * N + jc;
+                        switch (mr) {{
 {cases}
-                    default: break;
-                    }}{post}
+                        default: break;
+                        }}{post}
+                    }}
                 }}
             }}
         }}
