@@ -110,8 +110,38 @@ def _cast():
     return make_model([node], {"x": _x(1, 64, 56, 56)}, ["y"])
 
 
+def _qlinear_conv(cin, cout, hw, k):
+    r = np.random.default_rng(3)
+    inits = {"xs": np.array(0.02, np.float32), "xz": np.array(128, np.uint8),
+             "w": r.integers(-127, 128, (cout, cin, k, k)).astype(np.int8),
+             "ws": np.array(0.01, np.float32), "wz": np.array(0, np.int8),
+             "ys": np.array(0.05, np.float32), "yz": np.array(128, np.uint8),
+             "b": r.integers(-1000, 1000, cout).astype(np.int32)}
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"],
+                            ["y"], pads=[k // 2] * 4)
+    return make_model([node], {"x": np.zeros((1, cin, hw, hw), np.uint8)}, ["y"], inits)
+
+
+def _qlinear_matmul(m, k, n):
+    r = np.random.default_rng(4)
+    inits = {"as": np.array(0.02, np.float32), "az": np.array(128, np.uint8),
+             "b": r.integers(-127, 128, (k, n)).astype(np.int8),
+             "bs": np.array(0.01, np.float32), "bz": np.array(0, np.int8),
+             "ys": np.array(0.05, np.float32), "yz": np.array(128, np.uint8)}
+    node = helper.make_node("QLinearMatMul", ["x", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"])
+    return make_model([node], {"x": np.zeros((m, k), np.uint8)}, ["y"], inits)
+
+
 ACT = (1, 64, 56, 56)
 CASES = {
+    "quantize_u8": lambda: _one("QuantizeLinear", ACT, inits={
+        "s": np.array(0.02, np.float32), "z": np.array(128, np.uint8)}),
+    "dequantize_u8": lambda: make_model(
+        [helper.make_node("DequantizeLinear", ["x", "s", "z"], ["y"])],
+        {"x": np.zeros(ACT, np.uint8)}, ["y"],
+        {"s": np.array(0.02, np.float32), "z": np.array(128, np.uint8)}),
+    "qlinearconv_64_3x3": lambda: _qlinear_conv(64, 64, 28, 3),
+    "qlinearmatmul_128x512x512": lambda: _qlinear_matmul(128, 512, 512),
     "relu": lambda: _one("Relu", ACT),
     "sigmoid": lambda: _one("Sigmoid", ACT),
     "tanh": lambda: _one("Tanh", ACT),
@@ -180,6 +210,8 @@ CASES = {
     "floor": lambda: _one("Floor", ACT),
     "round": lambda: _one("Round", ACT),
     "softplus": lambda: _one("Softplus", ACT),
+    "mish": lambda: _one("Mish", ACT, opset=18),
+    "log_positive": lambda: _chain([("Abs", {}), ("Log", {})], ACT),
     "elu": lambda: _one("Elu", ACT),
     "leakyrelu": lambda: _one("LeakyRelu", ACT),
     "clip_relu6": lambda: _one("Clip", ACT, inits={"lo": np.array(0, np.float32),

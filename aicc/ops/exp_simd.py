@@ -1,6 +1,6 @@
 """Float32 exp and tanh on the x86 SIMD targets, and the activations built on them (Exp,
-Sigmoid, Tanh and Gelu(tanh) with vector loops; Softplus, Mish, Selu through their exp / tanh
-calls). Also the vector forms of HardSigmoid and HardSwish (min / max), whose scalar clamps GCC
+Sigmoid, Tanh and Gelu(tanh) with vector loops; Selu, Elu through their exp calls; Log,
+Softplus and Mish with log_simd.py's log / log1p). Also the vector forms of HardSigmoid and HardSwish (min / max), whose scalar clamps GCC
 does not vectorize when a multiplication follows them (1x64x56x56 HardSwish, avx2: 104 ->
 22 us).
 
@@ -154,17 +154,24 @@ static AICC_UNUSED float {name}(float x)
 def math_override(ctx, m):
     """``m`` (activations.math_fn's name mapping) with exp / tanh routed to the lane-0 forms
     of the vector functions when ctx's node runs on a SIMD ISA; else ``m`` itself."""
+    from . import log_simd
     isa = simd_isa(ctx)
     if isa is None:
         return m
-    return lambda f: scalar(ctx, isa, f) if f in FUNCS else m(f)
+
+    def routed(f):
+        if f in FUNCS:
+            return scalar(ctx, isa, f)
+        return log_simd.scalar(ctx, isa, f) if f in log_simd.FUNCS else m(f)
+    return routed
 
 
 def tag_of(expr: str) -> str:
     """Suffix for a helper name whose C text is ``expr``: the ISA when the expression uses the
     lane-0 forms (the same activation emits different text per ISA)."""
+    from .log_simd import FUNCS as LOG_FUNCS
     for isa in _I:
-        if any(f"aicc_{f}1_{isa}(" in expr for f in FUNCS):
+        if any(f"aicc_{f}1_{isa}(" in expr for f in FUNCS + LOG_FUNCS):
             return f"_{isa}"
     return ""
 
@@ -176,7 +183,9 @@ PLAIN = {"Clip", "Sqrt"}                 # min / max (GCC's k-mask code), sqrt (
 def vectorizes(act: str, params: dict) -> bool:
     """Whether vector_expr has a form of this activation: Exp, Sigmoid, Tanh, Gelu(tanh),
     HardSigmoid, HardSwish, Clip (constant bounds), Sqrt."""
-    return act in VECTOR | HARD | PLAIN or (act == "Gelu" and params.get("approximate") == "tanh")
+    from .log_simd import VECTOR as LOGS
+    return act in VECTOR | HARD | PLAIN | LOGS or (act == "Gelu" and
+                                                    params.get("approximate") == "tanh")
 
 
 def _clamp01(d, isa, t):
@@ -190,8 +199,11 @@ def vector_expr(ctx, isa: str, act: str, xv: str, params: dict | None = None) ->
     vector variable ``xv``, bit-identical to its scalar expression under math_override (the
     same operations in the same order: ISO C does not contract the scalar form into FMAs
     either)."""
+    from . import log_simd
     d = SIMD[isa]
     _include(ctx, isa)
+    if act in log_simd.VECTOR:
+        return log_simd.vector_expr(ctx, isa, act, xv, vexp, vtanh)
     if act == "Sqrt":         # IEEE square root: sqrtf's value (NaN below 0, -0 stays)
         return f"{'_mm256' if isa == 'avx2' else '_mm512'}_sqrt_ps({xv})"
     if act == "Clip":         # activations._clip's selects: max(lo, x) then min(hi, .)
