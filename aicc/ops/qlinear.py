@@ -45,18 +45,25 @@ static AICC_UNUSED int32_t aicc_u32_i32(uint32_t u)
 ROW = """\
 /* One row of an integer matrix product: acc[n] = sum_k (a[k] - azp) * (b[k, n] - bzp[n * bzs])
  * modulo 2^32, b row-major [K, N]. Each product fits in int32 (|.| <= 255 * 255). */
-static void aicc_imm_row_SFX(size_t N, size_t K, const TA *a, int32_t azp, const TB *b,
-                             const TB *bzp, size_t bzs, uint32_t *acc)
+static void aicc_imm_row_SFX(size_t N, size_t K, const TA *restrict a, int32_t azp,
+                             const TB *restrict b, const TB *restrict bzp, size_t bzs,
+                             uint32_t *restrict acc)
 {
     for (size_t n = 0; n < N; ++n)
         acc[n] = 0u;
     for (size_t k = 0; k < K; ++k) {
         const int32_t av = (int32_t)a[k] - azp;
-        const TB *bk = b + k * N;
+        const TB *restrict bk = b + k * N;
         if (av == 0)
             continue;
-        for (size_t n = 0; n < N; ++n)
-            acc[n] += (uint32_t)(av * ((int32_t)bk[n] - (int32_t)bzp[n * bzs]));
+        if (bzs == 0) {           /* one zero point: a contiguous loop that vectorizes */
+            const int32_t bz = (int32_t)bzp[0];
+            for (size_t n = 0; n < N; ++n)
+                acc[n] += (uint32_t)(av * ((int32_t)bk[n] - bz));
+        } else {
+            for (size_t n = 0; n < N; ++n)
+                acc[n] += (uint32_t)(av * ((int32_t)bk[n] - (int32_t)bzp[n]));
+        }
     }
 }"""
 
@@ -65,8 +72,8 @@ CONV = """\
  * = sum over the group's input channels and kernel taps of (w - wzp) * (x - xzp), modulo 2^32.
  * x: the group's first input channel of this batch; w: this output channel's filter
  * [cin_g][k0][k1][k2]. Taps in the padding are skipped (they contribute zero). */
-static void aicc_iconv_SFX(const aicc_conv_params *p, const TA *x, int32_t xzp, const TB *w,
-                           int32_t wzp, uint32_t *acc)
+static void aicc_iconv_SFX(const aicc_conv_params *p, const TA *restrict x, int32_t xzp,
+                           const TB *restrict w, int32_t wzp, uint32_t *restrict acc)
 {
     const size_t o1n = p->out[1], o2n = p->out[2], P = p->out[0] * o1n * o2n;
     const size_t plane = p->in[0] * p->in[1] * p->in[2];
@@ -90,8 +97,14 @@ static void aicc_iconv_SFX(const aicc_conv_params *p, const TA *x, int32_t xzp, 
                 const size_t i0 = (size_t)((int64_t)(o0 * p->stride[0]) + f0);
                 for (size_t o1 = l1; o1 < h1; ++o1) {
                     const size_t i1 = (size_t)((int64_t)(o1 * p->stride[1]) + f1);
-                    const TA *xr = xc + (i0 * p->in[1] + i1) * p->in[2];
-                    uint32_t *ar = acc + (o0 * o1n + o1) * o2n;
+                    const TA *restrict xr = xc + (i0 * p->in[1] + i1) * p->in[2];
+                    uint32_t *restrict ar = acc + (o0 * o1n + o1) * o2n;
+                    if (p->stride[2] == 1 && l2 < h2) {   /* contiguous: vectorizes */
+                        const TA *restrict xs = xr + (size_t)((int64_t)l2 + f2);
+                        for (size_t j = 0; j < h2 - l2; ++j)
+                            ar[l2 + j] += (uint32_t)(wv * ((int32_t)xs[j] - xzp));
+                        continue;
+                    }
                     for (size_t o2 = l2; o2 < h2; ++o2) {
                         const size_t i2 = (size_t)((int64_t)(o2 * p->stride[2]) + f2);
                         ar[o2] += (uint32_t)(wv * ((int32_t)xr[i2] - xzp));
