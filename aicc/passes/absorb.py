@@ -11,6 +11,8 @@ to leave both alone. ``g`` is edited in place (pass a copy).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..ir import Node
 
 PRODUCERS = {"Conv", "ConvTranspose", "Gemm", "MatMul"}
@@ -18,6 +20,23 @@ PRODUCERS = {"Conv", "ConvTranspose", "Gemm", "MatMul"}
 
 def std_domain(n) -> bool:
     return n.domain in ("", "ai.onnx")
+
+
+def float_scalar(g, name):
+    """The value of a one-element float constant, or None (the chain-matching passes)."""
+    c = g.const(name)
+    if c is None or np.asarray(c).size != 1 or np.asarray(c).dtype.kind != "f":
+        return None
+    return float(np.asarray(c).reshape(()))
+
+
+def sole_consumer(cons, outs, name, op):
+    """The single consumer of ``name`` when it is a standard-domain ``op`` node and ``name``
+    is not a graph output, else None."""
+    users = cons.get(name, [])
+    if name in outs or len(users) != 1 or users[0].op_type != op or not std_domain(users[0]):
+        return None
+    return users[0]
 
 
 def taken_names(g) -> set:

@@ -27,18 +27,10 @@ import math
 import numpy as np
 
 from ..ir import Node
-from .absorb import sole_use, std_domain
+from .absorb import float_scalar, sole_consumer, sole_use, std_domain
 from .registry import graph_pass
 
 _REL = 1e-6
-
-
-def _scalar(g, name):
-    """The value of a one-element float constant, or None."""
-    c = g.const(name)
-    if c is None or np.asarray(c).size != 1 or np.asarray(c).dtype.kind != "f":
-        return None
-    return float(np.asarray(c).reshape(()))
 
 
 def _near(v, want) -> bool:
@@ -51,9 +43,9 @@ def _split(n, g, want, div=False):
     if not std_domain(n) or len(n.inputs) != 2 or len(n.outputs) != 1:
         return None
     a, b = n.inputs
-    if _near(_scalar(g, b), want) and g.const(a) is None:
+    if _near(float_scalar(g, b), want) and g.const(a) is None:
         return a
-    if not div and _near(_scalar(g, a), want) and g.const(b) is None:
+    if not div and _near(float_scalar(g, a), want) and g.const(b) is None:
         return b
     return None
 
@@ -63,15 +55,6 @@ def _other(n, name):
     if len(n.inputs) != 2 or n.inputs.count(name) != 1:
         return None
     return n.inputs[1] if n.inputs[0] == name else n.inputs[0]
-
-
-def _only(cons, outs, name, op):
-    """The single consumer of ``name`` when it is a standard ``op`` node and ``name`` is not
-    a graph output."""
-    users = cons.get(name, [])
-    if name in outs or len(users) != 1 or users[0].op_type != op or not std_domain(users[0]):
-        return None
-    return users[0]
 
 
 def _chain(e, g, prod, cons, outs):
@@ -87,16 +70,16 @@ def _chain(e, g, prod, cons, outs):
         x = _split(pa, g, math.sqrt(0.5))
     else:
         return None
-    add = _only(cons, outs, e.outputs[0], "Add")
+    add = sole_consumer(cons, outs, e.outputs[0], "Add")
     if x is None or add is None or _split(add, g, 1.0) != e.outputs[0]:
         return None
     s = add.outputs[0]
-    m1 = _only(cons, outs, s, "Mul")
+    m1 = sole_consumer(cons, outs, s, "Mul")
     if m1 is None or len(m1.outputs) != 1:
         return None
     h = _other(m1, s)
     if h == x:                                   # Mul(Mul(x, s), 0.5)
-        m2 = _only(cons, outs, m1.outputs[0], "Mul")
+        m2 = sole_consumer(cons, outs, m1.outputs[0], "Mul")
         if m2 is None or _split(m2, g, 0.5) != m1.outputs[0]:
             return None
         nodes = [pa, e, add, m1, m2]

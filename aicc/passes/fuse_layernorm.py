@@ -50,31 +50,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Node
-from .absorb import fresh_name, std_domain, taken_names
+from .absorb import float_scalar, fresh_name, sole_consumer, std_domain, taken_names
 from .registry import graph_pass
-
-
-def _scalar(g, name):
-    """The value of a one-element float constant, or None."""
-    c = g.const(name)
-    if c is None or np.asarray(c).size != 1 or np.asarray(c).dtype.kind != "f":
-        return None
-    return float(np.asarray(c).reshape(()))
 
 
 def _plain(n, n_in) -> bool:
     """Standard domain, ``n_in`` inputs, one output, no attributes (no fused activation, no
     opset < 7 broadcast attributes)."""
     return std_domain(n) and len(n.inputs) == n_in and len(n.outputs) == 1 and not n.attrs
-
-
-def _only(cons, outs, name, op):
-    """The single consumer of ``name`` when it is an ``op`` node and ``name`` is not a graph
-    output (its domain and arity are checked by the caller)."""
-    users = cons.get(name, [])
-    if name in outs or len(users) != 1 or users[0].op_type != op:
-        return None
-    return users[0]
 
 
 def _axes(n, g, rank):
@@ -146,7 +129,7 @@ def _chain(r1, g, cons, outs):
     rank = len(tx.shape)
     ax = _axes(r1, g, rank)
     m = r1.outputs[0]
-    sub = _only(cons, outs, m, "Sub")
+    sub = sole_consumer(cons, outs, m, "Sub")
     if ax is None or sub is None or not _plain(sub, 2) or sub.inputs != [x, m]:
         return None
     d = sub.outputs[0]
@@ -159,35 +142,35 @@ def _chain(r1, g, cons, outs):
             or any(u is not div and u is not sq for u in users):
         return None
     if sq.op_type == "Pow":
-        if len(users) != 2 or sq.inputs[0] != d or _scalar(g, sq.inputs[1]) != 2.0:
+        if len(users) != 2 or sq.inputs[0] != d or float_scalar(g, sq.inputs[1]) != 2.0:
             return None
     elif len(users) != 3 or sq.inputs != [d, d]:
         return None
-    r2 = _only(cons, outs, sq.outputs[0], "ReduceMean")
+    r2 = sole_consumer(cons, outs, sq.outputs[0], "ReduceMean")
     if r2 is None or r2.inputs[0] != sq.outputs[0] or _axes(r2, g, rank) != ax:
         return None
-    add = _only(cons, outs, r2.outputs[0], "Add")
+    add = sole_consumer(cons, outs, r2.outputs[0], "Add")
     if add is None or not _plain(add, 2) or r2.outputs[0] not in add.inputs:
         return None
     e = add.inputs[1] if add.inputs[0] == r2.outputs[0] else add.inputs[0]
-    eps = _scalar(g, e)
+    eps = float_scalar(g, e)
     if eps is None or not np.isfinite(eps):
         return None
-    sqrt = _only(cons, outs, add.outputs[0], "Sqrt")
-    if sqrt is None or not _plain(sqrt, 1) or \
-            _only(cons, outs, sqrt.outputs[0], "Div") is not div or div.inputs != [d, sqrt.outputs[0]]:
+    sqrt = sole_consumer(cons, outs, add.outputs[0], "Sqrt")
+    if sqrt is None or not _plain(sqrt, 1) or div.inputs != [d, sqrt.outputs[0]] or \
+            sole_consumer(cons, outs, sqrt.outputs[0], "Div") is not div:
         return None
     if not _same_type(g, div.outputs[0], tx):
         return None
     nodes = [r1, sub, sq, r2, add, sqrt, div]
     inner = tuple(int(v) for v in tx.shape[ax:])
     last = div.outputs[0]
-    mul = _only(cons, outs, last, "Mul")
+    mul = sole_consumer(cons, outs, last, "Mul")
     gamma = _affine(mul, g, last, "Mul", inner, tx)
     if gamma is not None:
         nodes.append(mul)
         last = mul.outputs[0]
-    badd = _only(cons, outs, last, "Add")
+    badd = sole_consumer(cons, outs, last, "Add")
     beta = _affine(badd, g, last, "Add", inner, tx)
     if beta is not None:
         nodes.append(badd)
