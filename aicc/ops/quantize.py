@@ -37,13 +37,14 @@ import numpy as np
 from onnx import helper
 
 from ..emit_c.cwriter import c_float, c_int, ctype
-from . import lowp
+from . import lowp, quantize_simd
 from .base import Op, register
 from .lowp import E8M0, LOWP_INT
 from .lowp import LOWP_FLOAT as _LF
 
 LOWP_FLOAT = _LF - {E8M0}     # float8_e8m0fnu is not a quantized type
 from .loops import numel
+from .simd import simd_isa
 
 QTYPES = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535),
           "int16": (-32768, 32767), "int4": (-8, 7), "uint4": (0, 15), "int2": (-2, 1),
@@ -217,6 +218,11 @@ class QuantizeLinear(Op):
         if gr.mode == "tensor":
             ctx(f"const {fct} s = ({fct}){_scalar(ctx, 1, sdt)};")
             ctx(f"const int32_t zp = {f'(int32_t){_scalar(ctx, 2, ydt)}' if has_zp else '0'};")
+            isa = simd_isa(ctx)
+            if isa and xdt == np.float32 and ft == np.float32 and ydt.name in quantize_simd.TYPES:
+                quantize_simd.emit(ctx, isa, ydt.name, n, ctx.inp[0], ctx.out[0], "s", "zp",
+                                   lo, hi, rnd)
+                return
             sx, zx = "s", "zp"
         else:
             sx = "({fct}){s}[{{i}}]".format(fct=fct, s=ctx.inp[1])

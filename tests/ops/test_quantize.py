@@ -6,6 +6,7 @@ import pytest
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
+from aicc.targets import runnable_targets
 from tests.oracle import assert_close, check, check_node, compile_and_run, make_model, rng
 
 QT = [np.uint8, np.int8, np.uint16, np.int16]
@@ -229,3 +230,29 @@ def test_unsupported_types_have_reasons():
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 25)])
     with pytest.raises(UnsupportedError, match="float8_e8m0fnu not supported"):
         check_supported(to_graph(prepare(m)))
+
+
+SIMD = [t for t in runnable_targets() if t in ("x86-avx2", "x86-avx512")]
+
+
+@pytest.mark.parametrize("target", SIMD)
+@pytest.mark.parametrize("dt", QT)
+def test_quantize_simd_generic_values(dt, target, tmp_path):
+    """The vector loop (quantize_simd.py) gives the generic target's values: ties, values far
+    out of range, NaN, +-Inf, a zero point at either end of the range, the tail (77 values:
+    not a multiple of 8 or 16); against onnxruntime where it defines the result."""
+    r = rng(11)
+    info = np.iinfo(dt)
+    for s, zp in ((np.float32(0.5), info.min), (np.float32(0.37), info.max),
+                  (np.float32(3.0), (int(info.min) + int(info.max)) // 2)):
+        x = _x_with_ties(r, (77,), s)
+        x[[3, 40, 71]] = [np.nan, np.inf, -np.inf]
+        x[[5, 6]] = [2.0 ** 23, -(2.0 ** 30)]
+        feeds = {"x": x}
+        model = make_model([helper.make_node("QuantizeLinear", ["x", "s", "zp"], ["y"])], feeds,
+                           ["y"], {"s": s, "zp": np.array(zp, dt)}, opset=21)
+        got, want = (compile_and_run(model, feeds, tmp_path, target=t)["y"]
+                     for t in (target, "generic"))
+        np.testing.assert_array_equal(got, want)
+        ok = np.isfinite(x) & (np.abs(x) <= 1e6)      # (onnx.reference wraps beyond)
+        np.testing.assert_array_equal(got[ok], _ref(model, feeds)["y"][ok])
