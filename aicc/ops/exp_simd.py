@@ -139,8 +139,12 @@ static {v} {name}({v} x)
 
 def scalar(ctx, isa: str, fn: str) -> str:
     """Name of ``float aicc_exp1_ISA(float x)`` / tanh: the vector function on lane 0."""
+    return lane0(ctx, isa, fn, vexp(ctx, isa) if fn == "exp" else vtanh(ctx, isa))
+
+
+def lane0(ctx, isa: str, fn: str, vf: str) -> str:
+    """Name of ``float aicc_FN1_ISA(float x)``: the vector function ``vf`` on lane 0."""
     d = SIMD[isa]
-    vf = vexp(ctx, isa) if fn == "exp" else vtanh(ctx, isa)
     name = f"aicc_{fn}1_{isa}"
     ctx.helper(f"0.{isa}.3.{name}", f"""\
 /* {fn}(x) through {vf} (the same bits as the vector loops) */

@@ -35,13 +35,11 @@ _L = {
     "avx2": dict(vi="__m256i", bits="_mm256_castps_si256", flt="_mm256_castsi256_ps",
                  srli="_mm256_srli_epi32", sub="_mm256_sub_epi32", set1="_mm256_set1_epi32",
                  band="_mm256_and_si256", bor="_mm256_or_si256", cvt="_mm256_cvtepi32_ps",
-                 sel="_mm256_blendv_ps({a}, {b}, _mm256_cmp_ps({x}, {y}, {p}))",
-                 lane0="_mm256_cvtss_f32"),
+                 sel="_mm256_blendv_ps({a}, {b}, _mm256_cmp_ps({x}, {y}, {p}))"),
     "avx512": dict(vi="__m512i", bits="_mm512_castps_si512", flt="_mm512_castsi512_ps",
                    srli="_mm512_srli_epi32", sub="_mm512_sub_epi32", set1="_mm512_set1_epi32",
                    band="_mm512_and_si512", bor="_mm512_or_si512", cvt="_mm512_cvtepi32_ps",
-                   sel="_mm512_mask_blend_ps(_mm512_cmp_ps_mask({x}, {y}, {p}), {a}, {b})",
-                   lane0="_mm512_cvtss_f32"),
+                   sel="_mm512_mask_blend_ps(_mm512_cmp_ps_mask({x}, {y}, {p}), {a}, {b})"),
 }
 
 
@@ -110,16 +108,8 @@ static {d['v']} {name}({d['v']} u)
 
 def scalar(ctx, isa: str, fn: str) -> str:
     """Name of ``float aicc_log1_ISA(float x)`` / log1p: the vector function on lane 0."""
-    d = SIMD[isa]
-    vf = vlog(ctx, isa) if fn == "log" else vlog1p(ctx, isa)
-    name = f"aicc_{fn}1_{isa}"
-    ctx.helper(f"0.{isa}.3.{name}", f"""\
-/* {fn}(x) through {vf} (the same bits as the vector loops) */
-static AICC_UNUSED float {name}(float x)
-{{
-    return {_L[isa]['lane0']}({vf}({d['set1']}(x)));
-}}""")
-    return name
+    from .exp_simd import lane0
+    return lane0(ctx, isa, fn, vlog(ctx, isa) if fn == "log" else vlog1p(ctx, isa))
 
 
 def vector_expr(ctx, isa: str, act: str, xv: str, vexp, vtanh) -> str:
