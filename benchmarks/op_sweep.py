@@ -235,6 +235,21 @@ CASES = {
     "conv_1x1_s2": lambda: _conv(64, 128, 56, 1, stride=2),
     "conv_dw_5x5_s2": lambda: _conv(96, 96, 56, 5, stride=2, group=96),
     "conv_1x1_big": lambda: _conv(256, 256, 28, 1),
+    "conv_3x3_512_7x7": lambda: _conv(512, 512, 7, 3),
+    "gather_axis1": lambda: make_model(
+        [helper.make_node("Gather", ["x", "i"], ["y"], axis=1)], {"x": _x(*ACT)}, ["y"],
+        {"i": np.arange(0, 64, 2, dtype=np.int64)}),
+    "reduce_l2_ch": lambda: _one("ReduceL2", ACT, {"axes": [1]}),
+    "lrn": lambda: _one("LRN", ACT, {"size": 5}),
+    "onehot": lambda: make_model(
+        [helper.make_node("OneHot", ["x", "d", "v"], ["y"])],
+        {"x": np.zeros((4096,), np.int64)}, ["y"],
+        {"d": np.array([100], np.int64), "v": np.array([0, 1], np.float32)}),
+    "nms": lambda: make_model(
+        [helper.make_node("NonMaxSuppression", ["b", "x", "m", "iou", "st"], ["y"])],
+        {"b": np.zeros((1, 1000, 4), np.float32), "x": np.zeros((1, 1, 1000), np.float32)},
+        ["y"], {"m": np.array([100], np.int64), "iou": np.array([0.5], np.float32),
+                "st": np.array([0.0], np.float32)}),
     "gather_rows": lambda: make_model(
         [helper.make_node("Gather", ["e", "x"], ["y"])],
         {"x": np.zeros((1, 128), np.int64)}, ["y"], {"e": _w(1000, 128)}),
