@@ -139,11 +139,14 @@ def _kernel_text(isa: str, mr: int) -> tuple:
         cols = np_b * V
         accs = [[f"c{r}_{c}" for c in range(cols)] for r in range(mr)]
         tile_open(o, d, ind, nr, np_b, accs, masked, guard=True)
-        # one panel, full: the same rows of the next panel, toward L1 while this one computes
-        # (weights cold in L3 after the rest of a network ran); integer arithmetic: the last
-        # panel's "next" is past the array, a prefetch there is harmless
-        pre = [f"_mm_prefetch((const char *)((uintptr_t)(b0 + k * {nr}u) + bs * sizeof(float)), "
-               "_MM_HINT_T0);"] if np_b == 1 and not masked else []
+        # one panel, full: the same rows of the next panel (each of its cache lines: 2 on
+        # avx512, where one line per row left [128 x 768] @ [768 x 3072] 3.1 ms against 2.7 ms
+        # interleaved with onnxruntime), toward L1 while this one computes (weights cold in L3
+        # after the rest of a network ran); integer arithmetic: the last panel's "next" is
+        # past the array, a prefetch there is harmless
+        pre = [f"_mm_prefetch((const char *)((uintptr_t)(b0 + k * {nr}u + {q}u) + "
+               "bs * sizeof(float)), _MM_HINT_T0);" for q in range(0, nr, 16)] \
+            if np_b == 1 and not masked else []
         # B panels are zero padded past N: plain loads in the masked step too
         tile_k_loop(o, d, ind, accs, pre,
                     lambda p, c: _f(d["load"], p=f"b{p} + k * {nr}u + {c * L}u"),
