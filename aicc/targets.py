@@ -92,11 +92,30 @@ def host_supports(target: Target) -> bool:
     return not flags or set(target.cpu_flags) <= flags
 
 
+def _target_dict(name: str, seen=()) -> dict:
+    """The target file's keys over those of the target it ``extends`` (top-level keys
+    replace the parent's whole value; ``cflags_add`` / ``cpu_flags_add`` append to them)."""
+    path = TARGETS_DIR / f"{name}.yaml"
+    if not path.is_file():
+        raise ConfigError(f"unknown target '{name}' (known: {', '.join(list_targets())})")
+    d = yaml.safe_load(path.read_text()) or {}
+    base = d.pop("extends", None)
+    if base is None:
+        return d
+    if base in seen:
+        raise ConfigError(f"target file {path.name}: 'extends' loops through {base}")
+    merged = _target_dict(str(base), seen + (name,))
+    for key in ("cflags", "cpu_flags"):
+        merged[key] = list(merged.get(key) or []) + list(d.pop(f"{key}_add", None) or [])
+    merged.update(d)
+    return merged
+
+
 def load_target(name: str) -> Target:
     path = TARGETS_DIR / f"{name}.yaml"
     if not path.is_file():
         raise ConfigError(f"unknown target '{name}' (known: {', '.join(list_targets())})")
-    d = yaml.safe_load(path.read_text())
+    d = _target_dict(name)
     try:
         return Target(name=d["name"], description=d.get("description", ""),
                       cflags=tuple(d.get("cflags", [])),

@@ -30,6 +30,7 @@ from .gemm import empty_body
 from .loops import collapse, collapsed_strides, numel
 from .matmul import _dims
 from .quantize import round_helper
+from . import qgemm_simd
 
 INT8 = ("uint8", "int8")
 QRANGE = {"uint8": (0, 255), "int8": (-128, 127)}
@@ -167,6 +168,17 @@ def _requant_prelude(ctx, ks, ys_k, yzp_k):
     ctx(f"const int32_t yzp = {_zp(ctx, yzp_k)};")
 
 
+def _nonempty_mm(ctx, op) -> bool:
+    pa, pb, bo, m, k, n = _dims(ctx.in_shape(op.A), ctx.in_shape(op.B))
+    return numel(bo) * m * n > 0 and k > 0
+
+
+def _simd_conv(op, node, ctx) -> bool:
+    geo = ConvGeometry(op, node, ctx.in_shape(op.X), ctx.in_shape(op.W))
+    return (geo.batch * geo.cout * numel(geo.out) > 0
+            and qgemm_simd.conv_usable(ctx, geo, op.W, op.WZ))
+
+
 class _MatMulBase(Op):
     """Shared by MatMulInteger and QLinearMatMul: input positions of a, b and their zps."""
     A = B = AZ = BZ = 0
@@ -246,6 +258,9 @@ class MatMulInteger(_MatMulBase):
 
     def emit(self, node, ctx):
         ctx("/* MatMulInteger: int32 y = (a - azp) @ (b - bzp), accumulated modulo 2^32 */")
+        if _nonempty_mm(ctx, self) and qgemm_simd.matmul_usable(ctx, self.A, self.B, self.BZ):
+            qgemm_simd.emit_matmul(self, node, ctx, None)
+            return
 
         def post(base, acc, n):
             with ctx.block(f"for (size_t j = 0; j < {n}u; ++j)"):
@@ -275,6 +290,18 @@ class QLinearMatMul(_MatMulBase):
             "acc = (a - azp) @ (b - bzp) in int32 */")
         _requant_prelude(ctx, 1, 6, 7)
         yct = ctype(ydt)
+        if _nonempty_mm(ctx, self) and qgemm_simd.matmul_usable(ctx, self.A, self.B, self.BZ):
+            n = _dims(ctx.in_shape(0), ctx.in_shape(3))[5]
+            if bss:
+                mc = ctx.scratch(n * 4, "float", "mlt")
+                with ctx.block(f"for (size_t j = 0; j < {n}u; ++j)"):
+                    ctx(f"{mc}[j] = sa * {ctx.inp[4]}[j] / ys;")
+            else:
+                ctx(f"const float mlt = sa * {ctx.inp[4]}[0] / ys;")
+                mc = "&mlt"
+            ctx.helper("qlinear.0.wrap", WRAP)
+            qgemm_simd.emit_matmul(self, node, ctx, (rnd, "aicc_u32_i32", mc, bool(bss)))
+            return
 
         def post(base, acc, n):
             with ctx.block(f"for (size_t j = 0; j < {n}u; ++j)"):
@@ -355,6 +382,9 @@ class ConvInteger(_ConvBase):
 
     def emit(self, node, ctx):
         ctx("/* ConvInteger: int32 y = conv(x - xzp, w - wzp), accumulated modulo 2^32 */")
+        if _simd_conv(self, node, ctx):
+            qgemm_simd.emit_conv(self, node, ctx, None)
+            return
 
         def post(base, acc, P):
             with ctx.block(f"for (size_t q = 0; q < {P}u; ++q)"):
@@ -391,6 +421,12 @@ class QLinearConv(_ConvBase):
         _requant_prelude(ctx, 1, 6, 7)
         yct = ctype(ydt)
         bias = ctx.inp[8] if ctx.has_input(8) else None
+        if _simd_conv(self, node, ctx):
+            ctx.helper("qlinear.0.wrap", WRAP)
+            qgemm_simd.emit_conv(self, node, ctx, (
+                rnd, "aicc_u32_i32", f"sa * {ctx.inp[4]}[{'oc' if wsn > 1 else '0'}] / ys",
+                f"(int32_t){bias}[oc]" if bias else None))
+            return
 
         def post(base, acc, P):
             ctx(f"const float mlt = sa * {ctx.inp[4]}[{'oc' if wsn > 1 else '0'}] / ys;")

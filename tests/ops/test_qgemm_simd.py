@@ -1,0 +1,177 @@
+"""The integer GEMM kernels of the SIMD targets (ops/qgemm_simd.py): QLinearConv / ConvInteger
+with constant weights and QLinearMatMul / MatMulInteger with a constant b, on x86-avx2,
+x86-avx512 and x86-avx512-vnni, give the generic target's values bit for bit and the numpy
+reference's (exact integer sums, float64 requantization): implicit stride-1 convs (1-D / 2-D,
+pads, dilations, groups, odd channel counts, wide planes that take several position blocks),
+strided and 3-D convs (im2col panels), row / column / K tails, per-channel zero points of
+uint8 weights (operands up to 255 in magnitude), bias, saturation, int32 wrap-around."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from onnx import helper
+
+from aicc.targets import runnable_targets
+from tests.oracle import compile_and_run, make_model, rng
+from tests.ops.test_qlinear import _conv_ref, _rand
+
+SIMD = [t for t in runnable_targets() if t.startswith("x86-")]
+pytestmark = pytest.mark.skipif(not SIMD, reason="no x86 SIMD target runs on this machine")
+
+CONVS = {   # x shape, w shape, attrs
+    "3x3_pad": ((1, 16, 9, 9), (24, 16, 3, 3), {"pads": [1, 1, 1, 1]}),
+    "wide": ((1, 8, 40, 45), (13, 8, 3, 3), {"pads": [1, 1, 1, 1]}),
+    "odd_cin_dil": ((1, 9, 8, 7), (33, 9, 3, 2), {"dilations": [2, 1], "pads": [0, 2, 1, 0]}),
+    "1x1": ((2, 32, 5, 5), (19, 32, 1, 1), {}),
+    "group": ((1, 12, 6, 6), (8, 6, 3, 3), {"group": 2, "pads": [1, 1, 1, 1]}),
+    "1d": ((2, 5, 13), (7, 5, 4), {"pads": [2, 1], "dilations": [2]}),
+    "stride2": ((2, 8, 7, 6), (5, 8, 3, 2), {"strides": [2, 1], "dilations": [1, 2],
+                                             "pads": [1, 0, 2, 1]}),
+    "stride2_1x1": ((1, 24, 9, 9), (10, 24, 1, 1), {"strides": [2, 2]}),
+    "3d": ((1, 4, 4, 5, 3), (6, 4, 2, 3, 2), {"pads": [1, 0, 1, 0, 1, 1]}),
+}
+
+
+def _both(model, feeds, tmp_path, target):
+    got = compile_and_run(model, feeds, tmp_path, target=target)["y"]
+    kernels = {json.loads(p.read_text())["steps"][0]["kernel"]
+               for p in Path(tmp_path).glob("b*/manifest.json")}
+    assert kernels == {target.split("-")[1]}, kernels      # the SIMD kernel ran
+    gen = compile_and_run(model, feeds, tmp_path, target="generic")["y"]
+    np.testing.assert_array_equal(got, gen)
+    return got
+
+
+def _qconv_ref(v, attrs):
+    """QLinearConv: the exact wrapped int32 sums (ConvInteger's reference) plus bias, times
+    the float32 multiplier in float64, rounded half to even, saturated."""
+    acc = _conv_ref({"x": v["x"]}, {k: v[k] for k in ("w", "xz", "wz")}, ["x", "w", "xz", "wz"],
+                    attrs).astype(np.int64)
+    sh = (1, -1) + (1,) * (v["x"].ndim - 2)
+    acc = (acc + v["b"].astype(np.int64).reshape(sh) + 2**31) % 2**32 - 2**31
+    mult = (v["xs"] * v["wsc"] / v["ys"]).astype(np.float32).astype(np.float64).reshape(sh)
+    info = np.iinfo(v["yz"].dtype)
+    y = np.rint(acc.astype(np.float64) * mult) + float(v["yz"])
+    return np.clip(y, info.min, info.max).astype(v["yz"].dtype)
+
+
+@pytest.mark.parametrize("target", SIMD)
+@pytest.mark.parametrize("case", sorted(CONVS))
+@pytest.mark.parametrize("xt,wt", [(np.uint8, np.int8), (np.int8, np.int8), (np.uint8, np.uint8)])
+def test_qlinearconv_simd(case, xt, wt, target, tmp_path):
+    xs, ws, attrs = CONVS[case]
+    r = rng(len(case) + 3 * (xt == np.int8) + 5 * (wt == np.uint8))
+    m = ws[0]
+    feeds = {"x": _rand(r, xt, xs)}
+    inits = {"xs": np.array(np.float32(0.05)), "xz": np.array(_rand(r, xt, ())),
+             "w": _rand(r, wt, ws), "wsc": r.uniform(0.002, 0.02, size=(m,)).astype(np.float32),
+             "wz": _rand(r, wt, (m,)) if wt == np.uint8 else np.zeros((m,), wt),
+             "ys": np.array(np.float32(0.4)), "yz": np.array(_rand(r, xt, ())),
+             "b": r.integers(-20000, 20000, size=(m,)).astype(np.int32)}
+    order = ["x", "xs", "xz", "w", "wsc", "wz", "ys", "yz", "b"]
+    acc = _conv_ref(feeds, {k: inits[k] for k in ("w", "xz", "wz")}, ["x", "w", "xz", "wz"], attrs)
+    inits["ys"] = np.array(np.float32(acc.std() * 0.05 * 0.01 / 40))   # outputs spread ~ +-40
+    model = make_model([helper.make_node("QLinearConv", order, ["y"], **attrs)], feeds, ["y"],
+                       inits, opset=10)
+    got = _both(model, feeds, tmp_path, target)
+    np.testing.assert_array_equal(got, _qconv_ref({**feeds, **inits}, attrs))
+    lo, hi = np.iinfo(xt).min, np.iinfo(xt).max
+    assert ((got > lo) & (got < hi)).mean() > 0.3       # mostly not saturated: a real test
+
+
+@pytest.mark.parametrize("target", SIMD)
+@pytest.mark.parametrize("case", ["3x3_pad", "stride2", "1d"])
+def test_convinteger_simd(case, target, tmp_path):
+    xs, ws, attrs = CONVS[case]
+    r = rng(40 + len(case))
+    feeds = {"x": _rand(r, np.uint8, xs)}
+    inits = {"w": _rand(r, np.uint8, ws), "xz": np.array(_rand(r, np.uint8, ())),
+             "wz": _rand(r, np.uint8, (ws[0],))}
+    order = ["x", "w", "xz", "wz"]
+    model = make_model([helper.make_node("ConvInteger", order, ["y"], **attrs)], feeds, ["y"],
+                       inits, opset=10)
+    got = _both(model, feeds, tmp_path, target)
+    np.testing.assert_array_equal(got, _conv_ref(feeds, inits, order, attrs))
+
+
+def _qmm(r, sa, sb, ta, tb, per_col):
+    n = sb[-1]
+    feeds = {"a": _rand(r, ta, sa)}
+    inits = {"as": np.array([0.02], np.float32), "az": np.array([_rand(r, ta, ())]),
+             "b": _rand(r, tb, sb),
+             "bs": (r.uniform(0.005, 0.05, size=(n,)) if per_col
+                    else np.array([0.03])).astype(np.float32),
+             "bz": _rand(r, tb, (n,)) if per_col else np.array([_rand(r, tb, ())]),
+             "ys": np.array([2.0], np.float32), "yz": np.array([_rand(r, ta, ())])}
+    return feeds, inits
+
+
+def _qmm_ref(f):
+    a = f["a"].astype(np.int64) - f["az"].astype(np.int64)
+    b = f["b"].astype(np.int64) - f["bz"].astype(np.int64)
+    acc = ((a @ b + 2**31) % 2**32 - 2**31).astype(np.float64)
+    mult = (f["as"] * f["bs"] / f["ys"]).astype(np.float32).astype(np.float64)
+    info = np.iinfo(f["yz"].dtype)
+    y = np.rint(acc * mult) + f["yz"].astype(np.float64)
+    return np.clip(y, info.min, info.max).astype(f["yz"].dtype)
+
+
+@pytest.mark.parametrize("target", SIMD)
+@pytest.mark.parametrize("sa,sb", [((5, 16), (16, 6)), ((70, 33), (33, 45)), ((1, 7), (7, 3)),
+                                   ((2, 3, 9, 24), (24, 40)), ((20,), (20, 17)),
+                                   ((9, 40), (1, 40, 33))])
+@pytest.mark.parametrize("per_col", [False, True])
+@pytest.mark.parametrize("ta,tb", [(np.uint8, np.int8), (np.int8, np.int8), (np.uint8, np.uint8)])
+def test_qlinearmatmul_simd(sa, sb, per_col, ta, tb, target, tmp_path):
+    r = rng(sa[0] + 3 * sb[-1] + per_col)
+    feeds, inits = _qmm(r, sa, sb, ta, tb, per_col)
+    a = feeds["a"].astype(np.int64) - inits["az"].astype(np.int64)
+    acc = a @ (inits["b"].astype(np.int64) - inits["bz"].astype(np.int64))
+    inits["ys"] = np.array([np.abs(acc).max() * 0.02 * 0.03 / 100], np.float32)  # |y - yz| <= 100
+    inits["yz"] = np.array([(int(np.iinfo(ta).min) + int(np.iinfo(ta).max)) // 2 + 3], ta)
+    order = ["a", "as", "az", "b", "bs", "bz", "ys", "yz"]
+    model = make_model([helper.make_node("QLinearMatMul", order, ["y"])], feeds, ["y"], inits,
+                       opset=10)
+    got = _both(model, feeds, tmp_path, target)
+    np.testing.assert_array_equal(got, _qmm_ref({**feeds, **inits}))
+    info = np.iinfo(ta)
+    assert ((got > info.min) & (got < info.max)).mean() > 0.3
+
+
+@pytest.mark.parametrize("target", SIMD)
+def test_matmulinteger_simd_wraps(target, tmp_path):
+    """K = 40000 products of 255 * 255 pass 2^31: the sum wraps modulo 2^32 as in numpy."""
+    k = 40000
+    a = np.full((3, k), 255, np.uint8)
+    a[1, ::3] = 0
+    a[2, :] = rng(3).integers(0, 256, k)
+    b = np.full((k, 5), 255, np.uint8)
+    feeds = {"a": a}
+    model = make_model([helper.make_node("MatMulInteger", ["a", "b"], ["y"])], feeds, ["y"],
+                       {"b": b}, opset=10)
+    got = _both(model, feeds, tmp_path, target)
+    want = ((a.astype(np.int64) @ b.astype(np.int64)) + 2**31) % 2**32 - 2**31
+    np.testing.assert_array_equal(got, want.astype(np.int32))
+    assert got[0, 0] < 0
+
+
+@pytest.mark.parametrize("target", SIMD)
+def test_qlinear_simd_saturation_and_nan_scale(target, tmp_path):
+    """A tiny output scale saturates both ways; a NaN weight scale gives the zero point."""
+    r = rng(8)
+    xs, ws, attrs = CONVS["3x3_pad"]
+    m = ws[0]
+    feeds = {"x": _rand(r, np.int8, xs)}
+    wsc = r.uniform(0.002, 0.02, size=(m,)).astype(np.float32)
+    wsc[3] = np.nan
+    inits = {"xs": np.array(np.float32(0.05)), "xz": np.array(np.int8(3)),
+             "w": _rand(r, np.int8, ws), "wsc": wsc, "wz": np.zeros((m,), np.int8),
+             "ys": np.array(np.float32(1e-4)), "yz": np.array(np.int8(-7))}
+    order = ["x", "xs", "xz", "w", "wsc", "wz", "ys", "yz"]
+    model = make_model([helper.make_node("QLinearConv", order, ["y"], **attrs)], feeds, ["y"],
+                       inits, opset=10)
+    got = _both(model, feeds, tmp_path, target)
+    assert (got[0, 3] == -7).all()
+    other = np.delete(got[0], 3, axis=0)
+    assert (other == 127).any() and (other == -128).any()
