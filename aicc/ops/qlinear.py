@@ -30,18 +30,11 @@ from .gemm import empty_body
 from .loops import collapse, collapsed_strides, numel
 from .matmul import _dims
 from .quantize import round_helper
-from . import qgemm_simd
+from . import qgemm_conv, qgemm_simd
+from .qgemm_simd import WRAP
 
 INT8 = ("uint8", "int8")
 QRANGE = {"uint8": (0, 255), "int8": (-128, 127)}
-
-WRAP = """\
-/* uint32 accumulator (sum modulo 2^32) -> int32 two's complement, without
- * implementation-defined conversions. */
-static AICC_UNUSED int32_t aicc_u32_i32(uint32_t u)
-{
-    return u < 0x80000000u ? (int32_t)u : -(int32_t)(~u) - 1;
-}"""
 
 ROW = """\
 /* One row of an integer matrix product: acc[n] = sum_k (a[k] - azp) * (b[k, n] - bzp[n * bzs])
@@ -383,7 +376,7 @@ class ConvInteger(_ConvBase):
     def emit(self, node, ctx):
         ctx("/* ConvInteger: int32 y = conv(x - xzp, w - wzp), accumulated modulo 2^32 */")
         if _simd_conv(self, node, ctx):
-            qgemm_simd.emit_conv(self, node, ctx, None)
+            qgemm_conv.emit_conv(self, node, ctx, None)
             return
 
         def post(base, acc, P):
@@ -423,7 +416,7 @@ class QLinearConv(_ConvBase):
         bias = ctx.inp[8] if ctx.has_input(8) else None
         if _simd_conv(self, node, ctx):
             ctx.helper("qlinear.0.wrap", WRAP)
-            qgemm_simd.emit_conv(self, node, ctx, (
+            qgemm_conv.emit_conv(self, node, ctx, (
                 rnd, "aicc_u32_i32", f"sa * {ctx.inp[4]}[{'oc' if wsn > 1 else '0'}] / ys",
                 f"(int32_t){bias}[oc]" if bias else None))
             return

@@ -33,11 +33,15 @@ CONVS = {   # x shape, w shape, attrs
 }
 
 
-def _both(model, feeds, tmp_path, target):
+def _both(model, feeds, tmp_path, target, form=None):
+    Path(tmp_path).mkdir(exist_ok=True)
     got = compile_and_run(model, feeds, tmp_path, target=target)["y"]
-    kernels = {json.loads(p.read_text())["steps"][0]["kernel"]
-               for p in Path(tmp_path).glob("b*/manifest.json")}
+    builds = list(Path(tmp_path).glob("b*/manifest.json"))
+    assert len(builds) == 1
+    kernels = {s["kernel"] for s in json.loads(builds[0].read_text())["steps"]}
     assert kernels == {target.split("-")[1]}, kernels      # the SIMD kernel ran
+    if form is not None:     # the dot-product form (qgemm_simd.FORMS) the model's C uses
+        assert f"form {form})" in (builds[0].parent / "model.c").read_text(), form
     gen = compile_and_run(model, feeds, tmp_path, target="generic")["y"]
     np.testing.assert_array_equal(got, gen)
     return got
@@ -137,6 +141,61 @@ def test_qlinearmatmul_simd(sa, sb, per_col, ta, tb, target, tmp_path):
     np.testing.assert_array_equal(got, _qmm_ref({**feeds, **inits}))
     info = np.iinfo(ta)
     assert ((got > info.min) & (got < info.max)).mean() > 0.3
+
+
+VNNI = [t for t in SIMD if t == "x86-avx512-vnni"]
+
+
+@pytest.mark.parametrize("target", VNNI)
+@pytest.mark.parametrize("case", ["3x3_pad", "odd_cin_dil", "1d", "group"])
+@pytest.mark.parametrize("xt,wt,wz", [(np.uint8, np.int8, 0), (np.int8, np.int8, 0),
+                                      (np.uint8, np.uint8, 128), (np.int8, np.int8, 5)])
+def test_quad_form(case, xt, wt, wz, target, tmp_path):
+    """With VNNI, weights whose w - wzp fit int8 run as uint8 x int8 quads (vpdpbusd) with the
+    zero point's share subtracted; w - wzp outside int8 (wz 5 with -128) falls back to pairs."""
+    xs, ws, attrs = CONVS[case]
+    r = rng(7 + len(case) + wz)
+    m = ws[0]
+    feeds = {"x": _rand(r, xt, xs)}
+    w = _rand(r, wt, ws)
+    inits = {"w": w, "xz": np.array(_rand(r, xt, ())), "wz": np.full((m,), wz, wt)}
+    acc = _conv_ref(feeds, inits, ["x", "w", "xz", "wz"], attrs)
+    inits.update({"xs": np.array(np.float32(0.05)), "wsc": np.full((m,), 0.01, np.float32),
+                  "ys": np.array(np.float32(np.abs(acc).max() * 0.05 * 0.01 / 100)),
+                  "yz": np.array((int(np.iinfo(xt).min) + int(np.iinfo(xt).max)) // 2, xt),
+                  "b": r.integers(-20000, 20000, size=(m,)).astype(np.int32)})
+    order = ["x", "xs", "xz", "w", "wsc", "wz", "ys", "yz", "b"]
+    model = make_model([helper.make_node("QLinearConv", order, ["y"], **attrs)], feeds, ["y"],
+                       inits, opset=10)
+    fits = (w.astype(np.int64) - wz).min() >= -128 and (w.astype(np.int64) - wz).max() <= 127
+    assert fits == (wz != 5)
+    got = _both(model, feeds, tmp_path, target, form="qb" if fits else "pv")
+    np.testing.assert_array_equal(got, _qconv_ref({**feeds, **inits}, attrs))
+    # ConvInteger (int32 out) and QLinearMatMul with the same operands
+    node = helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["y"], **attrs)
+    model = make_model([node], feeds, ["y"], {k: inits[k] for k in ("w", "xz", "wz")}, opset=10)
+    np.testing.assert_array_equal(_both(model, feeds, tmp_path / "ci", target), acc)
+
+
+@pytest.mark.parametrize("target", VNNI)
+@pytest.mark.parametrize("ta", [np.uint8, np.int8])
+def test_quad_form_matmul(ta, target, tmp_path):
+    r = rng(31)
+    feeds, inits = _qmm(r, (37, 70), (70, 41), ta, np.int8, True)
+    inits["bz"] = np.zeros_like(inits["bz"])
+    a = feeds["a"].astype(np.int64) - inits["az"].astype(np.int64)
+    acc = a @ inits["b"].astype(np.int64)
+    inits["ys"] = np.array([np.abs(acc).max() * 0.02 * 0.03 / 100], np.float32)
+    inits["yz"] = np.array([(int(np.iinfo(ta).min) + int(np.iinfo(ta).max)) // 2], ta)
+    order = ["a", "as", "az", "b", "bs", "bz", "ys", "yz"]
+    model = make_model([helper.make_node("QLinearMatMul", order, ["y"])], feeds, ["y"], inits,
+                       opset=10)
+    got = _both(model, feeds, tmp_path, target, form="qa")
+    np.testing.assert_array_equal(got, _qmm_ref({**feeds, **inits}))
+    node = helper.make_node("MatMulInteger", ["a", "b", "az", "bz"], ["y"])
+    model = make_model([node], feeds, ["y"], {k: inits[k] for k in ("b", "az", "bz")}, opset=10)
+    np.testing.assert_array_equal(_both(model, feeds, tmp_path / "mi", target, form="qa"),
+                                  acc.astype(np.int32))
 
 
 @pytest.mark.parametrize("target", SIMD)
