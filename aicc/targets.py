@@ -26,6 +26,7 @@ class Target:
     # schedule parameters per op family (e.g. {"gemm": {"kc": 256}}), read by the emitters
     schedule: dict = field(default_factory=dict, hash=False)
     cpu_flags: tuple = field(default_factory=tuple)  # /proc/cpuinfo flags the code needs
+    base: str | None = None          # the target this one ``extends`` (None: a file of its own)
     # Cross targets (docs/EMBEDDED.md). machines: `uname -m` values that run the code natively
     # (None: any host; () : none, e.g. bare metal). cc/ar/size: the toolchain the bundle's
     # Makefile defaults to (None: the host's cc, ar, size). run: command prefix that runs a
@@ -108,6 +109,7 @@ def _target_dict(name: str, seen=()) -> dict:
     for key in ("cflags", "cpu_flags"):
         merged[key] = list(merged.get(key) or []) + list(d.pop(f"{key}_add", None) or [])
     merged.update(d)
+    merged["_base"] = str(base)
     return merged
 
 
@@ -117,7 +119,7 @@ def load_target(name: str) -> Target:
         raise ConfigError(f"unknown target '{name}' (known: {', '.join(list_targets())})")
     d = _target_dict(name)
     try:
-        return Target(name=d["name"], description=d.get("description", ""),
+        return Target(base=d.get("_base"), name=d["name"], description=d.get("description", ""),
                       cflags=tuple(d.get("cflags", [])),
                       opt_cflags=tuple(d.get("opt_cflags", ["-O2"])),
                       vector_bytes=int(d.get("vector_bytes", 16)),
@@ -136,7 +138,10 @@ def load_target(name: str) -> Target:
         raise ConfigError(f"target file {path.name}: {e}") from None
 
 
-def runnable_targets() -> list:
+def runnable_targets(derived: bool = True) -> list:
     """Targets whose code this machine can execute directly (for tests and benchmarks); cross
-    targets run under an emulator are not listed (see Target.run_command)."""
-    return [t for t in list_targets() if host_supports(load_target(t))]
+    targets run under an emulator are not listed (see Target.run_command). derived=False
+    leaves out targets that ``extends`` another (x86-avx512-vnni: the parent's float kernels,
+    so the float kernel tests run on the parent only)."""
+    return [t for t in list_targets() if host_supports(load_target(t))
+            and (derived or load_target(t).base is None)]

@@ -110,15 +110,15 @@ def _cast():
     return make_model([node], {"x": _x(1, 64, 56, 56)}, ["y"])
 
 
-def _qlinear_conv(cin, cout, hw, k):
+def _qlinear_conv(cin, cout, hw, k, stride=1, group=1):
     r = np.random.default_rng(3)
     inits = {"xs": np.array(0.02, np.float32), "xz": np.array(128, np.uint8),
-             "w": r.integers(-127, 128, (cout, cin, k, k)).astype(np.int8),
+             "w": r.integers(-127, 128, (cout, cin // group, k, k)).astype(np.int8),
              "ws": np.array(0.01, np.float32), "wz": np.array(0, np.int8),
              "ys": np.array(0.05, np.float32), "yz": np.array(128, np.uint8),
              "b": r.integers(-1000, 1000, cout).astype(np.int32)}
     node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"],
-                            ["y"], pads=[k // 2] * 4)
+                            ["y"], pads=[k // 2] * 4, strides=[stride] * 2, group=group)
     return make_model([node], {"x": np.zeros((1, cin, hw, hw), np.uint8)}, ["y"], inits)
 
 
@@ -141,7 +141,11 @@ CASES = {
         {"x": np.zeros(ACT, np.uint8)}, ["y"],
         {"s": np.array(0.02, np.float32), "z": np.array(128, np.uint8)}),
     "qlinearconv_64_3x3": lambda: _qlinear_conv(64, 64, 28, 3),
+    "qlinearconv_64_3x3_s2_128": lambda: _qlinear_conv(64, 128, 56, 3, stride=2),
+    "qlinearconv_1x1_64_128": lambda: _qlinear_conv(64, 128, 28, 1),
+    "qlinearconv_dw_3x3_64": lambda: _qlinear_conv(64, 64, 56, 3, group=64),
     "qlinearmatmul_128x512x512": lambda: _qlinear_matmul(128, 512, 512),
+    "qlinearmatmul_1x512x512": lambda: _qlinear_matmul(1, 512, 512),
     "relu": lambda: _one("Relu", ACT),
     "sigmoid": lambda: _one("Sigmoid", ACT),
     "tanh": lambda: _one("Tanh", ACT),

@@ -16,7 +16,7 @@ def _id(f):
     return f"{f[0]}-{f[1]}"
 
 
-@pytest.mark.parametrize("target", runnable_targets())
+@pytest.mark.parametrize("target", runnable_targets(derived=False))
 @pytest.mark.parametrize("fixture", FIXTURES, ids=_id)
 def test_model_matches_onnxruntime(fixture, target, tmp_path):
     name, exporter = fixture

@@ -10,7 +10,7 @@ from onnx import helper
 from aicc.targets import runnable_targets
 from tests.oracle import check_node, compile_and_run, make_model, rng
 
-TARGETS = runnable_targets()
+TARGETS = runnable_targets(derived=False)
 
 
 @pytest.mark.parametrize("target", TARGETS)

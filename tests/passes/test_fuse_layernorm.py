@@ -193,7 +193,7 @@ def test_pipeline_position():
 
 # -- compiled -----------------------------------------------------------------------------
 
-TARGETS = runnable_targets()
+TARGETS = runnable_targets(derived=False)
 
 
 def _unfused(model, feeds):
