@@ -13,7 +13,8 @@ the broadcast operand A ([cout, K] per group, packed at build time) and the inpu
 * Other convs (strides, 3-D): im2col of a block of output positions (a multiple of NR, sized
   so that its panels stay in L2) packed into pair panels at run time.
 
-Depthwise-like convs (fewer than MIN_K products per output) keep qlinear.py's tap loops.
+Depthwise convs run in exact float32 arithmetic (qconv_dw.py); other convs with fewer than
+MIN_K products per output keep qlinear.py's tap loops.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from ..emit_c.cwriter import ctype
 from .conv import ConvGeometry
 from .conv_kernels import PARAMS, RANGE
 from .loops import numel
+from . import qconv_dw
 from .qgemm_simd import (ADD, FORMS, ISA, WRAP, as_elems, gemm, isa_for, pair_form, quad_form,
                          requant_helper, scalar, typed, zp_values)
 
@@ -299,6 +301,9 @@ def emit_conv(op, node, ctx, requant) -> None:
     """``requant``: None (int32 output) or (rnd, wrap, mult, bias): mult the C expression of
     the float multiplier of output channel ``oc``, bias its int32 C expression or None."""
     geo = ConvGeometry(op, node, ctx.in_shape(op.X), ctx.in_shape(op.W))
+    if qconv_dw.dw_usable(ctx, geo, op.W, op.WZ):
+        qconv_dw.emit(op, node, ctx, requant)
+        return
     if implicit_ok(geo):
         emit_conv_implicit(op, node, ctx, requant)
         return

@@ -30,7 +30,7 @@ from .gemm import empty_body
 from .loops import collapse, collapsed_strides, numel
 from .matmul import _dims
 from .quantize import round_helper
-from . import qgemm_conv, qgemm_simd
+from . import qconv_dw, qgemm_conv, qgemm_simd
 from .qgemm_simd import WRAP
 
 INT8 = ("uint8", "int8")
@@ -169,7 +169,8 @@ def _nonempty_mm(ctx, op) -> bool:
 def _simd_conv(op, node, ctx) -> bool:
     geo = ConvGeometry(op, node, ctx.in_shape(op.X), ctx.in_shape(op.W))
     return (geo.batch * geo.cout * numel(geo.out) > 0
-            and qgemm_simd.conv_usable(ctx, geo, op.W, op.WZ))
+            and (qgemm_simd.conv_usable(ctx, geo, op.W, op.WZ)
+                 or qconv_dw.dw_usable(ctx, geo, op.W, op.WZ)))
 
 
 class _MatMulBase(Op):

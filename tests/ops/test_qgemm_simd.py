@@ -33,15 +33,17 @@ CONVS = {   # x shape, w shape, attrs
 }
 
 
-def _both(model, feeds, tmp_path, target, form=None):
+def _both(model, feeds, tmp_path, target, form=None, dw=False):
     Path(tmp_path).mkdir(exist_ok=True)
     got = compile_and_run(model, feeds, tmp_path, target=target)["y"]
     builds = list(Path(tmp_path).glob("b*/manifest.json"))
     assert len(builds) == 1
     kernels = {s["kernel"] for s in json.loads(builds[0].read_text())["steps"]}
     assert kernels == {target.split("-")[1]}, kernels      # the SIMD kernel ran
+    c = (builds[0].parent / "model.c").read_text()
     if form is not None:     # the dot-product form (qgemm_simd.FORMS) the model's C uses
-        assert f"form {form})" in (builds[0].parent / "model.c").read_text(), form
+        assert f"form {form})" in c, form
+    assert ("qconv_dw.py" in c) == dw
     gen = compile_and_run(model, feeds, tmp_path, target="generic")["y"]
     np.testing.assert_array_equal(got, gen)
     return got
@@ -57,7 +59,8 @@ def _qconv_ref(v, attrs):
     mult = (v["xs"] * v["wsc"] / v["ys"]).astype(np.float32).astype(np.float64).reshape(sh)
     info = np.iinfo(v["yz"].dtype)
     y = np.rint(acc.astype(np.float64) * mult) + float(v["yz"])
-    return np.clip(y, info.min, info.max).astype(v["yz"].dtype)
+    with np.errstate(invalid="ignore"):        # NaN (a NaN scale): the caller's business
+        return np.clip(y, info.min, info.max).astype(v["yz"].dtype)
 
 
 @pytest.mark.parametrize("target", SIMD)
@@ -141,6 +144,46 @@ def test_qlinearmatmul_simd(sa, sb, per_col, ta, tb, target, tmp_path):
     np.testing.assert_array_equal(got, _qmm_ref({**feeds, **inits}))
     info = np.iinfo(ta)
     assert ((got > info.min) & (got < info.max)).mean() > 0.3
+
+
+DW = {   # depthwise: exact float32 sums (ops/qconv_dw.py)
+    "3x3": ((1, 16, 19, 21), (16, 1, 3, 3), {"pads": [1, 1, 1, 1]}),
+    "s2": ((2, 5, 13, 11), (5, 1, 3, 3), {"pads": [1, 0, 2, 1], "strides": [2, 2]}),
+    "1d_dil": ((1, 3, 40), (3, 1, 5), {"pads": [2, 2], "dilations": [2]}),
+    "5x5_s13": ((1, 4, 9, 37), (4, 1, 5, 5), {"pads": [2, 2, 2, 2], "strides": [1, 3]}),
+}
+
+
+@pytest.mark.parametrize("target", SIMD)
+@pytest.mark.parametrize("case", sorted(DW))
+@pytest.mark.parametrize("xt,wt", [(np.uint8, np.uint8), (np.int8, np.int8)])
+def test_depthwise(case, xt, wt, target, tmp_path):
+    """Depthwise QLinearConv / ConvInteger: uint8 weights with per-channel zero points (w - wzp
+    up to 255 in magnitude), int8; a NaN channel scale gives the zero point."""
+    xs, ws, attrs = DW[case]
+    attrs = {**attrs, "group": ws[0]}
+    r = rng(50 + len(case) + (xt == np.int8))
+    m = ws[0]
+    feeds = {"x": _rand(r, xt, xs)}
+    inits = {"w": _rand(r, wt, ws), "xz": np.array(_rand(r, xt, ())), "wz": _rand(r, wt, (m,))}
+    acc = _conv_ref(feeds, inits, ["x", "w", "xz", "wz"], attrs)
+    wsc = np.full((m,), 0.01, np.float32)
+    wsc[-1] = np.nan
+    inits.update({"xs": np.array(np.float32(0.05)), "wsc": wsc,
+                  "ys": np.array(np.float32(np.abs(acc).max() * 0.05 * 0.01 / 100)),
+                  "yz": np.array((int(np.iinfo(xt).min) + int(np.iinfo(xt).max)) // 2, xt),
+                  "b": r.integers(-20000, 20000, size=(m,)).astype(np.int32)})
+    order = ["x", "xs", "xz", "w", "wsc", "wz", "ys", "yz", "b"]
+    model = make_model([helper.make_node("QLinearConv", order, ["y"], **attrs)], feeds, ["y"],
+                       inits, opset=10)
+    got = _both(model, feeds, tmp_path, target, dw=True)
+    want = _qconv_ref({**feeds, **inits}, attrs)
+    want[:, -1] = inits["yz"]                                   # NaN scale -> zero point
+    np.testing.assert_array_equal(got, want)
+    assert ((got > np.iinfo(xt).min) & (got < np.iinfo(xt).max)).mean() > 0.5
+    node = helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["y"], **attrs)
+    model = make_model([node], feeds, ["y"], {k: inits[k] for k in ("w", "xz", "wz")}, opset=10)
+    np.testing.assert_array_equal(_both(model, feeds, tmp_path / "ci", target, dw=True), acc)
 
 
 VNNI = [t for t in SIMD if t == "x86-avx512-vnni"]
