@@ -2,16 +2,18 @@
 of qgemm_simd.py (forms, exactness, requantization there) with the weights ``w - wzp`` as
 the broadcast operand A ([cout, K] per group, packed at build time) and the input as B.
 
-* Stride 1 (1-D / 2-D; any padding, dilation, groups): an implicit GEMM. The input of a
-  (batch, group) is copied once into a zero-padded hp x wp plane per channel group with the
-  g channels of a group interleaved (pair form: ``x - xzp`` as int16, zeros in the padding;
+* 1-D / 2-D (any padding, stride, dilation, groups): an implicit GEMM. The input of a
+  (batch, group) is copied once into a padded hp x wp plane per channel group with the g
+  channels of a group interleaved (pair form: ``x - xzp`` as int16, zeros in the padding;
   quad form: ``x`` as unsigned bytes, the zero point in the padding). The GEMM's columns are
   the positions of the output grid widened to wp (wp - OW garbage columns per row, computed
   and never stored), and the row of k group (tap, channel group c) is the plane run starting
   at ``c * hp * wp + kh * dh * wp + kw * dw``: B is read in place through a table of these
-  offsets, with no im2col. K runs over (tap, channel group).
-* Other convs (strides, 3-D): im2col of a block of output positions (a multiple of NR, sized
-  so that its panels stay in L2) packed into pair panels at run time.
+  offsets, with no im2col. K runs over (tap, channel group). Strided convs split the padded
+  input into sh x sw phase planes (hq x wq each) instead; a tap reads the phase of its
+  offset modulo the stride, at the offset divided by the stride: still only the real taps.
+* 3-D convs: im2col of a block of output positions (a multiple of NR, sized so that its
+  panels stay in L2) packed into pair panels at run time.
 
 Depthwise convs run in exact float32 arithmetic (qconv_dw.py); other convs with fewer than
 MIN_K products per output keep qlinear.py's tap loops.
@@ -181,6 +183,41 @@ static void aicc_qpadq_SFX(const TA *restrict x, size_t cin, size_t h, size_t w,
 }"""
 
 
+PADS = """\
+/* Strided convs: the padded input of cin channels split into sh x sw phases, each phase a
+ * set of hq x wq planes with G channels interleaved: for phase (py, px) = ph,
+ * d[(((ph * cgn + c / G) * hq + i) * wq + j) * G + c % G] = xpad[c][i sh + py][j sw + px]
+ * as ET (VAL); FILL in the padding, past the input and for missing channels. */
+static void aicc_qpadsG_SFX(const TA *restrict x, size_t cin, size_t h, size_t w, int32_t zp,
+                           size_t sh, size_t sw, size_t hq, size_t wq, size_t pt, size_t pl,
+                            size_t slack, ET *restrict d)
+{
+    const size_t cgn = (cin + G - 1u) / G, plane = h * w;
+    const size_t n = sh * sw * cgn * hq * wq * G + slack;
+    for (size_t k = 0; k < n; ++k)
+        d[k] = (ET)(FILL);
+    for (size_t py = 0; py < sh; ++py)
+        for (size_t px = 0; px < sw; ++px)
+            for (size_t c = 0; c < cin; ++c) {
+                ET *restrict dp = d + ((py * sw + px) * cgn + c / G) * hq * wq * G + c % G;
+                const size_t j0 = px >= pl ? 0u : (pl - px + sw - 1u) / sw;  /* j sw + px >= pl */
+                for (size_t i = 0; i < hq; ++i) {
+                    const size_t r = i * sh + py;
+                    if (r < pt || r - pt >= h)
+                        continue;
+                    const TA *restrict xr = x + c * plane + (r - pt) * w;
+                    for (size_t j = j0; j < wq && j * sw + px - pl < w; ++j)
+                        dp[(i * wq + j) * G] = (ET)(VAL);
+                }
+            }
+}"""
+
+STRIDED = {  # per group size: element type, value of x, padding fill
+    2: dict(ET="int16_t", VAL="(int32_t)xr[j * sw + px - pl] - zp", FILL="0"),
+    4: dict(ET="uint8_t", VAL="(int32_t)xr[j * sw + px - pl] + FLIP", FILL="zp + FLIP"),
+}
+
+
 def block_positions(P: int, k2: int, nr: int) -> int:
     """Output positions per im2col block: a multiple of NR whose panels fit PANEL_KB."""
     jb = max(nr, (PANEL_KB * 1024 // (k2 * 4)) // nr * nr)
@@ -188,8 +225,8 @@ def block_positions(P: int, k2: int, nr: int) -> int:
 
 
 def implicit_ok(geo) -> bool:
-    """Stride-1 1-D / 2-D convs read the padded, interleaved input in place."""
-    return len(geo.k) <= 2 and set(geo.stride) == {1}
+    """1-D / 2-D convs read the padded, interleaved input (phase-split when strided) in place."""
+    return len(geo.k) <= 2
 
 
 def _post(ctx, isa, requant, n, src, dst) -> None:
@@ -222,7 +259,10 @@ def _weights(ctx, op, geo) -> np.ndarray:
 
 
 def emit_conv_implicit(op, node, ctx, requant) -> None:
-    """Stride 1: the implicit GEMM on the padded, channel-interleaved input (module doc)."""
+    """The implicit GEMM on the padded, channel-interleaved input (module doc). Strides: the
+    input is split into sh x sw phases (planes of hq x wq), tap (a, b) reads phase
+    ((a dh) % sh, (b dw) % sw) at row / column offset ((a dh) / sh, (b dw) / sw) of the output
+    position: K runs over the real taps, nothing is wasted."""
     isa = isa_for(ctx)
     ctx.kernel = isa
     nr = ISA[isa]["nr"]
@@ -231,12 +271,16 @@ def emit_conv_implicit(op, node, ctx, requant) -> None:
     two = len(geo.k) == 2
     H, W = (geo.inp if two else [1, geo.inp[0]])
     kh, kw = (geo.k if two else [1, geo.k[0]])
+    sh, sw = (geo.stride if two else [1, geo.stride[0]])
     dh, dw = (geo.dil if two else [1, geo.dil[0]])
     pt, pl = (geo.pad if two else [0, geo.pad[0]])
     pb, pr = (geo.pad_end if two else [0, geo.pad_end[0]])
     OH, OW = (geo.out if two else [1, geo.out[0]])
     hp, wp = H + pt + pb, W + pl + pr
-    Q, P, taps = (OH - 1) * wp + OW, OH * OW, kh * kw
+    strided = sh * sw > 1
+    hq = max(-(-hp // sh), OH + (kh - 1) * dh // sh)
+    wq = max(-(-wp // sw), OW + (kw - 1) * dw // sw)
+    Q, P, taps = (OH - 1) * wq + OW, OH * OW, kh * kw
     w = _weights(ctx, op, geo)
     form = quad_form(ctx, isa, w, True) or pair_form(ctx, isa)
     g, et = FORMS[form]["g"], FORMS[form]["et"]
@@ -245,31 +289,44 @@ def emit_conv_implicit(op, node, ctx, requant) -> None:
     a = np.zeros((geo.cout, taps, g * cgn), np.int64)
     a[:, :, :geo.cin_g] = w.transpose(0, 2, 1)
     wpk = ctx.const(as_elems(a.reshape(geo.cout, g * kgn), form), "qw")
-    off = np.array([(c * hp * wp + (t // kw) * dh * wp + (t % kw) * dw) * g
-                    for t in range(taps) for c in range(cgn)], np.int32)
+    def tap_off(t, c):
+        (py, ro), (px, co) = ((t // kw * dh) % sh, t // kw * dh // sh), ((t % kw * dw) % sw,
+                                                                       t % kw * dw // sw)
+        return ((((py * sw + px) * cgn + c) * hq + ro) * wq + co) * g
+    off = np.array([tap_off(t, c) for t in range(taps) for c in range(cgn)], np.int32)
     offs = ctx.const(off, "qoff")
     jb = max(nr, (BLOCK_KB * 1024 // (geo.cout_g * 4)) // nr * nr)
     jb = min(jb, -(-Q // nr) * nr)
     slack = g * nr + 64
     esz = 2 if g == 2 else 1
-    xp = ctx.scratch((cgn * hp * wp * g + slack) * esz, et, "qx")
+    xp = ctx.scratch((sh * sw * cgn * hq * wq * g + slack) * esz, et, "qx")
     cb = ctx.scratch(geo.cout_g * jb * 4, "int32_t", "qc")
     ctx.helper("qlinear.0.wrap", WRAP)
     ctx.helper("qlinear.4.0.string", "#include <string.h>")
     gm = gemm(ctx, isa, form, geo.cout_g, implicit=True)
     ctx(f"/* {geo.describe()}: implicit integer GEMM ({isa}, form {form}) on the padded input "
-        f"({hp} x {wp}, {g} channels interleaved), weights - wzp packed at build time; "
+        f"({sh * sw} phase(s) of {hq} x {wq}, {g} channels interleaved), weights - wzp packed "
+        "at build time; "
         f"blocks of {jb} of the {Q} grid positions */")
     ctx(f"const int32_t xzp = (int32_t){scalar(ctx, op.XZ)};" if ctx.has_input(op.XZ)
         else "const int32_t xzp = 0;")
     xin = f"{ctx.inp[op.X]} + (nb * {geo.cin}u + gi * {geo.cin_g}u) * {numel(geo.inp)}u"
     corr = None
     if g == 4:
+        corr = ctx.const(w.sum(axis=(1, 2)).astype(np.int32), "qsum")
+        ctx(f"const uint32_t zu = (uint32_t)(xzp + {0 if ta.name == 'uint8' else 128});")
+    if strided:
+        code = PADS
+        for k_, v_ in {**STRIDED[g], "G": f"{g}u"}.items():
+            code = code.replace(k_, v_)
+        code, sfx = typed(code, ta)
+        ctx.helper(f"qlinear.4.1.pads{g}{sfx}", code)
+        pad = (f"aicc_qpads{g}u{sfx}({xin}, {geo.cin_g}u, {H}u, {W}u, xzp, {sh}u, {sw}u, {hq}u, "
+               f"{wq}u, {pt}u, {pl}u, {slack}u, {xp});")
+    elif g == 4:
         code, sfx = typed(PADQ, ta)
         ctx.helper(f"qlinear.4.1.padq{sfx}", code)
-        corr = ctx.const(w.sum(axis=(1, 2)).astype(np.int32), "qsum")
         zrow = ctx.scratch(W * ta.itemsize, ctype(ta), "qz")
-        ctx(f"const uint32_t zu = (uint32_t)(xzp + {0 if ta.name == 'uint8' else 128});")
         pad = (f"aicc_qpadq{sfx}({xin}, {geo.cin_g}u, {H}u, {W}u, (uint8_t)zu, {hp}u, {wp}u, "
                f"{pt}u, {pl}u, {slack}u, {xp}, {zrow});")
     else:
@@ -287,14 +344,14 @@ def emit_conv_implicit(op, node, ctx, requant) -> None:
                 with ctx.block(f"for (size_t og = 0; og < {geo.cout_g}u; ++og)"):
                     ctx(f"const size_t oc = gi * {geo.cout_g}u + og;")
                     _channel_terms(ctx, requant, corr)
-                    with ctx.block(f"for (size_t row = q0 / {wp}u; row * {wp}u < q0 + jn; ++row)"):
-                        ctx(f"const size_t s = row * {wp}u > q0 ? row * {wp}u : q0;")
-                        ctx(f"const size_t e = row * {wp}u + {OW}u < q0 + jn ? row * {wp}u + {OW}u "
+                    with ctx.block(f"for (size_t row = q0 / {wq}u; row * {wq}u < q0 + jn; ++row)"):
+                        ctx(f"const size_t s = row * {wq}u > q0 ? row * {wq}u : q0;")
+                        ctx(f"const size_t e = row * {wq}u + {OW}u < q0 + jn ? row * {wq}u + {OW}u "
                             ": q0 + jn;")
                         with ctx.block("if (s < e)"):
                             _post(ctx, isa, requant, "e - s", f"{cb} + og * {jb}u + (s - q0)",
                                   f"{ctx.out[0]} + (nb * {geo.cout}u + oc) * {P}u + "
-                                  f"row * {OW}u + (s - row * {wp}u)")
+                                  f"row * {OW}u + (s - row * {wq}u)")
 
 
 def emit_conv(op, node, ctx, requant) -> None:
