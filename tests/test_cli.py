@@ -96,6 +96,25 @@ def test_every_unsupported_op_listed_at_once(tmp_path):
     assert r.returncode == 2 and "UNSUPPORTED" in r.stdout and "zorch1" in r.stdout
 
 
+def test_op_after_unsupported_op_says_why(tmp_path):
+    """A supported op whose input comes from an unknown op has no shape: the error says so
+    (it was "check failed: 'c'"), next to the unknown op."""
+    nodes = [helper.make_node("Frobnicate", ["x"], ["b"], name="frob", domain="com.example"),
+             helper.make_node("QuantizeLinear", ["b", "s", "z"], ["y"], name="q")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", 1, [4])],
+                          [helper.make_tensor_value_info("y", onnx.TensorProto.UINT8, [4])],
+                          [helper.make_tensor("s", 1, [], [0.5]),
+                           helper.make_tensor("z", onnx.TensorProto.UINT8, [], [3])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                            helper.make_opsetid("com.example", 1)])
+    p = tmp_path / "u.onnx"
+    onnx.save(m, p)
+    r = aicc("build", p, "-o", tmp_path / "out")
+    assert r.returncode == 2, r.stderr
+    assert "com.example.Frobnicate (no implementation" in r.stderr
+    assert "QuantizeLinear (no type / shape for 'b'" in r.stderr, r.stderr
+
+
 def test_run_wrong_shape_and_missing_input(tmp_path):
     m, x = small_model(tmp_path)
     assert aicc("build", m, "-o", tmp_path / "b").returncode == 0
