@@ -1,0 +1,156 @@
+"""fuse-qdq: QDQ-format quantized convolutions and matrix products (onnxruntime's default
+quantization format, PyTorch's quantized exports) become QLinearConv / QLinearMatMul, which
+run on the integer GEMMs of the x86 targets (ops/qgemm_simd.py) instead of float kernels
+between DequantizeLinear and QuantizeLinear.
+
+Contract. ``y = QuantizeLinear(Conv(DequantizeLinear(xq), DequantizeLinear(wq)[, DQ(bq)]))``
+and the same with MatMul (no bias), standard domain, are replaced by one QLinearConv /
+QLinearMatMul with the operands' integer tensors, scales and zero points, keeping y's name,
+when:
+
+* the Conv / MatMul output is read by that QuantizeLinear only and is not a graph output;
+* xq (aq) is uint8 / int8 with one constant float32 scale and zero point; wq (b) is a
+  uint8 / int8 constant with a constant float32 scale and zero point per tensor or per
+  output channel (Conv: axis 0; MatMul: per column, the last axis of a matrix b);
+* the QuantizeLinear has one constant float32 scale and zero point and a uint8 / int8 output;
+* a Conv bias is DequantizeLinear of an int32 constant with zero point 0 and scale
+  x_scale * w_scale (as float32 products, per tensor or per channel; the quantizers write it
+  so), which is then QLinearConv's bias.
+
+The DequantizeLinear nodes stay for any other reader (eliminate-dead-nodes removes the rest).
+Anything else is left unchanged. It must run before fold-constants, which would turn the
+constant weights' DequantizeLinear into float weights.
+
+Rounding: the float chain computes ``rint(sum((x - xz) sx (w - wz) sw + b sx sw) / sy)`` with
+float32 products and sums; the fused op computes the sum exactly in integers, then
+``rint(acc * (sx sw / sy))`` (ops/qlinear.py). The two agree except where the float chain's
+rounding moves a value across a rounding boundary: outputs differ by at most one quantization
+step there, as with onnxruntime, which fuses the same patterns (its requantization is in
+float32). Off by default; on for the x86 targets (their pass_options), where the integer
+kernels are several times faster than the float chain.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..ir import Node
+from .absorb import fresh_name, sole_use, std_domain, taken_names
+from .registry import graph_pass
+
+INT8 = ("uint8", "int8")
+
+
+def _dq(g, prod, name):
+    n = prod.get(name)
+    if n is None or n.op_type != "DequantizeLinear" or not std_domain(n) or len(n.inputs) < 2:
+        return None
+    return n
+
+
+def _const_f32(g, name):
+    c = g.const(name)
+    return None if c is None or np.asarray(c).dtype != np.float32 else np.asarray(c)
+
+
+def _zp(g, n, k):
+    """Constant zero point of QuantizeLinear / DequantizeLinear n (input k), a zero array of
+    the quantized type when omitted (None when not constant)."""
+    if len(n.inputs) > k and n.inputs[k]:
+        return g.const(n.inputs[k])
+    return ""
+
+
+def _scalar_q(g, n, qname):
+    """(scale, zero point name or "") when QDQ node n has one constant float32 scale and zero
+    point and quantized tensor qname is uint8 / int8."""
+    s = _const_f32(g, n.inputs[1])
+    z = _zp(g, n, 2)
+    if s is None or s.size != 1 or z is None or (len(z) if isinstance(z, str) else z.size) > 1:
+        return None
+    t = g.types.get(qname)
+    dt = np.dtype(t.dtype).name if t is not None else (
+        g.const(qname).dtype.name if g.const(qname) is not None else None)
+    return (s, n.inputs[2] if len(n.inputs) > 2 else "") if dt in INT8 else None
+
+
+@graph_pass("fuse-qdq")
+def fuse_qdq(g, *, mode: str = "off"):
+    """DequantizeLinear -> Conv / MatMul -> QuantizeLinear -> QLinearConv / QLinearMatMul
+    (see the module docstring for the exact conditions)."""
+    mode = {True: "on", False: "off"}.get(mode, mode)      # YAML reads on / off as booleans
+    if mode not in ("off", "on"):
+        raise ConfigError(f"pass 'fuse-qdq': mode {mode!r} (off or on)")
+    if mode == "off":
+        return g
+    g = g.copy()
+    prod, cons, outs = g.producers(), g.consumers(), set(g.outputs)
+    taken = taken_names(g)
+    drop, replace = set(), {}
+
+    def zero_point(name, dtype, base):
+        if name:
+            return name
+        z = fresh_name(taken, base)
+        g.constants[z] = np.zeros((), dtype)
+        return z
+
+    for q in g.nodes:
+        if q.op_type != "QuantizeLinear" or not std_domain(q) or len(q.inputs) < 2:
+            continue
+        v, y = q.inputs[0], q.outputs[0]
+        op = prod.get(v)
+        if op is None or op.op_type not in ("Conv", "MatMul") or not std_domain(op) \
+                or not sole_use(v, q, cons, outs) or id(op) in drop:
+            continue
+        qy = _scalar_q(g, q, y)
+        dx, dw = _dq(g, prod, op.inputs[0]), _dq(g, prod, op.inputs[1])
+        if qy is None or dx is None or dw is None:
+            continue
+        qx = _scalar_q(g, dx, dx.inputs[0])
+        wq = g.const(dw.inputs[0])
+        sw = _const_f32(g, dw.inputs[1])
+        zw = _zp(g, dw, 2)
+        if qx is None or wq is None or wq.dtype.name not in INT8 or sw is None or zw is None:
+            continue
+        conv = op.op_type == "Conv"
+        # per-tensor, or per output channel: Conv axis 0, MatMul the last axis of a matrix
+        axis = int(dw.attrs.get("axis", 1))
+        per = (0 if conv else wq.ndim - 1)
+        if sw.size != 1 and not (wq.ndim >= 2 and axis % wq.ndim == per
+                                 and sw.shape == (wq.shape[per],)):
+            continue
+        if not isinstance(zw, str) and zw.size not in (1, sw.size):
+            continue
+        if not conv and (wq.ndim != 2 or len(op.inputs) != 2):
+            continue
+        bias = None
+        if conv and len(op.inputs) > 2 and op.inputs[2]:
+            db = _dq(g, prod, op.inputs[2])
+            bq = g.const(db.inputs[0]) if db is not None else None
+            sb = _const_f32(g, db.inputs[1]) if db is not None else None
+            zb = _zp(g, db, 2) if db is not None else None
+            want = (qx[0].astype(np.float32) * sw.astype(np.float32)).reshape(-1)
+            if bq is None or bq.dtype != np.int32 or sb is None or zb is None \
+                    or (not isinstance(zb, str) and np.any(zb != 0)) \
+                    or not np.allclose(np.broadcast_to(sb.reshape(-1), want.shape), want,
+                                       rtol=1e-6, atol=0):
+                continue
+            bias = db.inputs[0]
+        ydt = np.dtype(g.types[y].dtype) if y in g.types else None
+        xdt = np.dtype(g.types[dx.inputs[0]].dtype) if dx.inputs[0] in g.types else None
+        if ydt is None or xdt is None or ydt.name not in INT8:
+            continue
+        ins = [dx.inputs[0], dx.inputs[1], zero_point(qx[1], xdt, f"{op.name}_xzp"),
+               dw.inputs[0], dw.inputs[1], zero_point(dw.inputs[2] if len(dw.inputs) > 2 else "",
+                                                      wq.dtype, f"{op.name}_wzp"),
+               q.inputs[1], zero_point(qy[1], ydt, f"{op.name}_yzp")]
+        if bias:
+            ins.append(bias)
+        attrs = dict(op.attrs) if conv else {}
+        replace[id(q)] = Node("QLinearConv" if conv else "QLinearMatMul", ins, [y], attrs,
+                              op.name, "")
+        drop.add(id(op))
+        g.types.pop(v, None)
+    g.nodes = [replace.get(id(n), n) for n in g.nodes if id(n) not in drop]
+    return g

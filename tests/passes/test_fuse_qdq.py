@@ -1,0 +1,142 @@
+"""fuse-qdq: DequantizeLinear -> Conv / MatMul -> QuantizeLinear becomes QLinearConv /
+QLinearMatMul: the structure, the cases left alone, and compiled numerics: the fused graph's
+outputs are within one quantization step of the unfused graph's (onnx.reference, float
+semantics) and of onnxruntime's (which fuses the same patterns), on every x86 target, where
+the pass is on by default; off on generic."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from onnx import helper
+from onnx.reference import ReferenceEvaluator
+
+from aicc.frontend import prepare, to_graph
+from aicc.targets import runnable_targets
+from tests.oracle import compile_and_run, make_model, rng
+from tests.passes.helpers import ops, run_pass
+
+X86 = [t for t in runnable_targets() if t.startswith("x86-")]
+
+
+def _conv_model(per_channel=True, bias=True, bias_scale=1.0, extra_use=False, const_w=True,
+                xdt=np.uint8, attrs=None):
+    r = rng(5)
+    m, c = 12, 8
+    xs, sx, zx = (1, c, 11, 10), np.float32(0.04), xdt(7 if xdt == np.uint8 else -3)
+    w = r.integers(-127, 128, (m, c, 3, 3)).astype(np.int8)
+    sw = (r.uniform(0.002, 0.01, m) if per_channel else np.array(0.005)).astype(np.float32)
+    inits = {"sx": np.array(sx), "zx": np.array(zx), "w": w, "sw": sw,
+             "sy": np.array(np.float32(0.08)), "zy": np.array(xdt(128 if xdt == np.uint8 else 1))}
+    nodes = [helper.make_node("DequantizeLinear", ["xq", "sx", "zx"], ["x"]),
+             helper.make_node("DequantizeLinear", ["w", "sw"], ["wf"], axis=0)]
+    conv_in = ["x", "wf"]
+    if bias:
+        inits["b"] = r.integers(-3000, 3000, m).astype(np.int32)
+        inits["sb"] = (sx * sw * np.float32(bias_scale)).astype(np.float32)
+        nodes.append(helper.make_node("DequantizeLinear", ["b", "sb"], ["bf"], axis=0))
+        conv_in.append("bf")
+    nodes += [helper.make_node("Conv", conv_in, ["v"], name="conv",
+                               **(attrs or {"pads": [1, 1, 1, 1], "strides": [2, 1]})),
+              helper.make_node("QuantizeLinear", ["v", "sy", "zy"], ["y"])]
+    outs = ["y"]
+    if extra_use:
+        nodes.append(helper.make_node("Relu", ["v"], ["v2"]))
+        outs.append("v2")
+    feeds = {"xq": r.integers(np.iinfo(xdt).min, int(np.iinfo(xdt).max) + 1, xs).astype(xdt)}
+    if not const_w:
+        feeds["w"] = inits.pop("w")
+    return make_model(nodes, feeds, outs, inits, opset=21), feeds
+
+
+def _matmul_model(per_col=True):
+    r = rng(6)
+    k, n = 40, 33
+    b = r.integers(-127, 128, (k, n)).astype(np.int8)
+    inits = {"sa": np.array(np.float32(0.03)), "za": np.array(np.uint8(120)), "b": b,
+             "sbw": (r.uniform(0.002, 0.01, n) if per_col else np.array(0.004)).astype(np.float32),
+             "sy": np.array(np.float32(0.5)), "zy": np.array(np.uint8(100))}
+    nodes = [helper.make_node("DequantizeLinear", ["aq", "sa", "za"], ["a"]),
+             helper.make_node("DequantizeLinear", ["b", "sbw"], ["bf"], axis=1),
+             helper.make_node("MatMul", ["a", "bf"], ["v"], name="mm"),
+             helper.make_node("QuantizeLinear", ["v", "sy", "zy"], ["y"])]
+    feeds = {"aq": r.integers(0, 256, (2, 7, k)).astype(np.uint8)}
+    return make_model(nodes, feeds, ["y"], inits, opset=21), feeds
+
+
+def _graph(model):
+    return to_graph(prepare(model))
+
+
+def _check_numerics(model, feeds, tmp_path, target, fused_op):
+    got = compile_and_run(model, feeds, tmp_path, target=target)["y"]
+    steps = {s["op"] for p in Path(tmp_path).glob("b*/manifest.json")
+             for s in json.loads(p.read_text())["steps"]}
+    assert fused_op in steps and "QuantizeLinear" not in steps, steps
+    want = ReferenceEvaluator(model).run(None, feeds)[0]
+    diff = np.abs(got.astype(np.int64) - want.astype(np.int64))
+    assert diff.max() <= 1 and (diff == 0).mean() > 0.97, (diff.max(), (diff == 0).mean())
+    import onnxruntime as ort
+    o = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    diff = np.abs(got.astype(np.int64) - o.run(None, feeds)[0].astype(np.int64))
+    assert diff.max() <= 1
+    lo, hi = np.iinfo(got.dtype).min, np.iinfo(got.dtype).max
+    assert ((got > lo) & (got < hi)).mean() > 0.5          # not saturated: a real comparison
+
+
+@pytest.mark.parametrize("per_channel", [True, False])
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("xdt", [np.uint8, np.int8])
+def test_conv_structure(per_channel, bias, xdt):
+    model, _ = _conv_model(per_channel, bias, xdt=xdt)
+    after = run_pass("fuse-qdq", _graph(model), mode="on")
+    q = [n for n in after.nodes if n.op_type == "QLinearConv"]
+    assert len(q) == 1 and "Conv" not in ops(after) and "QuantizeLinear" not in ops(after)
+    n = q[0]
+    assert n.inputs[:2] == ["xq", "sx"] and n.inputs[3:5] == ["w", "sw"] and n.outputs == ["y"]
+    assert n.inputs[6] == "sy" and len(n.inputs) == (9 if bias else 8)
+    assert {k: list(v) for k, v in n.attrs.items()} == {"pads": [1, 1, 1, 1], "strides": [2, 1]}
+    assert after.const(n.inputs[5]).dtype == np.int8 and not after.const(n.inputs[5]).any()
+
+
+@pytest.mark.parametrize("why,kw", [
+    ("bias scale is not x_scale * w_scale", {"bias_scale": 1.5}),
+    ("the conv output has another reader", {"extra_use": True}),
+    ("run-time weights", {"const_w": False}),
+])
+def test_conv_left_alone(why, kw):
+    model, _ = _conv_model(**kw)
+    after = run_pass("fuse-qdq", _graph(model), mode="on")
+    assert "Conv" in ops(after) and "QLinearConv" not in ops(after), why
+
+
+def test_off_by_default():
+    model, _ = _conv_model()
+    g = _graph(model)
+    assert ops(run_pass("fuse-qdq", g)) == ops(g)
+
+
+@pytest.mark.parametrize("target", X86)
+@pytest.mark.parametrize("per_channel", [True, False])
+@pytest.mark.parametrize("xdt", [np.uint8, np.int8])
+def test_conv_numerics(per_channel, xdt, target, tmp_path):
+    model, feeds = _conv_model(per_channel, True, xdt=xdt)
+    _check_numerics(model, feeds, tmp_path, target, "QLinearConv")
+
+
+@pytest.mark.parametrize("target", X86)
+@pytest.mark.parametrize("per_col", [True, False])
+def test_matmul_numerics(per_col, target, tmp_path):
+    model, feeds = _matmul_model(per_col)
+    after = run_pass("fuse-qdq", _graph(model), mode="on")
+    assert "QLinearMatMul" in ops(after) and "MatMul" not in ops(after)
+    _check_numerics(model, feeds, tmp_path, target, "QLinearMatMul")
+
+
+def test_generic_keeps_the_float_chain(tmp_path):
+    model, feeds = _conv_model()
+    got = compile_and_run(model, feeds, tmp_path, target="generic")["y"]
+    steps = {s["op"] for p in Path(tmp_path).glob("b*/manifest.json")
+             for s in json.loads(p.read_text())["steps"]}
+    assert "Conv" in steps and "QLinearConv" not in steps
+    np.testing.assert_array_equal(got, ReferenceEvaluator(model).run(None, feeds)[0])
