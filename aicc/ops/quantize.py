@@ -162,7 +162,7 @@ def round_helper(ctx, ft: np.dtype) -> str:
     name = f"aicc_qround_{ct}"
     ctx.helper(name, f"/* Quantization rounding: rint({ct} v) (half to even) + zp, saturated to\n"
                f" * [lo, hi]. NaN -> zp (clamped); +-Inf saturate. The sum is exact in double. */\n"
-               f"static int32_t {name}({ct} v, int32_t zp, int32_t lo, int32_t hi)\n{{\n"
+               f"static AICC_UNUSED int32_t {name}({ct} v, int32_t zp, int32_t lo, int32_t hi)\n{{\n"
                f"    const double r = (v != v) ? (double)zp : (double)rint{f}(v) + (double)zp;\n"
                f"    if (r <= (double)lo) return lo;\n"
                f"    if (r >= (double)hi) return hi;\n"

@@ -256,3 +256,15 @@ def test_quantize_simd_generic_values(dt, target, tmp_path):
         np.testing.assert_array_equal(got, want)
         ok = np.isfinite(x) & (np.abs(x) <= 1e6)      # (onnx.reference wraps beyond)
         np.testing.assert_array_equal(got[ok], _ref(model, feeds)["y"][ok])
+
+
+@pytest.mark.parametrize("target", SIMD)
+def test_quantize_simd_no_tail(target, tmp_path):
+    """64 values: whole vectors only, no scalar tail (its helper unused: must still compile
+    under -Werror)."""
+    x = rng(12).standard_normal(64).astype(np.float32) * 40
+    feeds = {"x": x}
+    model = make_model([helper.make_node("QuantizeLinear", ["x", "s", "zp"], ["y"])], feeds,
+                       ["y"], {"s": np.float32(0.5), "zp": np.array(3, np.uint8)}, opset=21)
+    got = compile_and_run(model, feeds, tmp_path, target=target)["y"]
+    np.testing.assert_array_equal(got, _ref(model, feeds)["y"])
