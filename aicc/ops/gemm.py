@@ -197,6 +197,7 @@ def gemm_call(ctx, plan, dt, m, n, k, a, ars, acs, bp, y, alpha=1.0, c=None, crs
         sched = {**sched, "mr": mr, "mc": tiles * mr}
     fused = (alpha == 1.0 and beta == 1.0 and (c is None or (crs == 0 and ccs == 1))
              and register_clamp(act, params) is not None)
+    sched = {**sched, "prefetch": k * n * 4 > sched["prefetch_kb"] * 1024}
     fn = driver(ctx, plan.isa, sched, act, params, m, fused)
     epi = int(alpha != 1.0 or c is not None or act is not None)
     ctx(f"{fn}({m}u, {n}u, {k}u, {a}, {ars}u, {bp}, {L(alpha)},")

@@ -52,7 +52,7 @@ NC_AVX512, NC_AVX2 = 512, 256
 
 # per instruction set: C spellings and default schedule parameters
 ISA = {
-    "avx2": dict(vec="__m256", lanes=8, mr=6, kc=256, mc=144, jb=64, nc=NC_AVX2,
+    "avx2": dict(vec="__m256", lanes=8, mr=6, kc=256, mc=144, jb=64, nc=NC_AVX2, prefetch_kb=0,
                  load="_mm256_loadu_ps({p})", store="_mm256_storeu_ps({p}, {v})",
                  bcast="_mm256_broadcast_ss({p})", fma="_mm256_fmadd_ps({a}, {b}, {c})",
                  zero="_mm256_setzero_ps()", mtype="__m256i",
@@ -60,6 +60,7 @@ ISA = {
                  mload="_mm256_maskload_ps({p}, {m})",
                  mstore="_mm256_maskstore_ps({p}, {m}, {v})"),
     "avx512": dict(vec="__m512", lanes=16, mr=12, kc=256, mc=48, jb=32, nc=NC_AVX512,
+                   prefetch_kb=0,
                    load="_mm512_loadu_ps({p})", store="_mm512_storeu_ps({p}, {v})",
                    bcast="_mm512_set1_ps(*({p}))", fma="_mm512_fmadd_ps({a}, {b}, {c})",
                    zero="_mm512_setzero_ps()", mtype="__mmask16",
@@ -90,8 +91,9 @@ WIDE = 1 << 16     # column block of a GEMM with a single row tile (M < MR): no 
 
 
 def schedule(isa: str, overrides: dict | None = None) -> dict:
-    """Tile parameters (mr, kc, mc, jb, nc) of an ISA, with overrides (target yaml / node)."""
-    s = {k: ISA[isa][k] for k in ("mr", "kc", "mc", "jb", "nc")}
+    """Tile parameters (mr, kc, mc, jb, nc) of an ISA, with overrides (target yaml / node), and
+    prefetch_kb: the micro-kernels prefetch the next panel when the packed B is larger."""
+    s = {k: ISA[isa][k] for k in ("mr", "kc", "mc", "jb", "nc", "prefetch_kb")}
     for k, v in (overrides or {}).items():
         if k in s:
             s[k] = int(v)
@@ -113,11 +115,11 @@ static const int32_t aicc_sg_avx2_mtab[16] = {-1, -1, -1, -1, -1, -1, -1, -1,
                                               0, 0, 0, 0, 0, 0, 0, 0};""")
 
 
-def _kernel_text(isa: str, mr: int) -> tuple:
+def _kernel_text(isa: str, mr: int, prefetch: bool = True) -> tuple:
     d = ISA[isa]
     L, vec, nr = d["lanes"], d["vec"], nr_of(isa)
     np_ = panels_at_once(mr, isa)
-    name = f"aicc_sg_{isa}_k{mr}"
+    name = f"aicc_sg_{isa}_k{mr}{'' if prefetch else 'np'}"
     o = []
     o.append(f"/* {isa} micro-kernel, {mr} row(s): Y[0:{mr}, 0:n] (+)= A[0:{mr}, 0:kc] @ B, B in "
              f"panels of {nr}\n * (panel p at b + p*bs, row k at +k*{nr}); "
@@ -143,10 +145,13 @@ def _kernel_text(isa: str, mr: int) -> tuple:
         # avx512, where one line per row left [128 x 768] @ [768 x 3072] 3.1 ms against 2.7 ms
         # interleaved with onnxruntime), toward L1 while this one computes (weights cold in L3
         # after the rest of a network ran); integer arithmetic: the last panel's "next" is
-        # past the array, a prefetch there is harmless
+        # past the array, a prefetch there is harmless. Only for a B larger than prefetch_kb
+        # (schedule; default 0: always). Intel Xeon, interleaved with onnxruntime: 512^3 (1 MB
+        # of B) 1.25 ms without, 1.32 with; [128 x 768] @ [768 x 3072] (9 MB) 3.2 with, 3.3-3.4
+        # without; MobileNetV2 (pointwise weights <= 1 MB, cold) ratio 0.91 with, 0.94 without
         pre = [f"_mm_prefetch((const char *)((uintptr_t)(b0 + k * {nr}u + {q}u) + "
                "bs * sizeof(float)), _MM_HINT_T0);" for q in range(0, nr, 16)] \
-            if np_b == 1 and not masked else []
+            if np_b == 1 and not masked and prefetch else []
         # B panels are zero padded past N: plain loads in the masked step too
         tile_k_loop(o, d, ind, accs, pre,
                     lambda p, c: _f(d["load"], p=f"b{p} + k * {nr}u + {c * L}u"),
@@ -188,12 +193,12 @@ def row_counts(m: int, sched: dict) -> list:
     return sorted(rows)
 
 
-def kernels(ctx, isa: str, rows) -> dict:
+def kernels(ctx, isa: str, rows, prefetch: bool = True) -> dict:
     _header(ctx, isa)
     names = {}
     for mr in rows:
-        name, text = _kernel_text(isa, mr)
-        ctx.helper(f"gemm_{isa}.2.k{mr:02d}", text)
+        name, text = _kernel_text(isa, mr, prefetch)
+        ctx.helper(f"gemm_{isa}.2.k{mr:02d}{'' if prefetch else 'np'}", text)
         names[mr] = name
     return names
 
@@ -270,7 +275,8 @@ def driver(ctx, isa: str, sched: dict, act, params, m: int, fused: bool = False)
     mr_max, kc, mc, jb, nc = sched["mr"], sched["kc"], sched["mc"], sched["jb"], sched["nc"]
     nr = nr_of(isa)
     rows = row_counts(m, sched)
-    ks = kernels(ctx, isa, rows)
+    prefetch = bool(sched.get("prefetch", True))
+    ks = kernels(ctx, isa, rows, prefetch)
     clamp = register_clamp(act, params) if fused else None
     if clamp is not None:
         lo, hi = clamp
@@ -290,7 +296,8 @@ def driver(ctx, isa: str, sched: dict, act, params, m: int, fused: bool = False)
                             {epi}(y, N, mr, nc, alpha, C ? C + i * crs + jc * ccs : NULL, crs,
                                 ccs, beta);"""
         epi = epi[len('aicc_sg_'):]
-    name = f"aicc_sg_{isa}_m{mr_max}k{kc}c{mc}j{jb}n{nc}_r{'_'.join(map(str, rows))}_{epi}"
+    name = (f"aicc_sg_{isa}_m{mr_max}k{kc}c{mc}j{jb}n{nc}{'' if prefetch else 'np'}_r"
+            f"{'_'.join(map(str, rows))}_{epi}")
     cases = "\n".join(f"                        case {r}u: {ks[r]}(kc, a, lda, b, bs, y, N, nc, "
                       f"acc, {tail}); break;" for r in rows)
     code = f"""\

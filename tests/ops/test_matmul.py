@@ -441,3 +441,24 @@ def test_simd_results_independent_of_schedule(tmp_path):
         outs.append(aicc.load(d / "b", cflags=STRICT_CFLAGS).run(feeds)["y"])
     for o in outs[1:]:
         np.testing.assert_array_equal(o, outs[0])
+
+
+@pytest.mark.parametrize("target", [t for t in TARGETS if t.startswith("x86-")])
+def test_prefetch_kb_schedule(target, tmp_path):
+    """schedule gemm prefetch_kb: kernels without the next-panel prefetch when B is not
+    larger (here: never); the same bits as the default kernels."""
+    r = np.random.default_rng(4)
+    a = r.standard_normal((37, 64)).astype(np.float32)
+    b = r.standard_normal((64, 40)).astype(np.float32)
+    model = make_model([helper.make_node("MatMul", ["a", "b"], ["y"])], {"a": a}, ["y"], {"b": b})
+    cfg = tmp_path / "nopf.yaml"
+    cfg.write_text("schedule:\n  gemm: {prefetch_kb: 100000}\n")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "n").mkdir()
+    base = compile_and_run(model, {"a": a}, tmp_path / "d", target=target)["y"]
+    nopf = compile_and_run(model, {"a": a}, tmp_path / "n", target=target, config=cfg)["y"]
+    np.testing.assert_array_equal(base, nopf)
+    np.testing.assert_allclose(base, a @ b, rtol=1e-4, atol=1e-4)
+    code = [p.read_text() for p in (tmp_path / "n").glob("b*/model.c")]
+    assert code and "uintptr_t)(b0 + k" not in code[0]
+    assert "uintptr_t)(b0 + k" in next((tmp_path / "d").glob("b*/model.c")).read_text()
