@@ -21,7 +21,8 @@ import numpy as np
 from ..emit_c.cwriter import ctype
 from .conv import ConvGeometry
 from .loops import numel
-from .qgemm_simd import ADD, WRAP, isa_for, requant_helper, scalar, typed, zp_values
+from .qgemm_simd import ADD, WRAP, isa_for, plane_2d, scalar, typed, zp_values
+from .qrequant_simd import requant_helper
 from .simd import SIMD, include
 
 MAX_TAPS = 258      # T * 255 * 255 < 2^24: exact float32 sums
@@ -104,14 +105,7 @@ def emit(op, node, ctx, requant) -> None:
     ctx.kernel = isa
     ta = ctx.in_dtype(op.X)
     geo = ConvGeometry(op, node, ctx.in_shape(op.X), ctx.in_shape(op.W))
-    two = len(geo.k) == 2
-    H, W = (geo.inp if two else [1, geo.inp[0]])
-    kh, kw = (geo.k if two else [1, geo.k[0]])
-    sh, sw = (geo.stride if two else [1, geo.stride[0]])
-    dh, dw = (geo.dil if two else [1, geo.dil[0]])
-    pt, pl = (geo.pad if two else [0, geo.pad[0]])
-    pb, pr = (geo.pad_end if two else [0, geo.pad_end[0]])
-    OH, OW = (geo.out if two else [1, geo.out[0]])
+    H, W, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, OH, OW = plane_2d(geo)
     hp, wp = H + pt + pb, W + pl + pr
     wq = -(-wp // sw) + 1
     taps, C, P = kh * kw, geo.cout, OH * OW

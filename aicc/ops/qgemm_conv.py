@@ -27,8 +27,9 @@ from .conv import ConvGeometry
 from .conv_kernels import PARAMS, RANGE
 from .loops import numel
 from . import qconv_dw
-from .qgemm_simd import (ADD, FORMS, ISA, WRAP, as_elems, gemm, isa_for, pair_form, quad_form,
-                         requant_helper, scalar, typed, zp_values)
+from .qgemm_simd import (ADD, FORMS, ISA, WRAP, as_elems, gemm, isa_for, pair_form, plane_2d,
+                         quad_form, scalar, typed, zp_values)
+from .qrequant_simd import requant_helper
 
 PANEL_KB = 128      # im2col panels of one position block (L2)
 BLOCK_KB = 96       # implicit GEMM: int32 results of one position block (cout_g x jb)
@@ -268,14 +269,7 @@ def emit_conv_implicit(op, node, ctx, requant) -> None:
     nr = ISA[isa]["nr"]
     ta = ctx.in_dtype(op.X)
     geo = ConvGeometry(op, node, ctx.in_shape(op.X), ctx.in_shape(op.W))
-    two = len(geo.k) == 2
-    H, W = (geo.inp if two else [1, geo.inp[0]])
-    kh, kw = (geo.k if two else [1, geo.k[0]])
-    sh, sw = (geo.stride if two else [1, geo.stride[0]])
-    dh, dw = (geo.dil if two else [1, geo.dil[0]])
-    pt, pl = (geo.pad if two else [0, geo.pad[0]])
-    pb, pr = (geo.pad_end if two else [0, geo.pad_end[0]])
-    OH, OW = (geo.out if two else [1, geo.out[0]])
+    H, W, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, OH, OW = plane_2d(geo)
     hp, wp = H + pt + pb, W + pl + pr
     strided = sh * sw > 1
     hq = max(-(-hp // sh), OH + (kh - 1) * dh // sh)

@@ -1,0 +1,108 @@
+"""Requantization of integer GEMM results on the x86 SIMD targets (qgemm_simd.py,
+qgemm_conv.py, qconv_dw.py): ``y = saturate(rint((acc + add) * m) + yzp)`` with the product
+in float64, as qlinear.py's scalar loop (quantize.round_helper), value for value: the int32
+sum (modulo 2^32) converted exactly, one float64 product, round half to even (the default
+rounding mode, as rint), the zero point added, clamped; NaN -> the zero point, clamped; +-Inf
+saturate. The n % lanes tail calls the scalar helper.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..emit_c.cwriter import ctype
+
+
+def _requant_fast(isa: str, ydt: str) -> list:
+    """The requantization loop for one finite multiplier (no NaN can arise), two vectors of
+    doubles per step and one narrowing store."""
+    if isa == "avx512":
+        return [
+            "const __m512i va16 = _mm512_set1_epi32(add[0]);",
+            "for (const size_t f = n - n % 16u; j < f; j += 16u) {",
+            "    const __m512i ai = _mm512_add_epi32(_mm512_loadu_si512((const void *)(acc + j)),",
+            "                                        as ? _mm512_loadu_si512((const void *)(add + j)) : va16);",
+            "    __m512d t0 = _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(ai)), vm0);",
+            "    __m512d t1 = _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(ai, 1)), vm0);",
+            "    t0 = _mm512_add_pd(_mm512_roundscale_pd(t0, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), vz);",
+            "    t1 = _mm512_add_pd(_mm512_roundscale_pd(t1, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), vz);",
+            "    t0 = _mm512_max_pd(vlo, _mm512_min_pd(vhi, t0));",
+            "    t1 = _mm512_max_pd(vlo, _mm512_min_pd(vhi, t1));",
+            "    _mm_storeu_si128((__m128i *)(void *)(y + j), _mm512_cvtepi32_epi8(_mm512_inserti64x4(",
+            "        _mm512_castsi256_si512(_mm512_cvtpd_epi32(t0)), _mm512_cvtpd_epi32(t1), 1)));",
+            "}"]
+    pk = "_mm_packus_epi16" if ydt == "uint8" else "_mm_packs_epi16"
+    return [
+        "const __m256i va8 = _mm256_set1_epi32(add[0]);",
+        "for (const size_t f = n - n % 8u; j < f; j += 8u) {",
+        "    const __m256i ai = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(acc + j)),",
+        "                                        as ? _mm256_loadu_si256((const __m256i *)(add + j)) : va8);",
+        "    __m256d t0 = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(ai)), vm0);",
+        "    __m256d t1 = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(ai, 1)), vm0);",
+        "    t0 = _mm256_add_pd(_mm256_round_pd(t0, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), vz);",
+        "    t1 = _mm256_add_pd(_mm256_round_pd(t1, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), vz);",
+        "    t0 = _mm256_max_pd(vlo, _mm256_min_pd(vhi, t0));",
+        "    t1 = _mm256_max_pd(vlo, _mm256_min_pd(vhi, t1));",
+        "    const __m128i w = _mm_packs_epi32(_mm256_cvtpd_epi32(t0), _mm256_cvtpd_epi32(t1));",
+        f"    _mm_storel_epi64((__m128i *)(void *)(y + j), {pk}(w, w));  /* in range: exact packs */",
+        "}"]
+
+
+def requant_helper(ctx, isa: str, ydt: str, rnd: str, wrap: str) -> str:
+    """``aicc_qreq_{isa}_{y}(n, acc, add, as, m, ms, yzp, y)``: y[j] = saturate(rint((acc[j]
+    + add[j * as]) * m[j * ms]) + yzp), the product in double (the scalar loops' values)."""
+    lo, hi = (0, 255) if ydt == "uint8" else (-128, 127)
+    yc = ctype(np.dtype(ydt))
+    name = f"aicc_qreq_{isa}_{ydt}"
+    scalar = (f"y[j] = ({yc}){rnd}((double){wrap}((uint32_t)acc[j] + (uint32_t)add[as ? j : 0u]) "
+              f"* (double)m[ms ? j : 0u], yzp, {lo}, {hi});")
+    if isa == "avx512":
+        L, pd = 8, "_mm512"
+        body = [
+            "const __m256i ai = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(acc + j)), "
+            "as ? _mm256_loadu_si256((const __m256i *)(add + j)) : va);",
+            "const __m512d vm = ms ? _mm512_cvtps_pd(_mm256_loadu_ps(m + j)) : vm0;",
+            "__m512d t = _mm512_mul_pd(_mm512_cvtepi32_pd(ai), vm);",
+            "t = _mm512_add_pd(_mm512_roundscale_pd(t, _MM_FROUND_TO_NEAREST_INT | "
+            "_MM_FROUND_NO_EXC), vz);",
+            "t = _mm512_max_pd(vlo, _mm512_min_pd(vhi, t));   /* NaN stays (second operand) */",
+            "t = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(t, t, _CMP_UNORD_Q), t, vzc);",
+            "_mm_storel_epi64((__m128i *)(void *)(y + j), "
+            "_mm256_cvtepi32_epi8(_mm512_cvtpd_epi32(t)));"]
+    else:
+        L, pd = 4, "_mm256"
+        pk = "_mm_packus_epi16" if ydt == "uint8" else "_mm_packs_epi16"
+        body = [
+            "const __m128i ai = _mm_add_epi32(_mm_loadu_si128((const __m128i *)(acc + j)), "
+            "as ? _mm_loadu_si128((const __m128i *)(add + j)) : va);",
+            "const __m256d vm = ms ? _mm256_cvtps_pd(_mm_loadu_ps(m + j)) : vm0;",
+            "__m256d t = _mm256_mul_pd(_mm256_cvtepi32_pd(ai), vm);",
+            "t = _mm256_add_pd(_mm256_round_pd(t, _MM_FROUND_TO_NEAREST_INT | "
+            "_MM_FROUND_NO_EXC), vz);",
+            "t = _mm256_max_pd(vlo, _mm256_min_pd(vhi, t));   /* NaN stays (second operand) */",
+            "t = _mm256_blendv_pd(t, vzc, _mm256_cmp_pd(t, t, _CMP_UNORD_Q));",
+            "__m128i w = _mm256_cvtpd_epi32(t);",
+            f"w = {pk}(_mm_packs_epi32(w, w), w);    /* in range: the packs never saturate */",
+            "const int32_t o = _mm_cvtsi128_si32(w);",
+            "memcpy(y + j, &o, 4);"]
+    fast = _requant_fast(isa, ydt)
+    vd, ai = f"__m{512 if isa == 'avx512' else 256}d", ("_mm256_set1_epi32" if isa == "avx512"
+                                                         else "_mm_set1_epi32")
+    C = [f"/* y[j] = saturate(rint((acc[j] + add[j * as]) * m[j * ms]) + yzp) for j < n ({ydt}; the "
+         "product in\n * double, add modulo 2^32; NaN -> yzp, clamped): the scalar helper's "
+         f"values, {L} at a time. */",
+         f"static void {name}(size_t n, const int32_t *restrict acc, const int32_t *restrict add, "
+         f"size_t as, const float *restrict m, size_t ms, int32_t yzp, {yc} *restrict y)", "{",
+         f"    const {'__m256i' if isa == 'avx512' else '__m128i'} va = {ai}(add[0]);",
+         f"    const {vd} vm0 = {pd}_set1_pd((double)m[0]), vz = {pd}_set1_pd((double)yzp);",
+         f"    const {vd} vlo = {pd}_set1_pd({float(lo)!r}), vhi = {pd}_set1_pd({float(hi)!r});",
+         f"    const {vd} vzc = {pd}_set1_pd((double)(yzp < {lo} ? {lo} : "
+         f"(yzp > {hi} ? {hi} : yzp)));",
+         "    size_t j = 0;",
+         "    if (ms == 0u && m[0] - m[0] == 0.0f) {    /* a finite multiplier: no NaN */"]
+    C += ["        " + s for s in fast]
+    C += ["    }", f"    for (const size_t f = n - n % {L}u; j < f; j += {L}u) {{"]
+    C += ["        " + s for s in body]
+    C += ["    }", "    for (; j < n; ++j)", "        " + scalar, "}"]
+    ctx.helper("qlinear.4.0.string", "#include <string.h>")
+    ctx.helper(f"qlinear.4.3.req_{isa}_{ydt}", "\n".join(C))
+    return name
