@@ -114,9 +114,6 @@ def _target_dict(name: str, seen=()) -> dict:
 
 
 def load_target(name: str) -> Target:
-    path = TARGETS_DIR / f"{name}.yaml"
-    if not path.is_file():
-        raise ConfigError(f"unknown target '{name}' (known: {', '.join(list_targets())})")
     d = _target_dict(name)
     try:
         return Target(base=d.get("_base"), name=d["name"], description=d.get("description", ""),
@@ -135,7 +132,7 @@ def load_target(name: str) -> Target:
                       pass_options={str(k): dict(v or {}) for k, v in
                                     (d.get("pass_options") or {}).items()})
     except (KeyError, TypeError, ValueError) as e:
-        raise ConfigError(f"target file {path.name}: {e}") from None
+        raise ConfigError(f"target file {name}.yaml: {e}") from None
 
 
 def runnable_targets(derived: bool = True) -> list:
@@ -143,5 +140,5 @@ def runnable_targets(derived: bool = True) -> list:
     targets run under an emulator are not listed (see Target.run_command). derived=False
     leaves out targets that ``extends`` another (x86-avx512-vnni: the parent's float kernels,
     so the float kernel tests run on the parent only)."""
-    return [t for t in list_targets() if host_supports(load_target(t))
-            and (derived or load_target(t).base is None)]
+    loaded = {name: load_target(name) for name in list_targets()}
+    return [name for name, t in loaded.items() if host_supports(t) and (derived or t.base is None)]

@@ -75,18 +75,24 @@ def test_checker_failure_exit_2(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def _save_example_domain(tmp_path, nodes, inputs, outputs, inits=()):
+    """Save a graph that uses the com.example domain (ops aicc does not know) as u.onnx."""
+    g = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                            helper.make_opsetid("com.example", 1)])
+    p = tmp_path / "u.onnx"
+    onnx.save(m, p)
+    return p
+
+
 def test_every_unsupported_op_listed_at_once(tmp_path):
     x = np.zeros((4, 4), np.float32)
     nodes = [helper.make_node("Relu", ["x"], ["a"], name="ok_node"),
              helper.make_node("Frobnicate", ["a"], ["b"], name="frob1", domain="com.example"),
              helper.make_node("Frobnicate", ["b"], ["c"], name="frob2", domain="com.example"),
              helper.make_node("Zorch", ["c"], ["y"], name="zorch1", domain="com.example")]
-    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", 1, x.shape)],
-                          [helper.make_tensor_value_info("y", 1, x.shape)])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
-                                            helper.make_opsetid("com.example", 1)])
-    p = tmp_path / "u.onnx"
-    onnx.save(m, p)
+    p = _save_example_domain(tmp_path, nodes, [helper.make_tensor_value_info("x", 1, x.shape)],
+                             [helper.make_tensor_value_info("y", 1, x.shape)])
     r = aicc("build", p, "-o", tmp_path / "out")
     assert r.returncode == 2, r.stderr
     for s in ("Frobnicate", "Zorch", "frob1", "frob2", "zorch1"):
@@ -101,14 +107,10 @@ def test_op_after_unsupported_op_says_why(tmp_path):
     (it was "check failed: 'c'"), next to the unknown op."""
     nodes = [helper.make_node("Frobnicate", ["x"], ["b"], name="frob", domain="com.example"),
              helper.make_node("QuantizeLinear", ["b", "s", "z"], ["y"], name="q")]
-    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", 1, [4])],
-                          [helper.make_tensor_value_info("y", onnx.TensorProto.UINT8, [4])],
-                          [helper.make_tensor("s", 1, [], [0.5]),
-                           helper.make_tensor("z", onnx.TensorProto.UINT8, [], [3])])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
-                                            helper.make_opsetid("com.example", 1)])
-    p = tmp_path / "u.onnx"
-    onnx.save(m, p)
+    p = _save_example_domain(tmp_path, nodes, [helper.make_tensor_value_info("x", 1, [4])],
+                             [helper.make_tensor_value_info("y", onnx.TensorProto.UINT8, [4])],
+                             [helper.make_tensor("s", 1, [], [0.5]),
+                              helper.make_tensor("z", onnx.TensorProto.UINT8, [], [3])])
     r = aicc("build", p, "-o", tmp_path / "out")
     assert r.returncode == 2, r.stderr
     assert "com.example.Frobnicate (no implementation" in r.stderr

@@ -144,12 +144,12 @@ def check_supported(g) -> None:
         if op is None:
             reason = "no implementation"
         else:
-            unknown = [t for t in (*n.inputs, *n.outputs)
-                       if t and t not in g.types and t not in g.constants]
             try:
                 reason = schema_type_reason(n, g) or op.check(n, g)
             except Exception as e:  # noqa: BLE001 - a check must never crash the build
                 reason = f"check failed: {e}"
+                unknown = [t for t in (*n.inputs, *n.outputs)
+                           if t and t not in g.types and t not in g.constants]
                 if isinstance(e, KeyError) and unknown:
                     reason = (f"no type / shape for {', '.join(repr(t) for t in unknown[:3])} "
                               "(shape inference did not reach it, e.g. past an unsupported op)")

@@ -18,24 +18,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..emit_c.cwriter import ctype
 from .conv import ConvGeometry
 from .loops import numel
-from .qgemm_simd import ADD, WRAP, isa_for, plane_2d, scalar, typed, zp_values
-from .qrequant_simd import requant_helper
+from .qgemm_simd import conv_weights, isa_for, plane_2d, typed, zp_expr
+from .qrequant_simd import Requant, channel_terms, output
 from .simd import SIMD, include
 
 MAX_TAPS = 258      # T * 255 * 255 < 2^24: exact float32 sums
 
 PAD = """\
-/* One plane of h x w values x - zp as float, zero-padded to hp x wp (pt, pl before) and
+/* One plane of h x w values x - zp as float, zero-padded to hp rows (pt, pl before) and
  * split into sw column phases of wq columns: d[(ph * hp + i) * wq + j] = xpad[i][j * sw + ph]. */
 static void aicc_qdwpad_SFX(const TA *restrict x, size_t h, size_t w, int32_t zp, size_t hp,
-                            size_t wp, size_t pt, size_t pl, size_t sw, size_t wq,
-                            float *restrict d)
+                            size_t pt, size_t pl, size_t sw, size_t wq, float *restrict d)
 {
     memset(d, 0, sw * hp * wq * sizeof *d);
-    (void)wp;
     for (size_t i = 0; i < h; ++i) {
         const TA *restrict r = x + i * w;
         if (sw == 1u) {          /* contiguous: vectorizes */
@@ -52,10 +49,9 @@ static void aicc_qdwpad_SFX(const TA *restrict x, size_t h, size_t w, int32_t zp
 }"""
 
 
-def dw_usable(ctx, geo, w_k, wz_k) -> bool:
-    return (isa_for(ctx) is not None and ctx.in_const(w_k) is not None
-            and (not ctx.has_input(wz_k) or ctx.in_const(wz_k) is not None)
-            and geo.cin_g == 1 and geo.cout_g == 1 and len(geo.k) <= 2
+def dw_usable(geo) -> bool:
+    """A depthwise geometry this module takes (constant weights: qgemm_conv.usable)."""
+    return (geo.cin_g == 1 and geo.cout_g == 1 and len(geo.k) <= 2
             and numel(geo.k) <= MAX_TAPS)
 
 
@@ -99,8 +95,8 @@ static void {name}(size_t n, size_t nt, const float *restrict p, const int64_t *
     return name
 
 
-def emit(op, node, ctx, requant) -> None:
-    """``requant`` as qgemm_conv.emit_conv's."""
+def emit(op, node, ctx, rq: Requant | None) -> None:
+    """``rq`` as qgemm_conv.emit_conv's."""
     isa = isa_for(ctx)
     ctx.kernel = isa
     ta = ctx.in_dtype(op.X)
@@ -109,9 +105,7 @@ def emit(op, node, ctx, requant) -> None:
     hp, wp = H + pt + pb, W + pl + pr
     wq = -(-wp // sw) + 1
     taps, C, P = kh * kw, geo.cout, OH * OW
-    w = np.asarray(ctx.in_const(op.W)).astype(np.int64).reshape(C, taps)
-    w = w - zp_values(ctx, op.WZ, C)[:, None]
-    wf = ctx.const(w.astype(np.float32), "qdw")
+    wf = ctx.const(conv_weights(ctx, op, geo).reshape(C, taps).astype(np.float32), "qdw")
     # tap (a, b) of output (oh, ow): xpad[oh sh + a dh][ow sw + b dw] = phase (b dw) % sw,
     # column ow + (b dw) / sw, row oh sh + a dh
     off = np.array([(((b * dw) % sw) * hp + a * dh) * wq + (b * dw) // sw
@@ -120,29 +114,18 @@ def emit(op, node, ctx, requant) -> None:
     plane = ctx.scratch(sw * hp * wq * 4, "float", "qdwp")
     row = ctx.scratch(OW * 4, "int32_t", "qdwr")
     code, sfx = typed(PAD, ta)
-    ctx.helper("qlinear.0.wrap", WRAP)
     ctx.helper(f"qlinear.4.1.dwpad{sfx}", code)
     k = _rows_kernel(ctx, isa)
     ctx(f"/* depthwise {geo.describe()}: exact float32 sums ({isa}, qconv_dw.py) on the padded "
         f"plane in {sw} column phases */")
-    ctx(f"const int32_t xzp = (int32_t){scalar(ctx, op.XZ)};" if ctx.has_input(op.XZ)
-        else "const int32_t xzp = 0;")
-    yc = ctype(ctx.out_dtype(0))
+    ctx(f"const int32_t xzp = {zp_expr(ctx, op.XZ)};")
     with ctx.block(f"for (size_t nb = 0; nb < {geo.batch}u; ++nb)"):
         with ctx.block(f"for (size_t oc = 0; oc < {C}u; ++oc)"):
             ctx(f"aicc_qdwpad{sfx}({ctx.inp[op.X]} + (nb * {C}u + oc) * {H * W}u, {H}u, {W}u, xzp, "
-                f"{hp}u, {wp}u, {pt}u, {pl}u, {sw}u, {wq}u, {plane});")
-            if requant is not None:
-                ctx(f"const float mlt = {requant[2]};")
-            bias = requant[3] if requant is not None else None
-            ctx(f"const int32_t add = {bias or '0'};")
+                f"{hp}u, {pt}u, {pl}u, {sw}u, {wq}u, {plane});")
+            channel_terms(ctx, rq)
             with ctx.block(f"for (size_t oh = 0; oh < {OH}u; ++oh)"):
                 ctx(f"{k}({OW}u, {taps}u, {plane} + oh * {sh * wq}u, {offs}, "
                     f"{wf} + oc * {taps}u, {row});")
-                dst = f"{ctx.out[0]} + (nb * {C}u + oc) * {P}u + oh * {OW}u"
-                if requant is None:
-                    ctx.helper("qlinear.4.3.add", ADD)
-                    ctx(f"aicc_qadd({OW}u, {row}, &add, 0u, {dst});")
-                else:
-                    fn = requant_helper(ctx, isa, ctx.out_dtype(0).name, requant[0], requant[1])
-                    ctx(f"{fn}({OW}u, {row}, &add, 0u, &mlt, 0u, yzp, ({yc} *)({dst}));")
+                output(ctx, isa, rq, f"{OW}u", row,
+                       f"{ctx.out[0]} + (nb * {C}u + oc) * {P}u + oh * {OW}u")

@@ -27,10 +27,11 @@ from .conv import ConvGeometry
 from .conv_kernels import PARAMS, RANGE
 from .loops import numel
 from . import qconv_dw
-from .qgemm_simd import (ADD, FORMS, ISA, WRAP, as_elems, gemm, isa_for, pair_form, plane_2d,
-                         quad_form, scalar, typed, zp_values)
-from .qrequant_simd import requant_helper
+from .qgemm_simd import (FORMS, ISA, as_elems, const_operand, conv_weights, gemm, isa_for,
+                         pair_form, plane_2d, quad_form, typed, zp_expr)
+from .qrequant_simd import Requant, channel_terms, output
 
+MIN_K = 16          # convs with fewer products per output (not depthwise) keep the tap loops
 PANEL_KB = 128      # im2col panels of one position block (L2)
 BLOCK_KB = 96       # implicit GEMM: int32 results of one position block (cout_g x jb)
 
@@ -230,36 +231,14 @@ def implicit_ok(geo) -> bool:
     return len(geo.k) <= 2
 
 
-def _post(ctx, isa, requant, n, src, dst) -> None:
-    """Output n values from the int32 results at src (``add`` and ``mlt`` in scope)."""
-    if requant is None:
-        ctx.helper("qlinear.4.3.add", ADD)
-        ctx(f"aicc_qadd({n}, {src}, &add, 0u, {dst});")
-        return
-    rnd, wrap = requant[:2]
-    fn = requant_helper(ctx, isa, ctx.out_dtype(0).name, rnd, wrap)
-    ctx(f"{fn}({n}, {src}, &add, 0u, &mlt, 0u, yzp, {dst});")
+def usable(ctx, geo, op) -> bool:
+    """Whether emit_conv takes a conv with this geometry: a SIMD target, constant weights and
+    weight zero point, and enough products per output (or depthwise, qconv_dw.py)."""
+    return geo.batch * geo.cout * numel(geo.out) > 0 and const_operand(ctx, op.W, op.WZ) and (
+        geo.cin_g * numel(geo.k) >= MIN_K or qconv_dw.dw_usable(geo))
 
 
-def _channel_terms(ctx, requant, corr) -> None:
-    """``mlt`` and ``add`` of output channel oc: bias, minus zu * (sum of w - wzp) in the
-    quad form (corr: the C name of those sums)."""
-    if requant is not None:
-        ctx(f"const float mlt = {requant[2]};")
-    bias = requant[3] if requant is not None else None
-    terms = [f"(uint32_t){bias}"] if bias else []
-    if corr:
-        terms.append(f"0u - zu * (uint32_t){corr}[oc]")
-    ctx(f"const int32_t add = {'aicc_u32_i32(' + ' + '.join(terms) + ')' if terms else '0'};")
-
-
-def _weights(ctx, op, geo) -> np.ndarray:
-    """w - wzp as int64 [cout, cin_g, taps]."""
-    w = np.asarray(ctx.in_const(op.W)).astype(np.int64).reshape(geo.cout, geo.cin_g, -1)
-    return w - zp_values(ctx, op.WZ, geo.cout)[:, None, None]
-
-
-def emit_conv_implicit(op, node, ctx, requant) -> None:
+def emit_conv_implicit(op, node, ctx, rq: Requant | None) -> None:
     """The implicit GEMM on the padded, channel-interleaved input (module doc). Strides: the
     input is split into sh x sw phases (planes of hq x wq), tap (a, b) reads phase
     ((a dh) % sh, (b dw) % sw) at row / column offset ((a dh) / sh, (b dw) / sw) of the output
@@ -275,7 +254,7 @@ def emit_conv_implicit(op, node, ctx, requant) -> None:
     hq = max(-(-hp // sh), OH + (kh - 1) * dh // sh)
     wq = max(-(-wp // sw), OW + (kw - 1) * dw // sw)
     Q, P, taps = (OH - 1) * wq + OW, OH * OW, kh * kw
-    w = _weights(ctx, op, geo)
+    w = conv_weights(ctx, op, geo)
     form = quad_form(ctx, isa, w, True) or pair_form(ctx, isa)
     g, et = FORMS[form]["g"], FORMS[form]["et"]
     cgn = -(-geo.cin_g // g)                    # channel groups
@@ -292,18 +271,15 @@ def emit_conv_implicit(op, node, ctx, requant) -> None:
     jb = max(nr, (BLOCK_KB * 1024 // (geo.cout_g * 4)) // nr * nr)
     jb = min(jb, -(-Q // nr) * nr)
     slack = g * nr + 64
-    esz = 2 if g == 2 else 1
-    xp = ctx.scratch((sh * sw * cgn * hq * wq * g + slack) * esz, et, "qx")
+    xp = ctx.scratch((sh * sw * cgn * hq * wq * g + slack) * FORMS[form]["size"], et, "qx")
     cb = ctx.scratch(geo.cout_g * jb * 4, "int32_t", "qc")
-    ctx.helper("qlinear.0.wrap", WRAP)
     ctx.helper("qlinear.4.0.string", "#include <string.h>")
     gm = gemm(ctx, isa, form, geo.cout_g, implicit=True)
     ctx(f"/* {geo.describe()}: implicit integer GEMM ({isa}, form {form}) on the padded input "
         f"({sh * sw} phase(s) of {hq} x {wq}, {g} channels interleaved), weights - wzp packed "
         "at build time; "
         f"blocks of {jb} of the {Q} grid positions */")
-    ctx(f"const int32_t xzp = (int32_t){scalar(ctx, op.XZ)};" if ctx.has_input(op.XZ)
-        else "const int32_t xzp = 0;")
+    ctx(f"const int32_t xzp = {zp_expr(ctx, op.XZ)};")
     xin = f"{ctx.inp[op.X]} + (nb * {geo.cin}u + gi * {geo.cin_g}u) * {numel(geo.inp)}u"
     corr = None
     if g == 4:
@@ -337,26 +313,26 @@ def emit_conv_implicit(op, node, ctx, requant) -> None:
                     f"{xp} + q0 * {g}u, {offs}, {cb}, {jb}u);")
                 with ctx.block(f"for (size_t og = 0; og < {geo.cout_g}u; ++og)"):
                     ctx(f"const size_t oc = gi * {geo.cout_g}u + og;")
-                    _channel_terms(ctx, requant, corr)
+                    channel_terms(ctx, rq, corr)
                     with ctx.block(f"for (size_t row = q0 / {wq}u; row * {wq}u < q0 + jn; ++row)"):
                         ctx(f"const size_t s = row * {wq}u > q0 ? row * {wq}u : q0;")
                         ctx(f"const size_t e = row * {wq}u + {OW}u < q0 + jn ? row * {wq}u + {OW}u "
                             ": q0 + jn;")
                         with ctx.block("if (s < e)"):
-                            _post(ctx, isa, requant, "e - s", f"{cb} + og * {jb}u + (s - q0)",
-                                  f"{ctx.out[0]} + (nb * {geo.cout}u + oc) * {P}u + "
-                                  f"row * {OW}u + (s - row * {wq}u)")
+                            output(ctx, isa, rq, "e - s", f"{cb} + og * {jb}u + (s - q0)",
+                                   f"{ctx.out[0]} + (nb * {geo.cout}u + oc) * {P}u + "
+                                   f"row * {OW}u + (s - row * {wq}u)")
 
 
-def emit_conv(op, node, ctx, requant) -> None:
-    """``requant``: None (int32 output) or (rnd, wrap, mult, bias): mult the C expression of
-    the float multiplier of output channel ``oc``, bias its int32 C expression or None."""
+def emit_conv(op, node, ctx, rq: Requant | None) -> None:
+    """A conv ``usable`` takes. ``rq``: None (int32 output) or the requantization (its mult
+    and bias: of output channel ``oc``)."""
     geo = ConvGeometry(op, node, ctx.in_shape(op.X), ctx.in_shape(op.W))
-    if qconv_dw.dw_usable(ctx, geo, op.W, op.WZ):
-        qconv_dw.emit(op, node, ctx, requant)
+    if qconv_dw.dw_usable(geo):
+        qconv_dw.emit(op, node, ctx, rq)
         return
     if implicit_ok(geo):
-        emit_conv_implicit(op, node, ctx, requant)
+        emit_conv_implicit(op, node, ctx, rq)
         return
     isa = isa_for(ctx)
     ctx.kernel = isa
@@ -365,14 +341,13 @@ def emit_conv(op, node, ctx, requant) -> None:
     ta = ctx.in_dtype(op.X)
     P, K = numel(geo.out), geo.cin_g * numel(geo.k)
     k2 = (K + 1) // 2
-    w = _weights(ctx, op, geo).reshape(geo.cout, K)
+    w = conv_weights(ctx, op, geo).reshape(geo.cout, K)
     a = np.zeros((geo.cout, 2 * k2), np.int64)
     a[:, :K] = w
     wp = ctx.const(as_elems(a, form), "qw")
     jb = block_positions(P, k2, nr)
     ctx.helper("conv.0.params", PARAMS)
     ctx.helper("conv.1.range", RANGE)
-    ctx.helper("qlinear.0.wrap", WRAP)
     ctx.helper("qlinear.4.0.string", "#include <string.h>")
     code, sfx = typed(PACK_B, ta)
     ctx.helper(f"qlinear.4.1.im2col{sfx}", code)
@@ -383,8 +358,7 @@ def emit_conv(op, node, ctx, requant) -> None:
     ctx(f"/* {geo.describe()}: integer GEMM ({isa}, form {form}), weights - wzp packed at "
         f"build time, im2col blocks of {jb} positions */")
     ctx(geo.params())
-    ctx(f"const int32_t xzp = (int32_t){scalar(ctx, op.XZ)};" if ctx.has_input(op.XZ)
-        else "const int32_t xzp = 0;")
+    ctx(f"const int32_t xzp = {zp_expr(ctx, op.XZ)};")
     with ctx.block(f"for (size_t nb = 0; nb < {geo.batch}u; ++nb)"):
         with ctx.block(f"for (size_t gi = 0; gi < {geo.group}u; ++gi)"):
             with ctx.block(f"for (size_t p0 = 0; p0 < {P}u; p0 += {jb}u)"):
@@ -397,6 +371,6 @@ def emit_conv(op, node, ctx, requant) -> None:
                     "jbp);")
                 with ctx.block(f"for (size_t og = 0; og < {geo.cout_g}u; ++og)"):
                     ctx(f"const size_t oc = gi * {geo.cout_g}u + og;")
-                    _channel_terms(ctx, requant, None)
-                    _post(ctx, isa, requant, "jn", f"{cb} + og * jbp",
-                          f"{ctx.out[0]} + (nb * {geo.cout}u + oc) * {P}u + p0")
+                    channel_terms(ctx, rq)
+                    output(ctx, isa, rq, "jn", f"{cb} + og * jbp",
+                           f"{ctx.out[0]} + (nb * {geo.cout}u + oc) * {P}u + p0")

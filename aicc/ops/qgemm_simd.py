@@ -1,7 +1,8 @@
 """Integer matrix products on the x86 SIMD targets: QLinearMatMul / MatMulInteger with a
 constant ``b`` and QLinearConv / ConvInteger with constant weights (qgemm_conv.py), as exact
 integer GEMMs (qlinear.py's loops stay for run-time weights, depthwise-like convs and the
-generic target). This module: the micro-kernels, the GEMM driver, requantization, MatMul.
+generic target). This module: the micro-kernels, the GEMM driver, MatMul; qrequant_simd.py:
+requantization and the int32 outputs.
 
 Exactness: every form computes the sum over k of (a - azp)(b - bzp) modulo 2^32 (wrapping
 int32 lane adds), the portable loops' value bit for bit whatever the order.
@@ -29,10 +30,9 @@ and stores whole panels into an int32 block buffer.
 MatMul: B (the constant ``b - bzp``) is packed at compile time; the activation rows are
 converted into A at run time; all batch dims of ``a`` are rows (``b`` is a matrix).
 
-Requantization (QLinear*): per output element ``saturate(rint(acc * m) + yzp)`` with ``acc *
-m`` in float64 (m = a_scale * b_scale / y_scale in float32), as qlinear.py's scalar loop:
-the same values (vectorized conversion, product, round-to-nearest-even, clamp; NaN -> yzp,
-clamped; +-Inf saturate); the n % lanes tail calls the scalar helper.
+Requantization (QLinear*, qrequant_simd.py): per output element ``saturate(rint(acc * m) +
+yzp)`` with ``acc * m`` in float64 (m = a_scale * b_scale / y_scale in float32), the values of
+qlinear.py's scalar loop.
 """
 from __future__ import annotations
 
@@ -40,21 +40,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..emit_c.cwriter import c_int, ctype
+from ..emit_c.cwriter import c_float, c_int, ctype
 from .loops import numel
 from .matmul import _dims
-from .qrequant_simd import requant_helper
+from .qrequant_simd import WRAP, Requant, output
 from .simd import include, simd_isa
 
-WRAP = """\
-/* uint32 accumulator (sum modulo 2^32) -> int32 two's complement, without
- * implementation-defined conversions. */
-static AICC_UNUSED int32_t aicc_u32_i32(uint32_t u)
-{
-    return u < 0x80000000u ? (int32_t)u : -(int32_t)(~u) - 1;
-}"""
-
-MIN_K = 16          # convs with fewer products per output (depthwise) keep the tap loops
 ISA = {
     "avx512": dict(nr=32, mr=8, vi="__m512i", zero="_mm512_setzero_si512()",
                    ld="_mm512_loadu_si512((const void *)({p}))",
@@ -100,14 +91,15 @@ def isa_for(ctx):
     return isa if isa in ISA else None
 
 
-def _const_or_absent(ctx, k) -> bool:
-    return not ctx.has_input(k) or ctx.in_const(k) is not None
+def const_operand(ctx, k, zp_k) -> bool:
+    """A SIMD target, input k constant and its zero point (input zp_k) constant or absent."""
+    return (isa_for(ctx) is not None and ctx.in_const(k) is not None
+            and (not ctx.has_input(zp_k) or ctx.in_const(zp_k) is not None))
 
 
 def matmul_usable(ctx, a_k, b_k, bz_k) -> bool:
     sb = tuple(ctx.in_shape(b_k))
-    return (isa_for(ctx) is not None and ctx.in_const(b_k) is not None
-            and _const_or_absent(ctx, bz_k) and len(sb) >= 2
+    return (const_operand(ctx, b_k, bz_k) and len(sb) >= 2
             and all(d == 1 for d in sb[:-2]) and len(ctx.in_shape(a_k)) >= 1)
 
 
@@ -119,11 +111,6 @@ def quad_form(ctx, isa: str, consts: np.ndarray, signed_bcast: bool):
     return "qb" if signed_bcast else "qa"
 
 
-def conv_usable(ctx, geo, w_k, wz_k) -> bool:
-    return (isa_for(ctx) is not None and ctx.in_const(w_k) is not None
-            and _const_or_absent(ctx, wz_k) and geo.cin_g * numel(geo.k) >= MIN_K)
-
-
 # -- C text --------------------------------------------------------------------------------------
 
 def vnni(ctx, isa: str) -> bool:
@@ -133,13 +120,13 @@ def vnni(ctx, isa: str) -> bool:
     return isa == "avx512" and "avx512_vnni" in ctx.target.cpu_flags
 
 
-# dot-product forms: element type, k values per 32-bit lane, C of one accumulation step
-# (av: the broadcast lane of A, b0 / b1: the two vectors of the B row)
+# dot-product forms: element type and its bytes, k values per 32-bit lane, C of one
+# accumulation step (av: the broadcast lane of A, b0 / b1: the two vectors of the B row)
 FORMS = {
-    "p": dict(et="int16_t", g=2, step="{add}({c}, {madd}(av, {b}))"),     # vpmaddwd + add
-    "pv": dict(et="int16_t", g=2, step="_mm512_dpwssd_epi32({c}, av, {b})"),
-    "qa": dict(et="uint8_t", g=4, step="_mm512_dpbusd_epi32({c}, av, {b})"),   # A unsigned
-    "qb": dict(et="uint8_t", g=4, step="_mm512_dpbusd_epi32({c}, {b}, av)"),   # B unsigned
+    "p": dict(et="int16_t", size=2, g=2, step="{add}({c}, {madd}(av, {b}))"),  # vpmaddwd + add
+    "pv": dict(et="int16_t", size=2, g=2, step="_mm512_dpwssd_epi32({c}, av, {b})"),
+    "qa": dict(et="uint8_t", size=1, g=4, step="_mm512_dpbusd_epi32({c}, av, {b})"),  # A unsigned
+    "qb": dict(et="uint8_t", size=1, g=4, step="_mm512_dpbusd_epi32({c}, {b}, av)"),  # B unsigned
 }
 
 
@@ -230,28 +217,15 @@ static void aicc_qrowq_SFX(size_t k, size_t kq, const TA *restrict a, uint8_t *r
         d[i] = 0;
 }"""
 
-ADD = """\
-/* y[j] = acc[j] + add[j * as] modulo 2^32 (the int32 outputs of MatMulInteger / ConvInteger). */
-static void aicc_qadd(size_t n, const int32_t *restrict acc, const int32_t *restrict add,
-                      size_t as, int32_t *restrict y)
-{
-    for (size_t j = 0; j < n; ++j)
-        y[j] = aicc_u32_i32((uint32_t)acc[j] + (uint32_t)add[j * as]);
-}"""
-
-def typed(code: str, ta) -> str:
+def typed(code: str, ta) -> tuple:
     """Helper text for activation type ta (uint8 / int8): _SFX, TA, FLIP (+128 for int8)."""
     sfx = "_u8" if ta.name == "uint8" else "_s8"
     return (code.replace("_SFX", sfx).replace("TA", ctype(ta))
             .replace("FLIP", "0" if ta.name == "uint8" else "128"), sfx)
 
 
-def elem(form: str):
-    """numpy type of a form's operand buffers (int8 values are stored as their bytes)."""
-    return np.int16 if FORMS[form]["g"] == 2 else np.uint8
-
-
 def as_elems(v: np.ndarray, form: str) -> np.ndarray:
+    """Integer values as a form's operand elements (int8 values are stored as their bytes)."""
     return v.astype(np.int16) if FORMS[form]["g"] == 2 else v.astype(np.int8).view(np.uint8)
 
 
@@ -274,11 +248,31 @@ def zp_values(ctx, k, n) -> np.ndarray:
     return np.broadcast_to(v, (n,)) if v.size == 1 else v
 
 
+def conv_weights(ctx, op, geo) -> np.ndarray:
+    """A conv's constant w - wzp as int64 [cout, cin_g, taps]."""
+    w = np.asarray(ctx.in_const(op.W)).astype(np.int64).reshape(geo.cout, geo.cin_g, -1)
+    return w - zp_values(ctx, op.WZ, geo.cout)[:, None, None]
+
+
+def scalar(ctx, k) -> str:
+    """Element 0 of input k: a literal when constant, else a load."""
+    v = ctx.in_const(k)
+    if v is not None:
+        v = np.asarray(v).reshape(-1)[0]
+        return c_float(v) if v.dtype.kind == "f" else c_int(v, v.dtype)
+    return f"{ctx.inp[k]}[0]"
+
+
+def zp_expr(ctx, k) -> str:
+    """The int32 C expression of the per-tensor zero point input k (0 when absent)."""
+    return f"(int32_t){scalar(ctx, k)}" if ctx.has_input(k) else "0"
+
+
 # -- emitters ------------------------------------------------------------------------------------
 
-def emit_matmul(op, node, ctx, requant) -> None:
-    """MatMul form. ``requant``: None (int32 output) or (rnd, wrap, mult, per_col) with mult
-    the C expression of a pointer to the float multiplier (per_col: N of them)."""
+def emit_matmul(op, node, ctx, rq: Requant | None) -> None:
+    """MatMul form. ``rq``: None (int32 output) or the requantization (its mult: the C
+    expression of a pointer to the float multiplier, or to N of them when per_col)."""
     isa = isa_for(ctx)
     d = ISA[isa]
     ctx.kernel = isa
@@ -292,19 +286,18 @@ def emit_matmul(op, node, ctx, requant) -> None:
     npn, kgn = -(-n // nr), -(-k // g)
     bp = ctx.const(pack_b(b, nr, form), "qb")
     mb = min(rows, 64)
-    ab = ctx.scratch(mb * g * kgn * np.dtype(elem(form)).itemsize, et, "qa")
+    ab = ctx.scratch(mb * g * kgn * FORMS[form]["size"], et, "qa")
     cb = ctx.scratch(mb * npn * nr * 4, "int32_t", "qc")
-    ctx.helper("qlinear.0.wrap", WRAP)
     ctx(f"/* integer GEMM ({isa}, form {form}): {rows} rows of a x (b - bzp) packed at build "
         f"time ({npn} panels of {nr}) */")
-    ctx(f"const int32_t azp = (int32_t){scalar(ctx, op.AZ)};" if ctx.has_input(op.AZ)
-        else "const int32_t azp = 0;")
+    ctx(f"const int32_t azp = {zp_expr(ctx, op.AZ)};")
     if g == 4:      # the zero point's share: -zu * column sums of b - bzp
         code, sfx = typed(PACK_AQ, ta)
         ctx.helper(f"qlinear.4.1.rowq{sfx}", code)
         ws = ctx.const(b.sum(axis=0).astype(np.int32), "qsum")
         add = ctx.scratch(n * 4, "int32_t", "qadd")
         ctx(f"const uint32_t zu = (uint32_t)(azp + {0 if ta.name == 'uint8' else 128});")
+        ctx.helper("qlinear.0.wrap", WRAP)
         with ctx.block(f"for (size_t j = 0; j < {n}u; ++j)"):
             ctx(f"{add}[j] = aicc_u32_i32(0u - zu * (uint32_t){ws}[j]);")
         adds = f"{add}, 1u"
@@ -316,7 +309,6 @@ def emit_matmul(op, node, ctx, requant) -> None:
         ctx("static const int32_t zero = 0;")
         adds = "&zero, 0u"
         row = f"aicc_qrow{sfx}({k}u, {ctx.inp[op.A]} + (r0 + i) * {k}u, azp, {ab} + i * {g * kgn}u);"
-    yc = ctype(ctx.out_dtype(0))
     ldc = npn * nr
     with ctx.block(f"for (size_t r0 = 0; r0 < {rows}u; r0 += {mb}u)"):
         ctx(f"const size_t mr = {rows}u - r0 < {mb}u ? {rows}u - r0 : {mb}u;")
@@ -330,22 +322,7 @@ def emit_matmul(op, node, ctx, requant) -> None:
         else:
             ctx(f"{g_full}({kgn}u, {npn}u, {ab}, {bp}, {cb}, {ldc}u);")
         with ctx.block("for (size_t i = 0; i < mr; ++i)"):
-            dst = f"{ctx.out[0]} + (r0 + i) * {n}u"
-            if requant is None:
-                ctx.helper("qlinear.4.3.add", ADD)
-                ctx(f"aicc_qadd({n}u, {cb} + i * {ldc}u, {adds}, {dst});")
-            else:
-                rnd, wrap, mult, per_col = requant
-                fn = requant_helper(ctx, isa, ctx.out_dtype(0).name, rnd, wrap)
-                ctx(f"{fn}({n}u, {cb} + i * {ldc}u, {adds}, {mult}, {1 if per_col else 0}u, "
-                    f"yzp, ({yc} *){dst});")
-
-
-def scalar(ctx, k) -> str:
-    v = ctx.in_const(k)
-    if v is not None:
-        v = np.asarray(v).reshape(-1)[0]
-        return c_int(v, v.dtype)
-    return f"{ctx.inp[k]}[0]"
+            output(ctx, isa, rq, f"{n}u", f"{cb} + i * {ldc}u", f"{ctx.out[0]} + (r0 + i) * {n}u",
+                   adds, "" if rq is None else f"{rq.mult}, {1 if rq.per_col else 0}u")
 
 

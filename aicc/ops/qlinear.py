@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..emit_c.cwriter import c_float, c_int, ctype
+from ..emit_c.cwriter import ctype
 from .base import Op, register
 from .conv import ConvGeometry, static_shapes
 from .conv_kernels import PARAMS, RANGE
@@ -30,8 +30,9 @@ from .gemm import empty_body
 from .loops import collapse, collapsed_strides, numel
 from .matmul import _dims
 from .quantize import round_helper
-from . import qconv_dw, qgemm_conv, qgemm_simd
-from .qgemm_simd import WRAP
+from . import qgemm_conv, qgemm_simd
+from .qgemm_simd import scalar, zp_expr
+from .qrequant_simd import WRAP, Requant
 
 INT8 = ("uint8", "int8")
 QRANGE = {"uint8": (0, 255), "int8": (-128, 127)}
@@ -141,24 +142,11 @@ def _per_last(g, name, n) -> int | None:
     return None
 
 
-def _scalar(ctx, k) -> str:
-    """Element 0 of input k: a literal when constant, else a load."""
-    v = ctx.in_const(k)
-    if v is not None:
-        v = np.asarray(v).reshape(-1)[0]
-        return c_float(v) if v.dtype.kind == "f" else c_int(v, v.dtype)
-    return f"{ctx.inp[k]}[0]"
-
-
-def _zp(ctx, k) -> str:
-    return f"(int32_t){_scalar(ctx, k)}" if ctx.has_input(k) else "0"
-
-
 def _requant_prelude(ctx, ks, ys_k, yzp_k):
     """Declare ``sa`` (the per-tensor input scale), ``ys`` and ``yzp``."""
-    ctx(f"const float sa = {_scalar(ctx, ks)};")
-    ctx(f"const float ys = {_scalar(ctx, ys_k)};")
-    ctx(f"const int32_t yzp = {_zp(ctx, yzp_k)};")
+    ctx(f"const float sa = {scalar(ctx, ks)};")
+    ctx(f"const float ys = {scalar(ctx, ys_k)};")
+    ctx(f"const int32_t yzp = {zp_expr(ctx, yzp_k)};")
 
 
 def _nonempty_mm(ctx, op) -> bool:
@@ -167,10 +155,8 @@ def _nonempty_mm(ctx, op) -> bool:
 
 
 def _simd_conv(op, node, ctx) -> bool:
-    geo = ConvGeometry(op, node, ctx.in_shape(op.X), ctx.in_shape(op.W))
-    return (geo.batch * geo.cout * numel(geo.out) > 0
-            and (qgemm_simd.conv_usable(ctx, geo, op.W, op.WZ)
-                 or qconv_dw.dw_usable(ctx, geo, op.W, op.WZ)))
+    return qgemm_conv.usable(ctx, ConvGeometry(op, node, ctx.in_shape(op.X),
+                                               ctx.in_shape(op.W)), op)
 
 
 class _MatMulBase(Op):
@@ -220,7 +206,7 @@ class _MatMulBase(Op):
         else:
             ctx(f"static const {tbc} bz0 = 0;")
             bzs, bz = 0, "&bz0"
-        ctx(f"const int32_t azp = {_zp(ctx, self.AZ)};")
+        ctx(f"const int32_t azp = {zp_expr(ctx, self.AZ)};")
         dims, full = collapse(bo, [pa, pb])
         nd = len(dims)
         strides = collapsed_strides(dims, full)
@@ -293,8 +279,7 @@ class QLinearMatMul(_MatMulBase):
             else:
                 ctx(f"const float mlt = sa * {ctx.inp[4]}[0] / ys;")
                 mc = "&mlt"
-            ctx.helper("qlinear.0.wrap", WRAP)
-            qgemm_simd.emit_matmul(self, node, ctx, (rnd, "aicc_u32_i32", mc, bool(bss)))
+            qgemm_simd.emit_matmul(self, node, ctx, Requant(rnd, mc, per_col=bool(bss)))
             return
 
         def post(base, acc, n):
@@ -352,7 +337,7 @@ class _ConvBase(Op):
         acc = ctx.scratch(P * 4, "uint32_t", "acc")
         ctx(f"/* {geo.describe()} */")
         ctx(geo.params())
-        ctx(f"const int32_t xzp = {_zp(ctx, self.XZ)};")
+        ctx(f"const int32_t xzp = {zp_expr(ctx, self.XZ)};")
         wz = None
         if ctx.has_input(self.WZ):
             wzn = _numel(ctx.g, node.inputs[self.WZ])
@@ -416,9 +401,8 @@ class QLinearConv(_ConvBase):
         yct = ctype(ydt)
         bias = ctx.inp[8] if ctx.has_input(8) else None
         if _simd_conv(self, node, ctx):
-            ctx.helper("qlinear.0.wrap", WRAP)
-            qgemm_conv.emit_conv(self, node, ctx, (
-                rnd, "aicc_u32_i32", f"sa * {ctx.inp[4]}[{'oc' if wsn > 1 else '0'}] / ys",
+            qgemm_conv.emit_conv(self, node, ctx, Requant(
+                rnd, f"sa * {ctx.inp[4]}[{'oc' if wsn > 1 else '0'}] / ys",
                 f"(int32_t){bias}[oc]" if bias else None))
             return
 

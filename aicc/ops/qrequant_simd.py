@@ -3,13 +3,44 @@ qgemm_conv.py, qconv_dw.py): ``y = saturate(rint((acc + add) * m) + yzp)`` with 
 in float64, as qlinear.py's scalar loop (quantize.round_helper), value for value: the int32
 sum (modulo 2^32) converted exactly, one float64 product, round half to even (the default
 rounding mode, as rint), the zero point added, clamped; NaN -> the zero point, clamped; +-Inf
-saturate. The n % lanes tail calls the scalar helper.
+saturate. The n % lanes tail calls the scalar helper. Also the output stage shared by the
+integer kernels: the int32 outputs (MatMulInteger / ConvInteger) as acc + add.
 """
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
 from ..emit_c.cwriter import ctype
+
+WRAP = """\
+/* uint32 accumulator (sum modulo 2^32) -> int32 two's complement, without
+ * implementation-defined conversions. */
+static AICC_UNUSED int32_t aicc_u32_i32(uint32_t u)
+{
+    return u < 0x80000000u ? (int32_t)u : -(int32_t)(~u) - 1;
+}"""
+
+ADD = """\
+/* y[j] = acc[j] + add[j * as] modulo 2^32 (the int32 outputs of MatMulInteger / ConvInteger). */
+static void aicc_qadd(size_t n, const int32_t *restrict acc, const int32_t *restrict add,
+                      size_t as, int32_t *restrict y)
+{
+    for (size_t j = 0; j < n; ++j)
+        y[j] = aicc_u32_i32((uint32_t)acc[j] + (uint32_t)add[j * as]);
+}"""
+
+
+class Requant(NamedTuple):
+    """How a QLinear* op turns its int32 sums into outputs: rnd, the scalar rounding helper
+    (quantize.round_helper); mult, the C expression of the float multiplier (conv: of output
+    channel ``oc``; matmul: a pointer to one, or to N when per_col); bias, the conv's int32
+    bias of ``oc`` as a C expression, or None."""
+    rnd: str
+    mult: str
+    bias: str | None = None
+    per_col: bool = False
 
 
 def _requant_fast(isa: str, ydt: str) -> list:
@@ -47,13 +78,13 @@ def _requant_fast(isa: str, ydt: str) -> list:
         "}"]
 
 
-def requant_helper(ctx, isa: str, ydt: str, rnd: str, wrap: str) -> str:
+def requant_helper(ctx, isa: str, ydt: str, rnd: str) -> str:
     """``aicc_qreq_{isa}_{y}(n, acc, add, as, m, ms, yzp, y)``: y[j] = saturate(rint((acc[j]
     + add[j * as]) * m[j * ms]) + yzp), the product in double (the scalar loops' values)."""
     lo, hi = (0, 255) if ydt == "uint8" else (-128, 127)
     yc = ctype(np.dtype(ydt))
     name = f"aicc_qreq_{isa}_{ydt}"
-    scalar = (f"y[j] = ({yc}){rnd}((double){wrap}((uint32_t)acc[j] + (uint32_t)add[as ? j : 0u]) "
+    scalar = (f"y[j] = ({yc}){rnd}((double)aicc_u32_i32((uint32_t)acc[j] + (uint32_t)add[as ? j : 0u]) "
               f"* (double)m[ms ? j : 0u], yzp, {lo}, {hi});")
     if isa == "avx512":
         L, pd = 8, "_mm512"
@@ -103,6 +134,33 @@ def requant_helper(ctx, isa: str, ydt: str, rnd: str, wrap: str) -> str:
     C += ["    }", f"    for (const size_t f = n - n % {L}u; j < f; j += {L}u) {{"]
     C += ["        " + s for s in body]
     C += ["    }", "    for (; j < n; ++j)", "        " + scalar, "}"]
+    ctx.helper("qlinear.0.wrap", WRAP)
     ctx.helper("qlinear.4.0.string", "#include <string.h>")
     ctx.helper(f"qlinear.4.3.req_{isa}_{ydt}", "\n".join(C))
     return name
+
+
+def channel_terms(ctx, rq: Requant | None, corr: str | None = None) -> None:
+    """Declare ``mlt`` and ``add`` of output channel ``oc``: the bias, minus zu * (the sum of
+    w - wzp) in the quad form (corr: the C name of those sums)."""
+    if rq is not None:
+        ctx(f"const float mlt = {rq.mult};")
+    terms = [f"(uint32_t){rq.bias}"] if rq is not None and rq.bias else []
+    if corr:
+        terms.append(f"0u - zu * (uint32_t){corr}[oc]")
+    if terms:
+        ctx.helper("qlinear.0.wrap", WRAP)
+    ctx(f"const int32_t add = {'aicc_u32_i32(' + ' + '.join(terms) + ')' if terms else '0'};")
+
+
+def output(ctx, isa: str, rq: Requant | None, n: str, src: str, dst: str,
+           add: str = "&add, 0u", mlt: str = "&mlt, 0u") -> None:
+    """Write n outputs at dst from the int32 sums at src: requantized, or (rq None) the int32
+    sums plus add. add / mlt: the helpers' (pointer, stride) arguments."""
+    if rq is None:
+        ctx.helper("qlinear.0.wrap", WRAP)
+        ctx.helper("qlinear.4.3.add", ADD)
+        ctx(f"aicc_qadd({n}, {src}, {add}, {dst});")
+        return
+    fn = requant_helper(ctx, isa, ctx.out_dtype(0).name, rq.rnd)
+    ctx(f"{fn}({n}, {src}, {add}, {mlt}, yzp, ({ctype(ctx.out_dtype(0))} *)({dst}));")

@@ -54,25 +54,23 @@ def _const_f32(g, name):
     return None if c is None or np.asarray(c).dtype != np.float32 else np.asarray(c)
 
 
-def _zp(g, n, k):
-    """Constant zero point of QuantizeLinear / DequantizeLinear n (input k), a zero array of
-    the quantized type when omitted (None when not constant)."""
-    if len(n.inputs) > k and n.inputs[k]:
-        return g.const(n.inputs[k])
-    return ""
+def _zp(g, n):
+    """Zero point of QuantizeLinear / DequantizeLinear n: (input name or "" when omitted,
+    its constant value, 0 when omitted; None when not constant)."""
+    name = n.inputs[2] if len(n.inputs) > 2 else ""
+    return name, (g.const(name) if name else np.zeros((), np.int64))
 
 
 def _scalar_q(g, n, qname):
-    """(scale, zero point name or "") when QDQ node n has one constant float32 scale and zero
-    point and quantized tensor qname is uint8 / int8."""
+    """(scale, zero point name or "", quantized dtype) when QDQ node n has one constant float32
+    scale and zero point and its quantized tensor qname is uint8 / int8, else None."""
     s = _const_f32(g, n.inputs[1])
-    z = _zp(g, n, 2)
-    if s is None or s.size != 1 or z is None or (len(z) if isinstance(z, str) else z.size) > 1:
+    zname, z = _zp(g, n)
+    if s is None or s.size != 1 or z is None or z.size != 1 or (
+            qname not in g.types and qname not in g.constants):
         return None
-    t = g.types.get(qname)
-    dt = np.dtype(t.dtype).name if t is not None else (
-        g.const(qname).dtype.name if g.const(qname) is not None else None)
-    return (s, n.inputs[2] if len(n.inputs) > 2 else "") if dt in INT8 else None
+    dt = g.dtype(qname)
+    return (s, zname, dt) if dt.name in INT8 else None
 
 
 @graph_pass("fuse-qdq")
@@ -111,7 +109,7 @@ def fuse_qdq(g, *, mode: str = "off"):
         qx = _scalar_q(g, dx, dx.inputs[0])
         wq = g.const(dw.inputs[0])
         sw = _const_f32(g, dw.inputs[1])
-        zw = _zp(g, dw, 2)
+        zwname, zw = _zp(g, dw)
         if qx is None or wq is None or wq.dtype.name not in INT8 or sw is None or zw is None:
             continue
         conv = op.op_type == "Conv"
@@ -121,7 +119,7 @@ def fuse_qdq(g, *, mode: str = "off"):
         if sw.size != 1 and not (wq.ndim >= 2 and axis % wq.ndim == per
                                  and sw.shape == (wq.shape[per],)):
             continue
-        if not isinstance(zw, str) and zw.size not in (1, sw.size):
+        if zw.size not in (1, sw.size):
             continue
         if not conv and (wq.ndim != 2 or len(op.inputs) != 2):
             continue
@@ -130,22 +128,16 @@ def fuse_qdq(g, *, mode: str = "off"):
             db = _dq(g, prod, op.inputs[2])
             bq = g.const(db.inputs[0]) if db is not None else None
             sb = _const_f32(g, db.inputs[1]) if db is not None else None
-            zb = _zp(g, db, 2) if db is not None else None
+            zb = _zp(g, db)[1] if db is not None else None
             want = (qx[0].astype(np.float32) * sw.astype(np.float32)).reshape(-1)
-            if bq is None or bq.dtype != np.int32 or sb is None or zb is None \
-                    or (not isinstance(zb, str) and np.any(zb != 0)) \
+            if bq is None or bq.dtype != np.int32 or sb is None or zb is None or np.any(zb) \
                     or not np.allclose(np.broadcast_to(sb.reshape(-1), want.shape), want,
                                        rtol=1e-6, atol=0):
                 continue
             bias = db.inputs[0]
-        ydt = np.dtype(g.types[y].dtype) if y in g.types else None
-        xdt = np.dtype(g.types[dx.inputs[0]].dtype) if dx.inputs[0] in g.types else None
-        if ydt is None or xdt is None or ydt.name not in INT8:
-            continue
-        ins = [dx.inputs[0], dx.inputs[1], zero_point(qx[1], xdt, f"{op.name}_xzp"),
-               dw.inputs[0], dw.inputs[1], zero_point(dw.inputs[2] if len(dw.inputs) > 2 else "",
-                                                      wq.dtype, f"{op.name}_wzp"),
-               q.inputs[1], zero_point(qy[1], ydt, f"{op.name}_yzp")]
+        ins = [dx.inputs[0], dx.inputs[1], zero_point(qx[1], qx[2], f"{op.name}_xzp"),
+               dw.inputs[0], dw.inputs[1], zero_point(zwname, wq.dtype, f"{op.name}_wzp"),
+               q.inputs[1], zero_point(qy[1], qy[2], f"{op.name}_yzp")]
         if bias:
             ins.append(bias)
         attrs = dict(op.attrs) if conv else {}

@@ -146,6 +146,15 @@ def test_qlinearmatmul_simd(sa, sb, per_col, ta, tb, target, tmp_path):
     assert ((got > info.min) & (got < info.max)).mean() > 0.3
 
 
+def _requant_inits(r, acc, xt, m):
+    """QLinearConv's scales, output zero point and bias for sums acc: |y - yz| <= 100, yz in the
+    middle of xt's range (outputs mostly not saturated)."""
+    return {"xs": np.array(np.float32(0.05)), "wsc": np.full((m,), 0.01, np.float32),
+            "ys": np.array(np.float32(np.abs(acc).max() * 0.05 * 0.01 / 100)),
+            "yz": np.array((int(np.iinfo(xt).min) + int(np.iinfo(xt).max)) // 2, xt),
+            "b": r.integers(-20000, 20000, size=(m,)).astype(np.int32)}
+
+
 DW = {   # depthwise: exact float32 sums (ops/qconv_dw.py)
     "3x3": ((1, 16, 19, 21), (16, 1, 3, 3), {"pads": [1, 1, 1, 1]}),
     "s2": ((2, 5, 13, 11), (5, 1, 3, 3), {"pads": [1, 0, 2, 1], "strides": [2, 2]}),
@@ -167,12 +176,8 @@ def test_depthwise(case, xt, wt, target, tmp_path):
     feeds = {"x": _rand(r, xt, xs)}
     inits = {"w": _rand(r, wt, ws), "xz": np.array(_rand(r, xt, ())), "wz": _rand(r, wt, (m,))}
     acc = _conv_ref(feeds, inits, ["x", "w", "xz", "wz"], attrs)
-    wsc = np.full((m,), 0.01, np.float32)
-    wsc[-1] = np.nan
-    inits.update({"xs": np.array(np.float32(0.05)), "wsc": wsc,
-                  "ys": np.array(np.float32(np.abs(acc).max() * 0.05 * 0.01 / 100)),
-                  "yz": np.array((int(np.iinfo(xt).min) + int(np.iinfo(xt).max)) // 2, xt),
-                  "b": r.integers(-20000, 20000, size=(m,)).astype(np.int32)})
+    inits.update(_requant_inits(r, acc, xt, m))
+    inits["wsc"][-1] = np.nan
     order = ["x", "xs", "xz", "w", "wsc", "wz", "ys", "yz", "b"]
     model = make_model([helper.make_node("QLinearConv", order, ["y"], **attrs)], feeds, ["y"],
                        inits, opset=10)
@@ -203,10 +208,7 @@ def test_quad_form(case, xt, wt, wz, target, tmp_path):
     w = _rand(r, wt, ws)
     inits = {"w": w, "xz": np.array(_rand(r, xt, ())), "wz": np.full((m,), wz, wt)}
     acc = _conv_ref(feeds, inits, ["x", "w", "xz", "wz"], attrs)
-    inits.update({"xs": np.array(np.float32(0.05)), "wsc": np.full((m,), 0.01, np.float32),
-                  "ys": np.array(np.float32(np.abs(acc).max() * 0.05 * 0.01 / 100)),
-                  "yz": np.array((int(np.iinfo(xt).min) + int(np.iinfo(xt).max)) // 2, xt),
-                  "b": r.integers(-20000, 20000, size=(m,)).astype(np.int32)})
+    inits.update(_requant_inits(r, acc, xt, m))
     order = ["x", "xs", "xz", "w", "wsc", "wz", "ys", "yz", "b"]
     model = make_model([helper.make_node("QLinearConv", order, ["y"], **attrs)], feeds, ["y"],
                        inits, opset=10)
