@@ -26,7 +26,7 @@ from ..emit_c.cwriter import ctype
 from .conv import ConvGeometry
 from .conv_kernels import PARAMS, RANGE
 from .loops import numel
-from . import qconv_dw
+from . import qconv_dw, qgemm_amx
 from .qgemm_simd import (FORMS, ISA, as_elems, const_operand, conv_weights, gemm, isa_for,
                          pair_form, plane_2d, quad_form, typed, zp_expr)
 from .qrequant_simd import Requant, channel_terms, output
@@ -259,9 +259,12 @@ def emit_conv_implicit(op, node, ctx, rq: Requant | None) -> None:
     g, et = FORMS[form]["g"], FORMS[form]["et"]
     cgn = -(-geo.cin_g // g)                    # channel groups
     kgn = taps * cgn
-    a = np.zeros((geo.cout, taps, g * cgn), np.int64)
-    a[:, :, :geo.cin_g] = w.transpose(0, 2, 1)
-    wpk = ctx.const(as_elems(a.reshape(geo.cout, g * kgn), form), "qw")
+    kr = qgemm_amx.conv_chunk(cgn) if form == "qb" and qgemm_amx.available(ctx) else 0
+    mp = qgemm_amx.rows_padded(geo.cout_g) if kr else geo.cout_g    # weight rows per group
+    a = np.zeros((geo.group, mp, taps, g * cgn), np.int64)
+    a[:, :geo.cout_g, :, :geo.cin_g] = w.reshape(geo.group, geo.cout_g, geo.cin_g,
+                                                 taps).transpose(0, 1, 3, 2)
+    wpk = ctx.const(as_elems(a.reshape(geo.group * mp, g * kgn), form), "qw")
     def tap_off(t, c):
         (py, ro), (px, co) = ((t // kw * dh) % sh, t // kw * dh // sh), ((t % kw * dw) % sw,
                                                                        t % kw * dw // sw)
@@ -272,10 +275,10 @@ def emit_conv_implicit(op, node, ctx, rq: Requant | None) -> None:
     jb = min(jb, -(-Q // nr) * nr)
     slack = g * nr + 64
     xp = ctx.scratch((sh * sw * cgn * hq * wq * g + slack) * FORMS[form]["size"], et, "qx")
-    cb = ctx.scratch(geo.cout_g * jb * 4, "int32_t", "qc")
+    cb = ctx.scratch(mp * jb * 4, "int32_t", "qc")
     ctx.helper("qlinear.4.0.string", "#include <string.h>")
     gm = gemm(ctx, isa, form, geo.cout_g, implicit=True)
-    ctx(f"/* {geo.describe()}: implicit integer GEMM ({isa}, form {form}) on the padded input "
+    ctx(f"/* {geo.describe()}: implicit integer GEMM ({isa}{f', AMX tiles of {kr} channel groups' if kr else ''}, form {form}) on the padded input "
         f"({sh * sw} phase(s) of {hq} x {wq}, {g} channels interleaved), weights - wzp packed "
         "at build time; "
         f"blocks of {jb} of the {Q} grid positions */")
@@ -309,8 +312,15 @@ def emit_conv_implicit(op, node, ctx, rq: Requant | None) -> None:
             ctx(pad)
             with ctx.block(f"for (size_t q0 = 0; q0 < {Q}u; q0 += {jb}u)"):
                 ctx(f"const size_t jn = {Q}u - q0 < {jb}u ? {Q}u - q0 : {jb}u;")
-                ctx(f"{gm}({kgn}u, (jn + {nr - 1}u) / {nr}u, {wpk} + gi * {geo.cout_g * g * kgn}u, "
-                    f"{xp} + q0 * {g}u, {offs}, {cb}, {jb}u);")
+                vec = (f"{gm}({kgn}u, (jn + {nr - 1}u) / {nr}u, {wpk} + gi * {mp * g * kgn}u, "
+                       f"{xp} + q0 * {g}u, {offs}, {cb}, {jb}u);")
+                if kr:
+                    ctx(f"if (aicc_amx_ready()) {qgemm_amx.conv(ctx, kr)}({mp}u, {taps}u, {cgn}u, "
+                        f"(jn + 31u) / 32u, {wpk} + gi * {mp * g * kgn}u, {xp} + q0 * {g}u, "
+                        f"{offs}, {hq * wq * g}u, {cb}, {jb}u);")
+                    ctx(f"else {vec}")
+                else:
+                    ctx(vec)
                 with ctx.block(f"for (size_t og = 0; og < {geo.cout_g}u; ++og)"):
                     ctx(f"const size_t oc = gi * {geo.cout_g}u + og;")
                     channel_terms(ctx, rq, corr)

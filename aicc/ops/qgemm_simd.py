@@ -41,6 +41,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..emit_c.cwriter import c_float, c_int, ctype
+from . import qgemm_amx
 from .loops import numel
 from .matmul import _dims
 from .qrequant_simd import WRAP, Requant, output
@@ -229,11 +230,12 @@ def as_elems(v: np.ndarray, form: str) -> np.ndarray:
     return v.astype(np.int16) if FORMS[form]["g"] == 2 else v.astype(np.int8).view(np.uint8)
 
 
-def pack_b(b: np.ndarray, nr: int, form: str) -> np.ndarray:
-    """[K, N] values -> NR-column panels of k groups (zeros past K and N)."""
+def pack_b(b: np.ndarray, nr: int, form: str, kgn: int = 0) -> np.ndarray:
+    """[K, N] values -> NR-column panels of max(kgn, ceil(K / g)) k groups (zeros past K and
+    N)."""
     g = FORMS[form]["g"]
     k, n = b.shape
-    kgn, npn = -(-k // g), -(-n // nr)
+    kgn, npn = max(kgn, -(-k // g)), -(-n // nr)
     full = np.zeros((g * kgn, npn * nr), np.int64)
     full[:k, :n] = b
     # [kg, e, p, j] -> [p, kg, j, e]
@@ -284,12 +286,16 @@ def emit_matmul(op, node, ctx, rq: Requant | None) -> None:
     form = quad_form(ctx, isa, b, False) or pair_form(ctx, isa)
     g, et, nr = FORMS[form]["g"], FORMS[form]["et"], d["nr"]
     npn, kgn = -(-n // nr), -(-k // g)
-    bp = ctx.const(pack_b(b, nr, form), "qb")
+    amx = form == "qa" and qgemm_amx.available(ctx) and rows >= qgemm_amx.MIN_ROWS
+    if amx:            # whole k tiles; row blocks of 32 in the scratch buffers
+        kgn = qgemm_amx.k_groups(kgn)
+    bp = ctx.const(pack_b(b, nr, form, kgn), "qb")
     mb = min(rows, 64)
-    ab = ctx.scratch(mb * g * kgn * FORMS[form]["size"], et, "qa")
-    cb = ctx.scratch(mb * npn * nr * 4, "int32_t", "qc")
-    ctx(f"/* integer GEMM ({isa}, form {form}): {rows} rows of a x (b - bzp) packed at build "
-        f"time ({npn} panels of {nr}) */")
+    mbs = qgemm_amx.rows_padded(mb) if amx else mb
+    ab = ctx.scratch(mbs * g * kgn * FORMS[form]["size"], et, "qa")
+    cb = ctx.scratch(mbs * npn * nr * 4, "int32_t", "qc")
+    ctx(f"/* integer GEMM ({isa}{', AMX tiles' if amx else ''}, form {form}): {rows} rows of a x "
+        f"(b - bzp) packed at build time ({npn} panels of {nr}) */")
     ctx(f"const int32_t azp = {zp_expr(ctx, op.AZ)};")
     if g == 4:      # the zero point's share: -zu * column sums of b - bzp
         code, sfx = typed(PACK_AQ, ta)
@@ -315,12 +321,20 @@ def emit_matmul(op, node, ctx, rq: Requant | None) -> None:
         with ctx.block("for (size_t i = 0; i < mr; ++i)"):
             ctx(row)
         g_full = gemm(ctx, isa, form, mb)
+        vec = f"{g_full}({kgn}u, {npn}u, {ab}, {bp}, {cb}, {ldc}u);"
         if rows % mb:
             g_last = gemm(ctx, isa, form, rows % mb)
-            ctx(f"if (mr == {mb}u) {g_full}({kgn}u, {npn}u, {ab}, {bp}, {cb}, {ldc}u);")
-            ctx(f"else {g_last}({kgn}u, {npn}u, {ab}, {bp}, {cb}, {ldc}u);")
+            vec = (f"if (mr == {mb}u) {vec}\n"
+                   f"else {g_last}({kgn}u, {npn}u, {ab}, {bp}, {cb}, {ldc}u);")
+        if amx:
+            ctx(f"if (aicc_amx_ready()) {qgemm_amx.gemm(ctx)}(mr, {kgn}u, {npn}u, {ab}, {bp}, "
+                f"{cb}, {ldc}u);")
+            with ctx.block("else"):
+                for line in vec.split("\n"):
+                    ctx(line)
         else:
-            ctx(f"{g_full}({kgn}u, {npn}u, {ab}, {bp}, {cb}, {ldc}u);")
+            for line in vec.split("\n"):
+                ctx(line)
         with ctx.block("for (size_t i = 0; i < mr; ++i)"):
             output(ctx, isa, rq, f"{n}u", f"{cb} + i * {ldc}u", f"{ctx.out[0]} + (r0 + i) * {n}u",
                    adds, "" if rq is None else f"{rq.mult}, {1 if rq.per_col else 0}u")

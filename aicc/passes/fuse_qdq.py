@@ -26,8 +26,8 @@ float32 products and sums; the fused op computes the sum exactly in integers, th
 ``rint(acc * (sx sw / sy))`` (ops/qlinear.py). The two agree except where the float chain's
 rounding moves a value across a rounding boundary: outputs differ by at most one quantization
 step there, as with onnxruntime, which fuses the same patterns (its requantization is in
-float32). Off by default; on for x86-avx512-vnni (its pass_options), where the integer
-kernels are faster than the float chain (ResNet-8 quantized: 0.20 -> 0.12 ms); without VNNI
+float32). Off by default; on for x86-avx512-vnni and x86-avx512-amx (their pass_options),
+where the integer kernels are faster than the float chain (ResNet-8 quantized: 0.20 -> 0.12 ms); without VNNI
 they are not (avx2 0.28 float / 0.32 fused ms, avx512 0.22 / 0.21).
 """
 from __future__ import annotations

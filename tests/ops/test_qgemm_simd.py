@@ -16,7 +16,9 @@ from aicc.targets import runnable_targets
 from tests.oracle import compile_and_run, make_model, rng
 from tests.ops.test_qlinear import _conv_ref, _rand
 
-SIMD = [t for t in runnable_targets() if t.startswith("x86-")]
+# x86-avx512-amx runs the pair forms as x86-avx512-vnni does: only its quad forms here (VNNI
+# below), the rest of its kernels in test_qgemm_amx.py
+SIMD = [t for t in runnable_targets() if t.startswith("x86-") and t != "x86-avx512-amx"]
 pytestmark = pytest.mark.skipif(not SIMD, reason="no x86 SIMD target runs on this machine")
 
 CONVS = {   # x shape, w shape, attrs
@@ -191,7 +193,7 @@ def test_depthwise(case, xt, wt, target, tmp_path):
     np.testing.assert_array_equal(_both(model, feeds, tmp_path / "ci", target, dw=True), acc)
 
 
-VNNI = [t for t in SIMD if t == "x86-avx512-vnni"]
+VNNI = [t for t in runnable_targets() if t in ("x86-avx512-vnni", "x86-avx512-amx")]
 
 
 @pytest.mark.parametrize("target", VNNI)

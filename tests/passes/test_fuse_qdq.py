@@ -2,7 +2,8 @@
 QLinearMatMul: the structure, the cases left alone, and compiled numerics: the fused graph's
 outputs are within one quantization step of the unfused graph's (onnx.reference, float
 semantics) and of onnxruntime's (which fuses the same patterns) on every x86 target (on by
-default on x86-avx512-vnni, through a build YAML on the others); off on generic."""
+default on x86-avx512-vnni and x86-avx512-amx, through a build YAML on the others); off on
+generic."""
 import json
 from pathlib import Path
 
@@ -12,11 +13,13 @@ from onnx import helper
 from onnx.reference import ReferenceEvaluator
 
 from aicc.frontend import prepare, to_graph
-from aicc.targets import runnable_targets
+from aicc.targets import load_target, runnable_targets
 from tests.oracle import compile_and_run, make_model, rng
 from tests.passes.helpers import ops, run_pass
 
 X86 = [t for t in runnable_targets() if t.startswith("x86-")]
+# targets whose pass_options turn the pass on (configs/targets/*.yaml)
+FUSED = {t for t in X86 if load_target(t).pass_options.get("fuse-qdq", {}).get("mode")}
 
 
 def _conv_model(per_channel=True, bias=True, bias_scale=1.0, extra_use=False, const_w=True,
@@ -74,7 +77,7 @@ ON = {"pipeline": [{"fuse-qdq": {"mode": "on"}}, "fold-constants", "infer-shapes
 
 def _check_numerics(model, feeds, tmp_path, target, fused_op):
     cfg = None
-    if target != "x86-avx512-vnni":       # the pass is on by default there only
+    if target not in FUSED:               # the pass is on by default there only
         cfg = Path(tmp_path) / "on.yaml"
         cfg.write_text(json.dumps(ON))
     got = compile_and_run(model, feeds, tmp_path, target=target, config=cfg)["y"]
@@ -141,7 +144,7 @@ def test_matmul_numerics(per_col, target, tmp_path):
     _check_numerics(model, feeds, tmp_path, target, "QLinearMatMul")
 
 
-@pytest.mark.parametrize("target", ["generic"] + [t for t in X86 if t != "x86-avx512-vnni"])
+@pytest.mark.parametrize("target", ["generic"] + [t for t in X86 if t not in FUSED])
 def test_float_chain_by_default(target, tmp_path):
     model, feeds = _conv_model()
     got = compile_and_run(model, feeds, tmp_path, target=target)["y"]

@@ -1,0 +1,185 @@
+"""Intel AMX tiles for the integer GEMMs' quad form (target x86-avx512-amx: Sapphire Rapids
+and later Xeons). ``tdpbusd`` multiplies a 16 x 64 tile of uint8 by a 64 x 16 tile of int8
+(stored as 16 rows of 16 columns x 4 k) into a 16 x 16 tile of int32 sums: 16384 products per
+instruction against vpdpbusd's 64 (this Xeon: 3.7 T products/s on one core, against 0.41).
+
+The operands are the quad form's (qgemm_simd.py): A rows of uint8 (activations, x + 128 for
+int8, zeros past K), B = w - wzp as int8 in panels of 32 columns, row kg of a panel holding
+columns 0-15 x 4 k then 16-31 x 4 k. A B tile (16 k groups x 16 columns) is therefore 16 rows
+128 bytes apart in a panel, with no repacking: the AMX path only needs K padded to a multiple
+of 64 (whole k tiles; zeros on both sides add nothing) and A's row blocks padded to 32 rows
+(tile rows past M are read from the scratch and their sums are never used). The sums are the
+same integers as the vector forms' (exact products, int32 adds that wrap modulo 2^32; tdpbusd
+does not saturate), so the outputs match the other forms bit for bit.
+
+The kernel: per 32-column panel and 32-row block, 2 x 2 accumulator tiles over all of K
+(tiles 0-3), A tiles 4-5, B tiles 6-7; the int32 tiles go to the block buffer that
+qrequant_simd's output stage reads, as from the vector kernels.
+
+Linux gives a process the AMX register state only on request (arch_prctl
+ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA, Linux 5.16 and later); a tile instruction before
+that raises SIGILL. ``aicc_amx_ready`` asks once per process (a raw syscall: no headers beyond
+C99's) and the bundle runs the VNNI kernel instead when the request fails, on other systems,
+or when compiled with -DAICC_NO_AMX. Each AMX step configures the tiles and releases them at
+its end, so the large tile state is not saved and restored on context switches between runs.
+"""
+from __future__ import annotations
+
+# rows of A below which the VNNI kernel is used: a tile always multiplies 16 rows (measured,
+# QLinearMatMul N = K = 512 on this Xeon, see docs/PERFORMANCE.md)
+MIN_ROWS = 8
+K_TILE = 64          # bytes of k per A tile row / k values per B tile
+ROW_BLOCK = 32       # A rows per 2 x 2 tile block
+
+READY = """\
+/* 1 when this process may use the AMX tiles. Linux: the kernel's permission is requested once
+ * (arch_prctl(ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18), syscall 158; 0 on
+ * success, Linux 5.16+). Elsewhere, or with -DAICC_NO_AMX: 0, and the vector kernels run.
+ * Two threads racing on the first call both make the (idempotent) request. */
+static int aicc_amx_ready(void)
+{
+#if defined(__linux__) && defined(__x86_64__) && !defined(AICC_NO_AMX)
+    static volatile int state = 0;      /* 0 not asked, 1 granted, -1 refused */
+    if (state == 0) {
+        long r;
+        __asm__ __volatile__("syscall" : "=a"(r) : "0"(158L), "D"(0x1023L), "S"(18L)
+                             : "rcx", "r11", "memory");
+        state = r == 0 ? 1 : -1;
+    }
+    return state == 1;
+#else
+    return 0;
+#endif
+}"""
+
+def _cfg(kr: int) -> str:
+    """The palette-1 tile configuration for k tiles of kr groups of 4 (64 bytes): tiles 0-3 16
+    rows x 16 int32, 4-5 16 rows x 4 kr bytes (A), 6-7 kr rows x 64 bytes (B)."""
+    b = [1] + [0] * 15 + [64, 0] * 4 + [4 * kr, 0] * 2 + [64, 0] * 2 + [0] * 16 \
+        + [16] * 6 + [kr] * 2 + [0] * 8
+    rows = [", ".join(map(str, b[i:i + 16])) for i in range(0, 64, 16)]
+    return (f"static const unsigned char aicc_amx_cfg{kr}[64] = {{\n    "
+            + ",\n    ".join(rows) + "};")
+
+
+GEMM = """\
+/* C[m x np * 32] (row stride ldc int32) = A[m x 4 kgn] (uint8, rows 4 kgn bytes apart) x np
+ * quad-form panels of B (panel p at bp + p * kgn * 128) on AMX tiles, 2 x 2 tiles per 32 rows
+ * and panel. kgn % 16 == 0; A and C have rows up to m rounded up to 32 (those past m are
+ * garbage in, garbage out). */
+static void aicc_qgemm_amx(size_t m, size_t kgn, size_t np_, const uint8_t *a,
+                           const uint8_t *bp, int32_t *c, size_t ldc)
+{
+    const size_t lda = 4u * kgn;
+    _tile_loadconfig(aicc_amx_cfg16);
+    for (size_t p = 0; p < np_; ++p) {
+        const uint8_t *pb = bp + p * kgn * 128u;
+        for (size_t r = 0; r < m; r += 32u) {
+            const uint8_t *a0 = a + r * lda, *a1 = a0 + 16u * lda;
+            int32_t *c0 = c + r * ldc + p * 32u, *c1 = c0 + 16u * ldc;
+            _tile_zero(0);
+            _tile_zero(1);
+            _tile_zero(2);
+            _tile_zero(3);
+            for (size_t kg = 0; kg < kgn; kg += 16u) {
+                _tile_loadd(4, a0 + 4u * kg, lda);
+                _tile_loadd(6, pb + kg * 128u, 128);
+                _tile_loadd(7, pb + kg * 128u + 64u, 128);
+                _tile_dpbusd(0, 4, 6);
+                _tile_dpbusd(1, 4, 7);
+                _tile_loadd(5, a1 + 4u * kg, lda);
+                _tile_dpbusd(2, 5, 6);
+                _tile_dpbusd(3, 5, 7);
+            }
+            _tile_stored(0, c0, ldc * 4u);
+            _tile_stored(1, c0 + 16, ldc * 4u);
+            _tile_stored(2, c1, ldc * 4u);
+            _tile_stored(3, c1 + 16, ldc * 4u);
+        }
+    }
+    _tile_release();
+}"""
+
+CONV = """\
+/* The implicit conv GEMM (qgemm_conv.py, quad form qb) on AMX tiles: C[mp x np * 32] (row
+ * stride ldc int32) = W[mp x 4 taps cgn] (int8 w - wzp, rows 4 taps cgn bytes apart; mp a
+ * multiple of 32, zero rows past the channels) x the padded input (unsigned bytes, 4 channels
+ * interleaved): k group (tap t, channel group c) of positions 32 p.. is the run at
+ * x + off[t cgn + c] + 128 p, and consecutive channel groups are cs bytes apart, so a tap's
+ * cgn groups are cgn / KR tiles of KR rows. 2 x 2 tiles per 32 channels and 32 positions. */
+static void aicc_qconv_amx_kKR(size_t mp, size_t taps, size_t cgn, size_t np_,
+                               const uint8_t *w, const uint8_t *x, const int32_t *off,
+                               size_t cs, int32_t *c, size_t ldc)
+{
+    const size_t lda = 4u * taps * cgn;
+    _tile_loadconfig(aicc_amx_cfgKR);
+    for (size_t p = 0; p < np_; ++p) {
+        const uint8_t *xp = x + p * 128u;
+        for (size_t r = 0; r < mp; r += 32u) {
+            const uint8_t *w0 = w + r * lda, *w1 = w0 + 16u * lda;
+            int32_t *c0 = c + r * ldc + p * 32u, *c1 = c0 + 16u * ldc;
+            _tile_zero(0);
+            _tile_zero(1);
+            _tile_zero(2);
+            _tile_zero(3);
+            for (size_t kg = 0; kg < taps * cgn; kg += KRu) {
+                _tile_loadd(4, w0 + 4u * kg, lda);
+                _tile_loadd(6, xp + off[kg], cs);
+                _tile_loadd(7, xp + off[kg] + 64u, cs);
+                _tile_dpbsud(0, 4, 6);
+                _tile_dpbsud(1, 4, 7);
+                _tile_loadd(5, w1 + 4u * kg, lda);
+                _tile_dpbsud(2, 5, 6);
+                _tile_dpbsud(3, 5, 7);
+            }
+            _tile_stored(0, c0, ldc * 4u);
+            _tile_stored(1, c0 + 16, ldc * 4u);
+            _tile_stored(2, c1, ldc * 4u);
+            _tile_stored(3, c1 + 16, ldc * 4u);
+        }
+    }
+    _tile_release();
+}"""
+
+
+def available(ctx) -> bool:
+    """The target has AMX-INT8 (x86-avx512-amx)."""
+    return "amx_int8" in ctx.target.cpu_flags
+
+
+def k_groups(kgn: int) -> int:
+    """k groups of 4 padded to whole AMX k tiles."""
+    return -(-kgn // (K_TILE // 4)) * (K_TILE // 4)
+
+
+def rows_padded(m: int) -> int:
+    return -(-m // ROW_BLOCK) * ROW_BLOCK
+
+
+def _common(ctx, kr: int) -> None:
+    ctx.helper("qlinear.4.3.amx_ready", READY)
+    ctx.helper(f"qlinear.4.4.amx_cfg{kr:02d}", _cfg(kr))
+
+
+def gemm(ctx) -> str:
+    """Emit the MatMul's AMX helpers; returns the GEMM's name (call it only when
+    aicc_amx_ready())."""
+    _common(ctx, 16)
+    ctx.helper("qlinear.4.5.amx_gemm", GEMM)
+    return "aicc_qgemm_amx"
+
+
+def conv_chunk(cgn: int) -> int:
+    """Channel groups per k tile of the implicit conv (a tap's groups are cs bytes apart, the
+    next tap's are elsewhere): the largest divisor of cgn up to 16, or 0 when that is below 4
+    (fewer than 16 k per tile instruction: no faster than the VNNI kernel)."""
+    kr = max(d for d in range(1, 17) if cgn % d == 0)
+    return kr if kr >= 4 else 0
+
+
+def conv(ctx, kr: int) -> str:
+    """Emit the implicit conv's AMX kernel for k tiles of kr channel groups; returns its name."""
+    _common(ctx, kr)
+    ctx.helper(f"qlinear.4.5.amx_conv{kr:02d}",
+               CONV.replace("KRu", f"{kr}u").replace("KR", str(kr)))
+    return f"aicc_qconv_amx_k{kr}"
