@@ -324,14 +324,23 @@ def emit_conv_implicit(op, node, ctx, rq: Requant | None) -> None:
                 with ctx.block(f"for (size_t og = 0; og < {geo.cout_g}u; ++og)"):
                     ctx(f"const size_t oc = gi * {geo.cout_g}u + og;")
                     channel_terms(ctx, rq, corr)
-                    with ctx.block(f"for (size_t row = q0 / {wq}u; row * {wq}u < q0 + jn; ++row)"):
-                        ctx(f"const size_t s = row * {wq}u > q0 ? row * {wq}u : q0;")
-                        ctx(f"const size_t e = row * {wq}u + {OW}u < q0 + jn ? row * {wq}u + {OW}u "
-                            ": q0 + jn;")
-                        with ctx.block("if (s < e)"):
-                            output(ctx, isa, rq, "e - s", f"{cb} + og * {jb}u + (s - q0)",
-                                   f"{ctx.out[0]} + (nb * {geo.cout}u + oc) * {P}u + "
-                                   f"row * {OW}u + (s - row * {wq}u)")
+                    if wq == OW:        # no garbage columns: the block is contiguous output
+                        output(ctx, isa, rq, "jn", f"{cb} + og * {jb}u",
+                               f"{ctx.out[0]} + (nb * {geo.cout}u + oc) * {P}u + q0")
+                    else:
+                        _output_rows(ctx, isa, rq, geo, cb, jb, wq, OW, P)
+
+
+def _output_rows(ctx, isa, rq, geo, cb, jb, wq, OW, P) -> None:
+    """Output channel oc of the position block [q0, q0 + jn), one grid row (wq positions) at a
+    time: its first OW positions are outputs, the rest garbage columns."""
+    with ctx.block(f"for (size_t row = q0 / {wq}u; row * {wq}u < q0 + jn; ++row)"):
+        ctx(f"const size_t s = row * {wq}u > q0 ? row * {wq}u : q0;")
+        ctx(f"const size_t e = row * {wq}u + {OW}u < q0 + jn ? row * {wq}u + {OW}u : q0 + jn;")
+        with ctx.block("if (s < e)"):
+            output(ctx, isa, rq, "e - s", f"{cb} + og * {jb}u + (s - q0)",
+                   f"{ctx.out[0]} + (nb * {geo.cout}u + oc) * {P}u + row * {OW}u + "
+                   f"(s - row * {wq}u)")
 
 
 def emit_conv(op, node, ctx, rq: Requant | None) -> None:
