@@ -31,6 +31,7 @@ CONVS = {   # x shape, w shape, attrs
     "stride2": ((2, 8, 7, 6), (5, 8, 3, 2), {"strides": [2, 1], "dilations": [1, 2],
                                              "pads": [1, 0, 2, 1]}),
     "stride2_1x1": ((1, 24, 9, 9), (10, 24, 1, 1), {"strides": [2, 2]}),
+    "stride3_pad": ((1, 6, 11, 13), (7, 6, 3, 3), {"strides": [3, 3], "pads": [1, 2, 0, 1]}),
     "3d": ((1, 4, 4, 5, 3), (6, 4, 2, 3, 2), {"pads": [1, 0, 1, 0, 1, 1]}),
 }
 
@@ -197,7 +198,8 @@ VNNI = [t for t in runnable_targets() if t in ("x86-avx512-vnni", "x86-avx512-am
 
 
 @pytest.mark.parametrize("target", VNNI)
-@pytest.mark.parametrize("case", ["3x3_pad", "odd_cin_dil", "1d", "group"])
+@pytest.mark.parametrize("case", ["3x3_pad", "odd_cin_dil", "1d", "group", "stride2",
+                                  "stride2_1x1", "stride3_pad"])
 @pytest.mark.parametrize("xt,wt,wz", [(np.uint8, np.int8, 0), (np.int8, np.int8, 0),
                                       (np.uint8, np.uint8, 128), (np.int8, np.int8, 5)])
 def test_quad_form(case, xt, wt, wz, target, tmp_path):

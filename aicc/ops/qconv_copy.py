@@ -1,0 +1,283 @@
+"""The input copies of the integer convs (qgemm_conv.py) on the x86 SIMD targets: the
+implicit GEMM's padded, channel-interleaved planes (pairs of int16 ``x - xzp``, or quads of
+unsigned bytes ``x + FLIP`` with the zero point in the padding), their phase-split form for
+strided convs, and the 3-D path's im2col panels. C templates over the activation type
+(qgemm_simd.typed: _SFX, TA, FLIP)."""
+from __future__ import annotations
+
+from ..emit_c.cwriter import ctype
+from .qgemm_simd import typed
+
+PACK_B = """\
+/* im2col of positions [p0, p0 + jn) of one group (x: its first input channel, zero point
+ * subtracted, zeros in the padding and past jn up to jbp) packed into jbp / NR panels of
+ * k2 int16 pairs x NR columns. t0, t1: two rows of jbp int16. */
+static void aicc_qim2col_SFX(const aicc_conv_params *p, const TA *restrict x, int32_t zp,
+                             size_t K, size_t p0, size_t jn, size_t jbp, size_t nr,
+                             int16_t *restrict t0, int16_t *restrict t1, int16_t *restrict bp)
+{
+    const size_t taps = p->k[0] * p->k[1] * p->k[2], plane = p->in[0] * p->in[1] * p->in[2];
+    const size_t o1n = p->out[1], o2n = p->out[2], k2 = (K + 1u) / 2u;
+    for (size_t kp = 0; kp < k2; ++kp) {
+        for (size_t h = 0; h < 2u; ++h) {
+            int16_t *restrict t = h ? t1 : t0;
+            const size_t k = 2u * kp + h;
+            if (k >= K) {
+                memset(t, 0, jbp * sizeof *t);
+                continue;
+            }
+            const size_t c = k / taps, tap = k % taps;
+            const size_t k0 = tap / (p->k[1] * p->k[2]), k1 = tap / p->k[2] % p->k[1],
+                         k2_ = tap % p->k[2];
+            const int64_t f0 = aicc_tap_off(p, 0, k0), f1 = aicc_tap_off(p, 1, k1),
+                          f2 = aicc_tap_off(p, 2, k2_);
+            size_t l2, h2;
+            aicc_valid_range(f2, p->stride[2], p->in[2], o2n, &l2, &h2);
+            const TA *xc = x + c * plane;
+            for (size_t q = p0; q < p0 + jn;) {
+                const size_t row = q / o2n, o2s = q % o2n;
+                const size_t o2e = o2n - o2s < p0 + jn - q ? o2n : o2s + (p0 + jn - q);
+                const size_t base = q - p0 - o2s;          /* t[base + o2] is position o2 */
+                const int64_t i0 = (int64_t)(row / o1n * p->stride[0]) + f0,
+                              i1 = (int64_t)(row % o1n * p->stride[1]) + f1;
+                size_t lo = l2 > o2s ? l2 : o2s, hi = h2 < o2e ? h2 : o2e;
+                if (i0 < 0 || i0 >= (int64_t)p->in[0] || i1 < 0 || i1 >= (int64_t)p->in[1]
+                    || hi < lo)
+                    lo = hi = o2e;
+                for (size_t o2 = o2s; o2 < lo; ++o2)
+                    t[base + o2] = 0;
+                if (lo < hi) {
+                    const TA *restrict xr = xc + ((size_t)i0 * p->in[1] + (size_t)i1) * p->in[2];
+                    if (p->stride[2] == 1u) {
+                        const TA *restrict xs = xr + (size_t)((int64_t)lo + f2);
+                        int16_t *restrict ts = t + base + lo;
+                        for (size_t j = 0; j < hi - lo; ++j)
+                            ts[j] = (int16_t)((int32_t)xs[j] - zp);
+                    } else {
+                        for (size_t o2 = lo; o2 < hi; ++o2)
+                            t[base + o2] = (int16_t)((int32_t)
+                                xr[(size_t)((int64_t)(o2 * p->stride[2]) + f2)] - zp);
+                    }
+                }
+                for (size_t o2 = hi; o2 < o2e; ++o2)
+                    t[base + o2] = 0;
+                q += o2e - o2s;
+            }
+            for (size_t j = jn; j < jbp; ++j)
+                t[j] = 0;
+        }
+        for (size_t pn = 0; pn < jbp / nr; ++pn) {
+            int16_t *restrict d = bp + (pn * k2 + kp) * nr * 2u;
+            const int16_t *restrict s0 = t0 + pn * nr, *restrict s1 = t1 + pn * nr;
+            for (size_t j = 0; j < nr; ++j) {
+                d[2u * j] = s0[j];
+                d[2u * j + 1u] = s1[j];
+            }
+        }
+    }
+}"""
+
+
+PAD = """\
+/* x - zp of cin channels (h x w planes) zero-padded to hp x wp (pt rows above, pl columns on
+ * the left) with the channels interleaved in pairs: d[((c2 * hp + i) * wp + j) * 2 + e] =
+ * x[2 c2 + e][i - pt][j - pl] - zp (zero in the padding and for a missing odd channel); then
+ * slack zeros (the implicit GEMM's last panel reads up to NR positions past the planes). */
+static void aicc_qpad_SFX(const TA *restrict x, size_t cin, size_t h, size_t w, int32_t zp,
+                          size_t hp, size_t wp, size_t pt, size_t pl, size_t slack,
+                          int16_t *restrict d)
+{
+    const size_t c2n = (cin + 1u) / 2u, plane = h * w;
+    for (size_t c2 = 0; c2 < c2n; ++c2) {
+        const TA *x0 = x + 2u * c2 * plane;
+        const int pair = 2u * c2 + 1u < cin;
+        int16_t *dp = d + c2 * hp * wp * 2u;
+        for (size_t i = 0; i < hp; ++i) {
+            int16_t *restrict dr = dp + i * wp * 2u;
+            if (i < pt || i >= pt + h) {
+                memset(dr, 0, wp * 2u * sizeof *dr);
+                continue;
+            }
+            memset(dr, 0, pl * 2u * sizeof *dr);
+            memset(dr + (pl + w) * 2u, 0, (wp - pl - w) * 2u * sizeof *dr);
+            int16_t *restrict o = dr + pl * 2u;
+            const TA *restrict r0 = x0 + (i - pt) * w;
+            if (pair) {
+                const TA *restrict r1 = r0 + plane;
+                for (size_t j = 0; j < w; ++j) {
+                    o[2u * j] = (int16_t)((int32_t)r0[j] - zp);
+                    o[2u * j + 1u] = (int16_t)((int32_t)r1[j] - zp);
+                }
+            } else {
+                for (size_t j = 0; j < w; ++j) {
+                    o[2u * j] = (int16_t)((int32_t)r0[j] - zp);
+                    o[2u * j + 1u] = 0;
+                }
+            }
+        }
+    }
+    memset(d + c2n * hp * wp * 2u, 0, slack * sizeof *d);
+}"""
+
+
+
+PADQ = """\
+/* x of cin channels (h x w planes) as unsigned bytes (x + FLIP) padded to hp x wp (pt rows
+ * above, pl columns on the left) with the channels interleaved in fours:
+ * d[((c4 * hp + i) * wp + j) * 4 + e] = x[4 c4 + e][i - pt][j - pl] + FLIP; zu (the zero
+ * point + FLIP) in the padding, for missing channels (zero weights) and in the slack.
+ * zrow: w elements of scratch. */
+static void aicc_qpadq_SFX(const TA *restrict x, size_t cin, size_t h, size_t w, uint8_t zu,
+                           size_t hp, size_t wp, size_t pt, size_t pl, size_t slack,
+                           uint8_t *restrict d, TA *restrict zrow)
+{
+    const size_t c4n = (cin + 3u) / 4u, plane = h * w;
+    memset(d, zu, c4n * hp * wp * 4u + slack);
+    for (size_t j = 0; j < w; ++j)
+        zrow[j] = (TA)((int32_t)zu - FLIP);
+    for (size_t c4 = 0; c4 < c4n; ++c4) {
+        const TA *r[4];
+        size_t rs[4];
+        for (size_t e = 0; e < 4u; ++e) {
+            const int real = 4u * c4 + e < cin;
+            r[e] = real ? x + (4u * c4 + e) * plane : zrow;
+            rs[e] = real ? w : 0u;
+        }
+        for (size_t i = 0; i < h; ++i) {
+            uint8_t *restrict o = d + ((c4 * hp + i + pt) * wp + pl) * 4u;
+            const TA *restrict r0 = r[0] + i * rs[0], *restrict r1 = r[1] + i * rs[1];
+            const TA *restrict r2 = r[2] + i * rs[2], *restrict r3 = r[3] + i * rs[3];
+            for (size_t j = 0; j < w; ++j) {
+                o[4u * j] = (uint8_t)((int32_t)r0[j] + FLIP);
+                o[4u * j + 1u] = (uint8_t)((int32_t)r1[j] + FLIP);
+                o[4u * j + 2u] = (uint8_t)((int32_t)r2[j] + FLIP);
+                o[4u * j + 3u] = (uint8_t)((int32_t)r3[j] + FLIP);
+            }
+        }
+    }
+}"""
+
+
+PADS = """\
+/* Strided convs: the padded input of cin channels split into sh x sw phases, each phase a
+ * set of hq x wq planes with G channels interleaved: for phase (py, px) = ph,
+ * d[(((ph * cgn + c / G) * hq + i) * wq + j) * G + c % G] = xpad[c][i sh + py][j sw + px]
+ * as ET (VAL); FILL in the padding, past the input and for missing channels. */
+static void aicc_qpadsG_SFX(const TA *restrict x, size_t cin, size_t h, size_t w, int32_t zp,
+                           size_t sh, size_t sw, size_t hq, size_t wq, size_t pt, size_t pl,
+                            size_t slack, ET *restrict d)
+{
+    const size_t cgn = (cin + G - 1u) / G, plane = h * w;
+    const size_t n = sh * sw * cgn * hq * wq * G + slack;
+    for (size_t k = 0; k < n; ++k)
+        d[k] = (ET)(FILL);
+    for (size_t py = 0; py < sh; ++py)
+        for (size_t px = 0; px < sw; ++px)
+            for (size_t c = 0; c < cin; ++c) {
+                ET *restrict dp = d + ((py * sw + px) * cgn + c / G) * hq * wq * G + c % G;
+                const size_t j0 = px >= pl ? 0u : (pl - px + sw - 1u) / sw;  /* j sw + px >= pl */
+                for (size_t i = 0; i < hq; ++i) {
+                    const size_t r = i * sh + py;
+                    if (r < pt || r - pt >= h)
+                        continue;
+                    const TA *restrict xr = x + c * plane + (r - pt) * w;
+                    for (size_t j = j0; j < wq && j * sw + px - pl < w; ++j)
+                        dp[(i * wq + j) * G] = (ET)(VAL);
+                }
+            }
+}"""
+
+PADSQ = """\
+/* Strided convs, quad form: PADS's phase planes (G = 4, unsigned bytes x + FLIP, zu in the
+ * padding, for missing channels and in the slack) written four channels and one input row at
+ * a time, like PADQ (the per-channel, per-byte PADS loop took half of a strided conv):
+ * d[(((ph * c4n + c4) * hq + i) * wq + j) * 4 + e] = x[4 c4 + e][i sh + py - pt][j sw + px - pl]
+ * for phase ph = py * sw + px. zrow: w elements of scratch. */
+static void aicc_qpadsq_SFX(const TA *restrict x, size_t cin, size_t h, size_t w, uint8_t zu,
+                           size_t sh, size_t sw, size_t hq, size_t wq, size_t pt, size_t pl,
+                           size_t slack, uint8_t *restrict d, TA *restrict zrow)
+{
+    const size_t c4n = (cin + 3u) / 4u, plane = h * w;
+    memset(d, zu, sh * sw * c4n * hq * wq * 4u + slack);
+    for (size_t j = 0; j < w; ++j)
+        zrow[j] = (TA)((int32_t)zu - FLIP);
+    for (size_t c4 = 0; c4 < c4n; ++c4) {
+        const TA *r[4];
+        size_t rs[4];
+        for (size_t e = 0; e < 4u; ++e) {
+            const int real = 4u * c4 + e < cin;
+            r[e] = real ? x + (4u * c4 + e) * plane : zrow;
+            rs[e] = real ? w : 0u;
+        }
+        for (size_t ri = 0; ri < h; ++ri) {
+            const size_t py = (ri + pt) % sh, i = (ri + pt) / sh;
+            if (i >= hq)
+                continue;
+            for (size_t px = 0; px < sw; ++px) {
+                /* columns j0 <= j < j1 read input column j sw + px - pl, in [0, w) */
+                const size_t j0 = px >= pl ? 0u : (pl - px + sw - 1u) / sw;
+                size_t j1 = w + pl > px ? (w - 1u + pl - px) / sw + 1u : 0u;
+                j1 = j1 < wq ? j1 : wq;
+                if (j1 <= j0)
+                    continue;
+                uint8_t *restrict o = d + ((((py * sw + px) * c4n + c4) * hq + i) * wq + j0) * 4u;
+                const size_t b = j0 * sw + px - pl, n = j1 - j0;
+                const TA *restrict s0 = r[0] + ri * rs[0] + b, *restrict s1 = r[1] + ri * rs[1] + b;
+                const TA *restrict s2 = r[2] + ri * rs[2] + b, *restrict s3 = r[3] + ri * rs[3] + b;
+                if (sw == 2u) {
+                    for (size_t j = 0; j < n; ++j) {
+                        o[4u * j] = (uint8_t)((int32_t)s0[2u * j] + FLIP);
+                        o[4u * j + 1u] = (uint8_t)((int32_t)s1[2u * j] + FLIP);
+                        o[4u * j + 2u] = (uint8_t)((int32_t)s2[2u * j] + FLIP);
+                        o[4u * j + 3u] = (uint8_t)((int32_t)s3[2u * j] + FLIP);
+                    }
+                } else {
+                    for (size_t j = 0; j < n; ++j) {
+                        o[4u * j] = (uint8_t)((int32_t)s0[j * sw] + FLIP);
+                        o[4u * j + 1u] = (uint8_t)((int32_t)s1[j * sw] + FLIP);
+                        o[4u * j + 2u] = (uint8_t)((int32_t)s2[j * sw] + FLIP);
+                        o[4u * j + 3u] = (uint8_t)((int32_t)s3[j * sw] + FLIP);
+                    }
+                }
+            }
+        }
+    }
+}"""
+
+STRIDED = {  # per group size: element type, value of x, padding fill (quads: PADSQ)
+    2: dict(ET="int16_t", VAL="(int32_t)xr[j * sw + px - pl] - zp", FILL="0"),
+}
+
+
+
+def pad_call(ctx, ta, g, hw, s, q, p, tl, slack, xin, xp, cin) -> str:
+    """Register the copy helper for group size g (2 pairs, 4 quads) and return the C call that
+    copies input ``xin`` (cin channels of hw = (H, W)) into ``xp``: stride s = (sh, sw) > 1 in
+    either dim: phase planes of q = (hq, wq); else planes of p = (hp, wp); tl = (pt, pl) the
+    leading pads. The quad forms expect ``zu`` (zero point + FLIP) and pairs ``xzp`` in
+    scope."""
+    (H, W), (sh, sw), (hq, wq), (hp, wp), (pt, pl) = hw, s, q, p, tl
+    if sh * sw > 1 and g == 4:
+        code, sfx = typed(PADSQ, ta)
+        ctx.helper(f"qlinear.4.1.padsq{sfx}", code)
+        zrow = ctx.scratch(W * ta.itemsize, ctype(ta), "qz")
+        return (f"aicc_qpadsq{sfx}({xin}, {cin}u, {H}u, {W}u, (uint8_t)zu, {sh}u, {sw}u, "
+                f"{hq}u, {wq}u, {pt}u, {pl}u, {slack}u, {xp}, {zrow});")
+    if sh * sw > 1:
+        code = PADS
+        for k_, v_ in {**STRIDED[g], "G": f"{g}u"}.items():
+            code = code.replace(k_, v_)
+        code, sfx = typed(code, ta)
+        ctx.helper(f"qlinear.4.1.pads{g}{sfx}", code)
+        return (f"aicc_qpads{g}u{sfx}({xin}, {cin}u, {H}u, {W}u, xzp, {sh}u, {sw}u, {hq}u, "
+                f"{wq}u, {pt}u, {pl}u, {slack}u, {xp});")
+    if g == 4:
+        code, sfx = typed(PADQ, ta)
+        ctx.helper(f"qlinear.4.1.padq{sfx}", code)
+        zrow = ctx.scratch(W * ta.itemsize, ctype(ta), "qz")
+        return (f"aicc_qpadq{sfx}({xin}, {cin}u, {H}u, {W}u, (uint8_t)zu, {hp}u, {wp}u, "
+                f"{pt}u, {pl}u, {slack}u, {xp}, {zrow});")
+    code, sfx = typed(PAD, ta)
+    ctx.helper(f"qlinear.4.1.pad{sfx}", code)
+    return (f"aicc_qpad{sfx}({xin}, {cin}u, {H}u, {W}u, xzp, {hp}u, {wp}u, {pt}u, "
+            f"{pl}u, {slack}u, {xp});")
