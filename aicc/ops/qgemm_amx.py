@@ -7,13 +7,14 @@ The operands are the quad form's (qgemm_simd.py): A rows of uint8 (activations, 
 int8, zeros past K), B = w - wzp as int8 in panels of 32 columns, row kg of a panel holding
 columns 0-15 x 4 k then 16-31 x 4 k. A B tile (16 k groups x 16 columns) is therefore 16 rows
 128 bytes apart in a panel, with no repacking: the AMX path only needs K padded to a multiple
-of 64 (whole k tiles; zeros on both sides add nothing) and A's row blocks padded to 32 rows
+of 64 (whole k tiles; zeros on both sides add nothing) and A's rows padded to whole tiles of 16
 (tile rows past M are read from the scratch and their sums are never used). The sums are the
 same integers as the vector forms' (exact products, int32 adds that wrap modulo 2^32; tdpbusd
 does not saturate), so the outputs match the other forms bit for bit.
 
-The kernel: per 32-column panel and 32-row block, 2 x 2 accumulator tiles over all of K
-(tiles 0-3), A tiles 4-5, B tiles 6-7; the int32 tiles go to the block buffer that
+The kernel: per 32-column panel, 2 x 2 accumulator tiles per 32 rows over all of K
+(tiles 0-3), A tiles 4-5, B tiles 6-7, and 1 x 2 tiles for a last 16 rows (16 output
+channels: half the products of a zero-padded 2 x 2 block); the int32 tiles go to the block buffer that
 qrequant_simd's output stage reads, as from the vector kernels.
 
 Linux gives a process the AMX register state only on request (arch_prctl
@@ -29,7 +30,7 @@ from __future__ import annotations
 # QLinearMatMul N = K = 512 on this Xeon, see docs/PERFORMANCE.md)
 MIN_ROWS = 8
 K_TILE = 64          # bytes of k per A tile row / k values per B tile
-ROW_BLOCK = 32       # A rows per 2 x 2 tile block
+ROW_TILE = 16        # A rows per tile: A and C are padded to whole tiles
 
 READY = """\
 /* 1 when this process may use the AMX tiles. Linux: the kernel's permission is requested once
@@ -62,11 +63,42 @@ def _cfg(kr: int) -> str:
             + ",\n    ".join(rows) + "};")
 
 
+def _blocks(a_ld: str, a_at: str, b_at: str, b_ld: str, dp: str, ind: str) -> list:
+    """C lines of the row-block loops of a kernel: 2 x 2 tiles (32 rows) while more than 16
+    rows remain, then 1 x 2 for a last 16 (A padded to whole 16-row tiles). a_at(r, kg) /
+    b_at(kg): C expressions of the A tile of rows r.. and the B tile at k group kg; a_ld /
+    b_ld their row strides (bytes); dp: the tile dot-product instruction."""
+    def block(two: bool) -> list:
+        L = [f"{ind}    int32_t *c0 = c + r * ldc + cp, *c1 = c0 + 16u * ldc;",
+             *[f"{ind}    _tile_zero({t});" for t in range(4 if two else 2)],
+             f"{ind}    for (size_t kg = 0; kg < kgn; kg += KRu) {{",
+             f"{ind}        _tile_loadd(4, {a_at.format(r='r', kg='kg')}, {a_ld});",
+             f"{ind}        _tile_loadd(6, {b_at.format(kg='kg')}, {b_ld});",
+             f"{ind}        _tile_loadd(7, {b_at.format(kg='kg')} + 64u, {b_ld});",
+             f"{ind}        {dp}(0, 4, 6);",
+             f"{ind}        {dp}(1, 4, 7);"]
+        if two:
+            L += [f"{ind}        _tile_loadd(5, {a_at.format(r='r + 16u', kg='kg')}, {a_ld});",
+                  f"{ind}        {dp}(2, 5, 6);",
+                  f"{ind}        {dp}(3, 5, 7);"]
+        L += [f"{ind}    }}",
+              f"{ind}    _tile_stored(0, c0, ldc * 4u);",
+              f"{ind}    _tile_stored(1, c0 + 16, ldc * 4u);"]
+        if two:
+            L += [f"{ind}    _tile_stored(2, c1, ldc * 4u);",
+                  f"{ind}    _tile_stored(3, c1 + 16, ldc * 4u);"]
+        else:
+            L[0] = f"{ind}    int32_t *c0 = c + r * ldc + cp;"
+        return L
+    return ([f"{ind}size_t r = 0;", f"{ind}for (; r + 16u < m; r += 32u) {{"] + block(True)
+            + [f"{ind}}}", f"{ind}if (r < m) {{"] + block(False) + [f"{ind}}}"])
+
+
 GEMM = """\
 /* C[m x np * 32] (row stride ldc int32) = A[m x 4 kgn] (uint8, rows 4 kgn bytes apart) x np
- * quad-form panels of B (panel p at bp + p * kgn * 128) on AMX tiles, 2 x 2 tiles per 32 rows
- * and panel. kgn % 16 == 0; A and C have rows up to m rounded up to 32 (those past m are
- * garbage in, garbage out). */
+ * quad-form panels of B (panel p at bp + p * kgn * 128) on AMX tiles: per panel 2 x 2 tiles of
+ * 32 rows, 1 x 2 for a last 16. kgn % 16 == 0; A and C have rows up to m rounded up to 16
+ * (those past m are garbage in, garbage out). */
 static void aicc_qgemm_amx(size_t m, size_t kgn, size_t np_, const uint8_t *a,
                            const uint8_t *bp, int32_t *c, size_t ldc)
 {
@@ -74,69 +106,29 @@ static void aicc_qgemm_amx(size_t m, size_t kgn, size_t np_, const uint8_t *a,
     _tile_loadconfig(aicc_amx_cfg16);
     for (size_t p = 0; p < np_; ++p) {
         const uint8_t *pb = bp + p * kgn * 128u;
-        for (size_t r = 0; r < m; r += 32u) {
-            const uint8_t *a0 = a + r * lda, *a1 = a0 + 16u * lda;
-            int32_t *c0 = c + r * ldc + p * 32u, *c1 = c0 + 16u * ldc;
-            _tile_zero(0);
-            _tile_zero(1);
-            _tile_zero(2);
-            _tile_zero(3);
-            for (size_t kg = 0; kg < kgn; kg += 16u) {
-                _tile_loadd(4, a0 + 4u * kg, lda);
-                _tile_loadd(6, pb + kg * 128u, 128);
-                _tile_loadd(7, pb + kg * 128u + 64u, 128);
-                _tile_dpbusd(0, 4, 6);
-                _tile_dpbusd(1, 4, 7);
-                _tile_loadd(5, a1 + 4u * kg, lda);
-                _tile_dpbusd(2, 5, 6);
-                _tile_dpbusd(3, 5, 7);
-            }
-            _tile_stored(0, c0, ldc * 4u);
-            _tile_stored(1, c0 + 16, ldc * 4u);
-            _tile_stored(2, c1, ldc * 4u);
-            _tile_stored(3, c1 + 16, ldc * 4u);
-        }
+        const size_t cp = p * 32u;
+BLOCKS
     }
     _tile_release();
 }"""
 
 CONV = """\
-/* The implicit conv GEMM (qgemm_conv.py, quad form qb) on AMX tiles: C[mp x np * 32] (row
- * stride ldc int32) = W[mp x 4 taps cgn] (int8 w - wzp, rows 4 taps cgn bytes apart; mp a
- * multiple of 32, zero rows past the channels) x the padded input (unsigned bytes, 4 channels
- * interleaved): k group (tap t, channel group c) of positions 32 p.. is the run at
- * x + off[t cgn + c] + 128 p, and consecutive channel groups are cs bytes apart, so a tap's
- * cgn groups are cgn / KR tiles of KR rows. 2 x 2 tiles per 32 channels and 32 positions. */
-static void aicc_qconv_amx_kKR(size_t mp, size_t taps, size_t cgn, size_t np_,
-                               const uint8_t *w, const uint8_t *x, const int32_t *off,
-                               size_t cs, int32_t *c, size_t ldc)
+/* The implicit conv GEMM (qgemm_conv.py, quad form qb) on AMX tiles: C[m x np * 32] (row
+ * stride ldc int32) = W[m x 4 kgn] (int8 w - wzp, rows 4 kgn bytes apart, zero rows up to m
+ * rounded up to 16) x the padded input (unsigned bytes, 4 channels interleaved): k group
+ * (tap t, channel group c), kg = t cgn + c, of positions 32 p.. is the run at x + off[kg] +
+ * 128 p, and consecutive channel groups are cs bytes apart, so a tap's cgn groups are
+ * cgn / KR tiles of KR rows. Per 32 positions 2 x 2 tiles of 32 channels, 1 x 2 for a last 16. */
+static void aicc_qconv_amx_kKR(size_t m, size_t kgn, size_t np_, const uint8_t *w,
+                               const uint8_t *x, const int32_t *off, size_t cs, int32_t *c,
+                               size_t ldc)
 {
-    const size_t lda = 4u * taps * cgn;
+    const size_t lda = 4u * kgn;
     _tile_loadconfig(aicc_amx_cfgKR);
     for (size_t p = 0; p < np_; ++p) {
         const uint8_t *xp = x + p * 128u;
-        for (size_t r = 0; r < mp; r += 32u) {
-            const uint8_t *w0 = w + r * lda, *w1 = w0 + 16u * lda;
-            int32_t *c0 = c + r * ldc + p * 32u, *c1 = c0 + 16u * ldc;
-            _tile_zero(0);
-            _tile_zero(1);
-            _tile_zero(2);
-            _tile_zero(3);
-            for (size_t kg = 0; kg < taps * cgn; kg += KRu) {
-                _tile_loadd(4, w0 + 4u * kg, lda);
-                _tile_loadd(6, xp + off[kg], cs);
-                _tile_loadd(7, xp + off[kg] + 64u, cs);
-                _tile_dpbsud(0, 4, 6);
-                _tile_dpbsud(1, 4, 7);
-                _tile_loadd(5, w1 + 4u * kg, lda);
-                _tile_dpbsud(2, 5, 6);
-                _tile_dpbsud(3, 5, 7);
-            }
-            _tile_stored(0, c0, ldc * 4u);
-            _tile_stored(1, c0 + 16, ldc * 4u);
-            _tile_stored(2, c1, ldc * 4u);
-            _tile_stored(3, c1 + 16, ldc * 4u);
-        }
+        const size_t cp = p * 32u;
+BLOCKS
     }
     _tile_release();
 }"""
@@ -153,7 +145,7 @@ def k_groups(kgn: int) -> int:
 
 
 def rows_padded(m: int) -> int:
-    return -(-m // ROW_BLOCK) * ROW_BLOCK
+    return -(-m // ROW_TILE) * ROW_TILE
 
 
 def _common(ctx, kr: int) -> None:
@@ -165,7 +157,9 @@ def gemm(ctx) -> str:
     """Emit the MatMul's AMX helpers; returns the GEMM's name (call it only when
     aicc_amx_ready())."""
     _common(ctx, 16)
-    ctx.helper("qlinear.4.5.amx_gemm", GEMM)
+    blocks = _blocks("lda", "a + ({r}) * lda + 4u * {kg}", "pb + {kg} * 128u", "128", "_tile_dpbusd",
+                     "        ")
+    ctx.helper("qlinear.4.5.amx_gemm", GEMM.replace("BLOCKS", "\n".join(blocks)).replace("KRu", "16u"))
     return "aicc_qgemm_amx"
 
 
@@ -180,6 +174,8 @@ def conv_chunk(cgn: int) -> int:
 def conv(ctx, kr: int) -> str:
     """Emit the implicit conv's AMX kernel for k tiles of kr channel groups; returns its name."""
     _common(ctx, kr)
-    ctx.helper(f"qlinear.4.5.amx_conv{kr:02d}",
-               CONV.replace("KRu", f"{kr}u").replace("KR", str(kr)))
+    blocks = _blocks("lda", "w + ({r}) * lda + 4u * {kg}", "xp + off[{kg}]", "cs", "_tile_dpbsud",
+                     "        ")
+    ctx.helper(f"qlinear.4.5.amx_conv{kr:02d}", CONV.replace("BLOCKS", "\n".join(blocks))
+               .replace("KRu", f"{kr}u").replace("KR", str(kr)))
     return f"aicc_qconv_amx_k{kr}"

@@ -111,7 +111,7 @@ def emit_conv_implicit(op, node, ctx, rq: Requant | None) -> None:
                 vec = (f"{gm}({kgn}u, (jn + {nr - 1}u) / {nr}u, {wpk} + gi * {mp * g * kgn}u, "
                        f"{xp} + q0 * {g}u, {offs}, {cb}, {jb}u);")
                 if kr:
-                    ctx(f"if (aicc_amx_ready()) {qgemm_amx.conv(ctx, kr)}({mp}u, {taps}u, {cgn}u, "
+                    ctx(f"if (aicc_amx_ready()) {qgemm_amx.conv(ctx, kr)}({geo.cout_g}u, {kgn}u, "
                         f"(jn + 31u) / 32u, {wpk} + gi * {mp * g * kgn}u, {xp} + q0 * {g}u, "
                         f"{offs}, {hq * wq * g}u, {cb}, {jb}u);")
                     ctx(f"else {vec}")
