@@ -156,9 +156,10 @@ def inspect(path, memory, svg, size):
 def targets():
     """List the targets."""
     from .targets import list_targets, load_target
-    for name in list_targets():
-        t = load_target(name)
-        click.echo(f"{name:12s} {t.description}")
+    names = list_targets()
+    width = max(map(len, names), default=0)
+    for name in names:
+        click.echo(f"{name:{width}s}  {load_target(name).description}")
 
 
 @cli.group()
