@@ -144,6 +144,6 @@ def all_models(out_dir):
         ("GEMM 8x512x512", gemm(out_dir / "gemm8.onnx", 8, 512, 512)),
         ("GEMM 16x512x512", gemm(out_dir / "gemm16.onnx", 16, 512, 512)),
     ]
-    # int8 (no issue target; fuse-qdq runs it on the integer kernels on x86-avx512-vnni)
+    # int8 (no issue target; fuse-qdq runs it on the integer kernels on x86-avx512-vnni / -amx)
     res.append(("ResNet-8 int8 (QDQ)", quantized_qdq(res[1][1], out_dir / "resnet8_qdq.onnx")))
     return res
