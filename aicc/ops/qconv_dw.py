@@ -41,9 +41,20 @@ static void aicc_qdwpad_SFX(const TA *restrict x, size_t h, size_t w, int32_t zp
                 o[j] = (float)((int32_t)r[j] - zp);
             continue;
         }
-        for (size_t j = 0; j < w; ++j) {
-            const size_t c = j + pl;
-            d[((c % sw) * hp + i + pt) * wq + c / sw] = (float)((int32_t)r[j] - zp);
+        for (size_t ph = 0; ph < sw; ++ph) {   /* columns j with (j + pl) % sw == ph */
+            const size_t j0 = (ph + sw - pl % sw) % sw;
+            if (j0 >= w)
+                continue;
+            const size_t nq = (w - j0 + sw - 1u) / sw;
+            const TA *restrict rj = r + j0;
+            float *restrict o = d + (ph * hp + i + pt) * wq + (j0 + pl) / sw;
+            if (sw == 2u) {      /* constant stride: vectorizes */
+                for (size_t q = 0; q < nq; ++q)
+                    o[q] = (float)((int32_t)rj[2u * q] - zp);
+            } else {
+                for (size_t q = 0; q < nq; ++q)
+                    o[q] = (float)((int32_t)rj[q * sw] - zp);
+            }
         }
     }
 }"""
@@ -62,16 +73,42 @@ def _rows_kernel(ctx, isa: str) -> str:
     v, L = d["v"], d["L"]
     name = f"aicc_qdw_{isa}"
     cvt = "_mm512_cvtps_epi32" if isa == "avx512" else "_mm256_cvtps_epi32"
-    st = ("_mm512_storeu_si512((void *)(y + j), {})" if isa == "avx512"
-          else "_mm256_storeu_si256((__m256i *)(y + j), {})")
+    st = ("_mm512_storeu_si512((void *)(y + j + {o}u), {})" if isa == "avx512"
+          else "_mm256_storeu_si256((__m256i *)(y + j + {o}u), {})")
+    masked = isa == "avx512"
+    tail = (f"""    if (j < n) {{               /* the last n - j < {L} outputs under a lane mask */
+        const __mmask16 k = (__mmask16)((1u << (n - j)) - 1u);
+        {v} a = {d['zero']};
+        for (size_t t = 0; t < nt; ++t)
+            a = {d['fma']}({d['set1']}(w[t]), _mm512_maskz_loadu_ps(k, p + off[t] + j), a);
+        _mm512_mask_storeu_epi32(y + j, k, {cvt}(a));
+    }}""" if masked else """    for (; j < n; ++j) {
+        float a = 0.0f;
+        for (size_t t = 0; t < nt; ++t)
+            a += w[t] * p[off[t] + j];
+        y[j] = (int32_t)a;
+    }""")
+    acc4 = "\n".join(f"            a{c} = {d['fma']}(wv, {d['ld']}(q + {c * L}u), a{c});"
+                      for c in range(4))
+    st4 = "\n".join(f"        {st.format(f'{cvt}(a{c})', o=c * L)};" for c in range(4))
     code = f"""\
 /* acc[j] = sum over t < nt of w[t] * p[off[t] + j], j < n: integer-valued float32 sums
- * (exact, module doc), converted to int32 ({isa}, {L} outputs at a time). */
+ * (exact in any order, module doc), converted to int32 ({isa}): 4 vectors of {L} outputs at
+ * a time (independent FMA chains), then single vectors, then the rest. */
 static void {name}(size_t n, size_t nt, const float *restrict p, const int64_t *restrict off,
                    const float *restrict w, int32_t *restrict y)
 {{
-    const size_t full = n - n % {L}u;
-    for (size_t j = 0; j < full; j += {L}u) {{
+    size_t j = 0;
+    for (; j + {4 * L}u <= n; j += {4 * L}u) {{
+        {v} a0 = {d['zero']}, a1 = {d['zero']}, a2 = {d['zero']}, a3 = {d['zero']};
+        for (size_t t = 0; t < nt; ++t) {{
+            const {v} wv = {d['set1']}(w[t]);
+            const float *restrict q = p + off[t] + j;
+{acc4}
+        }}
+{st4}
+    }}
+    for (; j + {L}u <= n; j += {L}u) {{
         {v} a0 = {d['zero']}, a1 = {d['zero']};
         size_t t = 0;
         for (; t + 2u <= nt; t += 2u) {{
@@ -80,14 +117,9 @@ static void {name}(size_t n, size_t nt, const float *restrict p, const int64_t *
         }}
         if (t < nt)
             a0 = {d['fma']}({d['set1']}(w[t]), {d['ld']}(p + off[t] + j), a0);
-        {st.format(f'{cvt}({d["add"]}(a0, a1))')};
+        {st.format(f'{cvt}({d["add"]}(a0, a1))', o=0)};
     }}
-    for (size_t j = full; j < n; ++j) {{
-        float a = 0.0f;
-        for (size_t t = 0; t < nt; ++t)
-            a += w[t] * p[off[t] + j];
-        y[j] = (int32_t)a;
-    }}
+{tail}
 }}"""
     include(ctx, isa)
     ctx.helper("qlinear.4.0.string", "#include <string.h>")
