@@ -86,15 +86,20 @@ def emit_conv_implicit(op, node, ctx, rq: Requant | None) -> None:
     offs = ctx.const(off, "qoff")
     jb = max(nr, (BLOCK_KB * 1024 // (geo.cout_g * 4)) // nr * nr)
     jb = min(jb, -(-Q // nr) * nr)
+    # with garbage columns, blocks of R whole grid rows when a row fits a block: each output
+    # channel's rows are then requantized in one call (the helper's setup dominated 7-wide rows)
+    R = jb // wq
+    rows_mode = wq != OW and R >= 1
     slack = g * nr + 64
     xp = ctx.scratch((sh * sw * cgn * hq * wq * g + slack) * FORMS[form]["size"], et, "qx")
     cb = ctx.scratch(mp * jb * 4, "int32_t", "qc")
     ctx.helper("qlinear.4.0.string", "#include <string.h>")
     gm = gemm(ctx, isa, form, geo.cout_g, implicit=True)
-    ctx(f"/* {geo.describe()}: implicit integer GEMM ({isa}{f', AMX tiles of {kr} channel groups' if kr else ''}, form {form}) on the padded input "
-        f"({sh * sw} phase(s) of {hq} x {wq}, {g} channels interleaved), weights - wzp packed "
-        "at build time; "
-        f"blocks of {jb} of the {Q} grid positions */")
+    amx = f", AMX tiles of {kr} channel groups" if kr else ""
+    blocks = f"{R} grid rows" if rows_mode else f"{jb} of the {Q} grid positions"
+    ctx(f"/* {geo.describe()}: implicit integer GEMM ({isa}{amx}, form {form}) on the padded "
+        f"input ({sh * sw} phase(s) of {hq} x {wq}, {g} channels interleaved), weights - wzp "
+        f"packed at build time; blocks of {blocks} */")
     ctx(f"const int32_t xzp = {zp_expr(ctx, op.XZ)};")
     xin = f"{ctx.inp[op.X]} + (nb * {geo.cin}u + gi * {geo.cin_g}u) * {numel(geo.inp)}u"
     corr = None
@@ -106,8 +111,16 @@ def emit_conv_implicit(op, node, ctx, rq: Requant | None) -> None:
     with ctx.block(f"for (size_t nb = 0; nb < {geo.batch}u; ++nb)"):
         with ctx.block(f"for (size_t gi = 0; gi < {geo.group}u; ++gi)"):
             ctx(pad)
-            with ctx.block(f"for (size_t q0 = 0; q0 < {Q}u; q0 += {jb}u)"):
-                ctx(f"const size_t jn = {Q}u - q0 < {jb}u ? {Q}u - q0 : {jb}u;")
+            if rows_mode:       # blocks of whole grid rows
+                head = f"for (size_t row0 = 0; row0 < {OH}u; row0 += {R}u)"
+                first = [f"const size_t nrow = {OH}u - row0 < {R}u ? {OH}u - row0 : {R}u;",
+                         f"const size_t q0 = row0 * {wq}u, jn = (nrow - 1u) * {wq}u + {OW}u;"]
+            else:
+                head = f"for (size_t q0 = 0; q0 < {Q}u; q0 += {jb}u)"
+                first = [f"const size_t jn = {Q}u - q0 < {jb}u ? {Q}u - q0 : {jb}u;"]
+            with ctx.block(head):
+                for line in first:
+                    ctx(line)
                 vec = (f"{gm}({kgn}u, (jn + {nr - 1}u) / {nr}u, {wpk} + gi * {mp * g * kgn}u, "
                        f"{xp} + q0 * {g}u, {offs}, {cb}, {jb}u);")
                 if kr:
@@ -120,24 +133,26 @@ def emit_conv_implicit(op, node, ctx, rq: Requant | None) -> None:
                 with ctx.block(f"for (size_t og = 0; og < {geo.cout_g}u; ++og)"):
                     ctx(f"const size_t oc = gi * {geo.cout_g}u + og;")
                     channel_terms(ctx, rq, corr)
-                    if wq == OW:        # no garbage columns: the block is contiguous output
-                        output(ctx, isa, rq, "jn", f"{cb} + og * {jb}u",
-                               f"{ctx.out[0]} + (nb * {geo.cout}u + oc) * {P}u + q0")
+                    dst = f"{ctx.out[0]} + (nb * {geo.cout}u + oc) * {P}u"
+                    if rows_mode:   # OW outputs of each wq positions: one call for the rows
+                        output(ctx, isa, rq, f"{OW}u", f"{cb} + og * {jb}u", f"{dst} + row0 * {OW}u",
+                               rows=("nrow", f"{wq}u", f"{OW}u"))
+                    elif wq == OW:  # no garbage columns: the block is contiguous output
+                        output(ctx, isa, rq, "jn", f"{cb} + og * {jb}u", f"{dst} + q0")
                     else:
-                        _output_rows(ctx, isa, rq, geo, cb, jb, wq, OW, P)
+                        _output_rows(ctx, isa, rq, cb, jb, wq, OW, dst)
 
 
-def _output_rows(ctx, isa, rq, geo, cb, jb, wq, OW, P) -> None:
-    """Output channel oc of the position block [q0, q0 + jn), one grid row (wq positions) at a
-    time: its first OW positions are outputs, the rest garbage columns."""
+def _output_rows(ctx, isa, rq, cb, jb, wq, OW, dst) -> None:
+    """Output channel oc of the position block [q0, q0 + jn) (rows wider than a block), one
+    grid row (wq positions) at a time: its first OW positions are outputs, the rest garbage
+    columns."""
     with ctx.block(f"for (size_t row = q0 / {wq}u; row * {wq}u < q0 + jn; ++row)"):
         ctx(f"const size_t s = row * {wq}u > q0 ? row * {wq}u : q0;")
         ctx(f"const size_t e = row * {wq}u + {OW}u < q0 + jn ? row * {wq}u + {OW}u : q0 + jn;")
         with ctx.block("if (s < e)"):
             output(ctx, isa, rq, "e - s", f"{cb} + og * {jb}u + (s - q0)",
-                   f"{ctx.out[0]} + (nb * {geo.cout}u + oc) * {P}u + row * {OW}u + "
-                   f"(s - row * {wq}u)")
-
+                   f"{dst} + row * {OW}u + (s - row * {wq}u)")
 
 def emit_conv(op, node, ctx, rq: Requant | None) -> None:
     """A conv ``usable`` takes. ``rq``: None (int32 output) or the requantization (its mult

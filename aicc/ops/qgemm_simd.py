@@ -335,8 +335,8 @@ def emit_matmul(op, node, ctx, rq: Requant | None) -> None:
         else:
             for line in vec.split("\n"):
                 ctx(line)
-        with ctx.block("for (size_t i = 0; i < mr; ++i)"):
-            output(ctx, isa, rq, f"{n}u", f"{cb} + i * {ldc}u", f"{ctx.out[0]} + (r0 + i) * {n}u",
-                   adds, "" if rq is None else f"{rq.mult}, {1 if rq.per_col else 0}u")
+        output(ctx, isa, rq, f"{n}u", cb, f"{ctx.out[0]} + r0 * {n}u", adds,
+               "" if rq is None else f"{rq.mult}, {1 if rq.per_col else 0}u",
+               rows=("mr", f"{ldc}u", f"{n}u"))
 
 

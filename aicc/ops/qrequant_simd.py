@@ -85,8 +85,9 @@ def _requant_fast(isa: str, ydt: str) -> list:
 
 
 def requant_helper(ctx, isa: str, ydt: str, rnd: str) -> str:
-    """``aicc_qreq_{isa}_{y}(n, acc, add, as, m, ms, yzp, y)``: y[j] = saturate(rint((acc[j]
-    + add[j * as]) * m[j * ms]) + yzp), the product in double (the scalar loops' values)."""
+    """``aicc_qreq_{isa}_{y}(rows, n, acc, sa, add, as, m, ms, yzp, y, sy)``: for each of rows
+    rows (acc and y advancing by sa and sy), y[j] = saturate(rint((acc[j] + add[j * as]) *
+    m[j * ms]) + yzp), the product in double (the scalar loops' values)."""
     lo, hi = (0, 255) if ydt == "uint8" else (-128, 127)
     yc = ctype(np.dtype(ydt))
     name = f"aicc_qreq_{isa}_{ydt}"
@@ -126,20 +127,22 @@ def requant_helper(ctx, isa: str, ydt: str, rnd: str) -> str:
                                                          else "_mm_set1_epi32")
     C = [f"/* y[j] = saturate(rint((acc[j] + add[j * as]) * m[j * ms]) + yzp) for j < n ({ydt}; the "
          "product in\n * double, add modulo 2^32; NaN -> yzp, clamped): the scalar helper's "
-         f"values, {L} at a time. */",
-         f"static void {name}(size_t n, const int32_t *restrict acc, const int32_t *restrict add, "
-         f"size_t as, const float *restrict m, size_t ms, int32_t yzp, {yc} *restrict y)", "{",
+         f"values, {L} at a time; for rows\n * rows of n, acc and y advancing by sa and sy "
+         "elements per row. */",
+         f"static void {name}(size_t rows, size_t n, const int32_t *restrict acc, size_t sa,",
+         f"    const int32_t *restrict add, size_t as, const float *restrict m, size_t ms, "
+         f"int32_t yzp, {yc} *restrict y, size_t sy)", "{",
          f"    const {'__m256i' if isa == 'avx512' else '__m128i'} va = {ai}(add[0]);",
          f"    const {vd} vm0 = {pd}_set1_pd((double)m[0]), vz = {pd}_set1_pd((double)yzp);",
          f"    const {vd} vlo = {pd}_set1_pd({float(lo)!r}), vhi = {pd}_set1_pd({float(hi)!r});",
          f"    const {vd} vzc = {pd}_set1_pd((double)(yzp < {lo} ? {lo} : "
          f"(yzp > {hi} ? {hi} : yzp)));",
-         "    size_t j = 0;",
-         "    if (ms == 0u && m[0] - m[0] == 0.0f) {    /* a finite multiplier: no NaN */"]
-    C += ["        " + s for s in fast]
-    C += ["    }", f"    for (const size_t f = n - n % {L}u; j < f; j += {L}u) {{"]
-    C += ["        " + s for s in body]
-    C += ["    }", "    for (; j < n; ++j)", "        " + scalar, "}"]
+         "    const int finite = ms == 0u && m[0] - m[0] == 0.0f;  /* one finite multiplier: no NaN */",
+         "    for (size_t row = 0; row < rows; ++row, acc += sa, y += sy) {"]
+    row = (["size_t j = 0;", "if (finite) {"] + ["    " + s for s in fast]
+           + ["}", f"for (const size_t f = n - n % {L}u; j < f; j += {L}u) {{"]
+           + ["    " + s for s in body] + ["}", "for (; j < n; ++j)", "    " + scalar])
+    C += ["        " + s for s in row] + ["    }", "}"]
     ctx.helper("qlinear.0.wrap", WRAP)
     ctx.helper("qlinear.4.0.string", "#include <string.h>")
     ctx.helper(f"qlinear.4.3.req_{isa}_{ydt}", "\n".join(C))
@@ -160,13 +163,21 @@ def channel_terms(ctx, rq: Requant | None, corr: str | None = None) -> None:
 
 
 def output(ctx, isa: str, rq: Requant | None, n: str, src: str, dst: str,
-           add: str = "&add, 0u", mlt: str = "&mlt, 0u") -> None:
+           add: str = "&add, 0u", mlt: str = "&mlt, 0u", rows: tuple = ("1u", "0u", "0u")) -> None:
     """Write n outputs at dst from the int32 sums at src: requantized, or (rq None) the int32
-    sums plus add. add / mlt: the helpers' (pointer, stride) arguments."""
+    sums plus add. add / mlt: the helpers' (pointer, stride) arguments; rows: (count, src
+    stride, dst stride) of rows of n (one call, not one per row: the helper's setup is a large
+    part of a short row)."""
+    cnt, sa, sy = rows
     if rq is None:
         ctx.helper("qlinear.0.wrap", WRAP)
         ctx.helper("qlinear.4.3.add", ADD)
-        ctx(f"aicc_qadd({n}, {src}, {add}, {dst});")
+        if cnt == "1u":
+            ctx(f"aicc_qadd({n}, {src}, {add}, {dst});")
+        else:
+            with ctx.block(f"for (size_t r_ = 0; r_ < {cnt}; ++r_)"):
+                ctx(f"aicc_qadd({n}, {src} + r_ * {sa}, {add}, {dst} + r_ * {sy});")
         return
     fn = requant_helper(ctx, isa, ctx.out_dtype(0).name, rq.rnd)
-    ctx(f"{fn}({n}, {src}, {add}, {mlt}, yzp, ({ctype(ctx.out_dtype(0))} *)({dst}));")
+    ctx(f"{fn}({cnt}, {n}, {src}, {sa}, {add}, {mlt}, yzp, ({ctype(ctx.out_dtype(0))} *)({dst}), "
+        f"{sy});")

@@ -32,6 +32,8 @@ CONVS = {   # x shape, w shape, attrs
                                              "pads": [1, 0, 2, 1]}),
     "stride2_1x1": ((1, 24, 9, 9), (10, 24, 1, 1), {"strides": [2, 2]}),
     "stride3_pad": ((1, 6, 11, 13), (7, 6, 3, 3), {"strides": [3, 3], "pads": [1, 2, 0, 1]}),
+    # a grid row wider than a position block (64 channels: 384 positions): row by row output
+    "1d_long": ((1, 8, 700), (64, 8, 3), {"pads": [1, 1]}),
     "3d": ((1, 4, 4, 5, 3), (6, 4, 2, 3, 2), {"pads": [1, 0, 1, 0, 1, 1]}),
 }
 
