@@ -94,8 +94,9 @@ def host_supports(target: Target) -> bool:
 
 
 def _target_dict(name: str, seen=()) -> dict:
-    """The target file's keys over those of the target it ``extends`` (top-level keys
-    replace the parent's whole value; ``cflags_add`` / ``cpu_flags_add`` append to them)."""
+    """The target file's keys over those of the target it ``extends``: top-level keys replace
+    the parent's whole value, except ``schedule`` and ``pass_options``, merged per op family /
+    pass (a family's keys over the parent's); ``cflags_add`` / ``cpu_flags_add`` append."""
     path = TARGETS_DIR / f"{name}.yaml"
     if not path.is_file():
         raise ConfigError(f"unknown target '{name}' (known: {', '.join(list_targets())})")
@@ -108,6 +109,14 @@ def _target_dict(name: str, seen=()) -> dict:
     merged = _target_dict(str(base), seen + (name,))
     for key in ("cflags", "cpu_flags"):
         merged[key] = list(merged.get(key) or []) + list(d.pop(f"{key}_add", None) or [])
+    for key in ("schedule", "pass_options"):
+        mine = d.pop(key, None) or {}
+        if not isinstance(mine, dict):
+            raise ConfigError(f"target file {path.name}: '{key}' must be a mapping")
+        into = {k: dict(v or {}) for k, v in (merged.get(key) or {}).items()}
+        for family, opts in mine.items():
+            into[family] = {**into.get(family, {}), **(opts or {})}
+        merged[key] = into
     merged.update(d)
     merged["_base"] = str(base)
     return merged

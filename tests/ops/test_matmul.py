@@ -4,6 +4,8 @@ Every test that compiles runs on every target (generic: the portable kernel; x86
 x86-avx512: the SIMD GEMM of gemm_simd.py with its row kernels 1..MR, panel groups, masked
 column tails, K/M/N blocks and tile epilogue). Targets the host CPU cannot run are not generated."""
 import itertools
+import re
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -17,8 +19,8 @@ from aicc.config import Options
 from aicc.frontend import import_model
 from aicc.ops import load_all, lookup
 from aicc.targets import host_supports, load_target, runnable_targets
-from tests.oracle import (STRICT_CFLAGS, assert_close, check_node, compile_and_run, make_model,
-                          reference, rng)
+from tests.oracle import (STRICT_CFLAGS, assert_close, check, check_node, compile_and_run,
+                          make_model, reference, rng)
 
 SIZES = [1, 3, 17, 65]
 AWKWARD = [1, 3, 7, 17, 65, 257]
@@ -462,3 +464,22 @@ def test_prefetch_kb_schedule(target, tmp_path):
     code = [p.read_text() for p in (tmp_path / "n").glob("b*/model.c")]
     assert code and "uintptr_t)(b0 + k" not in code[0]
     assert "uintptr_t)(b0 + k" in next((tmp_path / "d").glob("b*/model.c")).read_text()
+
+
+# targets that extend another with a GEMM schedule of their own (x86-avx512-amx: Intel tiles)
+OWN_GEMM = [t for t in runnable_targets() if load_target(t).base and load_target(t).schedule.get(
+    "gemm") != load_target(load_target(t).base).schedule.get("gemm")]
+
+
+@pytest.mark.parametrize("target", OWN_GEMM)
+def test_derived_target_gemm_schedule(target, tmp_path):
+    """A derived target's own GEMM schedule (amx: K blocks of 512, N blocks of 1024, up to 14
+    rows a tile) with several K and N blocks and row / column tails, against onnx.reference."""
+    r = rng(23)
+    feeds = {"a": _rand(r, (45, 1100))}
+    model = make_model([helper.make_node("MatMul", ["a", "b"], ["y"])], feeds, ["y"],
+                       {"b": _rand(r, (1100, 1043))})
+    check(model, feeds, tmp_path, target=target, atol=1e-4)
+    g = load_target(target).schedule["gemm"]
+    c = next(Path(tmp_path).glob("b*/model.c")).read_text()
+    assert re.search(rf"aicc_sg_avx512_m\d+k{g['kc']}c\d+j\d+n{g['nc']}_", c)
