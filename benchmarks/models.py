@@ -146,4 +146,6 @@ def all_models(out_dir):
     ]
     # int8 (no issue target; fuse-qdq runs it on the integer kernels on x86-avx512-vnni / -amx)
     res.append(("ResNet-8 int8 (QDQ)", quantized_qdq(res[1][1], out_dir / "resnet8_qdq.onnx")))
+    res.append(("MobileNetV2 int8 (QDQ)",
+                quantized_qdq(res[4][1], out_dir / "mobilenetv2_qdq.onnx")))
     return res
