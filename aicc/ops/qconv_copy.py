@@ -121,6 +121,20 @@ static void aicc_qpad_SFX(const TA *restrict x, size_t cin, size_t h, size_t w, 
 
 
 
+QUAD = """\
+/* The rows of channels 4 c4 .. 4 c4 + 3 of x (h x w planes): r[e] the first, rs[e] the step
+ * between rows; zrow (w values that read as the zero point, step 0) for channels past cin. */
+static void aicc_qquad_SFX(const TA *x, size_t c4, size_t cin, size_t plane, size_t w,
+                           const TA *zrow, const TA **r, size_t *rs)
+{
+    for (size_t e = 0; e < 4u; ++e) {
+        const int real = 4u * c4 + e < cin;
+        r[e] = real ? x + (4u * c4 + e) * plane : zrow;
+        rs[e] = real ? w : 0u;
+    }
+}"""
+
+
 PADQ = """\
 /* x of cin channels (h x w planes) as unsigned bytes (x + FLIP) padded to hp x wp (pt rows
  * above, pl columns on the left) with the channels interleaved in fours:
@@ -138,11 +152,7 @@ static void aicc_qpadq_SFX(const TA *restrict x, size_t cin, size_t h, size_t w,
     for (size_t c4 = 0; c4 < c4n; ++c4) {
         const TA *r[4];
         size_t rs[4];
-        for (size_t e = 0; e < 4u; ++e) {
-            const int real = 4u * c4 + e < cin;
-            r[e] = real ? x + (4u * c4 + e) * plane : zrow;
-            rs[e] = real ? w : 0u;
-        }
+        aicc_qquad_SFX(x, c4, cin, plane, w, zrow, r, rs);
         for (size_t i = 0; i < h; ++i) {
             uint8_t *restrict o = d + ((c4 * hp + i + pt) * wp + pl) * 4u;
             const TA *restrict r0 = r[0] + i * rs[0], *restrict r1 = r[1] + i * rs[1];
@@ -204,11 +214,7 @@ static void aicc_qpadsq_SFX(const TA *restrict x, size_t cin, size_t h, size_t w
     for (size_t c4 = 0; c4 < c4n; ++c4) {
         const TA *r[4];
         size_t rs[4];
-        for (size_t e = 0; e < 4u; ++e) {
-            const int real = 4u * c4 + e < cin;
-            r[e] = real ? x + (4u * c4 + e) * plane : zrow;
-            rs[e] = real ? w : 0u;
-        }
+        aicc_qquad_SFX(x, c4, cin, plane, w, zrow, r, rs);
         for (size_t ri = 0; ri < h; ++ri) {
             const size_t py = (ri + pt) % sh, i = (ri + pt) / sh;
             if (i >= hq)
@@ -257,6 +263,9 @@ def pad_call(ctx, ta, g, hw, s, q, p, tl, slack, xin, xp, cin) -> str:
     leading pads. The quad forms expect ``zu`` (zero point + FLIP) and pairs ``xzp`` in
     scope."""
     (H, W), (sh, sw), (hq, wq), (hp, wp), (pt, pl) = hw, s, q, p, tl
+    if g == 4:
+        code, sfx = typed(QUAD, ta)
+        ctx.helper(f"qlinear.4.0.quad{sfx}", code)
     if sh * sw > 1 and g == 4:
         code, sfx = typed(PADSQ, ta)
         ctx.helper(f"qlinear.4.1.padsq{sfx}", code)

@@ -17,7 +17,7 @@ import aicc
 from aicc.ops import qgemm_amx
 from aicc.targets import runnable_targets
 from tests.oracle import STRICT_CFLAGS, make_model, rng
-from tests.ops.test_qgemm_simd import (_both, _qconv_ref, _qmm, _qmm_ref, _requant_inits)
+from tests.ops.test_qgemm_simd import _both, _qconv_ref, _qmm_ref, _requant_inits, quad_matmul
 from tests.ops.test_qlinear import _conv_ref, _rand
 
 TARGET = "x86-avx512-amx"
@@ -104,16 +104,7 @@ def test_conv_few_channel_groups_stay_on_vnni(tmp_path):
                                        ((3, 64), (64, 32), True), ((2, 64), (64, 40), False)])
 @pytest.mark.parametrize("ta", [np.uint8, np.int8])
 def test_matmul_amx(sa, sb, amx, ta, tmp_path):
-    r = rng(sa[0] + sb[-1])
-    feeds, inits = _qmm(r, sa, sb, ta, np.int8, True)
-    inits["bz"] = np.zeros_like(inits["bz"])
-    a = feeds["a"].astype(np.int64) - inits["az"].astype(np.int64)
-    acc = a @ inits["b"].astype(np.int64)
-    inits["ys"] = np.array([np.abs(acc).max() * 0.02 * 0.03 / 100], np.float32)
-    inits["yz"] = np.array([(int(np.iinfo(ta).min) + int(np.iinfo(ta).max)) // 2], ta)
-    order = ["a", "as", "az", "b", "bs", "bz", "ys", "yz"]
-    model = make_model([helper.make_node("QLinearMatMul", order, ["y"])], feeds, ["y"], inits,
-                       opset=10)
+    model, feeds, inits, acc = quad_matmul(rng(sa[0] + sb[-1]), sa, sb, ta)
     got = _both(model, feeds, tmp_path, TARGET, form="qa")
     assert ("AMX tiles" in _c_text(tmp_path)) == amx
     np.testing.assert_array_equal(got, _qmm_ref({**feeds, **inits}))

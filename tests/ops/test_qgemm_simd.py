@@ -230,11 +230,10 @@ def test_quad_form(case, xt, wt, wz, target, tmp_path):
     np.testing.assert_array_equal(_both(model, feeds, tmp_path / "ci", target), acc)
 
 
-@pytest.mark.parametrize("target", VNNI)
-@pytest.mark.parametrize("ta", [np.uint8, np.int8])
-def test_quad_form_matmul(ta, target, tmp_path):
-    r = rng(31)
-    feeds, inits = _qmm(r, (37, 70), (70, 41), ta, np.int8, True)
+def quad_matmul(r, sa, sb, ta):
+    """QLinearMatMul with int8 weights (zero point 0: the quad form) and per-column scales:
+    (model, feeds, inits, the exact int32 sums)."""
+    feeds, inits = _qmm(r, sa, sb, ta, np.int8, True)
     inits["bz"] = np.zeros_like(inits["bz"])
     a = feeds["a"].astype(np.int64) - inits["az"].astype(np.int64)
     acc = a @ inits["b"].astype(np.int64)
@@ -243,6 +242,13 @@ def test_quad_form_matmul(ta, target, tmp_path):
     order = ["a", "as", "az", "b", "bs", "bz", "ys", "yz"]
     model = make_model([helper.make_node("QLinearMatMul", order, ["y"])], feeds, ["y"], inits,
                        opset=10)
+    return model, feeds, inits, acc
+
+
+@pytest.mark.parametrize("target", VNNI)
+@pytest.mark.parametrize("ta", [np.uint8, np.int8])
+def test_quad_form_matmul(ta, target, tmp_path):
+    model, feeds, inits, acc = quad_matmul(rng(31), (37, 70), (70, 41), ta)
     got = _both(model, feeds, tmp_path, target, form="qa")
     np.testing.assert_array_equal(got, _qmm_ref({**feeds, **inits}))
     node = helper.make_node("MatMulInteger", ["a", "b", "az", "bz"], ["y"])
