@@ -155,12 +155,11 @@ def _kernel_text(isa: str, mr: int, prefetch: bool = True) -> tuple:
         # (schedule; default 0: always). Intel Xeon, interleaved with onnxruntime: 512^3 (1 MB
         # of B) 1.25 ms without, 1.32 with; [128 x 768] @ [768 x 3072] (9 MB) 3.2 with, 3.3-3.4
         # without; MobileNetV2 (pointwise weights <= 1 MB, cold) ratio 0.91 with, 0.94 without
-        pre = [f"_mm_prefetch((const char *)((uintptr_t)(b0 + k * {nr}u + {q}u) + "
-               "bs * sizeof(float)), _MM_HINT_T0);" for q in range(0, nr, 16)] \
-            if np_b == 1 and not masked and prefetch else [
-                f"_mm_prefetch((const char *)((uintptr_t)(b{p} + k * {nr}u + {q}u) + "
-                f"{PF_AHEAD * nr}u * sizeof(float)), _MM_HINT_T0);"
-                for p in range(np_b) for q in range(0, nr, 16)] if not masked and prefetch else []
+        # Several panels at once (few rows): their own rows PF_AHEAD k ahead instead.
+        ahead = "bs" if np_b == 1 else f"{PF_AHEAD * nr}u"
+        pre = [f"_mm_prefetch((const char *)((uintptr_t)(b{p} + k * {nr}u + {q}u) + "
+               f"{ahead} * sizeof(float)), _MM_HINT_T0);"
+               for p in range(np_b) for q in range(0, nr, 16)] if prefetch and not masked else []
         # B panels are zero padded past N: plain loads in the masked step too
         tile_k_loop(o, d, ind, accs, pre,
                     lambda p, c: _f(d["load"], p=f"b{p} + k * {nr}u + {c * L}u"),

@@ -121,70 +121,22 @@ static void aicc_qpad_SFX(const TA *restrict x, size_t cin, size_t h, size_t w, 
 
 
 
-QUAD = """\
-/* The rows of channels 4 c4 .. 4 c4 + 3 of x (h x w planes): r[e] the first, rs[e] the step
- * between rows; zrow (w values that read as the zero point, step 0) for channels past cin. */
-static void aicc_qquad_SFX(const TA *x, size_t c4, size_t cin, size_t plane, size_t w,
-                           const TA *zrow, const TA **r, size_t *rs)
-{
-    for (size_t e = 0; e < 4u; ++e) {
-        const int real = 4u * c4 + e < cin;
-        r[e] = real ? x + (4u * c4 + e) * plane : zrow;
-        rs[e] = real ? w : 0u;
-    }
-}"""
-
-
-PADQ = """\
-/* x of cin channels (h x w planes) as unsigned bytes (x + FLIP) padded to hp x wp (pt rows
- * above, pl columns on the left) with the channels interleaved in fours:
- * d[((c4 * hp + i) * wp + j) * 4 + e] = x[4 c4 + e][i - pt][j - pl] + FLIP; zu (the zero
- * point + FLIP) in the padding, for missing channels (zero weights) and in the slack.
- * zrow: w elements of scratch. */
-static void aicc_qpadq_SFX(const TA *restrict x, size_t cin, size_t h, size_t w, uint8_t zu,
-                           size_t hp, size_t wp, size_t pt, size_t pl, size_t slack,
-                           uint8_t *restrict d, TA *restrict zrow)
-{
-    const size_t c4n = (cin + 3u) / 4u, plane = h * w;
-    memset(d, zu, c4n * hp * wp * 4u + slack);
-    for (size_t j = 0; j < w; ++j)
-        zrow[j] = (TA)((int32_t)zu - FLIP);
-    for (size_t c4 = 0; c4 < c4n; ++c4) {
-        const TA *r[4];
-        size_t rs[4];
-        aicc_qquad_SFX(x, c4, cin, plane, w, zrow, r, rs);
-        for (size_t i = 0; i < h; ++i) {
-            uint8_t *restrict o = d + ((c4 * hp + i + pt) * wp + pl) * 4u;
-            const TA *restrict r0 = r[0] + i * rs[0], *restrict r1 = r[1] + i * rs[1];
-            const TA *restrict r2 = r[2] + i * rs[2], *restrict r3 = r[3] + i * rs[3];
-            for (size_t j = 0; j < w; ++j) {
-                o[4u * j] = (uint8_t)((int32_t)r0[j] + FLIP);
-                o[4u * j + 1u] = (uint8_t)((int32_t)r1[j] + FLIP);
-                o[4u * j + 2u] = (uint8_t)((int32_t)r2[j] + FLIP);
-                o[4u * j + 3u] = (uint8_t)((int32_t)r3[j] + FLIP);
-            }
-        }
-    }
-}"""
-
-
 PADS = """\
-/* Strided convs: the padded input of cin channels split into sh x sw phases, each phase a
- * set of hq x wq planes with G channels interleaved: for phase (py, px) = ph,
- * d[(((ph * cgn + c / G) * hq + i) * wq + j) * G + c % G] = xpad[c][i sh + py][j sw + px]
- * as ET (VAL); FILL in the padding, past the input and for missing channels. */
-static void aicc_qpadsG_SFX(const TA *restrict x, size_t cin, size_t h, size_t w, int32_t zp,
+/* Strided convs, pair form: the padded input of cin channels (x - zp as int16) split into
+ * sh x sw phases, each phase a set of hq x wq planes with the channels interleaved in pairs:
+ * for phase (py, px) = ph, d[(((ph * c2n + c / 2) * hq + i) * wq + j) * 2 + c % 2] =
+ * xpad[c][i sh + py][j sw + px] - zp; zero in the padding, past the input and for a missing
+ * odd channel. */
+static void aicc_qpads_SFX(const TA *restrict x, size_t cin, size_t h, size_t w, int32_t zp,
                            size_t sh, size_t sw, size_t hq, size_t wq, size_t pt, size_t pl,
-                            size_t slack, ET *restrict d)
+                           size_t slack, int16_t *restrict d)
 {
-    const size_t cgn = (cin + G - 1u) / G, plane = h * w;
-    const size_t n = sh * sw * cgn * hq * wq * G + slack;
-    for (size_t k = 0; k < n; ++k)
-        d[k] = (ET)(FILL);
+    const size_t c2n = (cin + 1u) / 2u, plane = h * w;
+    memset(d, 0, (sh * sw * c2n * hq * wq * 2u + slack) * sizeof *d);
     for (size_t py = 0; py < sh; ++py)
         for (size_t px = 0; px < sw; ++px)
             for (size_t c = 0; c < cin; ++c) {
-                ET *restrict dp = d + ((py * sw + px) * cgn + c / G) * hq * wq * G + c % G;
+                int16_t *restrict dp = d + ((py * sw + px) * c2n + c / 2u) * hq * wq * 2u + c % 2u;
                 const size_t j0 = px >= pl ? 0u : (pl - px + sw - 1u) / sw;  /* j sw + px >= pl */
                 for (size_t i = 0; i < hq; ++i) {
                     const size_t r = i * sh + py;
@@ -192,18 +144,35 @@ static void aicc_qpadsG_SFX(const TA *restrict x, size_t cin, size_t h, size_t w
                         continue;
                     const TA *restrict xr = x + c * plane + (r - pt) * w;
                     for (size_t j = j0; j < wq && j * sw + px - pl < w; ++j)
-                        dp[(i * wq + j) * G] = (ET)(VAL);
+                        dp[(i * wq + j) * 2u] = (int16_t)((int32_t)xr[j * sw + px - pl] - zp);
                 }
             }
 }"""
 
-PADSQ = """\
-/* Strided convs, quad form: PADS's phase planes (G = 4, unsigned bytes x + FLIP, zu in the
- * padding, for missing channels and in the slack) written four channels and one input row at
- * a time, like PADQ (the per-channel, per-byte PADS loop took half of a strided conv):
- * d[(((ph * c4n + c4) * hq + i) * wq + j) * 4 + e] = x[4 c4 + e][i sh + py - pt][j sw + px - pl]
- * for phase ph = py * sw + px. zrow: w elements of scratch. */
-static void aicc_qpadsq_SFX(const TA *restrict x, size_t cin, size_t h, size_t w, uint8_t zu,
+QUAD_ROW = """\
+/* o[4 j + e] = s_e[j st] + FLIP for j < n: one row of four channels as unsigned-byte quads
+ * (called with constant strides 1 and 2, which the compiler specializes and vectorizes). */
+static void aicc_qquadrow_SFX(size_t n, size_t st, const TA *restrict s0, const TA *restrict s1,
+                              const TA *restrict s2, const TA *restrict s3,
+                              uint8_t *restrict o)
+{
+    for (size_t j = 0; j < n; ++j) {
+        o[4u * j] = (uint8_t)((int32_t)s0[j * st] + FLIP);
+        o[4u * j + 1u] = (uint8_t)((int32_t)s1[j * st] + FLIP);
+        o[4u * j + 2u] = (uint8_t)((int32_t)s2[j * st] + FLIP);
+        o[4u * j + 3u] = (uint8_t)((int32_t)s3[j * st] + FLIP);
+    }
+}"""
+
+PADQ = """\
+/* Quad form: the padded input of cin channels as unsigned bytes (x + FLIP), split into sh x sw
+ * phases (one when not strided), each c4n planes of hq x wq with the channels interleaved in
+ * fours: for phase ph = py * sw + px,
+ * d[(((ph * c4n + c4) * hq + i) * wq + j) * 4 + e] = x[4 c4 + e][i sh + py - pt][j sw + px - pl];
+ * zu (the zero point + FLIP) in the padding, for missing channels (zero weights) and in the
+ * slack. Written one input row of four channels at a time (a per-channel, per-byte loop took
+ * half of a strided conv). zrow: w elements of scratch. */
+static void aicc_qpadq_SFX(const TA *restrict x, size_t cin, size_t h, size_t w, uint8_t zu,
                            size_t sh, size_t sw, size_t hq, size_t wq, size_t pt, size_t pl,
                            size_t slack, uint8_t *restrict d, TA *restrict zrow)
 {
@@ -214,7 +183,11 @@ static void aicc_qpadsq_SFX(const TA *restrict x, size_t cin, size_t h, size_t w
     for (size_t c4 = 0; c4 < c4n; ++c4) {
         const TA *r[4];
         size_t rs[4];
-        aicc_qquad_SFX(x, c4, cin, plane, w, zrow, r, rs);
+        for (size_t e = 0; e < 4u; ++e) {      /* channels past cin read zrow, step 0 */
+            const int real = 4u * c4 + e < cin;
+            r[e] = real ? x + (4u * c4 + e) * plane : zrow;
+            rs[e] = real ? w : 0u;
+        }
         for (size_t ri = 0; ri < h; ++ri) {
             const size_t py = (ri + pt) % sh, i = (ri + pt) / sh;
             if (i >= hq)
@@ -228,64 +201,39 @@ static void aicc_qpadsq_SFX(const TA *restrict x, size_t cin, size_t h, size_t w
                     continue;
                 uint8_t *restrict o = d + ((((py * sw + px) * c4n + c4) * hq + i) * wq + j0) * 4u;
                 const size_t b = j0 * sw + px - pl, n = j1 - j0;
-                const TA *restrict s0 = r[0] + ri * rs[0] + b, *restrict s1 = r[1] + ri * rs[1] + b;
-                const TA *restrict s2 = r[2] + ri * rs[2] + b, *restrict s3 = r[3] + ri * rs[3] + b;
-                if (sw == 2u) {
-                    for (size_t j = 0; j < n; ++j) {
-                        o[4u * j] = (uint8_t)((int32_t)s0[2u * j] + FLIP);
-                        o[4u * j + 1u] = (uint8_t)((int32_t)s1[2u * j] + FLIP);
-                        o[4u * j + 2u] = (uint8_t)((int32_t)s2[2u * j] + FLIP);
-                        o[4u * j + 3u] = (uint8_t)((int32_t)s3[2u * j] + FLIP);
-                    }
-                } else {
-                    for (size_t j = 0; j < n; ++j) {
-                        o[4u * j] = (uint8_t)((int32_t)s0[j * sw] + FLIP);
-                        o[4u * j + 1u] = (uint8_t)((int32_t)s1[j * sw] + FLIP);
-                        o[4u * j + 2u] = (uint8_t)((int32_t)s2[j * sw] + FLIP);
-                        o[4u * j + 3u] = (uint8_t)((int32_t)s3[j * sw] + FLIP);
-                    }
-                }
+                const TA *s0 = r[0] + ri * rs[0] + b, *s1 = r[1] + ri * rs[1] + b;
+                const TA *s2 = r[2] + ri * rs[2] + b, *s3 = r[3] + ri * rs[3] + b;
+                if (sw == 1u)
+                    aicc_qquadrow_SFX(n, 1u, s0, s1, s2, s3, o);
+                else if (sw == 2u)
+                    aicc_qquadrow_SFX(n, 2u, s0, s1, s2, s3, o);
+                else
+                    aicc_qquadrow_SFX(n, sw, s0, s1, s2, s3, o);
             }
         }
     }
 }"""
 
-STRIDED = {  # per group size: element type, value of x, padding fill (quads: PADSQ)
-    2: dict(ET="int16_t", VAL="(int32_t)xr[j * sw + px - pl] - zp", FILL="0"),
-}
-
-
 
 def pad_call(ctx, ta, g, hw, s, q, p, tl, slack, xin, xp, cin) -> str:
     """Register the copy helper for group size g (2 pairs, 4 quads) and return the C call that
-    copies input ``xin`` (cin channels of hw = (H, W)) into ``xp``: stride s = (sh, sw) > 1 in
-    either dim: phase planes of q = (hq, wq); else planes of p = (hp, wp); tl = (pt, pl) the
-    leading pads. The quad forms expect ``zu`` (zero point + FLIP) and pairs ``xzp`` in
-    scope."""
+    copies input ``xin`` (cin channels of hw = (H, W)) into ``xp``: phase planes of q = (hq,
+    wq) for stride s = (sh, sw) (quads: also unstrided, one phase of the padded planes); pairs
+    without stride: planes of p = (hp, wp); tl = (pt, pl) the leading pads. The quad form
+    expects ``zu`` (zero point + FLIP) in scope, the pair form ``xzp``."""
     (H, W), (sh, sw), (hq, wq), (hp, wp), (pt, pl) = hw, s, q, p, tl
     if g == 4:
-        code, sfx = typed(QUAD, ta)
-        ctx.helper(f"qlinear.4.0.quad{sfx}", code)
-    if sh * sw > 1 and g == 4:
-        code, sfx = typed(PADSQ, ta)
-        ctx.helper(f"qlinear.4.1.padsq{sfx}", code)
+        for key, text in (("4.0.quadrow", QUAD_ROW), ("4.1.padq", PADQ)):
+            code, sfx = typed(text, ta)
+            ctx.helper(f"qlinear.{key}{sfx}", code)
         zrow = ctx.scratch(W * ta.itemsize, ctype(ta), "qz")
-        return (f"aicc_qpadsq{sfx}({xin}, {cin}u, {H}u, {W}u, (uint8_t)zu, {sh}u, {sw}u, "
+        return (f"aicc_qpadq{sfx}({xin}, {cin}u, {H}u, {W}u, (uint8_t)zu, {sh}u, {sw}u, "
                 f"{hq}u, {wq}u, {pt}u, {pl}u, {slack}u, {xp}, {zrow});")
     if sh * sw > 1:
-        code = PADS
-        for k_, v_ in {**STRIDED[g], "G": f"{g}u"}.items():
-            code = code.replace(k_, v_)
-        code, sfx = typed(code, ta)
-        ctx.helper(f"qlinear.4.1.pads{g}{sfx}", code)
-        return (f"aicc_qpads{g}u{sfx}({xin}, {cin}u, {H}u, {W}u, xzp, {sh}u, {sw}u, {hq}u, "
+        code, sfx = typed(PADS, ta)
+        ctx.helper(f"qlinear.4.1.pads{sfx}", code)
+        return (f"aicc_qpads{sfx}({xin}, {cin}u, {H}u, {W}u, xzp, {sh}u, {sw}u, {hq}u, "
                 f"{wq}u, {pt}u, {pl}u, {slack}u, {xp});")
-    if g == 4:
-        code, sfx = typed(PADQ, ta)
-        ctx.helper(f"qlinear.4.1.padq{sfx}", code)
-        zrow = ctx.scratch(W * ta.itemsize, ctype(ta), "qz")
-        return (f"aicc_qpadq{sfx}({xin}, {cin}u, {H}u, {W}u, (uint8_t)zu, {hp}u, {wp}u, "
-                f"{pt}u, {pl}u, {slack}u, {xp}, {zrow});")
     code, sfx = typed(PAD, ta)
     ctx.helper(f"qlinear.4.1.pad{sfx}", code)
     return (f"aicc_qpad{sfx}({xin}, {cin}u, {H}u, {W}u, xzp, {hp}u, {wp}u, {pt}u, "

@@ -14,8 +14,8 @@ does not saturate), so the outputs match the other forms bit for bit.
 
 The kernel: per 32-column panel, 2 x 2 accumulator tiles per 32 rows over all of K
 (tiles 0-3), A tiles 4-5, B tiles 6-7, and 1 x 2 tiles for a last 16 rows (16 output
-channels: half the products of a zero-padded 2 x 2 block); the int32 tiles go to the block buffer that
-qrequant_simd's output stage reads, as from the vector kernels.
+channels: half the products of a zero-padded 2 x 2 block); the int32 tiles go to the block
+buffer that qrequant_simd's output stage reads, as from the vector kernels.
 
 Linux gives a process the AMX register state only on request (arch_prctl
 ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA, Linux 5.16 and later); a tile instruction before
@@ -64,75 +64,44 @@ def _cfg(kr: int) -> str:
             + ",\n    ".join(rows) + "};")
 
 
-def _blocks(a_ld: str, a_at: str, b_at: str, b_ld: str, dp: str, ind: str) -> list:
-    """C lines of the row-block loops of a kernel: 2 x 2 tiles (32 rows) while more than 16
-    rows remain, then 1 x 2 for a last 16 (A padded to whole 16-row tiles). a_at(r, kg) /
-    b_at(kg): C expressions of the A tile of rows r.. and the B tile at k group kg; a_ld /
-    b_ld their row strides (bytes); dp: the tile dot-product instruction."""
+def _kernel(name: str, params: str, kr: int, panel: str, a_at: str, b_at: str, b_ld: str,
+            dp: str, doc: str) -> str:
+    """C text of an AMX kernel: C[m x np * 32] (row stride ldc int32) = A[m x 4 kgn] (rows
+    lda = 4 kgn bytes apart, padded to whole 16-row tiles) x np panels of 32 columns; per panel
+    (``panel``: its pointer declaration) 2 x 2 tiles of 32 rows while more than 16 remain, then
+    1 x 2 for a last 16 (rows past m: garbage in, garbage out). a_at(r, kg) / b_at(kg): the A
+    tile of rows r.. and the B tile at k group kg (b_ld bytes between its rows); dp: the tile
+    dot product; kr: k groups per tile."""
     def block(two: bool) -> list:
-        L = [f"{ind}    int32_t *c0 = c + r * ldc + cp, *c1 = c0 + 16u * ldc;",
-             *[f"{ind}    _tile_zero({t});" for t in range(4 if two else 2)],
-             f"{ind}    for (size_t kg = 0; kg < kgn; kg += KRu) {{",
-             f"{ind}        _tile_loadd(4, {a_at.format(r='r', kg='kg')}, {a_ld});",
-             f"{ind}        _tile_loadd(6, {b_at.format(kg='kg')}, {b_ld});",
-             f"{ind}        _tile_loadd(7, {b_at.format(kg='kg')} + 64u, {b_ld});",
-             f"{ind}        {dp}(0, 4, 6);",
-             f"{ind}        {dp}(1, 4, 7);"]
+        acc = range(4 if two else 2)
+        L = [f"int32_t *c0 = c + r * ldc + cp{', *c1 = c0 + 16u * ldc' if two else ''};",
+             *[f"_tile_zero({t});" for t in acc],
+             f"for (size_t kg = 0; kg < kgn; kg += {kr}u) {{",
+             f"    _tile_loadd(4, {a_at.format(r='r', kg='kg')}, lda);",
+             f"    _tile_loadd(6, {b_at.format(kg='kg')}, {b_ld});",
+             f"    _tile_loadd(7, {b_at.format(kg='kg')} + 64u, {b_ld});",
+             f"    {dp}(0, 4, 6);",
+             f"    {dp}(1, 4, 7);"]
         if two:
-            L += [f"{ind}        _tile_loadd(5, {a_at.format(r='r + 16u', kg='kg')}, {a_ld});",
-                  f"{ind}        {dp}(2, 5, 6);",
-                  f"{ind}        {dp}(3, 5, 7);"]
-        L += [f"{ind}    }}",
-              f"{ind}    _tile_stored(0, c0, ldc * 4u);",
-              f"{ind}    _tile_stored(1, c0 + 16, ldc * 4u);"]
-        if two:
-            L += [f"{ind}    _tile_stored(2, c1, ldc * 4u);",
-                  f"{ind}    _tile_stored(3, c1 + 16, ldc * 4u);"]
-        else:
-            L[0] = f"{ind}    int32_t *c0 = c + r * ldc + cp;"
-        return L
-    return ([f"{ind}size_t r = 0;", f"{ind}for (; r + 16u < m; r += 32u) {{"] + block(True)
-            + [f"{ind}}}", f"{ind}if (r < m) {{"] + block(False) + [f"{ind}}}"])
-
-
-GEMM = """\
-/* C[m x np * 32] (row stride ldc int32) = A[m x 4 kgn] (uint8, rows 4 kgn bytes apart) x np
- * quad-form panels of B (panel p at bp + p * kgn * 128) on AMX tiles: per panel 2 x 2 tiles of
- * 32 rows, 1 x 2 for a last 16. kgn % 16 == 0; A and C have rows up to m rounded up to 16
- * (those past m are garbage in, garbage out). */
-static void aicc_qgemm_amx(size_t m, size_t kgn, size_t np_, const uint8_t *a,
-                           const uint8_t *bp, int32_t *c, size_t ldc)
-{
-    const size_t lda = 4u * kgn;
-    _tile_loadconfig(aicc_amx_cfg16);
-    for (size_t p = 0; p < np_; ++p) {
-        const uint8_t *pb = bp + p * kgn * 128u;
-        const size_t cp = p * 32u;
-BLOCKS
-    }
-    _tile_release();
-}"""
-
-CONV = """\
-/* The implicit conv GEMM (qgemm_conv.py, quad form qb) on AMX tiles: C[m x np * 32] (row
- * stride ldc int32) = W[m x 4 kgn] (int8 w - wzp, rows 4 kgn bytes apart, zero rows up to m
- * rounded up to 16) x the padded input (unsigned bytes, 4 channels interleaved): k group
- * (tap t, channel group c), kg = t cgn + c, of positions 32 p.. is the run at x + off[kg] +
- * 128 p, and consecutive channel groups are cs bytes apart, so a tap's cgn groups are
- * cgn / KR tiles of KR rows. Per 32 positions 2 x 2 tiles of 32 channels, 1 x 2 for a last 16. */
-static void aicc_qconv_amx_kKR(size_t m, size_t kgn, size_t np_, const uint8_t *w,
-                               const uint8_t *x, const int32_t *off, size_t cs, int32_t *c,
-                               size_t ldc)
-{
-    const size_t lda = 4u * kgn;
-    _tile_loadconfig(aicc_amx_cfgKR);
-    for (size_t p = 0; p < np_; ++p) {
-        const uint8_t *xp = x + p * 128u;
-        const size_t cp = p * 32u;
-BLOCKS
-    }
-    _tile_release();
-}"""
+            L += [f"    _tile_loadd(5, {a_at.format(r='r + 16u', kg='kg')}, lda);",
+                  f"    {dp}(2, 5, 6);",
+                  f"    {dp}(3, 5, 7);"]
+        L.append("}")
+        L += [f"_tile_stored({t}, c{t // 2}{' + 16' if t % 2 else ''}, ldc * 4u);" for t in acc]
+        return ["            " + ln for ln in L]
+    return "\n".join([
+        f"/* {doc} */",
+        f"static void {name}({params})", "{",
+        "    const size_t lda = 4u * kgn;",
+        f"    _tile_loadconfig(aicc_amx_cfg{kr});",
+        "    for (size_t p = 0; p < np_; ++p) {",
+        f"        {panel}",
+        "        const size_t cp = p * 32u;",
+        "        size_t r = 0;",
+        "        for (; r + 16u < m; r += 32u) {", *block(True), "        }",
+        "        if (r < m) {", *block(False), "        }",
+        "    }",
+        "    _tile_release();", "}"])
 
 
 def available(ctx) -> bool:
@@ -158,9 +127,13 @@ def gemm(ctx) -> str:
     """Emit the MatMul's AMX helpers; returns the GEMM's name (call it only when
     aicc_amx_ready())."""
     _common(ctx, 16)
-    blocks = _blocks("lda", "a + ({r}) * lda + 4u * {kg}", "pb + {kg} * 128u", "128", "_tile_dpbusd",
-                     "        ")
-    ctx.helper("qlinear.4.5.amx_gemm", GEMM.replace("BLOCKS", "\n".join(blocks)).replace("KRu", "16u"))
+    ctx.helper("qlinear.4.5.amx_gemm", _kernel(
+        "aicc_qgemm_amx", "size_t m, size_t kgn, size_t np_, const uint8_t *a,\n"
+        "                           const uint8_t *bp, int32_t *c, size_t ldc", 16,
+        "const uint8_t *pb = bp + p * kgn * 128u;", "a + ({r}) * lda + 4u * {kg}",
+        "pb + {kg} * 128u", "128", "_tile_dpbusd",
+        "MatMul on AMX tiles: A the activation rows (uint8), B np quad-form panels (panel p at\n"
+        " * bp + p * kgn * 128, int8); kgn % 16 == 0."))
     return "aicc_qgemm_amx"
 
 
@@ -175,8 +148,16 @@ def conv_chunk(cgn: int) -> int:
 def conv(ctx, kr: int) -> str:
     """Emit the implicit conv's AMX kernel for k tiles of kr channel groups; returns its name."""
     _common(ctx, kr)
-    blocks = _blocks("lda", "w + ({r}) * lda + 4u * {kg}", "xp + off[{kg}]", "cs", "_tile_dpbsud",
-                     "        ")
-    ctx.helper(f"qlinear.4.5.amx_conv{kr:02d}", CONV.replace("BLOCKS", "\n".join(blocks))
-               .replace("KRu", f"{kr}u").replace("KR", str(kr)))
-    return f"aicc_qconv_amx_k{kr}"
+    name = f"aicc_qconv_amx_k{kr}"
+    ctx.helper(f"qlinear.4.5.amx_conv{kr:02d}", _kernel(
+        name, "size_t m, size_t kgn, size_t np_, const uint8_t *w,\n"
+        "                               const uint8_t *x, const int32_t *off, size_t cs, "
+        "int32_t *c,\n                               size_t ldc", kr,
+        "const uint8_t *xp = x + p * 128u;", "w + ({r}) * lda + 4u * {kg}", "xp + off[{kg}]",
+        "cs", "_tile_dpbsud",
+        "The implicit conv GEMM (qgemm_conv.py, quad form qb) on AMX tiles: A the weights\n"
+        " * (int8 w - wzp, zero rows past the channels), B the padded input (unsigned bytes, 4\n"
+        " * channels interleaved): k group (tap t, channel group c), kg = t cgn + c, of positions\n"
+        " * 32 p.. is the run at x + off[kg] + 128 p, and consecutive channel groups are cs bytes\n"
+        f" * apart, so a tap's cgn groups are cgn / {kr} tiles of {kr} rows."))
+    return name

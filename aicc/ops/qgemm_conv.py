@@ -15,6 +15,9 @@ the broadcast operand A ([cout, K] per group, packed at build time) and the inpu
 * 3-D convs: im2col of a block of output positions (a multiple of NR, sized so that its
   panels stay in L2) packed into pair panels at run time.
 
+The copies are qconv_copy.py's; on x86-avx512-amx the quad form's implicit GEMM runs on AMX
+tiles (qgemm_amx.py) when a tap's channel groups split into k tiles of 4 to 16 groups.
+
 Depthwise convs run in exact float32 arithmetic (qconv_dw.py); other convs with fewer than
 MIN_K products per output keep qlinear.py's tap loops.
 """
@@ -135,8 +138,8 @@ def emit_conv_implicit(op, node, ctx, rq: Requant | None) -> None:
                     channel_terms(ctx, rq, corr)
                     dst = f"{ctx.out[0]} + (nb * {geo.cout}u + oc) * {P}u"
                     if rows_mode:   # OW outputs of each wq positions: one call for the rows
-                        output(ctx, isa, rq, f"{OW}u", f"{cb} + og * {jb}u", f"{dst} + row0 * {OW}u",
-                               rows=("nrow", f"{wq}u", f"{OW}u"))
+                        output(ctx, isa, rq, f"{OW}u", f"{cb} + og * {jb}u",
+                               f"{dst} + row0 * {OW}u", rows=("nrow", f"{wq}u", f"{OW}u"))
                     elif wq == OW:  # no garbage columns: the block is contiguous output
                         output(ctx, isa, rq, "jn", f"{cb} + og * {jb}u", f"{dst} + q0")
                     else:
@@ -153,6 +156,7 @@ def _output_rows(ctx, isa, rq, cb, jb, wq, OW, dst) -> None:
         with ctx.block("if (s < e)"):
             output(ctx, isa, rq, "e - s", f"{cb} + og * {jb}u + (s - q0)",
                    f"{dst} + row * {OW}u + (s - row * {wq}u)")
+
 
 def emit_conv(op, node, ctx, rq: Requant | None) -> None:
     """A conv ``usable`` takes. ``rq``: None (int32 output) or the requantization (its mult

@@ -36,6 +36,7 @@ qlinear.py's scalar loop.
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import NamedTuple
 
 import numpy as np
@@ -287,7 +288,7 @@ def emit_matmul(op, node, ctx, rq: Requant | None) -> None:
     g, et, nr = FORMS[form]["g"], FORMS[form]["et"], d["nr"]
     npn, kgn = -(-n // nr), -(-k // g)
     amx = form == "qa" and qgemm_amx.available(ctx) and rows >= qgemm_amx.MIN_ROWS
-    if amx:            # whole k tiles; row blocks of 32 in the scratch buffers
+    if amx:            # whole k tiles; whole 16-row tiles in the scratch buffers
         kgn = qgemm_amx.k_groups(kgn)
     bp = ctx.const(pack_b(b, nr, form, kgn), "qb")
     mb = min(rows, 64)
@@ -320,20 +321,14 @@ def emit_matmul(op, node, ctx, rq: Requant | None) -> None:
         ctx(f"const size_t mr = {rows}u - r0 < {mb}u ? {rows}u - r0 : {mb}u;")
         with ctx.block("for (size_t i = 0; i < mr; ++i)"):
             ctx(row)
-        g_full = gemm(ctx, isa, form, mb)
-        vec = f"{g_full}({kgn}u, {npn}u, {ab}, {bp}, {cb}, {ldc}u);"
+        args = f"({kgn}u, {npn}u, {ab}, {bp}, {cb}, {ldc}u);"
+        vec = [gemm(ctx, isa, form, mb) + args]
         if rows % mb:
-            g_last = gemm(ctx, isa, form, rows % mb)
-            vec = (f"if (mr == {mb}u) {vec}\n"
-                   f"else {g_last}({kgn}u, {npn}u, {ab}, {bp}, {cb}, {ldc}u);")
+            vec = [f"if (mr == {mb}u) {vec[0]}", f"else {gemm(ctx, isa, form, rows % mb)}{args}"]
         if amx:
-            ctx(f"if (aicc_amx_ready()) {qgemm_amx.gemm(ctx)}(mr, {kgn}u, {npn}u, {ab}, {bp}, "
-                f"{cb}, {ldc}u);")
-            with ctx.block("else"):
-                for line in vec.split("\n"):
-                    ctx(line)
-        else:
-            for line in vec.split("\n"):
+            ctx(f"if (aicc_amx_ready()) {qgemm_amx.gemm(ctx)}(mr, {args[1:]}")
+        with ctx.block("else") if amx else nullcontext():
+            for line in vec:
                 ctx(line)
         output(ctx, isa, rq, f"{n}u", cb, f"{ctx.out[0]} + r0 * {n}u", adds,
                "" if rq is None else f"{rq.mult}, {1 if rq.per_col else 0}u",

@@ -43,8 +43,9 @@ class Requant(NamedTuple):
     per_col: bool = False
 
 
-def _requant_fast(isa: str, ydt: str) -> list:
-    """The requantization loop for one finite multiplier (no NaN can arise). AVX-512: 16
+def _requant_fast(isa: str, ydt: str) -> tuple:
+    """(setup lines, loop lines) of the requantization for one finite multiplier (no NaN can
+    arise). AVX-512: 16
     outputs per step, the last n % 16 under a lane mask; the product clamped to [lo - yzp,
     hi - yzp] in double, then converted rounding half to even (the embedded rounding of the
     conversion, whatever MXCSR says) and yzp added in int32: the bounds are integers, so
@@ -53,7 +54,7 @@ def _requant_fast(isa: str, ydt: str) -> list:
     if isa == "avx512":
         return [
             "const __m512i va16 = _mm512_set1_epi32(add[0]), vzi = _mm512_set1_epi32(yzp);",
-            "const __m512d vlz = _mm512_sub_pd(vlo, vz), vhz = _mm512_sub_pd(vhi, vz);",
+            "const __m512d vlz = _mm512_sub_pd(vlo, vz), vhz = _mm512_sub_pd(vhi, vz);"], [
             "for (; j < n; j += 16u) {",
             "    const __mmask16 k = n - j >= 16u ? (__mmask16)0xFFFFu : (__mmask16)((1u << (n - j)) - 1u);",
             "    const __m512i ai = _mm512_add_epi32(_mm512_maskz_loadu_epi32(k, acc + j),",
@@ -68,8 +69,7 @@ def _requant_fast(isa: str, ydt: str) -> list:
             "    _mm512_mask_cvtepi32_storeu_epi8(y + j, k, _mm512_add_epi32(r, vzi));",
             "}"]
     pk = "_mm_packus_epi16" if ydt == "uint8" else "_mm_packs_epi16"
-    return [
-        "const __m256i va8 = _mm256_set1_epi32(add[0]);",
+    return ["const __m256i va8 = _mm256_set1_epi32(add[0]);"], [
         "for (const size_t f = n - n % 8u; j < f; j += 8u) {",
         "    const __m256i ai = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(acc + j)),",
         "                                        as ? _mm256_loadu_si256((const __m256i *)(add + j)) : va8);",
@@ -122,7 +122,7 @@ def requant_helper(ctx, isa: str, ydt: str, rnd: str) -> str:
             f"w = {pk}(_mm_packs_epi32(w, w), w);    /* in range: the packs never saturate */",
             "const int32_t o = _mm_cvtsi128_si32(w);",
             "memcpy(y + j, &o, 4);"]
-    fast = _requant_fast(isa, ydt)
+    setup, fast = _requant_fast(isa, ydt)
     vd, ai = f"__m{512 if isa == 'avx512' else 256}d", ("_mm256_set1_epi32" if isa == "avx512"
                                                          else "_mm_set1_epi32")
     C = [f"/* y[j] = saturate(rint((acc[j] + add[j * as]) * m[j * ms]) + yzp) for j < n ({ydt}; the "
@@ -138,6 +138,7 @@ def requant_helper(ctx, isa: str, ydt: str, rnd: str) -> str:
          f"    const {vd} vzc = {pd}_set1_pd((double)(yzp < {lo} ? {lo} : "
          f"(yzp > {hi} ? {hi} : yzp)));",
          "    const int finite = ms == 0u && m[0] - m[0] == 0.0f;  /* one finite multiplier: no NaN */",
+         *["    " + ln for ln in setup],
          "    for (size_t row = 0; row < rows; ++row, acc += sa, y += sy) {"]
     row = (["size_t j = 0;", "if (finite) {"] + ["    " + s for s in fast]
            + ["}", f"for (const size_t f = n - n % {L}u; j < f; j += {L}u) {{"]

@@ -42,7 +42,7 @@ from .registry import graph_pass
 INT8 = ("uint8", "int8")
 
 
-def _dq(g, prod, name):
+def _dq(prod, name):
     n = prod.get(name)
     if n is None or n.op_type != "DequantizeLinear" or not std_domain(n) or len(n.inputs) < 2:
         return None
@@ -103,7 +103,7 @@ def fuse_qdq(g, *, mode: str = "off"):
                 or not sole_use(v, q, cons, outs) or id(op) in drop:
             continue
         qy = _scalar_q(g, q, y)
-        dx, dw = _dq(g, prod, op.inputs[0]), _dq(g, prod, op.inputs[1])
+        dx, dw = _dq(prod, op.inputs[0]), _dq(prod, op.inputs[1])
         if qy is None or dx is None or dw is None:
             continue
         qx = _scalar_q(g, dx, dx.inputs[0])
@@ -125,7 +125,7 @@ def fuse_qdq(g, *, mode: str = "off"):
             continue
         bias = None
         if conv and len(op.inputs) > 2 and op.inputs[2]:
-            db = _dq(g, prod, op.inputs[2])
+            db = _dq(prod, op.inputs[2])
             bq = g.const(db.inputs[0]) if db is not None else None
             sb = _const_f32(g, db.inputs[1]) if db is not None else None
             zb = _zp(g, db)[1] if db is not None else None
