@@ -137,10 +137,14 @@ def _window(node, g, pads, kernel, fill, pad_end_ok=True):
 
 @rule("Conv")
 def conv(node, g, pads):
-    if any(pads[1:]):
+    """A fused residual (input 3, passes/fuse_residual.py) is added position by position, as
+    the Add it replaces: its padded axes are padded in the output too (broadcast's rule)."""
+    if any(pads[1:3]):
         raise PadUnsafe("padded weights or bias")
     w = _shape(g, node.inputs[1])
     out, fills = _window(node, g, pads, w[2:], "zero")
+    for ax, e in (pads[3] if len(pads) > 3 else {}).items():
+        out.setdefault(ax, e)
     return Res(out=[out], fills=fills)
 
 

@@ -1,5 +1,6 @@
 """Conv (1-D, 2-D, 3-D; float32 and float64): groups, depthwise, strides, dilations,
-explicit pads and auto_pad, optional bias, fused activation epilogue (``aicc_act``).
+explicit pads and auto_pad, optional bias, fused activation epilogue (``aicc_act``) and
+fused residual Add (``aicc_residual``, input 3: conv_residual.py).
 
 Weights and bias may be compile-time constants or run-time tensors. The GEMM kernel wants
 the weights packed: constant weights are packed at compile time (no run-time cost), run-time
@@ -30,7 +31,7 @@ from .activations import apply_epilogue, unfused
 from .base import Op, register
 from .conv_kernels import (AXPY, DIRECT, GEMM, IM2COL, PACK8, TILE, act_check, epilogue,
                            pack_weights, params_c, suffix, tile_size, use)
-from . import conv_simd
+from . import conv_residual, conv_simd
 from .loops import numel
 from .reference import run_onnx_reference
 
@@ -182,7 +183,7 @@ class ConvLike(Op):
         want = (geo.batch, geo.cout, *geo.out)
         if y != want:
             return f"output shape {list(y)} disagrees with the attributes ({list(want)})"
-        return None
+        return conv_residual.check(node, g, y)
 
     @staticmethod
     def _has_bias(node):
@@ -196,7 +197,10 @@ class Conv(ConvLike):
     geometry = ConvGeometry
 
     def reference(self, node, g, inputs):
-        y = run_onnx_reference(unfused(node), g, inputs)[0]
+        plain = unfused(conv_residual.without(node))
+        y = run_onnx_reference(plain, g, inputs[:len(plain.inputs)])[0]
+        if conv_residual.has_residual(node):
+            y = conv_residual.reference(y, inputs[3])
         return [apply_epilogue(node, y)]
 
     def check(self, node, g):
@@ -209,7 +213,6 @@ class Conv(ConvLike):
         x, w = ctx.in_shape(0), ctx.in_shape(1)
         geo = ConvGeometry(self, node, x, w)
         dt = ctx.out_dtype(0)
-        sfx = suffix(dt)
         if numel(ctx.out_shape(0)) == 0:
             ctx("/* empty output: nothing to compute */")
             return
@@ -218,6 +221,16 @@ class Conv(ConvLike):
         if simd is not None:
             conv_simd.emit(ctx, node, geo, simd[0], simd[1], bias)
             return
+        if conv_residual.has_residual(node):
+            self._emit_portable(ctx, conv_residual.without(node), geo, dt, bias)
+            conv_residual.pass_after(ctx, node, numel(ctx.out_shape(0)))
+            return
+        self._emit_portable(ctx, node, geo, dt, bias)
+
+    @staticmethod
+    def _emit_portable(ctx, node, geo, dt, bias):
+        """The generic / float64 kernels: direct row kernel or im2col + GEMM."""
+        sfx = suffix(dt)
         ep = epilogue(ctx, node, dt)
         K = geo.cin_g * numel(geo.k)
         if geo.cin_g == 1 or geo.cout_g == 1:

@@ -254,7 +254,7 @@ static uint64_t {name}(uint64_t a, int64_t e, int sgn)
     return name
 
 
-def _fused_act_helper(ctx, node, dt) -> str | None:
+def fused_act_helper(ctx, node, dt) -> str | None:
     """Name of ``static inline T f(T r)`` applying the node's fused activation (None if it
     has none): the argument rounds the binary result to the dtype before the activation."""
     name, params = fused_epilogue(node)
@@ -364,7 +364,7 @@ class Binary(Op):
                            lambda ix: f(f"{a}[{ix[0]}]", f"{b}[{ix[1]}]"))
             ctx(f"{arr}({ctx.out[0]}, {numel(ctx.out_shape(0))}u);")
             return
-        act = _fused_act_helper(ctx, node, ctx.out_dtype(0))
+        act = fused_act_helper(ctx, node, ctx.out_dtype(0))
         if act is not None:
             g = f
             f = lambda x, y: f"{act}({g(x, y)})"  # noqa: E731

@@ -565,11 +565,12 @@ static void step2_conv(const aicc_frame *f)
     aicc_conv_direct_f32(&prm, in0, in1, in2, out0, aicc_ep_f32_clip_98aeae5d);
 }
 
-/* step 3: Conv(float32[1,8,8,8], float32[8,8,1,1], float32[8]) -> float32[1,8,8,8] */
+/* step 3: Conv(float32[1,8,8,8], float32[8,8,1,1], float32[8], float32[1,8,8,8]) -> float32[1,8,8,8] */
 static void step3_conv(const aicc_frame *f)
 {
     const float *restrict in0 = (const float *)(f->arena + 2048u);  /* float32[1,8,8,8] */
     const float *restrict in2 = (const float *)(f->weights + 1344u);  /* float32[8] */
+    const float *restrict in3 = (const float *)(f->arena + 0u);  /* float32[1,8,8,8] */
     float *restrict out0 = (float *)(f->arena + 4096u);  /* float32[1,8,8,8] */
     const float *restrict wpack0 = (const float *)(f->weights + 1408u);  /* float32[1, 2, 8, 4] derived */
     float *restrict col0 = (float *)(f->arena + 6144u);  /* scratch 2048 bytes */
@@ -581,21 +582,13 @@ static void step3_conv(const aicc_frame *f)
         64u, 0
     };
     aicc_conv_gemm_f32(&prm, in0, wpack0, in2, out0, col0, NULL);
+    /* fused residual Add */
+    for (size_t i = 0; i < 512u; ++i)
+        out0[i] += in3[i];
 }
 
-/* step 4: Add(float32[1,8,8,8], float32[1,8,8,8]) -> float32[1,8,8,8] */
-static void step4_add(const aicc_frame *f)
-{
-    const float *in0 = (const float *)(f->arena + 4096u);  /* float32[1,8,8,8] */
-    const float *in1 = (const float *)(f->arena + 0u);  /* float32[1,8,8,8] */
-    float *out0 = (float *)(f->arena + 4096u);  /* float32[1,8,8,8] */
-    for (size_t i0 = 0; i0 < 512u; ++i0) {
-        out0[i0] = in0[i0] + in1[i0];
-    }
-}
-
-/* step 5: GlobalAveragePool(float32[1,8,8,8]) -> float32[1,8,1,1] */
-static void step5_globalaveragepoo(const aicc_frame *f)
+/* step 4: GlobalAveragePool(float32[1,8,8,8]) -> float32[1,8,1,1] */
+static void step4_globalaveragepoo(const aicc_frame *f)
 {
     const float *restrict in0 = (const float *)(f->arena + 4096u);  /* float32[1,8,8,8] */
     float *restrict out0 = (float *)(f->arena + 64u);  /* float32[1,8,1,1] */
@@ -603,8 +596,8 @@ static void step5_globalaveragepoo(const aicc_frame *f)
     aicc_global_pool_f32(8u, 64u, 1, in0, out0);
 }
 
-/* step 6: Gemm(float32[1,8], float32[10,8], float32[10]) -> float32[1,10] */
-static void step6_gemm(const aicc_frame *f)
+/* step 5: Gemm(float32[1,8], float32[10,8], float32[10]) -> float32[1,10] */
+static void step5_gemm(const aicc_frame *f)
 {
     const float *restrict in0 = (const float *)(f->arena + 64u);  /* float32[1,8] */
     const float *restrict in2 = (const float *)(f->weights + 1664u);  /* float32[10] */
@@ -614,30 +607,29 @@ static void step6_gemm(const aicc_frame *f)
         in2, 0u, 1u, 1.0f, out0);
 }
 
-/* step 7: Softmax(float32[1,10]) -> float32[1,10] */
-static void step7_softmax(const aicc_frame *f)
+/* step 6: Softmax(float32[1,10]) -> float32[1,10] */
+static void step6_softmax(const aicc_frame *f)
 {
     const float *restrict in0 = (const float *)(f->arena + 0u);  /* float32[1,10] */
     float *restrict out0 = (float *)f->outputs[0];  /* float32[1,10] */
     aicc_softmax_rows_f32(1u, 10u, in0, out0);
 }
 
-static const aicc_step model_steps[8] = {
+static const aicc_step model_steps[7] = {
     { step0_conv, "Conv" },
     { step1_maxpool, "MaxPool" },
     { step2_conv, "Conv" },
     { step3_conv, "Conv" },
-    { step4_add, "Add" },
-    { step5_globalaveragepoo, "GlobalAveragePool" },
-    { step6_gemm, "Gemm" },
-    { step7_softmax, "Softmax" },
+    { step4_globalaveragepoo, "GlobalAveragePool" },
+    { step5_gemm, "Gemm" },
+    { step6_softmax, "Softmax" },
 };
 
 static const size_t model_input_align[1] = { 4u };
 static const size_t model_output_align[1] = { 4u };
 
 static const aicc_plan model_plan_data = {
-    8u, model_steps,
+    7u, model_steps,
     35840u, 64u,
     2240u, model_weights,
     1u, model_input_align,

@@ -1,0 +1,62 @@
+"""The residual term of a Conv's epilogue (passes/fuse_residual.py): input 3, a tensor of the
+output's shape and dtype, added to the conv output (bias included, rounded to the dtype)
+before the fused activation: ``y = act(round(conv + bias) + r)``, the unfused ``Add`` bit for
+bit.
+
+The Winograd tiles form adds it in registers in its output transform (conv_winograd_c.py)
+where a vector of tiles lies in one tile row; every other path runs the conv alone
+(``without``) and then ``pass_after``: the Add's own loop ``y = act(y + r)`` over the output,
+still in cache. NaN/Inf: IEEE addition, as the Add.
+"""
+from __future__ import annotations
+
+from copy import copy
+
+import numpy as np
+
+RESIDUAL = "aicc_residual"
+
+
+def has_residual(node) -> bool:
+    return bool(node.attrs.get(RESIDUAL)) and len(node.inputs) > 3 and bool(node.inputs[3])
+
+
+def check(node, g, out_shape) -> str | None:
+    """Why the residual input cannot be fused (None when it can, or when there is none)."""
+    if not node.attrs.get(RESIDUAL):
+        return None
+    if not has_residual(node):
+        return "aicc_residual without a residual input (input 3)"
+    t = g.type_of(node.inputs[3])
+    if t.dtype != g.dtype(node.inputs[0]):
+        return f"residual dtype {t.dtype.name}, the conv's is {g.dtype(node.inputs[0]).name}"
+    if t.is_static and tuple(t.shape) != tuple(out_shape):
+        return f"residual shape {list(t.shape)}, the output's is {list(out_shape)}"
+    return None
+
+
+def without(node):
+    """The conv alone: no residual input, no activation (run before ``pass_after``)."""
+    n = copy(node)
+    n.inputs = list(node.inputs[:3])
+    while n.inputs and not n.inputs[-1]:
+        n.inputs.pop()
+    n.attrs = {k: v for k, v in node.attrs.items()
+               if k not in (RESIDUAL, "aicc_act", "aicc_act_params")}
+    return n
+
+
+def reference(y: np.ndarray, r: np.ndarray) -> np.ndarray:
+    return (y + r).astype(y.dtype)
+
+
+def pass_after(ctx, node, n: int) -> None:
+    """``y = act(y + r)`` over the n outputs of a conv emitted by ``without(node)``: the loop
+    of the Add it replaces (the fused activation as elementwise.fused_act_helper applies it
+    to the rounded sum), so its values are the unfused graph's bit for bit."""
+    from .elementwise import fused_act_helper
+    y, r = ctx.out[0], ctx.inp[3]
+    fn = fused_act_helper(ctx, node, ctx.out_dtype(0))
+    ctx(f"/* fused residual Add{' and activation' if fn else ''} */")
+    ctx(f"for (size_t i = 0; i < {n}u; ++i)")
+    ctx(f"    {y}[i] = {fn}({y}[i] + {r}[i]);" if fn else f"    {y}[i] += {r}[i];")
