@@ -1,7 +1,8 @@
-"""Skinny GEMM kernels in C, without the Python call or onnxruntime between runs: each
-M x 512 x 512 bundle is linked into a small C program that times back-to-back model_run calls
-(median of 3000 after warm-up: the 1 MB of packed weights stays in L2), for the kernels'
-efficiency against the core's FMA peak. The side-by-side table (benchmarks.run) measures the
+"""GEMM kernels in C, without the Python call or onnxruntime between runs: each M x 512 x 512
+bundle (M = 1, 2, 4, 8, 16: the skinny shapes; and 512) is linked into a small C program that
+times back-to-back model_run calls (median of 3000 after warm-up, 300 for M = 512: the 1 MB of
+packed weights stays in L2), for the kernels' efficiency against the core's FMA peak
+(measured after each row). The side-by-side table (benchmarks.run) measures the
 same shapes through Bundle.run interleaved with onnxruntime, which evicts the weights between
 calls. Also measured: the core's read bandwidth over a 1 MB buffer, the bound of M = 1 (each
 weight is used once: 2 FLOP per 4 bytes).
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import aicc
 from benchmarks.models import gemm
-from benchmarks.run import fma_peak_gflops
+from benchmarks.run import peak_meter
 
 HARNESS = r"""
 #define _POSIX_C_SOURCE 199309L
@@ -29,18 +30,21 @@ static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t);
                           return t.tv_sec + t.tv_nsec * 1e-9; }
 static int cmp(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b;
                                                return (x > y) - (x < y); }
+#ifndef RUNS
+#define RUNS 3000
+#endif
 static unsigned char arena[MODEL_ARENA_BYTES + 64] __attribute__((aligned(64)));
 static float in[MODEL_INPUT0_ELEMS], out[MODEL_OUTPUT0_ELEMS];
-static double ts[3000];
+static double ts[RUNS];
 int main(void) {
     const void *ins[1] = { in }; void *outs[1] = { out };
     for (unsigned i = 0; i < MODEL_INPUT0_ELEMS; ++i) in[i] = (float)(i % 17) / 17.0f;
-    for (int r = 0; r < 300; ++r) model_run(NULL, arena, MODEL_ARENA_BYTES, ins, outs);
-    for (int r = 0; r < 3000; ++r) {
+    for (int r = 0; r < RUNS / 10; ++r) model_run(NULL, arena, MODEL_ARENA_BYTES, ins, outs);
+    for (int r = 0; r < RUNS; ++r) {
         double t = now(); model_run(NULL, arena, MODEL_ARENA_BYTES, ins, outs); ts[r] = now() - t;
     }
-    qsort(ts, 3000, sizeof ts[0], cmp);
-    printf("%.4f\n", ts[1500] * 1e6);
+    qsort(ts, RUNS, sizeof ts[0], cmp);
+    printf("%.4f\n", ts[RUNS / 2] * 1e6);
     return 0;
 }
 """
@@ -87,19 +91,21 @@ def main(argv=None):
         cc(d / "bw.c", d / "bw", "-mavx2")
         bw = float(subprocess.run([str(d / "bw")], capture_output=True, text=True,
                                   check=True).stdout.split()[0])
+        meters = {w: peak_meter(w, d) for w in (False, True)}
         for t in targets:
-            peak = fma_peak_gflops(avx512="avx512" in t)
-            for m in (1, 2, 4, 8, 16):
+            for m in (1, 2, 4, 8, 16, 512):
                 model = gemm(d / f"g{m}.onnx", m, 512, 512)
                 out = aicc.build(model, target=t, out=d / f"b_{t}_{m}")
                 subprocess.run(["make", "-s", "-C", str(out)], check=True, capture_output=True)
                 (out / "h.c").write_text(HARNESS)
-                subprocess.run(["cc", "-O3", "-std=c99", "-I", str(out), str(out / "h.c"),
+                subprocess.run(["cc", "-O3", "-std=c99", f"-DRUNS={300 if m > 16 else 3000}",
+                                "-I", str(out), str(out / "h.c"),
                                 str(out / "libmodel.a"), "-o", str(out / "h"), "-lm"],
                                check=True, capture_output=True)
                 us = float(subprocess.run([str(out / "h")], capture_output=True, text=True,
                                           check=True).stdout)
                 gf = 2 * m * 512 * 512 / (us * 1e-6) / 1e9
+                peak = meters["avx512" in t]()
                 rows.append((t, m, us, gf, 100 * gf / peak))
                 print(f"{t} M={m}: {us:.2f} us {gf:.1f} GFLOP/s {100 * gf / peak:.0f}% of peak",
                       flush=True)

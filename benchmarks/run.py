@@ -8,7 +8,8 @@ markers), replaced by a full run (no -k) for that target; the rest of the file (
 kept. The 1-minute load average before and after the run is recorded (the machine is shared).
 
 FLOPs are counted from the final graph (2 per multiply-add of Conv/ConvTranspose/Gemm/
-MatMul); the peak is measured by a C loop of independent FMAs on this core (peak.c).
+MatMul); the peak is measured by a C loop of independent FMAs on this core (peak.c), after
+each row (the machine's speed drifts), and that row's percentages use it.
 """
 from __future__ import annotations
 
@@ -75,15 +76,21 @@ int main(void) {
 """
 
 
+def peak_meter(avx512: bool, tmp: Path):
+    """A function measuring the best-burst FMA throughput of one core in GFLOP/s now (AVX2,
+    or AVX-512 if asked): the loop compiled once into tmp, best of 3 runs per call."""
+    flags = ["-mavx512f", "-DW512"] if avx512 else ["-mavx2", "-mfma"]
+    src, exe = tmp / "peak.c", tmp / ("peak512" if avx512 else "peak256")
+    src.write_text(PEAK_C)
+    subprocess.run(["cc", "-O2", *flags, str(src), "-o", str(exe)], check=True)
+    return lambda: max(float(subprocess.run([str(exe)], capture_output=True, text=True,
+                                            check=True).stdout.split()[0]) for _ in range(3))
+
+
 def fma_peak_gflops(avx512: bool = False) -> float:
     """Best-burst FMA throughput of one core in GFLOP/s (AVX2 by default, AVX-512 if asked)."""
-    flags = ["-mavx512f", "-DW512"] if avx512 else ["-mavx2", "-mfma"]
     with tempfile.TemporaryDirectory() as d:
-        src, exe = Path(d) / "peak.c", Path(d) / "peak"
-        src.write_text(PEAK_C)
-        subprocess.run(["cc", "-O2", *flags, str(src), "-o", str(exe)], check=True)
-        return max(float(subprocess.run([str(exe)], capture_output=True, text=True,
-                                        check=True).stdout.split()[0]) for _ in range(3))
+        return peak_meter(avx512, Path(d))()
 
 
 def graph_flops(model_path) -> float:
@@ -122,15 +129,19 @@ def main(argv=None):
     import onnxruntime as ort
     load_before = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     wide = "avx512" in a.target
-    peak = fma_peak_gflops(avx512=wide)
     isa = "AVX-512" if wide else "AVX2"
-    rows = []
+    rows, peaks = [], []
     with tempfile.TemporaryDirectory() as d:
+        meter = peak_meter(wide, Path(d))
         for label, path in all_models(Path(d) / "models"):
             if a.k and a.k.lower() not in label.lower():
                 continue
             out = aicc.build(path, target=a.target, out=Path(d) / f"b_{path.stem}")
             r = bench(out, path, seconds=a.seconds)
+            # the peak right after the row, in the same machine state (the shared machine's
+            # speed drifts by 10-40% over minutes: one peak for the table skewed its %)
+            peak = meter()
+            peaks.append(peak)
             fl = graph_flops(path)
             gf = fl / (r["aicc"]["median_ms"] * 1e-3) / 1e9 if fl else 0.0
             # the ratio aicc would reach running every FLOP at this target's FMA peak
@@ -155,8 +166,10 @@ def main(argv=None):
             f"over {a.seconds:g} s per engine after warm-up; single thread; onnxruntime "
             f"{ort.__version__} CPU provider with all graph optimizations, intra_op_num_threads=1).",
             "", f"Machine: {cpu}, {platform.machine()}, Python {platform.python_version()}; "
-            f"measured FMA peak of one core: {peak:.1f} GFLOP/s ({isa} FMA loop, best of "
-            f"short bursts). 1-minute load average {load_before:.2f} before, {load_after:.2f} "
+            f"measured FMA peak of one core: {min(peaks, default=0):.1f}-"
+            f"{max(peaks, default=0):.1f} GFLOP/s ({isa} FMA loop, best of short bursts, "
+            "measured after each row; a row's % of peak and ratio at peak use its own). "
+            f"1-minute load average {load_before:.2f} before, {load_after:.2f} "
             f"after the run ({os.cpu_count()} cores shared with other jobs).", "",
             "Ratio at peak: the ratio a bundle would reach if it ran every multiply-add of the "
             "model at this target's FMA peak (the floor for code that does all of them). int8 "
