@@ -183,13 +183,10 @@ def variant(ctx, geo, isa: str, sched: dict) -> str:
 
 
 def emit(ctx, node, geo, isa: str, sched: dict, bias: str) -> None:
-    """Step body of a float32 conv on a SIMD target: the variant ``variant`` picks. A fused
-    residual is added in the Winograd output transform where it can
-    (conv_winograd.adds_residual); elsewhere the conv runs alone, then conv_residual's pass
-    over the output."""
+    """Step body of a float32 conv on a SIMD target: the variant ``variant`` picks. With a
+    fused residual the conv runs alone, then conv_residual's pass over the output."""
     algo = variant(ctx, geo, isa, sched)
-    if conv_residual.has_residual(node) and not (
-            algo == "winograd" and conv_winograd.adds_residual(geo, isa, sched)):
+    if conv_residual.has_residual(node):
         _VARIANTS[algo](ctx, conv_residual.without(node), geo, isa, sched, bias)
         conv_residual.pass_after(ctx, node, math.prod(ctx.out_shape(0)))
         return

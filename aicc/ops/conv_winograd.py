@@ -56,11 +56,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import conv_residual, conv_winograd_t
+from . import conv_winograd_t
 from .conv_kernels import epilogue, use
 from .conv_simd_gemm import GEMM_FN, KEY, clamp_of, pack_a, tile_gemm
 from .conv_winograd_c import SKEW, cook_toom, input_transform, output_transform
-from .gemm_simd import ISA, flit, nr_of
+from .gemm_simd import flit, nr_of
 
 # auto, per ISA (benchmarks/conv_layers.py): minimum input / output channels; with at most
 # `few` F(2,3) tiles per batch item only up to C * K = few_ck (the transformed weights, 16/9 of
@@ -74,12 +74,12 @@ DRIVER = """\
  * (sizes e; SL zero floats before and after it: the input transform's over-reads), then per
  * block of nt tiles: V = input transform (T2 matrices [C x ntp] in panels, vs apart), M(xi) =
  * U(xi) @ V(xi) (u: per xi a [K x C] matrix packed by pack_a; gemm: conv_simd_gemm's tile GEMM,
- * plain sums), output transform (+ bias, + res: the fused residual or NULL, clamp [lo, hi]);
- * ep (may be NULL): the scalar activation over the batch item's outputs. */
+ * plain sums), output transform (+ bias, clamp [lo, hi]); ep (may be NULL): the scalar
+ * activation over the batch item's outputs. */
 static void aicc_wgM_conv_ISA(const aicc_conv_params *p, const float *restrict x,
-    const float *restrict u, const float *restrict bias, float *restrict y,
-    const float *restrict res, float *restrict xs, const size_t e[3], float *restrict v,
-    float *restrict mm, size_t nt, float lo, float hi, GEMM_FN, void (*ep)(float *, size_t))
+    const float *restrict u, const float *restrict bias, float *restrict y, float *restrict xs,
+    const size_t e[3], float *restrict v, float *restrict mm, size_t nt, float lo, float hi,
+    GEMM_FN, void (*ep)(float *, size_t))
 {
     const size_t C = p->cin_g, K = p->cout_g, OH = p->out[1], OW = p->out[2];
     const size_t X = p->in[0] * p->in[1] * p->in[2], P = OH * OW, Wp = e[2], Vc = e[1] * e[2];
@@ -90,7 +90,6 @@ static void aicc_wgM_conv_ISA(const aicc_conv_params *p, const float *restrict x
     for (size_t i = 0; i < SLu; ++i) xs[i] = 0.0f;
     for (size_t n = 0; n < p->batch; ++n) {
         float *restrict yn = y + n * K * P;
-        const float *restrict rn = res ? res + n * K * P : NULL;
         aicc_cv_pad(p, C, x + n * C * X, xp, e, SLu);
         for (size_t j0 = 0; j0 < NT; j0 += nt) {
             const size_t nb = NT - j0 < nt ? NT - j0 : nt;
@@ -98,7 +97,7 @@ static void aicc_wgM_conv_ISA(const aicc_conv_params *p, const float *restrict x
             for (size_t xi = 0; xi < T2u; ++xi)
                 gemm(K, nb, C, u + xi * K * C, 0, v + xi * vs, C * NRu, NRu, mm + xi * ms, ntp,
                      NULL, -HUGE_VALF, HUGE_VALF, 0, 0);     /* fin 0: plain sums */
-            aicc_wgM_out_ISA(mm, ms, ntp, K, OH, OW, TW, j0, nb, bias, lo, hi, yn, rn);
+            aicc_wgM_out_ISA(mm, ms, ntp, K, OH, OW, TW, j0, nb, bias, lo, hi, yn);
         }
         if (ep)
             ep(yn, K * P);
@@ -171,17 +170,6 @@ def channels_form(sched, nr: int, n: int, C: int, K: int) -> bool:
             (C * K >= CHAN_CK and fill >= 0.9 and CHAN_TILES[0] <= n <= CHAN_TILES[1]))
 
 
-def adds_residual(geo, isa: str, sched: dict) -> bool:
-    """Whether the output transform adds a fused residual (else conv_simd runs the conv alone
-    and conv_residual's pass after it): the tiles form, when a vector of tiles lies in one
-    tile row (its outputs are vector stores; vectors crossing tile rows go run by run, which
-    with the residual was slower than the pass: 64 channels at 8x8, avx512, 15.5 -> 25 us)."""
-    m, nr = sched["wino_m"], nr_of(isa)
-    th, tw = tiles_of(geo, m)
-    return (supports(geo) and not channels_form(sched, nr, th * tw, geo.cin, geo.cout)
-            and tw >= ISA[isa]["lanes"])
-
-
 def emit(ctx, node, geo, isa: str, sched: dict, bias: str, pad_c: str, balanced) -> None:
     """Step body (pad_c: conv_simd's pad helper; balanced: conv_simd.balanced)."""
     if not supports(geo):
@@ -197,13 +185,9 @@ def emit(ctx, node, geo, isa: str, sched: dict, bias: str, pad_c: str, balanced)
     th, tw = tiles_of(geo, m)
     lo, hi, act = clamp_of(node)
     ep = epilogue(ctx, node, "float32") if act else "NULL"
-    res = ctx.inp[3] if conv_residual.has_residual(node) else "NULL"
     u = transformed_weights(w, m)
     use(ctx, "float32")
     chan = channels_form(sched, nr, th * tw, C, K)
-    if chan and res != "NULL":
-        raise AssertionError("a fused residual on the channels form (conv_simd.emit adds it "
-                             "after the conv there)")
     ctx.kernel = f"{isa} winograd F({m}x{m},3x3)" + (" channels" if chan else "")
     if chan:
         conv_winograd_t.emit(ctx, geo, isa, m, u, bias, (flit(lo), flit(hi)), ep, KEY,
@@ -230,6 +214,5 @@ def emit(ctx, node, geo, isa: str, sched: dict, bias: str, pad_c: str, balanced)
         f"of {nt}: {t * t} GEMMs [{K} x {C}] @ [{C} x {nt}] per block */")
     ctx(geo.params())
     ctx("static const size_t e[3] = { " + ", ".join(f"{d}u" for d in e3) + " };")
-    ctx(f"aicc_wg{m}_conv_{isa}(&prm, {ctx.inp[0]}, {up}, {bias}, {ctx.out[0]}, {res}, {xp}, e, "
-        f"{v}, "
+    ctx(f"aicc_wg{m}_conv_{isa}(&prm, {ctx.inp[0]}, {up}, {bias}, {ctx.out[0]}, {xp}, e, {v}, "
         f"{mm}, {nt}u, {flit(lo)}, {flit(hi)}, {gemm}, {ep});")

@@ -265,8 +265,8 @@ def output_transform(isa: str, m: int) -> tuple:
          "and K output",
          " * channels, M(xi) at mm + xi * ms + k * ntp + jj; Y = A^T M A, + bias[k] (bias "
          "may be NULL),",
-         " * + res (the fused residual, same layout as y; may be NULL), clamped to [lo, hi], into "
-         f"y[K][OH][OW] (tile j: rows (j / TW) * {m}, columns (j % TW) * {m}). The {m} rows",
+         f" * clamped to [lo, hi], into y[K][OH][OW] (tile j: rows (j / TW) * {m}, columns "
+         f"(j % TW) * {m}). The {m} rows",
          f" * of a vector of {L} tiles are interleaved into {m} x {m * L} outputs: stored "
          "directly when the tiles are",
          " * in one tile row and inside the output, else copied run by run (one per tile row) "
@@ -275,7 +275,7 @@ def output_transform(isa: str, m: int) -> tuple:
          f"static void {name}(const float *restrict mm, size_t ms, size_t ntp, size_t K, "
          "size_t OH,",
          "    size_t OW, size_t TW, size_t j0, size_t nb, const float *restrict bias, float lo,",
-         "    float hi, float *restrict y, const float *restrict res)", "{",
+         "    float hi, float *restrict y)", "{",
          "    const size_t P = OH * OW;",
          f"    const {v} vlo = {d['set1']}(lo), vhi = {d['set1']}(hi);"]
     if isa == "avx512":
@@ -283,7 +283,6 @@ def output_transform(isa: str, m: int) -> tuple:
     o += ["    for (size_t k = 0; k < K; ++k) {",
           f"        const {v} vb = {d['set1']}(bias ? bias[k] : 0.0f);",
           "        float *restrict yk = y + k * P;",
-          "        const float *restrict rk = res ? res + k * P : NULL;",
           f"        for (size_t jv = 0; jv < nb; jv += {L}u) {{",
           "        const float *restrict s = mm + k * ntp + jv;",
           "        const size_t j = j0 + jv, ty = j / TW, tx0 = j % TW, oy = ty * "
@@ -297,11 +296,7 @@ def output_transform(isa: str, m: int) -> tuple:
     for i in range(m):
         for j in range(m):
             o.append(f"{ind}{v} y{i}_{j} = bias ? {d['add']}(z{i}_{j}, vb) : z{i}_{j};")
-    o.append(f"{ind}if (!res) {{        /* else: clamped after the residual is added */")
-    for i in range(m):
-        for j in range(m):
-            o.append(f"{ind}    y{i}_{j} = {d['min']}(vhi, {d['max']}(vlo, y{i}_{j}));")
-    o.append(f"{ind}}}")
+            o.append(f"{ind}y{i}_{j} = {d['min']}(vhi, {d['max']}(vlo, y{i}_{j}));")
     for i in range(m):           # row i interleaved: r{i}_{q}, q < m (m * L outputs)
         if m == 2:
             o.append(f"{ind}const {v} r{i}_0 = {lo.format(a=f'y{i}_0', b=f'y{i}_1')}, "
@@ -319,18 +314,8 @@ def output_transform(isa: str, m: int) -> tuple:
              f"(tx0 + {L}u) * {m}u <= OW) {{")
     for i in range(m):
         o.append(f"{ind}    float *restrict d{i} = yk + (oy + {i}u) * OW + tx0 * {m}u;")
-    o.append(f"{ind}    if (res) {{")
-    for i in range(m):
-        o.append(f"{ind}        const float *restrict e{i} = rk + (oy + {i}u) * OW + tx0 * {m}u;")
         for q in range(m):
-            e = f"e{i}{f' + {q * L}u' if q else ''}"
-            o.append(f"{ind}        {d['st']}(d{i}{f' + {q * L}u' if q else ''}, {d['min']}(vhi, "
-                     f"{d['max']}(vlo, {d['add']}(r{i}_{q}, {d['ld']}({e})))));")
-    o.append(f"{ind}    }} else {{")
-    for i in range(m):
-        for q in range(m):
-            o.append(f"{ind}        {d['st']}(d{i}{f' + {q * L}u' if q else ''}, r{i}_{q});")
-    o.append(f"{ind}    }}")
+            o.append(f"{ind}    {d['st']}(d{i}{f' + {q * L}u' if q else ''}, r{i}_{q});")
     o += [f"{ind}    continue;", f"{ind}}}",
           f"{ind}float buf[{m}][{m * L}];"]
     for i in range(m):
@@ -343,13 +328,6 @@ def output_transform(isa: str, m: int) -> tuple:
           f"{ind}    for (size_t i = 0; i < {m}u && row * {m}u + i < OH; ++i) {{",
           f"{ind}        float *restrict dst = yk + (row * {m}u + i) * OW + tx * {m}u;",
           f"{ind}        const float *restrict src = buf[i] + a * {m}u;",
-          f"{ind}        if (res) {{    /* + residual, then the clamp as max / min do it */",
-          f"{ind}            const float *restrict rs = rk + (row * {m}u + i) * OW + tx * {m}u;",
-          f"{ind}            for (size_t q = 0; q < n; ++q) {{",
-          f"{ind}                const float sv = src[q] + rs[q], sl = lo > sv ? lo : sv;",
-          f"{ind}                dst[q] = hi < sl ? hi : sl;",
-          f"{ind}            }}",
-          f"{ind}        }} else",
-          f"{ind}            for (size_t q = 0; q < n; ++q) dst[q] = src[q];",
+          f"{ind}        for (size_t q = 0; q < n; ++q) dst[q] = src[q];",
           f"{ind}    }}", f"{ind}}}", "        }", "    }", "}"]
     return name, "\n".join(o)
