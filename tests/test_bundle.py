@@ -44,6 +44,22 @@ def test_strict_build_gcc_clang(tmp_path, cc):
     assert not (out / "libmodel.a").exists()
 
 
+@pytest.mark.parametrize("target", ["x86-avx2", "x86-avx512"])
+@pytest.mark.parametrize("fixture", ["resnet8", "dscnn"])
+def test_strict_clang_simd_kernels(tmp_path, fixture, target):
+    """The SIMD kernels of whole models (Winograd, implicit / im2col convs, the fused residual,
+    channel-last chains, vector pools, GEMMs) under clang's stricter warnings: an unused static
+    helper (the NaN max of the vector pools registered for an AveragePool) failed -Werror.
+    Compile only: no CPU feature needed."""
+    if shutil.which("clang") is None:
+        pytest.fail("clang not installed (make setup installs it)")
+    from tests.models.fixtures import load_fixture
+    out = aicc.build(load_fixture(fixture, "dynamo"), out=tmp_path / "b", target=target)
+    r = subprocess.run(["make", "-C", str(out), "CC=clang", f"CFLAGS={STRICT_CFLAGS}",
+                        "model.o"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
 def test_user_makefile_includes_model_mk(tmp_path):
     p, _ = model_file(tmp_path)
     out = aicc.build(p, out=tmp_path / "b")

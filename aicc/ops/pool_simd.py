@@ -116,12 +116,15 @@ def _header(ctx, isa):
 /* AVX2 lane masks: 8 - n entries from the middle give the first n lanes set */
 static const int32_t aicc_ps_mtab[16] = {-1, -1, -1, -1, -1, -1, -1, -1,
                                          0, 0, 0, 0, 0, 0, 0, 0};""")
+
+
+def _op(ctx, isa, avg):
+    """The combining operation (a, b) -> C expression: add, or the NaN-propagating max (its
+    helper registered only then: an unused static function fails clang's -Werror)."""
+    if avg:
+        return lambda a, b: f"{_D[isa]['add']}({a}, {b})"
     ctx.helper(f"pool_simd.{isa}.2.maxn", MAXN[isa])
-
-
-def _op(isa, avg):
-    return (lambda a, b: f"{_D[isa]['add']}({a}, {b})") if avg else \
-        (lambda a, b: f"aicc_ps_maxn_{isa}({a}, {b})")
+    return lambda a, b: f"aicc_ps_maxn_{isa}({a}, {b})"
 
 
 def _reduce(isa, op, a):
@@ -154,7 +157,7 @@ def _window_helper(ctx, isa, geo, avg) -> str:
     SW, DW = geo.stride[-1], geo.dil[-1]
     kind = "avg" if avg else "max"
     name = f"aicc_ps_{kind}pool_{isa}_k{KD}x{KH}x{KW}_s{SW}_d{DW}"
-    op = _op(isa, avg)
+    op = _op(ctx, isa, avg)
     fill = "0.0f" if avg else "-INFINITY"
 
     def tap(off):     # the vector of tap offset ``off`` (a number) for L output columns
@@ -303,7 +306,7 @@ def _global_helper(ctx, isa, avg) -> str:
     L, v = d["L"], d["v"]
     kind = "avg" if avg else "max"
     name = f"aicc_ps_global_{kind}_{isa}"
-    op = _op(isa, avg)
+    op = _op(ctx, isa, avg)
     init = d["zero"] if avg else f"{d['set1']}(-INFINITY)"
     tail = d["mload" if avg else "mload_ninf"].format(p="xc + nv", m="m")
     red = "\n".join("        " + s for s in _reduce(isa, op, "a0"))
