@@ -54,12 +54,16 @@ def reference(y: np.ndarray, r: np.ndarray) -> np.ndarray:
 
 
 def pass_after(ctx, node, n: int) -> None:
-    """``y = act(y + r)`` over the n outputs of a conv emitted by ``without(node)``: the loop
-    of the Add it replaces (the fused activation as elementwise.fused_act_helper applies it
-    to the rounded sum), so its values are the unfused graph's bit for bit."""
-    from .elementwise import fused_act_helper
-    y, r = ctx.out[0], ctx.inp[3]
-    fn = fused_act_helper(ctx, node, ctx.out_dtype(0))
-    ctx(f"/* fused residual Add{' and activation' if fn else ''} */")
+    """``y = act(y + r)`` over the n outputs of a conv emitted by ``without(node)``: the
+    loops of the Add it replaces (elementwise.Binary: the rounded sums, then the vector
+    activation over them where there is one, else the activation per element), so its values
+    are the unfused graph's bit for bit."""
+    from .elementwise import fused_act_helper, fused_array_act
+    y, r, dt = ctx.out[0], ctx.inp[3], ctx.out_dtype(0)
+    arr = fused_array_act(ctx, node, dt)
+    fn = None if arr else fused_act_helper(ctx, node, dt)
+    ctx(f"/* fused residual Add{' and activation' if node.attrs.get('aicc_act') else ''} */")
     ctx(f"for (size_t i = 0; i < {n}u; ++i)")
     ctx(f"    {y}[i] = {fn}({y}[i] + {r}[i]);" if fn else f"    {y}[i] += {r}[i];")
+    if arr:
+        ctx(f"{arr}({y}, {n}u);")

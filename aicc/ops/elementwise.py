@@ -254,6 +254,16 @@ static uint64_t {name}(uint64_t a, int64_t e, int sgn)
     return name
 
 
+def fused_array_act(ctx, node, dt) -> str | None:
+    """Name of the vector helper ``void f(float *y, size_t n)`` applying the node's fused
+    activation over an array (float32 on the SIMD targets, for the activations that have
+    one), else None: then ``fused_act_helper`` per element."""
+    name, params = fused_epilogue(node)
+    if name is None or dt != np.float32:
+        return None
+    return exp_simd.array_act(ctx, name, {**ACT_ATTRS.get(name, {}), **params})
+
+
 def fused_act_helper(ctx, node, dt) -> str | None:
     """Name of ``static inline T f(T r)`` applying the node's fused activation (None if it
     has none): the argument rounds the binary result to the dtype before the activation."""
@@ -356,9 +366,7 @@ class Binary(Op):
     def emit(self, node, ctx):
         a, b = ctx.inp[0], ctx.inp[1]
         f = self._expr(node, ctx)
-        name, params = fused_epilogue(node)
-        arr = exp_simd.array_act(ctx, name, {**ACT_ATTRS.get(name, {}), **params}) \
-            if name is not None and ctx.out_dtype(0) == np.float32 else None
+        arr = fused_array_act(ctx, node, ctx.out_dtype(0))
         if arr is not None:     # the rounded results, then the vector activation over them
             emit_broadcast(ctx, ctx.out_shape(0), [ctx.in_shape(0), ctx.in_shape(1)],
                            lambda ix: f(f"{a}[{ix[0]}]", f"{b}[{ix[1]}]"))
