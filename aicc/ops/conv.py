@@ -217,19 +217,20 @@ class Conv(ConvLike):
             ctx("/* empty output: nothing to compute */")
             return
         bias = ctx.inp[2] if self._has_bias(node) else "NULL"
+        if conv_residual.has_residual(node):      # the conv alone, then the Add's loop
+            self._emit_conv(ctx, conv_residual.without(node), geo, dt, bias)
+            conv_residual.pass_after(ctx, node, numel(ctx.out_shape(0)))
+            return
+        self._emit_conv(ctx, node, geo, dt, bias)
+
+    @staticmethod
+    def _emit_conv(ctx, node, geo, dt, bias):
+        """The SIMD variants (conv_simd) where the target has them, else the generic /
+        float64 kernels: direct row kernel or im2col + GEMM."""
         simd = conv_simd.plan(ctx, dt)
         if simd is not None:
             conv_simd.emit(ctx, node, geo, simd[0], simd[1], bias)
             return
-        if conv_residual.has_residual(node):
-            self._emit_portable(ctx, conv_residual.without(node), geo, dt, bias)
-            conv_residual.pass_after(ctx, node, numel(ctx.out_shape(0)))
-            return
-        self._emit_portable(ctx, node, geo, dt, bias)
-
-    @staticmethod
-    def _emit_portable(ctx, node, geo, dt, bias):
-        """The generic / float64 kernels: direct row kernel or im2col + GEMM."""
         sfx = suffix(dt)
         ep = epilogue(ctx, node, dt)
         K = geo.cin_g * numel(geo.k)

@@ -19,11 +19,11 @@ Variants (``emit``; the target's ``schedule: conv: algo`` or a node's ``aicc_sch
 * ``implicit`` (conv_simd_i.py): 1-D/2-D, no im2col: the padded input (split into phase
   planes for stride > 1) is the B operand, read through a per-k offset table on a virtual
   grid (auto: when at most ``implicit_pct`` % of the lanes are padding garbage).
-* ``direct`` (conv_im2col.py): 1x1 kernel, stride 1, no padding: the input [C, P] of a group is the B operand
-  itself, read in column panels with row stride P (the micro-kernel's ``rs``); the last partial
+* ``direct`` (conv_im2col.py): 1x1 kernel, stride 1, no padding: the input [C, P] of a group
+  is the B operand itself, read in column panels with row stride P (the micro-kernel's ``rs``); the last partial
   panel is read with masked loads, so nothing past the tensor is touched.
-* ``im2col`` (conv_im2col.py): every other geometry. The batch item is copied into a zero-padded scratch
-  volume (2 * NR floats of zero slack after it) so that every tap lands inside; then per tile
+* ``im2col`` (conv_im2col.py): every other geometry. The batch item is copied into a
+  zero-padded scratch volume (2 * NR floats of zero slack after it) so that every tap lands inside; then per tile
   of ``nt`` positions x ``kt`` patch entries (``tile_kb``), the patches are packed into column
   panels of NR (2 vectors), ``col[(j / NR) * kt * NR + k * NR + j % NR]`` (zero past the tile's
   last position), and the tile runs as a GEMM (K tiles accumulate into Y). In the padded volume
@@ -56,9 +56,7 @@ the transforms), not only to the outputs whose receptive field holds it.
 """
 from __future__ import annotations
 
-import math
-
-from . import conv_im2col, conv_residual, conv_simd_i, conv_simd_t, conv_winograd
+from . import conv_im2col, conv_simd_i, conv_simd_t, conv_winograd
 from .gemm_simd import ISA, nr_of
 
 # conv schedule defaults per ISA (target yaml `schedule: conv:` and aicc_schedule override)
@@ -183,14 +181,8 @@ def variant(ctx, geo, isa: str, sched: dict) -> str:
 
 
 def emit(ctx, node, geo, isa: str, sched: dict, bias: str) -> None:
-    """Step body of a float32 conv on a SIMD target: the variant ``variant`` picks. With a
-    fused residual the conv runs alone, then conv_residual's pass over the output."""
-    algo = variant(ctx, geo, isa, sched)
-    if conv_residual.has_residual(node):
-        _VARIANTS[algo](ctx, conv_residual.without(node), geo, isa, sched, bias)
-        conv_residual.pass_after(ctx, node, math.prod(ctx.out_shape(0)))
-        return
-    _VARIANTS[algo](ctx, node, geo, isa, sched, bias)
+    """Step body of a float32 conv on a SIMD target: the variant ``variant`` picks."""
+    _VARIANTS[variant(ctx, geo, isa, sched)](ctx, node, geo, isa, sched, bias)
 
 
 def _dwchan(ctx, node, geo, isa, sched, bias):

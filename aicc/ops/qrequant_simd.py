@@ -45,12 +45,12 @@ class Requant(NamedTuple):
 
 def _requant_fast(isa: str, ydt: str) -> tuple:
     """(setup lines, loop lines) of the requantization for one finite multiplier (no NaN can
-    arise). AVX-512: 16
-    outputs per step, the last n % 16 under a lane mask; the product clamped to [lo - yzp,
-    hi - yzp] in double, then converted rounding half to even (the embedded rounding of the
-    conversion, whatever MXCSR says) and yzp added in int32: the bounds are integers, so
-    clamping before rounding gives rint's value clamped, the scalar helper's. AVX2: 8 per
-    step (the tail is the caller's scalar loop), rounded, yzp added and clamped in double."""
+    arise). AVX-512: 16 outputs per step, the last n % 16 under a lane mask; the product
+    clamped to [lo - yzp, hi - yzp] in double, then converted rounding half to even (the
+    embedded rounding of the conversion, whatever MXCSR says) and yzp added in int32: the
+    bounds are integers, so clamping before rounding gives rint's value clamped, the scalar
+    helper's. AVX2: 8 per step (the tail is the caller's scalar loop), rounded, yzp added and
+    clamped in double."""
     if isa == "avx512":
         return [
             "const __m512i va16 = _mm512_set1_epi32(add[0]), vzi = _mm512_set1_epi32(yzp);",

@@ -28,11 +28,11 @@ Anything else is left unchanged.
 from __future__ import annotations
 
 from ..ir import Node
+from ..ops.conv_residual import RESIDUAL
 from .absorb import sole_use, std_domain
 from .registry import graph_pass
 
 FLOAT_TYPES = ("float32", "float64")
-RESIDUAL = "aicc_residual"
 
 
 def _static(g, name):
@@ -60,14 +60,13 @@ def fuse_residual(g):
     g = g.copy()
     cons, outs = g.consumers(), set(g.outputs)
     producer = {o: n for n in g.nodes for o in n.outputs if o}
-    fused = {}                       # Add node id -> fused Conv; removed Conv ids
-    gone = set()
+    fused, gone = {}, set()          # Add node id -> the fused Conv; ids of the Convs taken
     for add in g.nodes:
         if (add.op_type != "Add" or not std_domain(add) or len(add.inputs) != 2
                 or len(add.outputs) != 1):
             continue
         for y, r in (add.inputs, add.inputs[::-1]):
-            if id(producer.get(y)) in gone or not _fusable(g, add, y, r, producer, cons, outs):
+            if not _fusable(g, add, y, r, producer, cons, outs):
                 continue
             p = producer[y]
             ins = list(p.inputs) + [""] * (3 - len(p.inputs))
