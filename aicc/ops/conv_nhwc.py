@@ -16,7 +16,10 @@ Kernels:
   activation. On x86-avx2 / x86-avx512 conv_nhwc_dw.py's register-blocked SIMD kernel
   (several output positions x channel vectors per block); elsewhere (or with
   ``aicc_kernel: generic``) portable loops that the C compiler vectorizes over channels.
-* group 1: im2col of a tile of output positions into rows of K = kh * kw * Cin entries
+* group 1, few input channels (x86-avx512; conv_bcast.prefer_nhwc): conv_bcast.py's direct
+  kernel, each input value broadcast against vectors of output channels (DS-CNN's first
+  conv); rounding: k in (c, ky, kx) order.
+* group 1 otherwise: im2col of a tile of output positions into rows of K = kh * kw * Cin entries
   (``(ky, kx, ci)`` order: each (ky, kx) is a contiguous run of Cin floats of X; padding
   taps are zero rows) and one GEMM per tile with the weights packed at compile time as
   ``B[K, Cout]`` (gemm.py: the target's SIMD GEMM or the portable one), bias and
@@ -32,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from .activations import ACT_ATTRS, act_expr, apply_epilogue, fused_epilogue, unfused
-from . import conv_nhwc_dw
+from . import conv_bcast, conv_nhwc_dw
 from .base import Op, register
 from .conv import ConvGeometry
 from .conv_kernels import act_check
@@ -50,6 +53,7 @@ class Geo:
             raise ValueError("ConvNHWC takes 4-D X [N, H, W, C] and W [M, C/g, kh, kw]")
         self.n, self.h, self.w, self.cin = (int(d) for d in xs)
         cg = ConvGeometry(_ATTRS, node, (self.n, self.cin, self.h, self.w), ws)
+        self.cg = cg                   # the NCHW view (conv_bcast takes its field names)
         self.cout, self.group = cg.cout, cg.group
         (self.kh, self.kw), (self.sy, self.sx), (self.dy, self.dx) = cg.k, cg.stride, cg.dil
         (self.pt, self.pl), (self.pb, self.pr), (self.oh, self.ow) = cg.pad, cg.pad_end, cg.out
@@ -113,8 +117,13 @@ class ConvNHWC(Op):
 
     def emit(self, node, ctx):
         geo = Geo(node, ctx.in_shape(0), ctx.in_shape(1))
+        isa = simd_isa(ctx)
         if geo.depthwise:
             _emit_depthwise(node, ctx, geo)
+        elif isa is not None and conv_bcast.prefer_nhwc(geo.cg, isa):
+            ext = conv_bcast.padded_extents(geo.cg)
+            conv_bcast.emit(ctx, node, geo.cg, isa, ctx.inp[2] if _bias(node) else "NULL", ext,
+                            nhwc=True)
         else:
             _emit_gemm(node, ctx, geo)
 

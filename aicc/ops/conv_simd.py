@@ -14,6 +14,11 @@ Variants (``emit``; the target's ``schedule: conv: algo`` or a node's ``aicc_sch
   Winograd F(2x2,3x3) or F(4x4,3x3) (``wino_m``), t * t GEMMs on transformed tiles, 2.25x /
   4x fewer multiplications (auto: F(2,3) when channels and output tiles pass
   conv_winograd.AUTO; F(4,3) only when forced, it is less accurate).
+* ``bcast`` (conv_bcast.py): direct, group 1, 1-D/2-D, constant weights: blocks of output
+  positions x output-channel vectors, each input value broadcast from the padded rows, no
+  im2col (auto on x86-avx512: strided convs and convs of at most 4 input channels whose
+  channels fill >= 75% of the lanes, with outputs of at most 64 K floats and weights of at
+  most 2 MB; conv_bcast.prefer).
 * ``transposed`` (conv_simd_t.py): output channels vectorized, for few positions / many
   channels (auto: when Cout/g fills clearly more vector lanes than P, e.g. 7x7 maps).
 * ``implicit`` (conv_simd_i.py): 1-D/2-D, no im2col: the padded input (split into phase
@@ -56,7 +61,9 @@ the transforms), not only to the outputs whose receptive field holds it.
 """
 from __future__ import annotations
 
-from . import conv_im2col, conv_simd_i, conv_simd_t, conv_winograd
+import math
+
+from . import conv_bcast, conv_im2col, conv_simd_i, conv_simd_t, conv_winograd
 from .gemm_simd import ISA, nr_of
 
 # conv schedule defaults per ISA (target yaml `schedule: conv:` and aicc_schedule override)
@@ -67,7 +74,7 @@ SCHED = {
                    wino_kb=768, wino_chan=1),
 }
 ALGOS = ("auto", "direct", "im2col", "implicit", "depthwise", "dwchan", "transposed",
-         "winograd")
+         "winograd", "bcast")
 
 
 def schedule(isa: str, *overrides) -> dict:
@@ -166,12 +173,15 @@ def variant(ctx, geo, isa: str, sched: dict) -> str:
     from . import conv_depthwise
     algo = sched["algo"]
     auto = algo == "auto"
-    if algo == "dwchan":
+    if algo in ("dwchan", "bcast"):
         return algo
     if algo == "depthwise" or (auto and conv_depthwise.supports(geo)):
         return "depthwise"
     if algo == "winograd" or (auto and conv_winograd.prefer(ctx, geo, isa)):
         return "winograd"
+    if auto and ctx.in_const(1) is not None and conv_bcast.prefer(
+            geo, isa, 4 * geo.cout * geo.cin_g * math.prod(geo.k)):
+        return "bcast"
     if algo == "transposed" or (auto and conv_simd_t.prefer(geo, isa, is_direct(geo))):
         return "transposed"
     if algo == "implicit" or (auto and conv_simd_i.supports(geo) and not is_direct(geo)
@@ -202,6 +212,10 @@ def _depthwise(ctx, node, geo, isa, sched, bias):
     conv_depthwise.emit(ctx, node, geo, isa, bias)
 
 
+def _bcast(ctx, node, geo, isa, sched, bias):
+    conv_bcast.emit(ctx, node, geo, isa, bias, conv_bcast.padded_extents(geo))
+
+
 def _winograd(ctx, node, geo, isa, sched, bias):
     conv_winograd.emit(ctx, node, geo, isa, sched, bias, PAD, balanced)
 
@@ -230,7 +244,7 @@ def _gemm(ctx, node, geo, isa, sched, bias, direct):
                      extents(geo))
 
 
-_VARIANTS = {"dwchan": _dwchan, "depthwise": _depthwise, "winograd": _winograd,
+_VARIANTS = {"bcast": _bcast, "dwchan": _dwchan, "depthwise": _depthwise, "winograd": _winograd,
              "transposed": _transposed, "implicit": _implicit,
              "direct": lambda *a: _gemm(*a, direct=True),
              "im2col": lambda *a: _gemm(*a, direct=False)}

@@ -1,6 +1,6 @@
 """A Conv's fused residual Add (passes/fuse_residual.py, ops/conv_residual.py) compiled on
 every kernel path: Winograd F(2,3) / F(4,3) with tiles or output channels vectorized, direct,
-im2col, implicit, transposed, depthwise, dwchan, the portable kernels, float64. Each conv
+im2col, implicit, transposed, depthwise, dwchan, bcast, the portable kernels, float64. Each conv
 is forced to its path by a ``nodes:`` override; batch 2, odd planes, with and without bias,
 Relu / Clip / Sigmoid / no activation, the Add's operands in both orders. Checked against
 onnxruntime, and bit for bit against the same build without the fusion (residuals holding
@@ -39,6 +39,8 @@ CASES = [
      "Relu", "depthwise"),
     ((1, 16, 6, 6), (16, 1, 3, 3), {"pads": [1, 1, 1, 1], "group": 16}, {"algo": "dwchan"},
      None, "dwchan"),
+    ((2, 3, 9, 11), (20, 3, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]},
+     {"algo": "bcast"}, "Relu", "bcast"),
 ]
 GENERIC = [c for c in CASES if c[3]["algo"] in ("winograd", "direct", "depthwise")][:4]
 SPECIAL = np.array([np.nan, np.inf, -np.inf, -0.0, 1e30], np.float32)

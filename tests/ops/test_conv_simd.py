@@ -116,7 +116,7 @@ def algo_of(case):
 MARK = {"direct": "the input is the B operand", "im2col": "im2col tiles",
         "dwchan": "channel-vectorized kernel",
         "depthwise": "phase-split padded plane", "transposed": "transposed GEMM",
-        "implicit": "implicit GEMM", "winograd": "Winograd F(",
+        "implicit": "implicit GEMM", "winograd": "Winograd F(", "bcast": "input broadcast",
         # auto: the layout-nhwc pass (on by default on these targets) runs some depthwise
         # convs channel-last (ops/conv_nhwc_dw.py)
         "nhwc": "register-blocked channel-last kernel"}
@@ -338,7 +338,7 @@ def test_conv_simd_no_bias(case, target, tmp_path):
 
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("algo", ["im2col", "depthwise", "dwchan", "direct", "transposed",
-                                  "implicit"])
+                                  "implicit", "bcast"])
 def test_conv_simd_nan_inf(algo, target, tmp_path):
     r = rng(4)
     x = r.normal(size=(1, 3, 6, 6)).astype(np.float32)

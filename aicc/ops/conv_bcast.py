@@ -1,0 +1,336 @@
+"""Direct conv with the input broadcast (float32; x86-avx2 / x86-avx512): the variant
+``bcast`` of conv_simd.py (NCHW Conv) and the group-1 kernel of ConvNHWC for few input
+channels (conv_nhwc.py).
+
+A register block is R consecutive output positions of one output row x V vectors of output
+channels: ``acc[r][v] += x(patch entry k of position r) * W[k][v's channels]`` for k = (c, ky,
+kx) ascending, each x a scalar broadcast straight from the (zero-padded) input, each W row V
+vector loads from weights packed at compile time as ``[channel block][c][ky][kx][V lanes]``
+(zero past Cout). The taps of one input channel are unrolled with their offsets as constants
+(a runtime loop over ky when there are more than MAX_UNROLL taps), so there is no im2col, no
+offset table, and the stride costs nothing: a strided conv reads its broadcasts at other
+offsets. This suits what the GEMM forms do worst: stride 2 (the im2col de-interleave, the
+implicit GEMM's phase planes) and few input channels (first convs: K = 27 leaves the GEMM
+tiles short).
+
+The output runs in bands of about BAND_POS positions (whole output rows). Input: per band,
+the input rows it reads, zero-padded, copied into a small buffer (rows start 64-byte aligned;
+NHWC as one channel of rows W * C floats wide), or the input itself when every tap is inside
+it. Output: ConvNHWC stores the vectors into Y (the last vector masked). NCHW: the band goes
+to a scratch tile ``t[position][Cout rounded up to vectors]``, then is transposed into the
+channel planes in L x L register blocks (scalar at the edges).
+
+Measured (x86-avx512, C loop, us, against the variant auto chose before): ResNet-8's first
+conv 3 -> 16 @32x32 5.6 vs 9.7 (implicit), 16 -> 32 stride 2 14.3 vs 18.3 (im2col), 32 -> 64
+stride 2 13.6 vs 16.3, 1x1 stride 2 2.4 vs 3.1; ResNet-18's 128 -> 256 stride 2 636 vs 756.
+Losses (auto excludes them): 256 -> 512 stride 2 @14 (4.7 MB of weights streamed per band)
+1331 vs 723; 3 -> 32 stride 2 onto 112x112 (the transposes of 400 K outputs) 238 vs 193.
+
+Epilogue: + bias, then the clamp for none / Relu / Clip in registers (as conv_simd_gemm's:
+max then min, a NaN passes), other activations as the shared scalar/vector pass over each
+finished output run.
+
+Rounding: each output is one FMA chain over k = (c, ky, kx) ascending from +0, then + bias,
+then the activation: bit-identical to the im2col variant on NCHW (same chain, same order).
+ConvNHWC's im2col runs k in (ky, kx, c) order: the two differ by rounding only. NaN/Inf: IEEE;
+padding zeros meet the weights (0 * Inf = NaN for an Inf weight, as im2col's zero patches);
+the lanes past Cout multiply zero weights and are never stored.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+
+import numpy as np
+
+from .conv_kernels import epilogue, use
+from .conv_simd_gemm import KEY, clamp_of
+from .gemm_simd import ISA, _header, flit
+from .simd import include
+from .transpose_simd import transpose_c
+
+BAND_POS = 64            # output positions per band (input rows padded, outputs transposed)
+# auto rules on avx512 only: on avx2 (12 accumulators) the variant lost on ResNet-8's first
+# conv (15.8 vs 11.6 us) and 16 -> 32 stride 2 (28.5 vs 26.2 us), and won 32 -> 64 stride 2
+# (23.4 vs 24.8) and 1x1 stride 2 (3.2 vs 4.6): whole models unchanged (ResNet-8 1.18 / 1.17)
+AUTO = {"avx512": True, "avx2": False}
+SMALL_CIN = 4            # "few input channels"
+OUT_MAX = 65536          # auto (NCHW): output floats at most
+W_MAX = 2 << 20          # auto: weight bytes at most
+MAX_UNROLL = 48          # taps per input channel unrolled in full (else ky runs in a loop)
+ACC = {"avx512": 24, "avx2": 12}       # accumulators per register block
+VMAX = {"avx512": 4, "avx2": 2}        # channel vectors per block
+
+def supports(geo) -> bool:
+    """1-D / 2-D, group 1."""
+    return len(geo.k) <= 2 and geo.group == 1
+
+
+def padded_extents(geo):
+    """The input extents the taps cover (conv_simd.extents), or None when every tap is inside
+    the unpadded input (no copy needed)."""
+    ext = [(o - 1) * s + (k - 1) * d + 1
+           for o, s, k, d in zip(geo.out, geo.stride, geo.k, geo.dil)]
+    if not (any(geo.pad) or any(e > i for e, i in zip(ext, geo.inp))):
+        return None
+    return ext
+
+
+def lanes(cout: int, isa: str) -> float:
+    """Fraction of the vector lanes the output channels fill."""
+    L = ISA[isa]["lanes"]
+    return cout / (-(-cout // L) * L)
+
+
+def prefer_nhwc(geo, isa: str) -> bool:
+    """ConvNHWC (group 1, not pointwise): few input channels (first convs, where the im2col
+    GEMM's K is short: DS-CNN's 10x4 conv of 1 -> 64 channels, 4.3 -> 3.6 us on avx512)."""
+    return (AUTO[isa] and supports(geo) and geo.cin <= SMALL_CIN
+            and lanes(geo.cout, isa) >= 0.75)
+
+
+def prefer(geo, isa: str, wbytes: int) -> bool:
+    """NCHW auto rule: a strided conv or one of few input channels (where the GEMM forms are
+    weakest), whose output channels fill the lanes, with an output of at most OUT_MAX floats
+    (the transposes to NCHW cost ~0.4 cycles a float: a first conv of K = 27 onto 224x224 x
+    32 loses to im2col) and weights that stay in L2 (every band streams them)."""
+    small = geo.cin <= SMALL_CIN or max(geo.stride) > 1
+    return (AUTO[isa] and supports(geo) and small and lanes(geo.cout, isa) >= 0.75
+            and math.prod(geo.out) * geo.cout <= OUT_MAX and wbytes <= W_MAX)
+
+
+def blocking(isa: str, cout: int, ow: int) -> tuple:
+    """(V channel vectors per block, R positions per block): V up to VMAX, R the output row
+    split into equal blocks of at most ACC / V positions."""
+    lanes = ISA[isa]["lanes"]
+    nv = -(-cout // lanes)
+    v = min(nv, VMAX[isa])
+    v = -(-nv // -(-nv // v))                  # equal channel blocks
+    rmax = max(1, ACC[isa] // v)
+    return v, -(-ow // -(-ow // rmax))
+
+
+class _Geo2:
+    """The conv as 2-D (1-D: a unit height), its bands, and the strides (floats) of the
+    input the kernels read: cs channel, rs row, xs column."""
+
+    def __init__(self, geo, ext, nhwc: bool, band: int):
+        two = lambda v, f: ([f] + list(v)) if len(v) == 1 else list(v)   # noqa: E731
+        self.kh, self.kw = two(geo.k, 1)
+        self.sy, self.sx = two(geo.stride, 1)
+        self.dy, self.dx = two(geo.dil, 1)
+        self.oh, self.ow = two(geo.out, 1)
+        self.h, self.w = two(geo.inp, 1)
+        self.pt, self.pl = two(geo.pad, 0)
+        self.eh, self.ew = two(ext, 1) if ext else (self.h, self.w)
+        self.cin, self.cout, self.batch = geo.cin, geo.cout, geo.batch
+        # a band of `band` output rows reads rb input rows (padded: copied into a buffer)
+        self.band = max(1, min(band, self.oh))
+        self.rb = (self.band - 1) * self.sy + (self.kh - 1) * self.dy + 1
+        self.padded = bool(ext)
+        f = self.cin if nhwc else 1              # floats per position in a row
+        # a padded row: `lead` floats of slack so that the input's first value lands on a
+        # 64-byte boundary (aligned row copies), rows rounded up to 16 floats
+        self.lead = -self.pl * f % 16 if ext else 0
+        self.rs = -(-(self.lead + self.ew * f) // 16) * 16 if ext else self.w * f
+        self.xs = f
+        if nhwc:
+            self.cs = 1
+        else:
+            self.cs = self.rb * self.rs if ext else self.h * self.w
+        self.taps = [(ky, kx) for ky in range(self.kh) for kx in range(self.kw)]
+
+    def tap(self, ky, kx) -> int:
+        return ky * self.dy * self.rs + kx * self.dx * self.xs
+
+
+def pack(w: np.ndarray, v: int, lanes: int) -> np.ndarray:
+    """[Cout, Cin, kh, kw] -> [blocks][Cin][kh][kw][v * lanes], zero past Cout."""
+    w = w.reshape(w.shape[:2] + (1,) * (4 - w.ndim) + w.shape[2:])   # 1-D: unit height
+    co = w.shape[0]
+    wb = v * lanes
+    nb = -(-co // wb)
+    wp = np.zeros((nb * wb,) + w.shape[1:], np.float32)
+    wp[:co] = w
+    return np.ascontiguousarray(wp.reshape(nb, wb, *w.shape[1:]).transpose(0, 2, 3, 4, 1))
+
+
+def _kernel(isa: str, g: _Geo2, r: int, nv: int, wstep: int, tag: str, bias: bool,
+            clamp: bool, mask: int, mstore: bool) -> tuple:
+    """(name, C text) of the block kernel of r positions x nv channel vectors: a = the block's
+    first position in the (padded) input, w = its channel block (wstep floats per k), b = its
+    bias (unless not bias), y = out (position stride ys). mask: lanes of the last vector
+    inside Cout (0: all): its bias is a masked load and, when mstore, its store is masked."""
+    d = ISA[isa]
+    L, vec = d["lanes"], d["vec"]
+    pf = "_mm512" if isa == "avx512" else "_mm256"
+    name = f"aicc_cb_{isa}_{tag}_r{r}v{nv}" + (f"m{mask}{'s' if mstore else ''}" if mask else "")
+    bc = (lambda p: f"_mm512_set1_ps({p})") if isa == "avx512" else \
+        (lambda p: f"_mm256_broadcast_ss(&{p})")
+    acc = [[f"c{i}_{j}" for j in range(nv)] for i in range(r)]
+    ln = [f"static void {name}(const float *restrict a, const float *restrict w,",
+          "    const float *restrict b, float *restrict y, size_t ys, float lo, float hi)", "{",
+          f"    {vec} " + ", ".join(f"{c} = {d['zero']}" for row in acc for c in row) + ";",
+          "    (void)b; (void)lo; (void)hi;"]
+    unroll = len(g.taps) <= MAX_UNROLL
+    taps = g.taps if unroll else [(0, kx) for kx in range(g.kw)]
+    src = "a" if unroll else "ar"
+    body = []
+    for t, (ky, kx) in enumerate(taps):
+        body.append("        {")
+        for j in range(nv):
+            body.append(f"            const {vec} w{j} = "
+                        + d["load"].format(p=f"w + {t * wstep + j * L}u") + ";")
+        for i in range(r):
+            off = g.tap(ky, kx) + i * g.sx * g.xs
+            body.append(f"            {{ const {vec} x = {bc(f'{src}[{off}u]')};")
+            for j in range(nv):
+                body.append(f"              {acc[i][j]} = "
+                            + d["fma"].format(a="x", b=f"w{j}", c=acc[i][j]) + ";")
+            body.append("            }")
+        body.append("        }")
+    ln.append(f"    for (size_t c = 0; c < {g.cin}u; ++c, a += {g.cs}u) {{")
+    if unroll:
+        ln += body
+        ln.append(f"        w += {len(taps) * wstep}u;")
+    else:
+        ln.append("        const float *restrict ar = a;")
+        ln.append(f"        for (size_t ky = 0; ky < {g.kh}u; ++ky, ar += {g.dy * g.rs}u, "
+                  f"w += {g.kw * wstep}u) {{")
+        ln += ["    " + s for s in body]
+        ln.append("        }")
+    ln.append("    }")
+    if mask and (bias or mstore):
+        ln.append(f"    const {d['mtype']} mk = " + d["mask"].format(n=f"{mask}u") + ";")
+    if bias:
+        for j in range(nv):
+            ld = (d["mload"].format(p=f"b + {j * L}u", m="mk") if mask and j == nv - 1 else
+                  d["load"].format(p=f"b + {j * L}u"))
+            ln.append(f"    {{ const {vec} bv = {ld};")
+            for i in range(r):
+                ln.append(f"      {acc[i][j]} = {pf}_add_ps({acc[i][j]}, bv);")
+            ln.append("    }")
+    if clamp:
+        ln.append(f"    {{ const {vec} vlo = {pf}_set1_ps(lo), vhi = {pf}_set1_ps(hi);")
+        for row in acc:
+            for c in row:
+                ln.append(f"      {c} = {pf}_min_ps(vhi, {pf}_max_ps(vlo, {c}));")
+        ln.append("    }")
+    for i in range(r):
+        for j in range(nv):
+            ptr = f"y + {i}u * ys + {j * L}u"
+            if mask and mstore and j == nv - 1:
+                ln.append("    " + d["mstore"].format(p=ptr, m="mk", v=acc[i][j]) + ";")
+            else:
+                ln.append("    " + d["store"].format(p=ptr, v=acc[i][j]) + ";")
+    ln.append("}")
+    return name, "\n".join(ln)
+
+
+def emit(ctx, node, geo, isa: str, bias: str, ext, nhwc: bool = False) -> None:
+    """Step body (ext: the padded extents, or None when every tap is inside the input).
+    nhwc: X [N, H, W, C] and Y [N, OH, OW, Cout] (ConvNHWC)."""
+    if not supports(geo):
+        raise ValueError("conv algo 'bcast' needs a 1-D/2-D conv with group 1")
+    w = ctx.in_const(1)
+    if w is None:
+        raise ValueError("conv algo 'bcast' needs constant weights")
+    L = ISA[isa]["lanes"]
+    ow = geo.out[-1]
+    g = _Geo2(geo, ext, nhwc, BAND_POS // ow if BAND_POS > ow else 1)
+    v, r = blocking(isa, g.cout, g.ow)
+    wb = v * L                                   # channels per block
+    nb = -(-g.cout // wb)
+    lo, hi, act = clamp_of(node)
+    clamp = lo != -math.inf or hi != math.inf
+    has_b = bias != "NULL"
+    ctx.kernel = f"{isa} bcast"
+    wp = ctx.const(pack(np.asarray(w, np.float32), v, L), "wbc")
+    tag = hashlib.sha1(repr((sorted(g.__dict__.items()), isa)).encode()).hexdigest()[:8]
+    use(ctx, "float32")
+    include(ctx, isa)
+    if not nhwc:
+        ctx.helper(f"{KEY}.5.tr_{isa}", transpose_c(isa))
+    full = g.ow // r * r
+    runs = [(0, full, r)] + ([(full, g.ow, g.ow - full)] if full < g.ow else [])
+    calls = []                                   # (channel block, ox run, kernel name)
+    for cb in range(nb):
+        nch = min(wb, g.cout - cb * wb)
+        nv, mask = -(-nch // L), nch % L
+        if mask and (has_b or nhwc):
+            _header(ctx, isa)                    # avx2's lane-mask table
+        for x0, x1, rr in runs:
+            name, text = _kernel(isa, g, rr, nv, wb, tag, has_b, clamp, mask, nhwc)
+            ctx.helper(f"{KEY}.5.{name}", text)
+            calls.append((cb, x0, x1, rr, name))
+    P, ldt = g.oh * g.ow, nb * wb
+    ctx(f"/* Conv {geo.describe()}: {isa} direct, input broadcast: blocks of {r} positions x "
+        f"{wb} output channels, {g.cin} x {len(g.taps)} taps each; bands of {g.band} output "
+        "rows */")
+    x, y = ctx.inp[0], ctx.out[0]
+    X = g.h * g.w * g.cin
+    xb = ctx.scratch((1 if nhwc else g.cin) * g.rb * g.rs * 4, "float", "xband") \
+        if g.padded else None
+    tb = None if nhwc else ctx.scratch(g.band * g.ow * ldt * 4, "float", "ytile")
+    ep = epilogue(ctx, node, "float32") if act else "NULL"
+    ys = g.cout if nhwc else ldt
+    with ctx.block(f"for (size_t n = 0; n < {g.batch}u; ++n)"):
+        ctx(f"const float *restrict xn = {x} + n * {X}u;")
+        with ctx.block(f"for (size_t oy0 = 0; oy0 < {g.oh}u; oy0 += {g.band}u)"):
+            ctx(f"const size_t nrow = {g.oh}u - oy0 < {g.band}u ? {g.oh}u - oy0 : {g.band}u;")
+            if g.padded:
+                _pad_band(ctx, g, "xn", xb, nhwc)
+                ctx(f"const float *restrict xv = {xb} + {g.lead}u;")
+            else:
+                ctx(f"const float *restrict xv = xn + oy0 * {g.sy * g.rs}u;")
+            with ctx.block("for (size_t oy = oy0; oy < oy0 + nrow; ++oy)"):
+                ctx(f"const float *restrict xr = xv + (oy - oy0) * {g.sy * g.rs}u;")
+                if nhwc:
+                    ctx(f"float *restrict yr = {y} + (n * {g.oh}u + oy) * {g.ow * g.cout}u;")
+                else:
+                    ctx(f"float *restrict yr = {tb} + (oy - oy0) * {g.ow * ldt}u;")
+                for cb, x0, x1, rr, name in calls:
+                    wcb = f"{wp} + {cb * g.cin * len(g.taps) * wb}u"
+                    bcb = f"{bias} + {cb * wb}u" if has_b else "NULL"
+                    args = (f"{wcb}, {bcb}, yr + ox * {ys}u + {cb * wb}u, {ys}u, {flit(lo)}, "
+                            f"{flit(hi)}")
+                    if x1 - x0 == rr:
+                        ctx(f"{{ const size_t ox = {x0}u; {name}(xr + ox * {g.sx * g.xs}u, "
+                            f"{args}); }}")
+                    else:
+                        with ctx.block(f"for (size_t ox = {x0}u; ox < {x1}u; ox += {rr}u)"):
+                            ctx(f"{name}(xr + ox * {g.sx * g.xs}u, {args});")
+            if not nhwc:
+                ctx(f"aicc_cb_tr_{isa}({tb}, nrow * {g.ow}u, {ldt}u, {g.cout}u, "
+                    f"{y} + n * {g.cout * P}u + oy0 * {g.ow}u, {P}u);")
+                if ep != "NULL":
+                    with ctx.block(f"for (size_t c = 0; c < {g.cout}u; ++c)"):
+                        ctx(f"{ep}({y} + (n * {g.cout}u + c) * {P}u + oy0 * {g.ow}u, "
+                            f"nrow * {g.ow}u);")
+        if nhwc and ep != "NULL":
+            ctx(f"{ep}({y} + n * {P * g.cout}u, {P * g.cout}u);")
+
+
+def _pad_band(ctx, g: _Geo2, x: str, xb: str, nhwc: bool) -> None:
+    """The zero-padded input rows of the band of output rows from oy0 (nrow of them) into xb,
+    with constant sizes (the compiler turns each row into vector moves): NCHW per channel
+    plane, NHWC as one plane of rows W * C floats wide."""
+    c = 1 if nhwc else g.cin
+    f = g.cin if nhwc else 1                     # floats per position
+    ew, w, pl = g.ew * f, g.w * f, g.pl * f
+    cw = max(0, min(w, ew - pl))                 # floats of an input row inside the extent
+    tail = ew - pl - cw
+    ctx(f"const long iy0 = (long)(oy0 * {g.sy}u) - {g.pt}L;")
+    ctx(f"const size_t nin = (nrow - 1u) * {g.sy}u + {(g.kh - 1) * g.dy + 1}u;")
+    with ctx.block(f"for (size_t c = 0; c < {c}u; ++c)"):
+        with ctx.block("for (size_t rr = 0; rr < nin; ++rr)"):
+            ctx("const long iy = iy0 + (long)rr;")
+            ctx(f"float *restrict d = {xb} + (c * {g.rb}u + rr) * {g.rs}u + {g.lead}u;")
+            with ctx.block(f"if (iy < 0 || iy >= {g.h}L)"):
+                ctx(f"memset(d, 0, {ew * 4}u);")
+                ctx("continue;")
+            if pl:
+                ctx(f"memset(d, 0, {pl * 4}u);")
+            ctx(f"memcpy(d + {pl}u, {x} + (c * {g.h}u + (size_t)iy) * {w}u, {cw * 4}u);")
+            if tail:
+                ctx(f"memset(d + {pl + cw}u, 0, {tail * 4}u);")

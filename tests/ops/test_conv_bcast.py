@@ -1,0 +1,177 @@
+"""The direct input-broadcast conv (ops/conv_bcast.py) on the SIMD targets: forced on every
+1-D / 2-D group-1 geometry of test_conv.py and on shapes that hit its edges (output channels
+not a multiple of the lanes, several channel blocks, output rows not a multiple of the
+block, stride 3, dilation, asymmetric pads, no padding, taps past the unroll limit, batch 2),
+with fused activations and NaN/Inf, against onnxruntime; bit for bit against the im2col
+variant (the same FMA chain); and as ConvNHWC's kernel for few input channels
+(layout-nhwc's channel-last chains, x86-avx512)."""
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+
+import aicc
+from tests.oracle import STRICT_CFLAGS, assert_close, make_model, reference, rng
+from tests.ops.test_conv import ACTS, CONV_CASES
+from tests.ops.test_conv_simd import MARK, TARGETS, case_data, run
+
+pytestmark = pytest.mark.skipif(not TARGETS, reason="host runs no x86 SIMD target")
+
+
+def group1_planar(case):
+    xs, ws, attrs = CONV_CASES[case]
+    return len(ws) <= 4 and attrs.get("group", 1) == 1
+
+
+# (x shape, w shape, attrs)
+EDGE = {
+    "cout5": ((1, 3, 9, 11), (5, 3, 3, 3), {"pads": [1, 1, 1, 1]}),
+    "cout20_s2": ((2, 4, 13, 15), (20, 4, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),
+    "cout70_blocks": ((1, 6, 7, 9), (70, 6, 3, 3), {"pads": [1, 0, 1, 2]}),
+    "cout144_w37": ((1, 2, 3, 37), (144, 2, 1, 3), {"pads": [0, 1, 0, 1]}),
+    "s3_d2": ((1, 5, 17, 19), (16, 5, 3, 3), {"strides": [3, 2], "dilations": [2, 3],
+                                              "pads": [2, 0, 1, 3]}),
+    "no_pad_rest": ((1, 3, 12, 13), (32, 3, 3, 3), {"strides": [2, 2]}),
+    "7x7_s2": ((1, 3, 21, 23), (16, 3, 7, 7), {"strides": [2, 2], "pads": [3, 3, 3, 3]}),
+    "10x4_cin1": ((2, 1, 49, 10), (64, 1, 10, 4), {"strides": [2, 2], "pads": [5, 1, 5, 1]}),
+    "1x1_s2": ((1, 16, 15, 15), (32, 16, 1, 1), {"strides": [2, 2]}),
+    "ow1": ((1, 4, 6, 3), (16, 4, 3, 3), {"pads": [1, 0, 1, 0], "strides": [1, 2]}),
+    "1d_s2": ((2, 3, 40), (24, 3, 5), {"strides": [2], "pads": [2, 1]}),
+    "wide_band": ((1, 2, 3, 130), (16, 2, 3, 3), {"pads": [1, 1, 1, 1]}),
+}
+
+
+def edge_data(case, seed=0):
+    xs, ws, attrs = EDGE[case]
+    r = rng(seed + len(case))
+    x = r.normal(size=xs).astype(np.float32)
+    w = (r.normal(size=ws) / np.sqrt(np.prod(ws[1:]))).astype(np.float32)
+    return x, w, attrs
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("case", sorted(c for c in CONV_CASES if group1_planar(c)))
+def test_bcast_forced(case, target, tmp_path):
+    x, w, attrs = case_data(case)
+    run(tmp_path, target, x, w, attrs, sched={"algo": "bcast"}, marker=MARK["bcast"])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("case", sorted(EDGE))
+def test_bcast_edges(case, target, tmp_path):
+    x, w, attrs = edge_data(case)
+    run(tmp_path, target, x, w, attrs, sched={"algo": "bcast"}, marker=MARK["bcast"])
+    run(tmp_path, target, x, w, attrs, bias=False, sched={"algo": "bcast"},
+        marker=MARK["bcast"])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("act,params,_", ACTS)
+def test_bcast_activations(act, params, _, target, tmp_path):
+    """Clamps in registers, the others as the scalar / vector pass per output run."""
+    x, w, attrs = edge_data("cout20_s2", seed=3)
+    run(tmp_path, target, x * 3, w * 2, attrs, act=act, params=params,
+        sched={"algo": "bcast"}, marker=MARK["bcast"])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_bcast_rejects(target, tmp_path):
+    x, w, attrs = case_data("3x3_pad1")
+    with pytest.raises(Exception, match="bcast"):
+        run(tmp_path, target, x, w, attrs, runtime_w=True, sched={"algo": "bcast"})
+    x, w, attrs = case_data("group3_odd")
+    with pytest.raises(Exception, match="bcast"):
+        run(tmp_path, target, x, w, attrs, sched={"algo": "bcast"})
+
+
+def _model(cases, special=False):
+    """One Conv (conv{i}) -> Relu per EDGE case; x{i} holds NaN / Inf / -0 when special."""
+    feeds, inits, nodes, outs = {}, {}, [], []
+    for i, case in enumerate(cases):
+        x, w, attrs = edge_data(case, seed=i)
+        if special:
+            x.flat[[1, 7, 20, 33]] = [np.nan, np.inf, -np.inf, -0.0]
+        feeds[f"x{i}"], inits[f"w{i}"] = x, w
+        inits[f"b{i}"] = rng(i).normal(size=w.shape[0]).astype(np.float32)
+        nodes.append(helper.make_node("Conv", [f"x{i}", f"w{i}", f"b{i}"], [f"c{i}"],
+                                      name=f"conv{i}", **attrs))
+        nodes.append(helper.make_node("Relu", [f"c{i}"], [f"y{i}"]))
+        outs.append(f"y{i}")
+    return make_model(nodes, feeds, outs, inits), feeds
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_bcast_equals_im2col_bitwise(target, tmp_path):
+    """The same FMA chain over (c, ky, kx), + bias, clamp: the same bits, NaN/Inf inputs too
+    (and those reach the outputs as in onnxruntime)."""
+    cases = sorted(EDGE)
+    m, feeds = _model(cases, special=True)
+    path = tmp_path / "m.onnx"
+    onnx.save(m, str(path))
+    got = {}
+    for algo in ("bcast", "im2col"):
+        over = {"nodes": {f"conv{i}": {"schedule": {"algo": algo}} for i in range(len(cases))}}
+        out = aicc.build(path, target=target, out=tmp_path / algo, overrides=over)
+        b = aicc.load(out, cflags=STRICT_CFLAGS)
+        assert all(algo in s["kernel"] for s in b.manifest["steps"]), b.manifest["steps"]
+        got[algo] = b.run(feeds)
+    for k in got["im2col"]:
+        assert got["bcast"][k].tobytes() == got["im2col"][k].tobytes(), k
+    assert_close(got["bcast"], reference(m, feeds), rtol=1e-4, atol=2e-5)
+    assert any(np.isnan(v).any() for v in got["bcast"].values())
+
+
+def test_bcast_auto_choice(tmp_path):
+    """auto on x86-avx512 takes strided convs and first convs whose channels fill the lanes
+    (not 5 of 16, 20 of 32) and whose outputs are small; x86-avx2 keeps its variants."""
+    cases = ["s3_d2", "cout5", "cout20_s2", "no_pad_rest", "1x1_s2"]
+    m, feeds = _model(cases)
+    path = tmp_path / "m.onnx"
+    onnx.save(m, str(path))
+    for target in TARGETS:
+        b = aicc.load(aicc.build(path, target=target, out=tmp_path / target))
+        kinds = [s["kernel"] for s in b.manifest["steps"]]
+        want = [target == "x86-avx512" and not c.startswith("cout") for c in cases]
+        assert ["bcast" in k for k in kinds] == want, kinds
+        assert_close(b.run(feeds), reference(m, feeds), rtol=1e-4, atol=2e-5)
+
+
+NHWC = [   # first convs of channel-last chains: (cin, cout, kernel, stride, pads, act)
+    (1, 64, (10, 4), (2, 2), [5, 1, 5, 1], "Relu"),
+    (3, 28, (3, 3), (2, 2), [1, 1, 1, 1], "Sigmoid"),     # the last vector masked
+    (2, 32, (3, 3), (1, 1), [0, 0, 0, 0], None),
+    (4, 48, (5, 3), (1, 2), [2, 0, 1, 2], "Clip"),
+]
+
+
+@pytest.mark.skipif("x86-avx512" not in TARGETS, reason="host runs no x86-avx512")
+@pytest.mark.parametrize("i", range(len(NHWC)))
+def test_bcast_conv_nhwc(i, tmp_path):
+    """conv (few channels) -> depthwise -> pointwise: layout-nhwc runs the chain channel-last,
+    the first conv as a ConvNHWC on the broadcast kernel."""
+    cin, cout, k, s, pads, act = NHWC[i]
+    r = rng(50 + i)
+    x = r.normal(size=(2, cin, 19, 13)).astype(np.float32)
+    inits = {"w0": (r.normal(size=(cout, cin, *k)) / np.sqrt(cin * np.prod(k))).astype(np.float32),
+             "b0": r.normal(size=cout).astype(np.float32),
+             "w1": r.normal(size=(cout, 1, 3, 3)).astype(np.float32) / 3,
+             "w2": (r.normal(size=(16, cout, 1, 1)) / np.sqrt(cout)).astype(np.float32)}
+    nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], strides=list(s), pads=pads)]
+    last = "c0"
+    if act == "Clip":
+        inits["lo"], inits["hi"] = np.array(-0.5, np.float32), np.array(1.0, np.float32)
+        nodes.append(helper.make_node("Clip", ["c0", "lo", "hi"], ["a0"]))
+        last = "a0"
+    elif act:
+        nodes.append(helper.make_node(act, ["c0"], ["a0"]))
+        last = "a0"
+    nodes += [helper.make_node("Conv", [last, "w1"], ["c1"], group=cout, pads=[1, 1, 1, 1]),
+              helper.make_node("Conv", ["c1", "w2"], ["y"])]
+    m = make_model(nodes, {"x": x}, ["y"], inits)
+    path = tmp_path / "m.onnx"
+    onnx.save(m, str(path))
+    b = aicc.load(aicc.build(path, target="x86-avx512", out=tmp_path / "b"),
+                  cflags=STRICT_CFLAGS)
+    kinds = [(s["op"], s["kernel"]) for s in b.manifest["steps"]]
+    assert ("ConvNHWC", "avx512 bcast") in kinds, kinds
+    assert_close(b.run({"x": x}), reference(m, {"x": x}), rtol=1e-4, atol=2e-5)
