@@ -25,6 +25,8 @@ conv 3 -> 16 @32x32 5.6 vs 9.7 (implicit), 16 -> 32 stride 2 14.3 vs 18.3 (im2co
 stride 2 13.6 vs 16.3, 1x1 stride 2 2.4 vs 3.1; ResNet-18's 128 -> 256 stride 2 636 vs 756.
 Losses (auto excludes them): 256 -> 512 stride 2 @14 (4.7 MB of weights streamed per band)
 1331 vs 723; 3 -> 32 stride 2 onto 112x112 (the transposes of 400 K outputs) 238 vs 193.
+x86-avx2: see AUTO (strided convs only). Whole models, ratio to onnxruntime (interleaved):
+ResNet-8 x86-avx512 0.81 -> 0.74, x86-avx2 1.18 -> 1.13; DS-CNN x86-avx512 0.69 -> 0.68.
 
 Epilogue: + bias, then the clamp for none / Relu / Clip in registers (as conv_simd_gemm's:
 max then min, a NaN passes), other activations as the shared scalar/vector pass over each
@@ -50,16 +52,18 @@ from .simd import include
 from .transpose_simd import transpose_c
 
 BAND_POS = 64            # output positions per band (input rows padded, outputs transposed)
-# auto rules on avx512 only: on avx2 (12 accumulators) the variant lost on ResNet-8's first
-# conv (15.8 vs 11.6 us) and 16 -> 32 stride 2 (28.5 vs 26.2 us), and won 32 -> 64 stride 2
-# (23.4 vs 24.8) and 1x1 stride 2 (3.2 vs 4.6): whole models unchanged (ResNet-8 1.18 / 1.17)
-AUTO = {"avx512": True, "avx2": False}
-SMALL_CIN = 4            # "few input channels"
-OUT_MAX = 65536          # auto (NCHW): output floats at most
-W_MAX = 2 << 20          # auto: weight bytes at most
+# auto rules per ISA: input channels counted as few (0: none), output floats at most, weight
+# bytes at most. x86-avx2 (measured, C loop, us, bcast vs the variant auto took before):
+# 16 -> 32 stride 2 23.8 vs 26.2, 32 -> 64 stride 2 22.9 vs 24.7, 1x1 stride 2 3.4 vs 4.6,
+# 128 -> 256 stride 2 at 28x28 1149 vs 1131, ResNet-8's first conv 13.1 vs 11.6 (implicit)
+AUTO = {"avx512": dict(small_cin=4, out_max=65536, w_max=2 << 20),
+        "avx2": dict(small_cin=0, out_max=16384, w_max=2 << 20)}
 MAX_UNROLL = 48          # taps per input channel unrolled in full (else ky runs in a loop)
-ACC = {"avx512": 24, "avx2": 12}       # accumulators per register block
+# accumulators per register block: avx2 has 16 registers; with 12 accumulators GCC spilled
+# (16 -> 32 stride 2: 28.5 us with 12, 23.8 with 10)
+ACC = {"avx512": 24, "avx2": 10}
 VMAX = {"avx512": 4, "avx2": 2}        # channel vectors per block
+
 
 def supports(geo) -> bool:
     """1-D / 2-D, group 1."""
@@ -85,18 +89,18 @@ def lanes(cout: int, isa: str) -> float:
 def prefer_nhwc(geo, isa: str) -> bool:
     """ConvNHWC (group 1, not pointwise): few input channels (first convs, where the im2col
     GEMM's K is short: DS-CNN's 10x4 conv of 1 -> 64 channels, 4.3 -> 3.6 us on avx512)."""
-    return (AUTO[isa] and supports(geo) and geo.cin <= SMALL_CIN
-            and lanes(geo.cout, isa) >= 0.75)
+    return supports(geo) and geo.cin <= AUTO[isa]["small_cin"] and lanes(geo.cout, isa) >= 0.75
 
 
 def prefer(geo, isa: str, wbytes: int) -> bool:
-    """NCHW auto rule: a strided conv or one of few input channels (where the GEMM forms are
-    weakest), whose output channels fill the lanes, with an output of at most OUT_MAX floats
-    (the transposes to NCHW cost ~0.4 cycles a float: a first conv of K = 27 onto 224x224 x
-    32 loses to im2col) and weights that stay in L2 (every band streams them)."""
-    small = geo.cin <= SMALL_CIN or max(geo.stride) > 1
-    return (AUTO[isa] and supports(geo) and small and lanes(geo.cout, isa) >= 0.75
-            and math.prod(geo.out) * geo.cout <= OUT_MAX and wbytes <= W_MAX)
+    """NCHW auto rule (AUTO): a strided conv or one of few input channels (where the GEMM forms
+    are weakest), whose output channels fill the lanes, with a small output (the transposes
+    to NCHW cost ~0.4 cycles a float: a first conv of K = 27 onto 224x224 x 32 loses to
+    im2col) and weights that stay in L2 (every band streams them)."""
+    a = AUTO[isa]
+    small = geo.cin <= a["small_cin"] or max(geo.stride) > 1
+    return (supports(geo) and small and lanes(geo.cout, isa) >= 0.75
+            and math.prod(geo.out) * geo.cout <= a["out_max"] and wbytes <= a["w_max"])
 
 
 def blocking(isa: str, cout: int, ow: int) -> tuple:

@@ -16,9 +16,9 @@ Variants (``emit``; the target's ``schedule: conv: algo`` or a node's ``aicc_sch
   conv_winograd.AUTO; F(4,3) only when forced, it is less accurate).
 * ``bcast`` (conv_bcast.py): direct, group 1, 1-D/2-D, constant weights: blocks of output
   positions x output-channel vectors, each input value broadcast from the padded rows, no
-  im2col (auto on x86-avx512: strided convs and convs of at most 4 input channels whose
-  channels fill >= 75% of the lanes, with outputs of at most 64 K floats and weights of at
-  most 2 MB; conv_bcast.prefer).
+  im2col (auto: strided convs, and on x86-avx512 convs of at most 4 input channels, whose
+  channels fill >= 75% of the lanes, with outputs of at most 64 K floats (avx2 16 K) and
+  weights of at most 2 MB; conv_bcast.prefer).
 * ``transposed`` (conv_simd_t.py): output channels vectorized, for few positions / many
   channels (auto: when Cout/g fills clearly more vector lanes than P, e.g. 7x7 maps).
 * ``implicit`` (conv_simd_i.py): 1-D/2-D, no im2col: the padded input (split into phase
