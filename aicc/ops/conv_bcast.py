@@ -59,9 +59,11 @@ BAND_POS = 64            # output positions per band (input rows padded, outputs
 AUTO = {"avx512": dict(small_cin=4, out_max=65536, w_max=2 << 20),
         "avx2": dict(small_cin=0, out_max=16384, w_max=2 << 20)}
 MAX_UNROLL = 48          # taps per input channel unrolled in full (else ky runs in a loop)
-# accumulators per register block: avx2 has 16 registers; with 12 accumulators GCC spilled
-# (16 -> 32 stride 2: 28.5 us with 12, 23.8 with 10)
-ACC = {"avx512": 24, "avx2": 10}
+# accumulators per register block, leaving room for the V weight vectors and the broadcasts:
+# avx2 has 16 registers (16 -> 32 stride 2: 28.5 us with 12 accumulators, GCC spilled; 23.8
+# with 10); avx512 32 (7x7 stride 2, 3 -> 64 onto 112x112, 4 vectors: 6 positions, 24
+# accumulators, 2015 us; 5 positions 1548; 4 positions 1701)
+ACC = {"avx512": 20, "avx2": 10}
 VMAX = {"avx512": 4, "avx2": 2}        # channel vectors per block
 
 
