@@ -47,6 +47,7 @@ import numpy as np
 
 from .conv_kernels import epilogue, use
 from .conv_simd_gemm import KEY, clamp_of
+from .conv_simd_t import lanes
 from .gemm_simd import ISA, _header, flit
 from .simd import include
 from .transpose_simd import transpose_c
@@ -72,44 +73,30 @@ def supports(geo) -> bool:
     return len(geo.k) <= 2 and geo.group == 1
 
 
-def padded_extents(geo):
-    """The input extents the taps cover (conv_simd.extents), or None when every tap is inside
-    the unpadded input (no copy needed)."""
-    ext = [(o - 1) * s + (k - 1) * d + 1
-           for o, s, k, d in zip(geo.out, geo.stride, geo.k, geo.dil)]
-    if not (any(geo.pad) or any(e > i for e, i in zip(ext, geo.inp))):
-        return None
-    return ext
-
-
-def lanes(cout: int, isa: str) -> float:
-    """Fraction of the vector lanes the output channels fill."""
-    L = ISA[isa]["lanes"]
-    return cout / (-(-cout // L) * L)
-
-
 def prefer_nhwc(geo, isa: str) -> bool:
     """ConvNHWC (group 1, not pointwise): few input channels (first convs, where the im2col
     GEMM's K is short: DS-CNN's 10x4 conv of 1 -> 64 channels, 4.3 -> 3.6 us on avx512)."""
-    return supports(geo) and geo.cin <= AUTO[isa]["small_cin"] and lanes(geo.cout, isa) >= 0.75
+    return (supports(geo) and geo.cin <= AUTO[isa]["small_cin"]
+            and lanes(geo.cout, ISA[isa]["lanes"]) >= 0.75)
 
 
-def prefer(geo, isa: str, wbytes: int) -> bool:
-    """NCHW auto rule (AUTO): a strided conv or one of few input channels (where the GEMM forms
-    are weakest), whose output channels fill the lanes, with a small output (the transposes
-    to NCHW cost ~0.4 cycles a float: a first conv of K = 27 onto 224x224 x 32 loses to
-    im2col) and weights that stay in L2 (every band streams them)."""
+def prefer(ctx, geo, isa: str) -> bool:
+    """NCHW auto rule (AUTO): constant weights, a strided conv or one of few input channels
+    (where the GEMM forms are weakest), whose output channels fill the lanes, with a small
+    output (the transposes to NCHW cost ~0.4 cycles a float: a first conv of K = 27 onto
+    224x224 x 32 loses to im2col) and weights that stay in L2 (every band streams them)."""
     a = AUTO[isa]
     small = geo.cin <= a["small_cin"] or max(geo.stride) > 1
-    return (supports(geo) and small and lanes(geo.cout, isa) >= 0.75
+    wbytes = 4 * geo.cout * geo.cin_g * math.prod(geo.k)
+    return (supports(geo) and small and ctx.in_const(1) is not None
+            and lanes(geo.cout, ISA[isa]["lanes"]) >= 0.75
             and math.prod(geo.out) * geo.cout <= a["out_max"] and wbytes <= a["w_max"])
 
 
 def blocking(isa: str, cout: int, ow: int) -> tuple:
     """(V channel vectors per block, R positions per block): V up to VMAX, R the output row
     split into equal blocks of at most ACC / V positions."""
-    lanes = ISA[isa]["lanes"]
-    nv = -(-cout // lanes)
+    nv = -(-cout // ISA[isa]["lanes"])
     v = min(nv, VMAX[isa])
     v = -(-nv // -(-nv // v))                  # equal channel blocks
     rmax = max(1, ACC[isa] // v)
@@ -120,7 +107,7 @@ class _Geo2:
     """The conv as 2-D (1-D: a unit height), its bands, and the strides (floats) of the
     input the kernels read: cs channel, rs row, xs column."""
 
-    def __init__(self, geo, ext, nhwc: bool, band: int):
+    def __init__(self, geo, ext, nhwc: bool):
         two = lambda v, f: ([f] + list(v)) if len(v) == 1 else list(v)   # noqa: E731
         self.kh, self.kw = two(geo.k, 1)
         self.sy, self.sx = two(geo.stride, 1)
@@ -130,8 +117,9 @@ class _Geo2:
         self.pt, self.pl = two(geo.pad, 0)
         self.eh, self.ew = two(ext, 1) if ext else (self.h, self.w)
         self.cin, self.cout, self.batch = geo.cin, geo.cout, geo.batch
-        # a band of `band` output rows reads rb input rows (padded: copied into a buffer)
-        self.band = max(1, min(band, self.oh))
+        # a band of whole output rows, about BAND_POS positions, reads rb input rows (padded:
+        # copied into a buffer)
+        self.band = max(1, min(BAND_POS // self.ow, self.oh))
         self.rb = (self.band - 1) * self.sy + (self.kh - 1) * self.dy + 1
         self.padded = bool(ext)
         f = self.cin if nhwc else 1              # floats per position in a row
@@ -233,17 +221,16 @@ def _kernel(isa: str, g: _Geo2, r: int, nv: int, wstep: int, tag: str, bias: boo
     return name, "\n".join(ln)
 
 
-def emit(ctx, node, geo, isa: str, bias: str, ext, nhwc: bool = False) -> None:
-    """Step body (ext: the padded extents, or None when every tap is inside the input).
-    nhwc: X [N, H, W, C] and Y [N, OH, OW, Cout] (ConvNHWC)."""
+def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False) -> None:
+    """Step body. nhwc: X [N, H, W, C] and Y [N, OH, OW, Cout] (ConvNHWC)."""
+    from .conv_simd import padded_extents
     if not supports(geo):
         raise ValueError("conv algo 'bcast' needs a 1-D/2-D conv with group 1")
     w = ctx.in_const(1)
     if w is None:
         raise ValueError("conv algo 'bcast' needs constant weights")
     L = ISA[isa]["lanes"]
-    ow = geo.out[-1]
-    g = _Geo2(geo, ext, nhwc, BAND_POS // ow if BAND_POS > ow else 1)
+    g = _Geo2(geo, padded_extents(geo), nhwc)
     v, r = blocking(isa, g.cout, g.ow)
     wb = v * L                                   # channels per block
     nb = -(-g.cout // wb)
@@ -322,8 +309,7 @@ def _pad_band(ctx, g: _Geo2, x: str, xb: str, nhwc: bool) -> None:
     with constant sizes (the compiler turns each row into vector moves): NCHW per channel
     plane, NHWC as one plane of rows W * C floats wide."""
     c = 1 if nhwc else g.cin
-    f = g.cin if nhwc else 1                     # floats per position
-    ew, w, pl = g.ew * f, g.w * f, g.pl * f
+    ew, w, pl = g.ew * g.xs, g.w * g.xs, g.pl * g.xs     # in floats (xs per position)
     cw = max(0, min(w, ew - pl))                 # floats of an input row inside the extent
     tail = ew - pl - cw
     ctx(f"const long iy0 = (long)(oy0 * {g.sy}u) - {g.pt}L;")

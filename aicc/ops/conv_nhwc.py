@@ -119,10 +119,9 @@ class ConvNHWC(Op):
         geo = Geo(node, ctx.in_shape(0), ctx.in_shape(1))
         isa = simd_isa(ctx)
         if geo.depthwise:
-            _emit_depthwise(node, ctx, geo)
+            _emit_depthwise(node, ctx, geo, isa)
         elif isa is not None and conv_bcast.prefer_nhwc(geo.cg, isa):
-            ext = conv_bcast.padded_extents(geo.cg)
-            conv_bcast.emit(ctx, node, geo.cg, isa, ctx.inp[2] if _bias(node) else "NULL", ext,
+            conv_bcast.emit(ctx, node, geo.cg, isa, ctx.inp[2] if _bias(node) else "NULL",
                             nhwc=True)
         else:
             _emit_gemm(node, ctx, geo)
@@ -131,8 +130,7 @@ class ConvNHWC(Op):
 _ATTRS = ConvNHWC()        # attribute defaults for ConvGeometry (Op.attr)
 
 
-def _emit_depthwise(node, ctx, geo) -> None:
-    isa = simd_isa(ctx)
+def _emit_depthwise(node, ctx, geo, isa) -> None:
     if isa is not None and conv_nhwc_dw.supports(geo, isa):
         conv_nhwc_dw.emit(ctx, node, geo, isa)
         return

@@ -61,8 +61,6 @@ the transforms), not only to the outputs whose receptive field holds it.
 """
 from __future__ import annotations
 
-import math
-
 from . import conv_bcast, conv_im2col, conv_simd_i, conv_simd_t, conv_winograd
 from .gemm_simd import ISA, nr_of
 
@@ -143,6 +141,14 @@ def extents(geo) -> list:
             for o, s, k, d in zip(geo.out, geo.stride, geo.k, geo.dil)]
 
 
+def padded_extents(geo):
+    """extents(geo), or None when every tap is inside the unpadded input (no copy needed)."""
+    ext = extents(geo)
+    if not (any(geo.pad) or any(e > i for e, i in zip(ext, geo.inp))):
+        return None
+    return ext
+
+
 def plan(ctx, dt):
     """(isa, conv schedule) of the first SIMD variant in the target's kernel list (or the
     node's aicc_kernel), None for the portable kernels (also for float64)."""
@@ -179,8 +185,7 @@ def variant(ctx, geo, isa: str, sched: dict) -> str:
         return "depthwise"
     if algo == "winograd" or (auto and conv_winograd.prefer(ctx, geo, isa)):
         return "winograd"
-    if auto and ctx.in_const(1) is not None and conv_bcast.prefer(
-            geo, isa, 4 * geo.cout * geo.cin_g * math.prod(geo.k)):
+    if auto and conv_bcast.prefer(ctx, geo, isa):
         return "bcast"
     if algo == "transposed" or (auto and conv_simd_t.prefer(geo, isa, is_direct(geo))):
         return "transposed"
@@ -213,7 +218,7 @@ def _depthwise(ctx, node, geo, isa, sched, bias):
 
 
 def _bcast(ctx, node, geo, isa, sched, bias):
-    conv_bcast.emit(ctx, node, geo, isa, bias, conv_bcast.padded_extents(geo))
+    conv_bcast.emit(ctx, node, geo, isa, bias)
 
 
 def _winograd(ctx, node, geo, isa, sched, bias):
@@ -221,11 +226,8 @@ def _winograd(ctx, node, geo, isa, sched, bias):
 
 
 def _transposed(ctx, node, geo, isa, sched, bias):
-    ext = extents(geo)
-    if not (any(geo.pad) or any(e > i for e, i in zip(ext, geo.inp))):
-        ext = None                  # every tap inside the input: no padded copy
     ctx.kernel = f"{isa} transposed"
-    conv_simd_t.emit(ctx, node, geo, isa, sched, bias, PAD, ext)
+    conv_simd_t.emit(ctx, node, geo, isa, sched, bias, PAD, padded_extents(geo))
 
 
 def _implicit(ctx, node, geo, isa, sched, bias):

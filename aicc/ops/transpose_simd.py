@@ -5,30 +5,32 @@ t must have ldt >= nc rounded up to L columns (read, not stored past nc). Used b
 conv_bcast.py's NCHW output; the values are moved, never changed (NaN payloads kept)."""
 from __future__ import annotations
 
-TEMPLATE = """\
-/* y[c * ldy + p] = t[p * ldt + c] for p < np, c < nc (ldt >= nc rounded up to L): L x L
+from string import Template
+
+TEMPLATE = Template("""\
+/* y[c * ldy + p] = t[p * ldt + c] for p < np, c < nc (ldt >= nc rounded up to $L): $L x $L
  * blocks in registers, the last channels' rows not stored; the last positions scalar. */
-static void aicc_cb_tr_ISA(const float *restrict t, size_t np, size_t ldt, size_t nc,
+static void aicc_cb_tr_$isa(const float *restrict t, size_t np, size_t ldt, size_t nc,
                               float *restrict y, size_t ldy)
 {
     size_t p0 = 0;
-    for (; p0 + Lu <= np; p0 += Lu) {
-        for (size_t c0 = 0; c0 < nc; c0 += Lu) {
-            VEC r[L], s[L];
-            for (int i = 0; i < L; ++i) r[i] = PFX_loadu_ps(t + (p0 + i) * ldt + c0);
-            for (int i = 0; i < L; i += 2) {
-                s[i] = PFX_unpacklo_ps(r[i], r[i + 1]);
-                s[i + 1] = PFX_unpackhi_ps(r[i], r[i + 1]);
+    for (; p0 + ${L}u <= np; p0 += ${L}u) {
+        for (size_t c0 = 0; c0 < nc; c0 += ${L}u) {
+            $vec r[$L], s[$L];
+            for (int i = 0; i < $L; ++i) r[i] = ${pfx}_loadu_ps(t + (p0 + i) * ldt + c0);
+            for (int i = 0; i < $L; i += 2) {
+                s[i] = ${pfx}_unpacklo_ps(r[i], r[i + 1]);
+                s[i + 1] = ${pfx}_unpackhi_ps(r[i], r[i + 1]);
             }
-            for (int i = 0; i < L; i += 4) {
-                r[i] = PFX_shuffle_ps(s[i], s[i + 2], 0x44);
-                r[i + 1] = PFX_shuffle_ps(s[i], s[i + 2], 0xEE);
-                r[i + 2] = PFX_shuffle_ps(s[i + 1], s[i + 3], 0x44);
-                r[i + 3] = PFX_shuffle_ps(s[i + 1], s[i + 3], 0xEE);
+            for (int i = 0; i < $L; i += 4) {
+                r[i] = ${pfx}_shuffle_ps(s[i], s[i + 2], 0x44);
+                r[i + 1] = ${pfx}_shuffle_ps(s[i], s[i + 2], 0xEE);
+                r[i + 2] = ${pfx}_shuffle_ps(s[i + 1], s[i + 3], 0x44);
+                r[i + 3] = ${pfx}_shuffle_ps(s[i + 1], s[i + 3], 0xEE);
             }
-LANES
-            for (int i = 0; i < L; ++i)       /* OUT[i]: channel c0 + i */
-                if (c0 + (size_t)i < nc) PFX_storeu_ps(y + (c0 + (size_t)i) * ldy + p0, OUT[i]);
+$lanes
+            for (int i = 0; i < $L; ++i)       /* $out[i]: channel c0 + i */
+                if (c0 + (size_t)i < nc) ${pfx}_storeu_ps(y + (c0 + (size_t)i) * ldy + p0, $out[i]);
         }
     }
     /* the last positions (pointer steps: gcc's loop analysis then sees no overflow) */
@@ -37,7 +39,7 @@ LANES
         float *restrict yc = yp;
         for (size_t c = 0; c < nc; ++c, yc += ldy) *yc = tp[c];
     }
-}"""
+}""")
 
 LANES = {   # (the 128-bit lane stages, the array holding the transposed rows)
     "avx512": ("""\
@@ -67,8 +69,4 @@ def transpose_c(isa: str) -> str:
     """C text of aicc_cb_tr_{isa}."""
     vec, lanes, pfx = _ISA[isa]
     lane_text, out = LANES[isa]
-    return (TEMPLATE.replace("LANES", lane_text).replace("OUT[", f"{out}[")
-            .replace("ISA", isa).replace("VEC", vec).replace("PFX", pfx)
-            .replace("Lu", f"{lanes}u").replace("[L]", f"[{lanes}]")
-            .replace("< L;", f"< {lanes};").replace("to L)", f"to {lanes})")
-            .replace("L x L", f"{lanes} x {lanes}"))
+    return TEMPLATE.substitute(isa=isa, vec=vec, L=lanes, pfx=pfx, lanes=lane_text, out=out)
