@@ -30,7 +30,7 @@ import hashlib
 import numpy as np
 
 from ..emit_c.cwriter import c_literal, ctype, sanitize
-from . import erf_simd, exp_simd
+from . import exp_simd
 from .activations import (ACT, ACT_ATTRS, INT_OK, act_expr, act_numpy, act_params,
                           apply_epilogue, fused_epilogue, unfused)
 from .base import Op, register_many
@@ -65,10 +65,6 @@ class Unary(Op):
         n = numel(ctx.out_shape(0))
         if n == 0:
             ctx("/* empty tensor */")
-            return
-        isa = erf_simd.supports(node, ctx, p)
-        if isa:
-            erf_simd.emit(ctx, node, isa, p, n)
             return
         isa = exp_simd.supports(node, ctx, p)
         if isa:

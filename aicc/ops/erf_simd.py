@@ -1,20 +1,25 @@
-"""Float32 Erf and exact Gelu loops on the x86 SIMD targets: the piecewise polynomials of
-activations._erf evaluated on whole vectors (every piece computed, then selected by compares
-and blends), so the loop needs no branches. GCC does not vectorize the scalar form on AVX2
-(the selects of trapping arithmetic stay branches under the default -ftrapping-math).
+"""Float32 erf on the x86 SIMD targets: the piecewise polynomials of activations._erf
+evaluated on whole vectors with FMA Horner steps (every piece computed, then selected by
+compares and blends), so the loop needs no branches. GCC does not vectorize the scalar form on
+AVX2 (the selects of trapping arithmetic stay branches under the default -ftrapping-math).
 
-Bit-for-bit the scalar expression: the same operations in the same order, multiplies and adds
-kept separate (no FMA: the ISO C scalar code is not contracted either), so the vector body, the
-scalar tail and the generic target agree exactly. NaN takes the small piece (x * P = NaN),
-+-Inf give +-1, -0 gives -0, as the scalar form.
+On a SIMD target every float32 use of erf (Erf, Gelu with approximate none, and their fused
+epilogues) goes through this vector function, also where a single value is needed: the scalar
+form broadcasts the value and takes lane 0 (exp_simd.math_override routes ``erf`` here), so a
+loop's vector body, its tail and every fused form give the same bits. The generic target keeps
+activations._erf's scalar expression (separate multiplies and adds): the targets differ by the
+FMA roundings (a few 1e-8 absolute), far inside the tests' tolerance.
+
+NaN takes the small piece (x * P = NaN), +-Inf give +-1, -0 gives -0, as the scalar form.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..emit_c.cwriter import c_literal
-from .activations import ERF_BIG, ERF_MID, ERF_SMALL, act_expr
-from .simd import SIMD, include, simd_isa
+from .activations import ERF_BIG, ERF_MID, ERF_SMALL
+from .exp_simd import _include
+from .simd import SIMD
 
 # blend(a, b, m): b where the compare mask m holds, else a; cmp(x, c, pred) the mask
 _SEL = {
@@ -27,29 +32,23 @@ _SEL = {
                        "_mm512_castps_si512({b})))",
                    any_big="(lt4 & (__mmask16)~lt2) != 0"),
 }
-
-
-def supports(node, ctx, params: dict) -> str | None:
-    """The ISA for a float32 Erf / Gelu (approximate none) node, or None."""
-    if node.op_type not in ("Erf", "Gelu") or ctx.in_dtype(0) != np.float32:
-        return None
-    if node.op_type == "Gelu" and params.get("approximate", "none") != "none":
-        return None
-    return simd_isa(ctx)
+GELU_K = 0.7071067811865476          # 1 / sqrt(2): Gelu(x) = 0.5 x (1 + erf(x / sqrt(2)))
 
 
 def _horner(d, u: str, coefs) -> str:
+    """coefs[0] + u * (coefs[1] + u * (...)), one FMA per step."""
     e = f"{d['set1']}({c_literal(coefs[-1], np.float32)})"
     for c in coefs[-2::-1]:
-        e = f"{d['add']}({d['set1']}({c_literal(c, np.float32)}), {d['mul']}({u}, {e}))"
+        e = f"{d['fma']}({e}, {u}, {d['set1']}({c_literal(c, np.float32)}))"
     return e
 
 
-def erf_helper(ctx, isa: str) -> str:
+def verf(ctx, isa: str) -> str:
+    """Name of the vector erf ``V aicc_erf_ISA(V x)`` (registered once)."""
     d, s = SIMD[isa], _SEL[isa]
     v = d["v"]
     name = f"aicc_erf_{isa}"
-    include(ctx, isa)
+    _include(ctx, isa)
     one, sign = f"{d['set1']}(1.0f)", f"{d['set1']}(-0.0f)"
 
     def cmp(x, c, p):
@@ -58,10 +57,10 @@ def erf_helper(ctx, isa: str) -> str:
     def bit(op, a, b):
         return s["bit"].format(op=op, a=a, b=b)
 
-    ctx.helper(f"gemm_simd.7.erf.{name}", f"""\
-/* erf of {d['L']} floats: activations._erf's pieces on vectors (bit-identical to the scalar;
- * the [2.25, 4) piece only when a lane needs it). */
-static {v} {name}({v} x)
+    ctx.helper(f"0.{isa}.2.{name}", f"""\
+/* erf of {d['L']} floats: activations._erf's pieces with FMA Horner steps (the [2.25, 4) piece
+ * only when a lane needs it) */
+static AICC_UNUSED {v} {name}({v} x)
 {{
     const {v} t = {bit('andnot', sign, 'x')};
     const {v} u = {d['mul']}(x, x);
@@ -84,25 +83,13 @@ static {v} {name}({v} x)
     return name
 
 
-def emit(ctx, node, isa: str, params: dict, n: int) -> None:
-    """out[i] = Erf / Gelu(in[i]) for i < n: vectors, then the scalar expression for the tail."""
+def vector_expr(ctx, isa: str, act: str, xv: str) -> str:
+    """Erf, or Gelu (approximate none) as activations._gelu's C order
+    (0.5 * x) * (1 + erf(x * k)), of the vector variable ``xv``."""
     d = SIMD[isa]
-    L = d["L"]
-    ctx.kernel = isa
-    full = n - n % L
-    erf = erf_helper(ctx, isa) if full else ""
-    x = f"{d['ld']}({ctx.inp[0]} + i)"
-    if node.op_type == "Erf":
-        val = f"{erf}({x})"
-    else:      # scalar: (0.5f * x) * (1.0f + erf(x * 0.70710678f))
-        val = (f"{d['mul']}({d['mul']}({d['set1']}(0.5f), xv), {d['add']}({d['set1']}(1.0f), "
-               f"{erf}({d['mul']}(xv, {d['set1']}({c_literal(0.7071067811865476, np.float32)})))))")
-    if full:
-        with ctx.block(f"for (size_t i = 0; i < {full}u; i += {L}u)"):
-            if node.op_type != "Erf":
-                ctx(f"const {d['v']} xv = {x};")
-            ctx(f"{d['st']}({ctx.out[0]} + i, {val});")
-    if full < n:        # the tail: the scalar expression (no loop left empty for GCC to flag)
-        with ctx.block(f"for (size_t i = {full}u; i < {n}u; ++i)"):
-            ctx(f"const float x = {ctx.inp[0]}[i];")
-            ctx(f"{ctx.out[0]}[i] = {act_expr(node.op_type, params, 'x', np.float32)};")
+    erf = verf(ctx, isa)
+    if act == "Erf":
+        return f"{erf}({xv})"
+    k = f"{d['set1']}({c_literal(GELU_K, np.float32)})"
+    return (f"{d['mul']}({d['mul']}({d['set1']}(0.5f), {xv}), "
+            f"{d['add']}({d['set1']}(1.0f), {erf}({d['mul']}({xv}, {k}))))")

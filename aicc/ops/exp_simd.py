@@ -1,5 +1,5 @@
 """Float32 exp and tanh on the x86 SIMD targets, and the activations built on them (Exp,
-Sigmoid, Tanh and Gelu(tanh) with vector loops; Selu, Elu through their exp calls; Log,
+Sigmoid, Tanh and Gelu(tanh) with vector loops; Erf and Gelu(none) with erf_simd.py's erf; Selu, Elu through their exp calls; Log,
 Softplus and Mish with log_simd.py's log / log1p). Also the vector forms of HardSigmoid and HardSwish (min / max), whose scalar clamps GCC
 does not vectorize when a multiplication follows them (1x64x56x56 HardSwish, avx2: 104 ->
 22 us).
@@ -35,7 +35,7 @@ from ..emit_c.cwriter import c_literal
 from .simd import SIMD, simd_isa
 
 VECTOR = {"Exp", "Sigmoid", "Tanh"}      # standalone ops with a vector loop here
-FUNCS = ("exp", "tanh")                 # the libm names act_expr routes here
+FUNCS = ("exp", "tanh", "erf")          # the libm names act_expr routes here (erf: erf_simd)
 
 # per ISA: integer vector type and ops, abs/sign masks, compare-select, lane 0
 _I = {
@@ -138,7 +138,10 @@ static {v} {name}({v} x)
 
 
 def scalar(ctx, isa: str, fn: str) -> str:
-    """Name of ``float aicc_exp1_ISA(float x)`` / tanh: the vector function on lane 0."""
+    """Name of ``float aicc_exp1_ISA(float x)`` / tanh / erf: the vector function on lane 0."""
+    if fn == "erf":
+        from .erf_simd import verf
+        return lane0(ctx, isa, fn, verf(ctx, isa))
     return lane0(ctx, isa, fn, vexp(ctx, isa) if fn == "exp" else vtanh(ctx, isa))
 
 
@@ -185,11 +188,10 @@ PLAIN = {"Clip", "Sqrt"}                 # min / max (GCC's k-mask code), sqrt (
 
 
 def vectorizes(act: str, params: dict) -> bool:
-    """Whether vector_expr has a form of this activation: Exp, Sigmoid, Tanh, Gelu(tanh),
-    HardSigmoid, HardSwish, Clip (constant bounds), Sqrt."""
+    """Whether vector_expr has a form of this activation: Exp, Sigmoid, Tanh, Erf, Gelu,
+    HardSigmoid, HardSwish, Clip (constant bounds), Sqrt, and log_simd's."""
     from .log_simd import VECTOR as LOGS
-    return act in VECTOR | HARD | PLAIN | LOGS or (act == "Gelu" and
-                                                    params.get("approximate") == "tanh")
+    return act in VECTOR | HARD | PLAIN | LOGS | {"Erf", "Gelu"}
 
 
 def _clamp01(d, isa, t):
@@ -199,13 +201,15 @@ def _clamp01(d, isa, t):
 
 
 def vector_expr(ctx, isa: str, act: str, xv: str, params: dict | None = None) -> str:
-    """The vector form of Exp / Sigmoid / Tanh / Gelu(tanh) / HardSigmoid / HardSwish of the
+    """The vector form of Exp / Sigmoid / Tanh / Erf / Gelu / HardSigmoid / HardSwish of the
     vector variable ``xv``, bit-identical to its scalar expression under math_override (the
     same operations in the same order: ISO C does not contract the scalar form into FMAs
     either)."""
-    from . import log_simd
+    from . import erf_simd, log_simd
     d = SIMD[isa]
     _include(ctx, isa)
+    if act == "Erf" or (act == "Gelu" and (params or {}).get("approximate", "none") != "tanh"):
+        return erf_simd.vector_expr(ctx, isa, act, xv)
     if act in log_simd.VECTOR:
         return log_simd.vector_expr(ctx, isa, act, xv, vexp, vtanh)
     if act == "Sqrt":         # IEEE square root: sqrtf's value (NaN below 0, -0 stays)
@@ -272,7 +276,7 @@ def emit(ctx, node, isa: str, n: int, params: dict) -> None:
 
 def array_act(ctx, act: str, params: dict):
     """Name of ``void f(float *v, size_t n)``, act applied in place on n contiguous floats with
-    vectors (Exp / Sigmoid / Tanh / Gelu(tanh) on a SIMD ISA), or None (the caller's scalar
+    vectors (vectorizes' activations on a SIMD ISA), or None (the caller's scalar
     loop)."""
     from .activations import act_expr
     isa = simd_isa(ctx)
