@@ -157,3 +157,35 @@ def test_run_fast_path_and_fallbacks(tmp_path):
         b.run({spec["name"]: x.astype(np.float64)})
     with pytest.raises(aicc.errors.InputError, match="unknown input"):
         b.run({"nope": x})
+
+
+def test_run_same_input_array_again(tmp_path):
+    """The fast path keeps the buffer of the last array given for each input: the same
+    array object, written in place between calls, gives the new values' results (checked
+    against a fresh copy), and one reshaped or retyped in place takes the checked path."""
+    path, x = model_file(tmp_path)
+    b = aicc.load(aicc.build(path, out=tmp_path / "b"), cflags=STRICT_CFLAGS)
+    name = b.inputs[0]["name"]
+    buf = x.copy()
+    outs = []
+    for scale in (1.0, -2.5, 0.25):
+        buf[...] = x * np.float32(scale)
+        got = b.run({name: buf})
+        want = b.run({name: buf.copy()})
+        for k in want:
+            np.testing.assert_array_equal(got[k], want[k])
+        outs.append(got)
+    a, c = next(iter(outs[0].values())), next(iter(outs[1].values()))
+    assert not np.array_equal(a, c)             # the results follow the new values
+    flat = buf.reshape(-1)
+    buf.shape = (flat.size,)                    # same object, other shape: a clear error
+    with pytest.raises(aicc.errors.InputError, match="shape"):
+        b.run({name: buf})
+    buf.shape = x.shape
+    buf.dtype = np.int32                        # same object, other dtype
+    with pytest.raises(aicc.errors.InputError, match="dtype int32"):
+        b.run({name: buf})
+    buf.dtype = np.float32
+    got = b.run({name: buf})
+    for k in got:
+        np.testing.assert_array_equal(got[k], outs[-1][k])

@@ -235,7 +235,10 @@ class Bundle:
         """The common call (static shapes, no hook) as a closure over precomputed state:
         ``self._fast(feeds)`` returns the outputs, or None when anything is unusual (the full
         path in run then checks, runs again and reports). Locals instead of attribute
-        lookups: run() takes about 1.55 us in place of 1.64 (a 16-float Relu bundle)."""
+        lookups: run() takes about 1.55 us in place of 1.64 (a 16-float Relu bundle). After a
+        model's run the interpreter's own code and data are cold, so every step here costs
+        more than it does warm: reusing the input's cffi buffer when the same array comes
+        again took DS-CNN's run() from 40.5 to 38.8 us (the bare C call from Python: 36.2)."""
         ffi = self.ffi
         self._fast = None
         if self.dynamic:
@@ -253,23 +256,30 @@ class Bundle:
         arena, nbytes = ffi.from_buffer(self.arena), self.arena.nbytes
         from_buffer, empty, ndarray, run = ffi.from_buffer, np.empty, np.ndarray, self._run
         nin = len(ins)
+        ins = [(k, name, dt, shape) for k, (name, dt, shape) in enumerate(ins)]
+        outs = [(k, name, dt, shape) for k, (name, dt, shape) in enumerate(outs)]
+        # the last array given for each input and its cffi buffer (in_ptrs[k]): the buffer
+        # export keeps the array's memory in place (numpy refuses to resize it), so the same
+        # array object again needs no new buffer, only the checks of its (settable) dtype,
+        # shape and strides
+        last, bufs = [None] * nin, [None] * nin
 
         def fast(feeds: dict):
             if len(feeds) != nin:
                 return None
-            keep = []
-            for k, (name, dt, shape) in enumerate(ins):
+            for k, name, dt, shape in ins:
                 a = feeds.get(name)
                 if type(a) is not ndarray or a.dtype != dt or a.shape != shape:
                     return None
                 fl = a.flags
                 if not (fl.c_contiguous and fl.aligned):
                     return None
-                buf = from_buffer(a)
-                keep.append(buf)
-                in_ptrs[k] = buf
-            res = {}
-            for k, (name, dt, shape) in enumerate(outs):
+                if a is not last[k]:
+                    bufs[k] = buf = from_buffer(a)
+                    last[k] = a
+                    in_ptrs[k] = buf
+            res, keep = {}, []
+            for k, name, dt, shape in outs:
                 o = empty(shape, dt)
                 buf = from_buffer(o)
                 keep.append(buf)
