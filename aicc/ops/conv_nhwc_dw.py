@@ -279,31 +279,46 @@ class _Gen:
         return "\n\n".join(self.funcs.values()) + "\n\n" + "\n".join(o)
 
 
-def emit(ctx, node, geo, isa: str) -> None:
-    fl = flavor(geo, isa)
-    gen = _Gen(fl, geo)
+def operands(ctx, geo, isa: str, wk: int = 1, bk: int = 2) -> tuple:
+    """(wt, bp): C names of the tap-major weights [tap][Cp] (from the constant input wk) and
+    the padded bias [Cp] (input bk: a constant, a run-time bias copied into scratch, or
+    zeros when absent)."""
+    gen = _Gen(flavor(geo, isa), geo)
     C, T, cp = geo.cin, geo.kh * geo.kw, gen.cp
     wt = np.zeros((T, cp), np.float32)
-    wt[:, :C] = np.asarray(ctx.in_const(1), np.float32).reshape(C, T).T
+    wt[:, :C] = np.asarray(ctx.in_const(wk), np.float32).reshape(C, T).T
     wv = ctx.const(wt, "wtap")
-    has_b = ctx.has_input(2)
-    bconst = ctx.in_const(2) if has_b else None
+    has_b = ctx.has_input(bk)
+    bconst = ctx.in_const(bk) if has_b else None
     if has_b and bconst is None:        # run-time bias: padded copy in scratch
         bv = ctx.scratch(cp * 4, "float", "bpad")
-        ctx(f"for (size_t c = 0; c < {cp}u; ++c) {bv}[c] = c < {C}u ? {ctx.inp[2]}[c] : 0.0f;")
+        ctx(f"for (size_t c = 0; c < {cp}u; ++c) {bv}[c] = c < {C}u ? {ctx.inp[bk]}[c] : 0.0f;")
     else:
         bp = np.zeros(cp, np.float32)
         if has_b:
             bp[:C] = np.asarray(bconst, np.float32).reshape(C)
         bv = ctx.const(bp, "bpad")
-    lo, hi, act = clamp_of(node)
-    ep = epilogue(ctx, node, "float32") if act else "NULL"
-    if fl == "avx2" and gen.tail != gen.L:
+    return wv, bv
+
+
+def driver(ctx, geo, isa: str) -> str:
+    """Name of the C driver ``f(x, wt, bp, y, lo, hi, ep)`` of this geometry (registered
+    once per geometry)."""
+    gen = _Gen(flavor(geo, isa), geo)
+    if gen.fl == "avx2" and gen.tail != gen.L:
         _header(ctx, "avx2")            # the include and the lane mask table
     else:
         include(ctx, isa)
-    text = gen.text()
-    ctx.helper(f"{KEY}.7.dwn.{gen.name}", text)
+    ctx.helper(f"{KEY}.7.dwn.{gen.name}", gen.text())
+    return gen.name
+
+
+def emit(ctx, node, geo, isa: str) -> None:
+    wv, bv = operands(ctx, geo, isa)
+    lo, hi, act = clamp_of(node)
+    ep = epilogue(ctx, node, "float32") if act else "NULL"
+    name = driver(ctx, geo, isa)
     ctx.kernel = isa
-    ctx(f"/* ConvNHWC {geo.describe()}: {fl} register-blocked channel-last kernel */")
-    ctx(f"{gen.name}({ctx.inp[0]}, {wv}, {bv}, {ctx.out[0]}, {flit(lo)}, {flit(hi)}, {ep});")
+    ctx(f"/* ConvNHWC {geo.describe()}: {flavor(geo, isa)} register-blocked channel-last "
+        "kernel */")
+    ctx(f"{name}({ctx.inp[0]}, {wv}, {bv}, {ctx.out[0]}, {flit(lo)}, {flit(hi)}, {ep});")
