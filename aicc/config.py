@@ -64,7 +64,8 @@ class Options:
                     for name, o in parse_pipeline(d.get("pipeline", []))]
         if nodes:       # nodes given a kernel / schedule keep their op (their Conv kernels)
             pipeline = [(name, {**o, "keep": sorted({*o.get("keep", ()), *nodes})})
-                        if name == "layout-nhwc" else (name, o) for name, o in pipeline]
+                        if name in ("layout-nhwc", "fuse-pw-dw") else (name, o)
+                        for name, o in pipeline]
         return Options(target=tgt, pipeline=pipeline,
                        memory=dict(d.get("memory") or {}), weights=dict(d.get("weights") or {}),
                        name=str(d.get("name", "model")), raw=d, nodes=nodes)
