@@ -70,72 +70,121 @@ static void {name}(size_t R, size_t D, const {ct} *restrict x, {ct} *restrict y)
 
 # -- SIMD rows (float32 Softmax / LogSoftmax, contiguous rows, x86-avx2 / x86-avx512) ---------
 
+# in-register reductions of one vector to a float: max and sum across the lanes (a tree)
+_HRED = {
+    "avx2": """\
+static AICC_UNUSED float aicc_hmax_avx2(__m256 v)
+{
+    __m128 t = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    t = _mm_max_ps(t, _mm_movehl_ps(t, t));
+    return _mm_cvtss_f32(_mm_max_ss(t, _mm_movehdup_ps(t)));
+}
+
+static AICC_UNUSED float aicc_hsum_avx2(__m256 v)
+{
+    __m128 t = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    t = _mm_add_ps(t, _mm_movehl_ps(t, t));
+    return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
+}""",
+    "avx512": """\
+static AICC_UNUSED float aicc_hmax_avx512(__m512 v)
+{
+    return _mm512_reduce_max_ps(v);
+}
+
+static AICC_UNUSED float aicc_hsum_avx512(__m512 v)
+{
+    return _mm512_reduce_add_ps(v);
+}""",
+}
+
+
 def _simd_row_helper(ctx, kind, isa) -> str:
     """Rows with exp_simd's vector exp; the row tail (D % L values) goes through a small buffer
-    padded with -Inf (exp gives 0: nothing added to the sum)."""
+    padded with -Inf (exp gives 0: nothing added to the sum). The max runs on four vector
+    accumulators and the sum of exp on two, reduced across lanes in registers (the max's
+    latency chain and the reductions through memory bounded the loop: Softmax of 2 x 128 x 128
+    in the C loop, x86-avx2 19.0 -> 16.2 us, x86-avx512 13.1 -> 9.3)."""
     from .exp_simd import vexp
     d = SIMD[isa]
     v, L = d["v"], d["L"]
     ex = vexp(ctx, isa)
+    ctx.helper(f"0.{isa}.5.aicc_hred", _HRED[isa])
     name = f"aicc_{kind.lower()}_rows_f32_{isa}"
     if kind == "Softmax":        # e stored, then scaled by 1 / sum
-        store, tail_store = f"\n            {d['st']}(yr + j, e);", \
-            "\n            for (size_t l = 0; l < nt; ++l)\n                yr[Dv + l] = t[l];"
+        store = [f"{d['st']}(yr + j, e0);", f"{d['st']}(yr + j + {L}u, e1);"]
+        tail_store = "\n            for (size_t l = 0; l < nt; ++l)\n                yr[Dv + l] = t[l];"
         fin = f"""\
         const float inv = 1.0f / sum;
         const {v} vinv = {d['set1']}(inv);
-        for (size_t j = 0; j < Dv; j += {L}u)
+        for (j = 0; j < Dv; j += {L}u)
             {d['st']}(yr + j, {d['mul']}({d['ld']}(yr + j), vinv));
-        for (size_t j = Dv; j < D; ++j)
+        for (j = Dv; j < D; ++j)
             yr[j] = yr[j] * inv;"""
         what = "e = exp(x - max) stored, y = e * (1 / sum of e)"
     else:                        # (x - max) - log(sum), the scalar helper's order
-        store = tail_store = ""
+        store, tail_store = ["", ""], ""
         fin = f"""\
         const float ls = logf(sum);
         const {v} vm2 = {d['set1']}(mx), vls = {d['set1']}(ls);
-        for (size_t j = 0; j < Dv; j += {L}u)
+        for (j = 0; j < Dv; j += {L}u)
             {d['st']}(yr + j, {d['sub']}({d['sub']}({d['ld']}(xr + j), vm2), vls));
-        for (size_t j = Dv; j < D; ++j)
+        for (j = Dv; j < D; ++j)
             yr[j] = xr[j] - mx - ls;"""
         what = "y = x - max - log(sum of exp(x - max))"
-    ctx.helper(f"0.{isa}.5.{name}", f"""\
+    mx, ad = d["max"], d["add"]
+    text = f"""\
 /* {kind} over R contiguous rows of D floats ({isa}, {L} lanes): max, {what}
- * (exp: {ex}; sums lane-wise, then across lanes). A NaN in a row makes the row NaN; rows with
- * +Inf or all -Inf give NaN (Inf - Inf), as the scalar helper. */
+ * (exp: {ex}; sums on two vectors, then across lanes). A NaN in a row makes the row NaN; rows
+ * with +Inf or all -Inf give NaN (Inf - Inf), as the scalar helper. */
 static void {name}(size_t R, size_t D, const float *restrict x, float *restrict y)
 {{
     const size_t Dv = D - D % {L}u, nt = D - Dv;
     for (size_t r = 0; r < R; ++r) {{
         const float *restrict xr = x + r * D;
         float *restrict yr = y + r * D;
-        float t[{L}], mx = xr[0], sum = 0.0f;
-        {v} vm = {d['set1']}(xr[0]), vs = {d['zero']};
-        for (size_t j = 0; j < Dv; j += {L}u)
-            vm = {d['max']}(vm, {d['ld']}(xr + j));
-        {d['st']}(t, vm);
-        for (size_t l = 0; l < {L}u; ++l)
-            if (t[l] > mx) mx = t[l];
-        for (size_t j = Dv; j < D; ++j)
+        float t[{L}], mx, sum;
+        {v} m0 = {d['set1']}(xr[0]), m1 = m0, m2 = m0, m3 = m0;
+        {v} s0 = {d['zero']}, s1 = {d['zero']};
+        size_t j = 0;
+        for (; j + {4 * L}u <= Dv; j += {4 * L}u) {{
+            m0 = {mx}(m0, {d['ld']}(xr + j));
+            m1 = {mx}(m1, {d['ld']}(xr + j + {L}u));
+            m2 = {mx}(m2, {d['ld']}(xr + j + {2 * L}u));
+            m3 = {mx}(m3, {d['ld']}(xr + j + {3 * L}u));
+        }}
+        for (; j < Dv; j += {L}u)
+            m0 = {mx}(m0, {d['ld']}(xr + j));
+        mx = aicc_hmax_{isa}({mx}({mx}(m0, m1), {mx}(m2, m3)));
+        for (j = Dv; j < D; ++j)
             if (xr[j] > mx) mx = xr[j];
         const {v} vneg = {d['set1']}(-mx);
-        for (size_t j = 0; j < Dv; j += {L}u) {{
-            const {v} e = {ex}({d['add']}({d['ld']}(xr + j), vneg));{store}
-            vs = {d['add']}(vs, e);
+        for (j = 0; j + {2 * L}u <= Dv; j += {2 * L}u) {{
+            const {v} e0 = {ex}({ad}({d['ld']}(xr + j), vneg));
+            const {v} e1 = {ex}({ad}({d['ld']}(xr + j + {L}u), vneg));
+            {store[0]}
+            {store[1]}
+            s0 = {ad}(s0, e0);
+            s1 = {ad}(s1, e1);
+        }}
+        if (j < Dv) {{
+            const {v} e0 = {ex}({ad}({d['ld']}(xr + j), vneg));
+            {store[0]}
+            s0 = {ad}(s0, e0);
         }}
         if (nt) {{
             for (size_t l = 0; l < {L}u; ++l)
                 t[l] = l < nt ? xr[Dv + l] - mx : -HUGE_VALF;
             const {v} e = {ex}({d['ld']}(t));
             {d['st']}(t, e);
-            vs = {d['add']}(vs, e);{tail_store}
+            s1 = {ad}(s1, e);{tail_store}
         }}
-        {d['st']}(t, vs);
-        for (size_t l = 0; l < {L}u; ++l)
-            sum += t[l];
+        sum = aicc_hsum_{isa}({ad}(s0, s1));
 {fin}
     }}
-}}""")
+}}"""
+    # LogSoftmax stores nothing in the exp loop: no blank statement lines
+    ctx.helper(f"0.{isa}.6.{name}", "\n".join(ln for ln in text.split("\n") if ln.strip()))
     return name
 
 
