@@ -22,6 +22,7 @@ per element and the same depthwise FMA chain per output).
 from __future__ import annotations
 
 import copy
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -55,6 +56,16 @@ def _depthwise_node(node) -> Node:
     attrs = {k: v for k, v in node.attrs.items() if k not in (PW_ACT, PW_PARAMS)}
     return Node("ConvNHWC", [node.outputs[0] + "_e", *node.inputs[3:5]], list(node.outputs),
                 attrs, node.name, "aicc")
+
+
+@contextmanager
+def _emitting_as(ctx, node):
+    """ctx.node is ``node`` inside (the GEMM emitter reads the fused activation from it)."""
+    saved, ctx.node = ctx.node, node
+    try:
+        yield
+    finally:
+        ctx.node = saved
 
 
 def _geo(node, xs, bs, ws) -> Geo:
@@ -142,13 +153,10 @@ class PwDwNHWC(Op):
         plan_bands = bands(geo, int(sched.get("pwdw_kb", BAND_KB)) * 1024)
         rows = max(i1 - i0 for _, _, i0, i1, _, _ in plan_bands)
         buf = ctx.scratch(rows * W * C * 4, "float", "band")
-        dwn = _depthwise_node(node)
-        saved, ctx.node = ctx.node, _pointwise_node(node)
-        try:
+        dwn, pwn = _depthwise_node(node), _pointwise_node(node)
+        with _emitting_as(ctx, pwn):
             plan = gemm_plan(ctx, dt, C, cin)
             pk = ctx.const(pack_b(np.asarray(ctx.in_const(1), np.float32), plan.nb), "pk")
-        finally:
-            ctx.node = saved
         if isa is not None:
             wt, bp = conv_nhwc_dw.operands(ctx, geo, isa, 3, 4)
             lo, hi, act = clamp_of(node)
@@ -171,17 +179,13 @@ class PwDwNHWC(Op):
                     ctx(f"memmove({buf}, {buf} + {(i0 - prev[0]) * W * C}u, "
                         f"{(prev[1] - i0) * W * C * 4}u);")
                     r0 = prev[1]
-                if r0 < i1:
-                    ctx.node = _pointwise_node(node)
-                    try:
+                if r0 < i1:                                  # the band's new rows
+                    rows_at = f"{buf} + {(r0 - i0) * W * C}u"
+                    with _emitting_as(ctx, pwn):
                         gemm_call(ctx, plan, dt, (i1 - r0) * W, C, cin, f"xn + {r0 * W * cin}u",
-                                  cin, 1, pk, f"{buf} + {(r0 - i0) * W * C}u", c=bias, crs=0,
-                                  ccs=1 if bias else 0)
-                        if plan.isa is None:
-                            _portable_act(ctx, ctx.node, f"{buf} + {(r0 - i0) * W * C}u",
-                                          (i1 - r0) * W * C)
-                    finally:
-                        ctx.node = saved
+                                  cin, 1, pk, rows_at, c=bias, crs=0, ccs=1 if bias else 0)
+                    if plan.isa is None:     # the SIMD drivers apply it per tile
+                        _portable_act(ctx, pwn, rows_at, (i1 - r0) * W * C)
                 bg = band_geo(geo, band)
                 yo = f"yn + {o0 * geo.ow * C}u"
                 if isa is not None:
