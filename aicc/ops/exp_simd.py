@@ -1,15 +1,16 @@
 """Float32 exp and tanh on the x86 SIMD targets, and the activations built on them (Exp,
-Sigmoid, Tanh and Gelu(tanh) with vector loops; Erf and Gelu(none) with erf_simd.py's erf; Selu, Elu through their exp calls; Log,
-Softplus and Mish with log_simd.py's log / log1p). Also the vector forms of HardSigmoid and HardSwish (min / max), whose scalar clamps GCC
-does not vectorize when a multiplication follows them (1x64x56x56 HardSwish, avx2: 104 ->
-22 us).
+Sigmoid, Tanh and Gelu(tanh) with vector loops; Erf and Gelu(none) with erf_simd.py's erf;
+Selu, Elu through their exp calls; Log, Softplus and Mish with log_simd.py's log / log1p).
+Also the vector forms of HardSigmoid and HardSwish (min / max), whose scalar clamps GCC does
+not vectorize when a multiplication follows them (1x64x56x56 HardSwish, avx2: 104 -> 22 us).
 
 On a SIMD target every float32 use of these activations computes exp and tanh with the vector
 functions below, also where a single value is needed (a loop tail, a fused epilogue's scalar
 pass): the scalar form broadcasts the value, runs the vector function and takes lane 0. So the
 standalone op, its vector body and tail, and every fused form give the same bits for the same
-input. activations.act_expr(..., ctx) routes ``exp`` / ``tanh`` here; ``array_act`` is the
-in-place vector pass over contiguous values that the fused epilogues use.
+input. activations.act_expr(..., ctx) routes ``exp`` / ``tanh`` / ``erf`` (erf_simd.py)
+here; ``array_act`` is the in-place vector pass over contiguous values that the fused
+epilogues use.
 
 exp(x): Cody-Waite reduction x = n ln2 + r (|r| <= ln2 / 2), Cephes' expf polynomial for e^r
 (about 1 ulp), scaled by 2^n with one rounding (AVX-512: scalef; AVX2: by 2^(n - n/2), exact,

@@ -113,7 +113,8 @@ def _simd_row_helper(ctx, kind, isa) -> str:
     name = f"aicc_{kind.lower()}_rows_f32_{isa}"
     if kind == "Softmax":        # e stored, then scaled by 1 / sum
         store = [f"{d['st']}(yr + j, e0);", f"{d['st']}(yr + j + {L}u, e1);"]
-        tail_store = "\n            for (size_t l = 0; l < nt; ++l)\n                yr[Dv + l] = t[l];"
+        tail_store = ("\n            for (size_t l = 0; l < nt; ++l)"
+                      "\n                yr[Dv + l] = t[l];")
         fin = f"""\
         const float inv = 1.0f / sum;
         const {v} vinv = {d['set1']}(inv);

@@ -98,7 +98,8 @@ def fuse_pw_dw(g, *, mode: str = "off", min_kb: int = 1024, keep=()):
             continue
         e = n.inputs[0]
         p = producer.get(e)
-        if p is None or id(p) in gone or not _pointwise(g, p, keep) or not sole_use(e, n, cons, outs):
+        if (p is None or id(p) in gone or not _pointwise(g, p, keep)
+                or not sole_use(e, n, cons, outs)):
             continue
         if int(np.prod(_static_shape(g, e))) * 4 < min_kb * 1024:
             continue
