@@ -132,11 +132,14 @@ def _erf(x, m, L):
             f"({t} < {L(4)} ? {big} : {L(1)}), {x}))")
 
 
+GELU_K = 0.7071067811865476          # 1 / sqrt(2): Gelu(x) = 0.5 x (1 + erf(x / sqrt(2)))
+
+
 def _gelu(x, p, m, L):
     if p.get("approximate", "none") == "tanh":
         inner = f"{L(0.7978845608028654)} * ({x} + {L(0.044715)} * {x} * {x} * {x})"
         return f"({L(0.5)} * {x} * ({L(1)} + {m('tanh')}({inner})))"
-    return f"({L(0.5)} * {x} * ({L(1)} + {_erf(f'({x} * {L(0.7071067811865476)})', m, L)}))"
+    return f"({L(0.5)} * {x} * ({L(1)} + {_erf(f'({x} * {L(GELU_K)})', m, L)}))"
 
 
 def math_fn(dtype):

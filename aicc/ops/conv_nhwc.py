@@ -135,14 +135,23 @@ def _emit_depthwise(node, ctx, geo, isa) -> None:
         conv_nhwc_dw.emit(ctx, node, geo, isa)
         return
     ctx.kernel = "generic"
-    C, T = geo.cin, geo.kh * geo.kw
-    w = np.asarray(ctx.in_const(1), np.float32).reshape(C, T)
-    wt = ctx.const(np.ascontiguousarray(w.T), "wtap")
-    x, y = ctx.inp[0], ctx.out[0]
-    b = ctx.inp[2] if _bias(node) else None
-    act, params = fused_epilogue(node)
     ctx(f"/* ConvNHWC {geo.describe()}: channel runs per output position, taps inside the "
         "input only */")
+    depthwise_loops(ctx, node, geo, ctx.inp[0], ctx.out[0], tap_major(ctx, geo, 1),
+                    ctx.inp[2] if _bias(node) else None)
+
+
+def tap_major(ctx, geo, k: int) -> str:
+    """C name of the depthwise weights of constant input k as [tap][C] (the portable loops')."""
+    w = np.asarray(ctx.in_const(k), np.float32).reshape(geo.cin, geo.kh * geo.kw)
+    return ctx.const(np.ascontiguousarray(w.T), "wtap")
+
+
+def depthwise_loops(ctx, node, geo, x: str, y: str, wt: str, b) -> None:
+    """The portable depthwise loops over X x, Y y (C expressions), tap-major weights wt and
+    bias b (or None), then node's fused activation."""
+    C = geo.cin
+    act, params = fused_epilogue(node)
     with ctx.block(f"for (size_t r = 0; r < {geo.n * geo.oh}u; ++r)"):
         ctx(f"const size_t n = r / {geo.oh}u, oy = r % {geo.oh}u;")
         ctx(f"const long iy0 = (long)(oy * {geo.sy}u) - {geo.pt}L;")

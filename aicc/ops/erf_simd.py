@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..emit_c.cwriter import c_literal
-from .activations import ERF_BIG, ERF_MID, ERF_SMALL
+from .activations import ERF_BIG, ERF_MID, ERF_SMALL, GELU_K
 from .exp_simd import _include
 from .simd import SIMD
 
@@ -32,7 +32,6 @@ _SEL = {
                        "_mm512_castps_si512({b})))",
                    any_big="(lt4 & (__mmask16)~lt2) != 0"),
 }
-GELU_K = 0.7071067811865476          # 1 / sqrt(2): Gelu(x) = 0.5 x (1 + erf(x / sqrt(2)))
 
 
 def _horner(d, u: str, coefs) -> str:

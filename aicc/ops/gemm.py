@@ -226,9 +226,9 @@ def check_epilogue(node, dt) -> str | None:
     return None
 
 
-def emit_epilogue(ctx, node, total: int, dt, plan=None) -> None:
+def emit_epilogue(ctx, node, total: int, dt, plan=None, y: str | None = None) -> None:
     """Apply the fused activation (if any) to every output element (the SIMD kernels have
-    already applied it per tile)."""
+    already applied it per tile); y: the elements' C pointer expression (default: the output)."""
     name, params = fused_epilogue(node)
     if name is None or total == 0:
         return
@@ -236,7 +236,7 @@ def emit_epilogue(ctx, node, total: int, dt, plan=None) -> None:
         ctx(f"/* fused {name}: in the {plan.isa} GEMM tile epilogue */")
         return
     p = {**ACT_ATTRS.get(name, {}), **params}
-    ct, y = ctype(dt), ctx.out[0]
+    ct, y = ctype(dt), y or ctx.out[0]
     ctx(f"/* fused {name} */")
     with ctx.block(f"for (size_t e = 0; e < {total}u; ++e)"):
         ctx(f"const {ct} v = {y}[e];")

@@ -14,7 +14,8 @@ Kernel: the output rows are cut into bands of ``ob`` rows; the expanded rows a b
 top of the buffer, the new ones computed by the pointwise GEMM (gemm.py's driver, bias and
 activation in its epilogue, as the MatMul step), then the depthwise kernel runs on the band
 as on a small image whose top / bottom padding is the image's at its first / last band
-(conv_nhwc_dw.py on x86; portable loops elsewhere). No expanded row is computed twice.
+(conv_nhwc_dw.py on x86; conv_nhwc's portable loops elsewhere). No expanded row is computed
+twice.
 
 Rounding, NaN and Inf: those of the two steps it replaces, bit for bit (the same GEMM chain
 per element and the same depthwise FMA chain per output).
@@ -27,13 +28,13 @@ from contextlib import contextmanager
 import numpy as np
 
 from ..ir import Node
-from .activations import ACT_ATTRS, act_expr, act_numpy
-from . import conv_nhwc_dw
+from .activations import apply_epilogue
+from . import conv_nhwc, conv_nhwc_dw
 from .base import Op, register
 from .conv_kernels import act_check, epilogue
 from .conv_nhwc import ConvNHWC, Geo
 from .conv_simd_gemm import clamp_of
-from .gemm import gemm_call, gemm_plan, pack_b
+from .gemm import emit_epilogue, gemm_call, gemm_plan, pack_b
 from .gemm_simd import flit
 from .simd import simd_isa
 
@@ -132,15 +133,9 @@ class PwDwNHWC(Op):
 
     def reference(self, node, g, inputs):
         x, b = (np.asarray(v, np.float32) for v in inputs[:2])
-        e = np.matmul(x, b)
-        if node.inputs[2]:
-            e = (e + np.asarray(inputs[2], np.float32)).astype(np.float32)
-        if PW_ACT in node.attrs:
-            name = node.attrs[PW_ACT]
-            e = act_numpy(name, {**ACT_ATTRS.get(name, {}), **(node.attrs.get(PW_PARAMS) or {})},
-                          e)
-        dw = _depthwise_node(node)
-        return ConvNHWC().reference(dw, g, [e, *inputs[3:5]])
+        bias = np.asarray(inputs[2], np.float32) if node.inputs[2] else None
+        e = apply_epilogue(_pointwise_node(node), np.matmul(x, b), bias)
+        return ConvNHWC().reference(_depthwise_node(node), g, [e, *inputs[3:5]])
 
     def emit(self, node, ctx):
         xs, bs = ctx.in_shape(0), ctx.in_shape(1)
@@ -162,15 +157,14 @@ class PwDwNHWC(Op):
             lo, hi, act = clamp_of(node)
             ep = epilogue(ctx, dwn, "float32") if act else "NULL"
         else:
-            wt = ctx.const(np.ascontiguousarray(np.asarray(ctx.in_const(3), np.float32)
-                                                .reshape(C, geo.kh * geo.kw).T), "wtap")
+            wt = conv_nhwc.tap_major(ctx, geo, 3)
         x, y = ctx.inp[0], ctx.out[0]
         bias = ctx.inp[2] if ctx.has_input(2) else None
         ctx(f"/* PwDwNHWC: [{H * W} x {cin}] @ [{cin} x {C}] by bands of rows into a "
             f"{rows}-row buffer, then the depthwise {geo.describe()} on each band */")
-        with ctx.block(f"for (size_t n = 0; n < {N}u; ++n)"):
-            ctx(f"const float *restrict xn = {x} + n * {H * W * cin}u;")
-            ctx(f"float *restrict yn = {y} + n * {geo.oh * geo.ow * C}u;")
+        with ctx.block(f"for (size_t item = 0; item < {N}u; ++item)"):   # batch items
+            ctx(f"const float *restrict xn = {x} + item * {H * W * cin}u;")
+            ctx(f"float *restrict yn = {y} + item * {geo.oh * geo.ow * C}u;")
             prev = None
             for band in plan_bands:
                 o0, o1, i0, i1, _, _ = band
@@ -185,52 +179,15 @@ class PwDwNHWC(Op):
                         gemm_call(ctx, plan, dt, (i1 - r0) * W, C, cin, f"xn + {r0 * W * cin}u",
                                   cin, 1, pk, rows_at, c=bias, crs=0, ccs=1 if bias else 0)
                     if plan.isa is None:     # the SIMD drivers apply it per tile
-                        _portable_act(ctx, pwn, rows_at, (i1 - r0) * W * C)
+                        emit_epilogue(ctx, pwn, (i1 - r0) * W * C, dt, y=f"({rows_at})")
                 bg = band_geo(geo, band)
                 yo = f"yn + {o0 * geo.ow * C}u"
                 if isa is not None:
                     fn = conv_nhwc_dw.driver(ctx, bg, isa)
                     ctx(f"{fn}({buf}, {wt}, {bp}, {yo}, {flit(lo)}, {flit(hi)}, {ep});")
                 else:
-                    _portable_dw(ctx, dwn, bg, buf, yo, wt, ctx.inp[4] if ctx.has_input(4)
-                                 else None)
+                    conv_nhwc.depthwise_loops(ctx, dwn, bg, buf, yo, wt,
+                                              ctx.inp[4] if ctx.has_input(4) else None)
                 prev = (i0, i1)
         ctx.kernel = f"{isa or 'generic'} pw+dw bands"
 
-
-def _portable_act(ctx, node, p: str, count: int) -> None:
-    name = node.attrs.get("aicc_act")
-    if name is None:
-        return
-    prm = {**ACT_ATTRS.get(name, {}), **(node.attrs.get("aicc_act_params") or {})}
-    with ctx.block(f"for (size_t e = 0; e < {count}u; ++e)"):
-        ctx(f"const float v = ({p})[e];")
-        ctx(f"({p})[e] = {act_expr(name, prm, 'v', np.float32, ctx)};")
-
-
-def _portable_dw(ctx, node, geo, x: str, y: str, wt: str, b) -> None:
-    """The depthwise band in portable loops: per output position the channel run, taps inside
-    the band in (ky, kx) order from the bias, then the activation (conv_nhwc's loops)."""
-    C = geo.cin
-    name = node.attrs.get("aicc_act")
-    with ctx.block(f"for (size_t oy = 0; oy < {geo.oh}u; ++oy)"):
-        ctx(f"const long iy0 = (long)(oy * {geo.sy}u) - {geo.pt}L;")
-        with ctx.block(f"for (size_t ox = 0; ox < {geo.ow}u; ++ox)"):
-            ctx(f"const long ix0 = (long)(ox * {geo.sx}u) - {geo.pl}L;")
-            ctx(f"float *restrict yo = {y} + (oy * {geo.ow}u + ox) * {C}u;")
-            ctx(f"for (size_t c = 0; c < {C}u; ++c) yo[c] = {f'{b}[c]' if b else '0.0f'};")
-            with ctx.block(f"for (size_t ky = 0; ky < {geo.kh}u; ++ky)"):
-                ctx("const long iy = iy0 + (long)ky;")
-                ctx(f"if (iy < 0 || iy >= {geo.h}L) continue;")
-                with ctx.block(f"for (size_t kx = 0; kx < {geo.kw}u; ++kx)"):
-                    ctx("const long ix = ix0 + (long)kx;")
-                    ctx(f"if (ix < 0 || ix >= {geo.w}L) continue;")
-                    ctx(f"const float *restrict xi = {x} + ((size_t)iy * {geo.w}u + (size_t)ix)"
-                        f" * {C}u;")
-                    ctx(f"const float *restrict wk = {wt} + (ky * {geo.kw}u + kx) * {C}u;")
-                    ctx(f"for (size_t c = 0; c < {C}u; ++c) yo[c] += wk[c] * xi[c];")
-            if name is not None:
-                prm = {**ACT_ATTRS.get(name, {}), **(node.attrs.get("aicc_act_params") or {})}
-                with ctx.block(f"for (size_t c = 0; c < {C}u; ++c)"):
-                    ctx("const float v = yo[c];")
-                    ctx(f"yo[c] = {act_expr(name, prm, 'v', np.float32, ctx)};")

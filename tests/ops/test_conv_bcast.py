@@ -123,8 +123,8 @@ def test_bcast_equals_im2col_bitwise(target, tmp_path):
 
 def test_bcast_auto_choice(tmp_path):
     """auto takes strided convs whose channels fill the lanes and whose outputs are small
-    (x86-avx512 also first convs of few channels, stride 1): not 5 output channels, nor 20 on avx512
-    (20 of 32 lanes; 20 of 24 on avx2)."""
+    (x86-avx512 also first convs of few channels, stride 1): not 5 output channels, nor 20
+    on avx512 (20 of 32 lanes; 20 of 24 on avx2)."""
     cases = ["s3_d2", "cout5", "cout20_s2", "no_pad_rest", "1x1_s2", "10x4_cin1", "wide_band"]
     want = {"x86-avx512": [True, False, False, True, True, True, True],
             "x86-avx2": [True, False, True, True, True, True, False]}

@@ -3,6 +3,7 @@ runnable target: the same bits as the two unfused steps (fuse-pw-dw off) and onn
 values, over strides, kernels, pads, channel tails, batch, biases, activations and band sizes
 from one row per band to one band."""
 import numpy as np
+import onnx
 import pytest
 import yaml
 from onnx import helper
@@ -68,7 +69,6 @@ def config(tmp_path, fuse: bool, band_kb: int):
 
 def run(m, feeds, tmp_path, target, fuse, band_kb, tag):
     path = tmp_path / f"{tag}.onnx"
-    import onnx
     onnx.save(m, str(path))
     out = aicc.build(path, target=target, out=tmp_path / f"b_{tag}_{int(fuse)}",
                      config=config(tmp_path, fuse, band_kb))
