@@ -60,7 +60,7 @@ class Options:
             tgt = dataclasses.replace(tgt, schedule=_merge(tgt.schedule or {},
                                                            _schedule(d["schedule"])))
         nodes = parse_nodes(d.get("nodes"))
-        pipeline = [(name, {**tgt.pass_options.get(name, {}), **o})
+        pipeline = [(name, _yaml_mode({**tgt.pass_options.get(name, {}), **o}))
                     for name, o in parse_pipeline(d.get("pipeline", []))]
         if nodes:       # nodes given a kernel / schedule keep their op (their Conv kernels)
             pipeline = [(name, {**o, "keep": sorted({*o.get("keep", ()), *nodes})})
@@ -100,6 +100,14 @@ def parse_nodes(nodes) -> dict:
     return out
 
 
+def _yaml_mode(opts: dict) -> dict:
+    """A pass's options with a boolean ``mode`` spelled as the passes expect: YAML 1.1 reads
+    ``{mode: off}`` / ``{mode: on}`` as false / true."""
+    if isinstance(opts.get("mode"), bool):
+        return {**opts, "mode": "on" if opts["mode"] else "off"}
+    return opts
+
+
 def parse_pipeline(items) -> list:
     out = []
     if not isinstance(items, list):
@@ -109,6 +117,8 @@ def parse_pipeline(items) -> list:
             out.append((it, {}))
         elif isinstance(it, dict) and len(it) == 1:
             (name, opts), = it.items()
+            if opts is not None and not isinstance(opts, dict):
+                raise ConfigError(f"config: pipeline entry {name!r}: options must be a mapping")
             out.append((str(name), dict(opts or {})))
         else:
             raise ConfigError(f"config: bad pipeline entry {it!r}")

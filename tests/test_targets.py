@@ -66,3 +66,20 @@ def test_shipped_x86_targets():
     assert amx.schedule["conv"] == avx512.schedule["conv"]
     for t in (amx, vnni):
         assert t.pass_options == {**avx512.pass_options, "fuse-qdq": {"mode": True}}
+
+
+def test_yaml_on_off_modes(tdir, tmp_path_factory):
+    """YAML 1.1 reads ``{mode: off}`` / ``{mode: on}`` as booleans: a build config's pipeline
+    entries and a target's pass_options reach the passes as "off" / "on" (layout-nhwc and
+    fuse-pw-dw rejected False as a mode)."""
+    from aicc.config import Options
+    _write(tdir, "child", "name: child\nextends: base\npass_options:\n  fuse-qdq: {mode: on}\n")
+    cfg = tmp_path_factory.mktemp("cfg") / "c.yaml"
+    cfg.write_text("pipeline:\n  - fuse-qdq\n  - layout-nhwc: {mode: off}\n"
+                   "  - fuse-pw-dw: {mode: off, min_kb: 64}\n")
+    opts = dict(Options.load("child", cfg).pipeline)
+    assert opts == {"fuse-qdq": {"mode": "on"}, "layout-nhwc": {"mode": "off"},
+                    "fuse-pw-dw": {"mode": "off", "min_kb": 64}}
+    cfg.write_text("pipeline:\n  - layout-nhwc: [off]\n")
+    with pytest.raises(ConfigError, match="'layout-nhwc': options must be a mapping"):
+        Options.load("child", cfg)

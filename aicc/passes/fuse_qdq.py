@@ -77,7 +77,6 @@ def _scalar_q(g, n, qname):
 def fuse_qdq(g, *, mode: str = "off"):
     """DequantizeLinear -> Conv / MatMul -> QuantizeLinear -> QLinearConv / QLinearMatMul
     (see the module docstring for the exact conditions)."""
-    mode = {True: "on", False: "off"}.get(mode, mode)      # YAML reads on / off as booleans
     if mode not in ("off", "on"):
         raise ConfigError(f"pass 'fuse-qdq': mode {mode!r} (off or on)")
     if mode == "off":
