@@ -43,7 +43,7 @@ from ..emit_c.cwriter import c_literal, ctype
 from . import transpose
 from .activations import ACT, ACT_ATTRS, INT_OK, act_expr, apply_epilogue, fused_epilogue, unfused
 from .base import Op, register
-from .gemm_simd import ISA, WIDE, driver, nr_of, register_clamp, schedule
+from .gemm_simd import ISA, WIDE, driver, nr_of, panel_vectors, register_clamp, schedule
 
 MR = 4                      # rows of A per register block
 
@@ -164,7 +164,8 @@ def gemm_plan(ctx, dt, n: int, k: int) -> GemmPlan:
             if name in ISA:
                 over = {**dict((target.schedule or {}).get("gemm") or {}),
                         **dict(node.attrs.get("aicc_schedule") or {})}
-                return GemmPlan(name, nr_of(name), schedule(name, over))
+                v = panel_vectors(name, n)
+                return GemmPlan(name, nr_of(name, v), schedule(name, over, v))
             if name == "generic":
                 break
     return GemmPlan(None, choose_nb(n))

@@ -76,16 +76,37 @@ ISA = {
 }
 
 
-def nr_of(isa: str) -> int:
-    return V * ISA[isa]["lanes"]
+def nr_of(isa: str, v: int = V) -> int:
+    """Columns per B panel: v vectors (default V = 2)."""
+    return v * ISA[isa]["lanes"]
 
 
-def panels_at_once(mr: int, isa: str) -> int:
+def panel_vectors(isa: str, n: int) -> int:
+    """Vectors per B panel for a GEMM of n columns: V = 2 unless fewer columns go to waste:
+    1 when n fits in one vector (N = 16 on avx512: half of a 2-vector panel was zeros), 3 when
+    3-vector panels pad n less (N = 24 on avx2, 48 or 144 on avx512)."""
+    lanes = ISA[isa]["lanes"]
+    if n <= lanes:
+        return 1
+    pad = lambda v: -(-n // (v * lanes)) * v * lanes   # noqa: E731
+    return 3 if pad(3) < pad(V) else V
+
+
+# most rows a micro-kernel of v vectors per panel keeps: its accumulators plus the v B vectors
+# and a broadcast fit in the registers (avx512: 32, avx2: 16)
+MR_MAX = {"avx512": {1: 28, 2: 14, 3: 9}, "avx2": {1: 12, 2: 6, 3: 4}}
+
+
+def panels_at_once(mr: int, isa: str, v: int = V) -> int:
     """Adjacent panels a kernel of mr rows processes together: at least ~8 accumulators
     (2 * mr per panel) and, on avx512, up to 24 of its 32 registers. Measured on GEMM
     Mx512x512 (avx512, weights from L3): M = 3 / 4 / 5 / 6 from 17.0 / 16.2 / 16.7 / 17.9 us
     with one panel to 13.4 / 13.3 / 13.4 / 14.9 us with two; avx2 M = 3 from 19.7 to 15.5 us
-    (12 accumulators of its 16 registers)."""
+    (12 accumulators of its 16 registers). Panels of v != 2 vectors: enough panels for 8
+    accumulators, within 24 (avx512) / 12 (avx2)."""
+    if v != V:
+        acc = mr * v
+        return max(1, min(-(-8 // acc), (24 if isa == "avx512" else 12) // acc))
     if mr == 1:
         return 4
     if mr == 2 or (mr == 3 and isa == "avx2") or (mr <= 6 and isa == "avx512"):
@@ -96,15 +117,18 @@ def panels_at_once(mr: int, isa: str) -> int:
 WIDE = 1 << 16     # column block of a GEMM with a single row tile (M < MR): no blocking
 
 
-def schedule(isa: str, overrides: dict | None = None) -> dict:
+def schedule(isa: str, overrides: dict | None = None, v: int = V) -> dict:
     """Tile parameters (mr, kc, mc, jb, nc) of an ISA, with overrides (target yaml / node), and
-    prefetch_kb: the micro-kernels prefetch the next panel when the packed B is larger."""
+    prefetch_kb: the micro-kernels prefetch the next panel when the packed B is larger. v:
+    vectors per B panel (panel_vectors); mr counts rows of 2-vector panels and scales to keep
+    the accumulators (avx512 12 rows -> 24 of 1 vector, 8 of 3)."""
     s = {k: ISA[isa][k] for k in ("mr", "kc", "mc", "jb", "nc", "prefetch_kb")}
-    for k, v in (overrides or {}).items():
+    for k, val in (overrides or {}).items():
         if k in s:
-            s[k] = int(v)
-    nr = nr_of(isa)
-    s["mr"] = max(1, min(s["mr"], 14 if isa == "avx512" else 6))
+            s[k] = int(val)
+    nr = nr_of(isa, v)
+    s["mr"] = max(1, min(s["mr"] * V // v, MR_MAX[isa][v]))
+    s["v"] = v
     s["kc"] = max(1, s["kc"])
     s["mc"] = max(s["mr"], s["mc"] // s["mr"] * s["mr"])
     s["jb"] = max(nr, s["jb"] // nr * nr)
@@ -121,11 +145,16 @@ static const int32_t aicc_sg_avx2_mtab[16] = {-1, -1, -1, -1, -1, -1, -1, -1,
                                               0, 0, 0, 0, 0, 0, 0, 0};""")
 
 
-def _kernel_text(isa: str, mr: int, prefetch: bool = True) -> tuple:
+def _vtag(v: int) -> str:
+    """Name suffix of kernels with v != V vectors per panel."""
+    return "" if v == V else f"v{v}"
+
+
+def _kernel_text(isa: str, mr: int, prefetch: bool = True, v: int = V) -> tuple:
     d = ISA[isa]
-    L, vec, nr = d["lanes"], d["vec"], nr_of(isa)
-    np_ = panels_at_once(mr, isa)
-    name = f"aicc_sg_{isa}_k{mr}{'' if prefetch else 'np'}"
+    L, vec, nr = d["lanes"], d["vec"], nr_of(isa, v)
+    np_ = panels_at_once(mr, isa, v)
+    name = f"aicc_sg_{isa}_k{mr}{'' if prefetch else 'np'}{_vtag(v)}"
     o = []
     o.append(f"/* {isa} micro-kernel, {mr} row(s): Y[0:{mr}, 0:n] (+)= A[0:{mr}, 0:kc] @ B, B in "
              f"panels of {nr}\n * (panel p at b + p*bs, row k at +k*{nr}); "
@@ -144,7 +173,7 @@ def _kernel_text(isa: str, mr: int, prefetch: bool = True) -> tuple:
     o.append("    size_t j = 0;")
 
     def body(np_b: int, masked: bool, ind: str):
-        cols = np_b * V
+        cols = np_b * v
         accs = [[f"c{r}_{c}" for c in range(cols)] for r in range(mr)]
         tile_open(o, d, ind, nr, np_b, accs, masked, guard=True)
         # one panel, full: the same rows of the next panel (each of its cache lines: 2 on
@@ -163,7 +192,7 @@ def _kernel_text(isa: str, mr: int, prefetch: bool = True) -> tuple:
         # B panels are zero padded past N: plain loads in the masked step too
         tile_k_loop(o, d, ind, accs, pre,
                     lambda p, c: _f(d["load"], p=f"b{p} + k * {nr}u + {c * L}u"),
-                    lambda r: f"a{r} + k")
+                    lambda r: f"a{r} + k", v)
         # fused epilogue (the last K block, see driver): + bias[j] per column, then the
         # clamp min(hi, max(lo, v)) (NaN passes, as the activation table's Relu / Clip)
         pfx = "_mm256" if isa == "avx2" else "_mm512"
@@ -201,12 +230,12 @@ def row_counts(m: int, sched: dict) -> list:
     return sorted(rows)
 
 
-def kernels(ctx, isa: str, rows, prefetch: bool = True) -> dict:
+def kernels(ctx, isa: str, rows, prefetch: bool = True, v: int = V) -> dict:
     _header(ctx, isa)
     names = {}
     for mr in rows:
-        name, text = _kernel_text(isa, mr, prefetch)
-        ctx.helper(f"gemm_{isa}.2.k{mr:02d}{'' if prefetch else 'np'}", text)
+        name, text = _kernel_text(isa, mr, prefetch, v)
+        ctx.helper(f"gemm_{isa}.2.k{mr:02d}{'' if prefetch else 'np'}{_vtag(v)}", text)
         names[mr] = name
     return names
 
@@ -281,10 +310,11 @@ def driver(ctx, isa: str, sched: dict, act, params, m: int, fused: bool = False)
     the kernels add C and clamp in registers after the last K block (the same roundings as
     the epilogue function: y + c, then the clamp), no epilogue pass."""
     mr_max, kc, mc, jb, nc = sched["mr"], sched["kc"], sched["mc"], sched["jb"], sched["nc"]
-    nr = nr_of(isa)
+    v = sched.get("v", V)
+    nr = nr_of(isa, v)
     rows = row_counts(m, sched)
     prefetch = bool(sched.get("prefetch", True))
-    ks = kernels(ctx, isa, rows, prefetch)
+    ks = kernels(ctx, isa, rows, prefetch, v)
     clamp = register_clamp(act, params) if fused else None
     if clamp is not None:
         lo, hi = clamp
@@ -304,7 +334,7 @@ def driver(ctx, isa: str, sched: dict, act, params, m: int, fused: bool = False)
                             {epi}(y, N, mr, nc, alpha, C ? C + i * crs + jc * ccs : NULL, crs,
                                 ccs, beta);"""
         epi = epi[len('aicc_sg_'):]
-    name = (f"aicc_sg_{isa}_m{mr_max}k{kc}c{mc}j{jb}n{nc}{'' if prefetch else 'np'}_r"
+    name = (f"aicc_sg_{isa}_m{mr_max}k{kc}c{mc}j{jb}n{nc}{'' if prefetch else 'np'}{_vtag(v)}_r"
             f"{'_'.join(map(str, rows))}_{epi}")
     cases = "\n".join(f"                        case {r}u: {ks[r]}(kc, a, lda, b, bs, y, N, nc, "
                       f"acc, {tail}); break;" for r in rows)

@@ -52,32 +52,33 @@ def tile_open(o: list, d: dict, ind: str, nr: int, npb: int, accs: list, masked:
     o.append(f"{ind}}}")
 
 
-def tile_k_loop(o: list, d: dict, ind: str, accs: list, pre: list, bvec, arow) -> None:
+def tile_k_loop(o: list, d: dict, ind: str, accs: list, pre: list, bvec, arow,
+                v: int = V) -> None:
     """The K loop of a micro-kernel column step: pre (lines at the top of each iteration),
-    then per k the FMAs acc[r][p * V + c] += A(r, k) * B(k, panel p, vector c), with bvec(p,
-    c) the B vector's load expression and arow(r) the address of A(r, k). One panel: the V B
-    vectors first, then one broadcast per row (few live registers); several: the broadcasts
-    first, then one B vector at a time."""
-    vec, npb = d["vec"], len(accs[0]) // V
+    then per k the FMAs acc[r][p * v + c] += A(r, k) * B(k, panel p, vector c), with bvec(p,
+    c) the B vector's load expression and arow(r) the address of A(r, k); v vectors per panel
+    (default V). One panel: the v B vectors first, then one broadcast per row (few live
+    registers); several: the broadcasts first, then one B vector at a time."""
+    vec, npb = d["vec"], len(accs[0]) // v
     o.append(f"{ind}for (size_t k = 0; k < kc; ++k) {{")
     i2 = ind + "    "
     o.extend(i2 + ln for ln in pre)
     if npb == 1:
-        for c in range(V):
+        for c in range(v):
             o.append(f"{i2}const {vec} w{c} = {bvec(0, c)};")
         for r, row in enumerate(accs):
             o.append(f"{i2}{{ const {vec} x = " + _f(d["bcast"], p=arow(r)) + ";")
-            for c in range(V):
+            for c in range(v):
                 o.append(f"{i2}  {row[c]} = " + _f(d["fma"], a="x", b=f"w{c}", c=row[c]) + ";")
             o.append(f"{i2}}}")
     else:
         for r in range(len(accs)):
             o.append(f"{i2}const {vec} x{r} = " + _f(d["bcast"], p=arow(r)) + ";")
         for p in range(npb):
-            for c in range(V):
+            for c in range(v):
                 o.append(f"{i2}{{ const {vec} w = {bvec(p, c)};")
                 for r, row in enumerate(accs):
-                    x = row[p * V + c]
+                    x = row[p * v + c]
                     o.append(f"{i2}  {x} = " + _f(d["fma"], a=f"x{r}", b="w", c=x) + ";")
                 o.append(f"{i2}}}")
     o.append(f"{ind}}}")

@@ -483,3 +483,43 @@ def test_derived_target_gemm_schedule(target, tmp_path):
     g = load_target(target).schedule["gemm"]
     c = next(Path(tmp_path).glob("b*/model.c")).read_text()
     assert re.search(rf"aicc_sg_avx512_m\d+k{g['kc']}c\d+j\d+n{g['nc']}_", c)
+
+
+# column counts per ISA whose panels are not 2 vectors wide (gemm_simd.panel_vectors): 1 vector
+# (full and masked) and 3 vectors (full panels, then a masked third one)
+PANEL_N = {"x86-avx512": {1: (16, 5), 3: (48, 144, 40)}, "x86-avx2": {1: (8, 5), 3: (24, 72, 21)}}
+
+
+@pytest.mark.parametrize("target", [t for t in TARGETS if t in PANEL_N])
+@pytest.mark.parametrize("m", [1, 2, 3, 4, 5, 9, 13, 30, 61])
+def test_matmul_panel_widths(m, target, tmp_path):
+    """Narrow GEMMs take panels of 1 vector (N <= lanes) or 3 vectors (N = 24 on avx2: no
+    half-empty 16-column panel): every row-kernel count (M = 1 .. 61, with full tiles, the
+    equal tiles of one M block and remainders), a masked last panel, K = 33 and 300 (two K
+    blocks), a fused bias + Clip (registers) or Sigmoid (the epilogue function), NaN / Inf
+    in A, against onnxruntime; the generated C holds the v1 / v3 kernels."""
+    r = rng(m)
+    ns = [n for v in (1, 3) for n in PANEL_N[target][v]]
+    feeds = {"a": _rand(r, (m, 300))}
+    feeds["a"][0, 3], feeds["a"][m - 1, 1] = np.nan, np.inf
+    nodes, inits, outs = [], {}, []
+    for i, n in enumerate(ns):
+        k = 300 if i % 2 else 33
+        src = "a" if k == 300 else f"a{i}"
+        if k != 300:
+            nodes.append(helper.make_node("Slice", ["a", "s0", "s1", "ax"], [src]))
+        inits.update({f"b{i}": _rand(r, (k, n)) / np.float32(np.sqrt(k)), f"c{i}": _rand(r, (n,))})
+        nodes += [helper.make_node("MatMul", [src, f"b{i}"], [f"t{i}"]),
+                  helper.make_node("Add", [f"t{i}", f"c{i}"], [f"u{i}"])]
+        if i % 3 == 2:
+            nodes.append(helper.make_node("Sigmoid", [f"u{i}"], [f"y{i}"]))
+        else:
+            nodes.append(helper.make_node("Clip", [f"u{i}", "lo", "hi"], [f"y{i}"]))
+        outs.append(f"y{i}")
+    inits.update(s0=np.array([0], np.int64), s1=np.array([33], np.int64),
+                 ax=np.array([1], np.int64), lo=np.float32(-1.0), hi=np.float32(1.5))
+    model = make_model(nodes, feeds, outs, inits)
+    check(model, feeds, tmp_path, target=target)
+    c = next(Path(tmp_path).glob("b*/model.c")).read_text()
+    isa = SIMD[target]
+    assert re.search(rf"{isa}k\d+v1\b", c) and re.search(rf"{isa}k\d+v3\b", c)
