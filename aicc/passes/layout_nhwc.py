@@ -29,10 +29,14 @@ the MobileNet / DS-CNN pattern, where the
 channel-vectorized depthwise and pointwise-as-GEMM kernels win over per-plane kernels, while
 the first layers of few channels on large planes stay with the plane-vectorized NCHW
 kernels, and other networks keep theirs, e.g. Winograd for ResNets), ``all`` (every
-eligible conv). ``ratio`` 300 measured best on this machine (x86-avx512, ratio to
-onnxruntime; MobileNetV1-0.25 / MobileNetV2): 0.61 / 0.91 at 32, 0.61 / 0.91 at 128,
-0.60 / 0.87-0.88 at 300, MobileNetV2 0.90-0.92 at 1000 (its 112x112 layers of 16-32
-channels then run as GEMMs with K = 16-32, slower than the NCHW direct kernel); a first conv
+eligible conv). ``ratio`` 400 measured best on this machine (ratio to onnxruntime;
+MobileNetV1-0.25 / MobileNetV2, x86-avx512): 0.61 / 0.91 at 32, 0.61 / 0.91 at 128, 0.60 /
+0.87-0.88 at 300, where MobileNetV2's first block (3 -> 32 stride 2, depthwise 32 and 32 ->
+16 at 112x112) stayed NCHW: as GEMMs its pointwise conv of 16 output columns filled half of
+a 2-vector panel. With 1-vector panels for such narrow GEMMs (gemm_simd.panel_vectors) the
+block runs channel-last from ratio 392 on, and MobileNetV2's ratio went 0.808 -> 0.789
+(x86-avx512) and 1.078 -> 1.059 (x86-avx2, with its 3-vector panels of 24 columns), 4
+alternating rounds each; MobileNetV1 and DS-CNN are the same at 300 and 400. A first conv
 of 3 -> 8 channels as im2col + GEMM took 25 us against 11 us NCHW (MobileNetV1), hence
 MIN_GEMM_COUT.
 Targets choose the default (``pass_options:`` in configs/targets/*.yaml); a pipeline entry
@@ -128,7 +132,7 @@ def _components(g, kinds) -> dict:
 
 
 @graph_pass("layout-nhwc")
-def layout_nhwc(g, *, mode: str = "off", ratio: float = 300.0, keep=()):
+def layout_nhwc(g, *, mode: str = "off", ratio: float = 400.0, keep=()):
     """Run chains of eligible 2-D convs (and the element-wise ops between them) channel-last;
     see the module docstring."""
     if mode not in ("off", "auto", "all"):
