@@ -473,16 +473,17 @@ OWN_GEMM = [t for t in runnable_targets() if load_target(t).base and load_target
 
 @pytest.mark.parametrize("target", OWN_GEMM)
 def test_derived_target_gemm_schedule(target, tmp_path):
-    """A derived target's own GEMM schedule (amx: K blocks of 512, N blocks of 1024, up to 14
-    rows a tile) with several K and N blocks and row / column tails, against onnx.reference."""
+    """A derived target's own GEMM schedule (amx: K blocks of at most 512, here 3 x 367, N
+    blocks of 1024, up to 14 rows a tile) with several K and N blocks and row / column tails, against onnx.reference."""
     r = rng(23)
     feeds = {"a": _rand(r, (45, 1100))}
     model = make_model([helper.make_node("MatMul", ["a", "b"], ["y"])], feeds, ["y"],
                        {"b": _rand(r, (1100, 1043))})
     check(model, feeds, tmp_path, target=target, atol=1e-4)
     g = load_target(target).schedule["gemm"]
+    kc = -(-1100 // -(-1100 // g["kc"]))      # K = 1100 in equal blocks of at most kc
     c = next(Path(tmp_path).glob("b*/model.c")).read_text()
-    assert re.search(rf"aicc_sg_avx512_m\d+k{g['kc']}c\d+j\d+n{g['nc']}_", c)
+    assert re.search(rf"aicc_sg_avx512_m\d+k{kc}c\d+j\d+n{g['nc']}_", c)
 
 
 # column counts per ISA whose panels are not 2 vectors wide (gemm_simd.panel_vectors): 1 vector
@@ -523,3 +524,18 @@ def test_matmul_panel_widths(m, target, tmp_path):
     c = next(Path(tmp_path).glob("b*/model.c")).read_text()
     isa = SIMD[target]
     assert re.search(rf"{isa}k\d+v1\b", c) and re.search(rf"{isa}k\d+v3\b", c)
+
+
+@pytest.mark.parametrize("target", [t for t in TARGETS if t in SIMD])
+@pytest.mark.parametrize("k,kc", [(257, 129), (320, 160), (600, 200), (256, 256)])
+def test_matmul_equal_k_blocks(k, kc, target, tmp_path):
+    """K longer than the schedule's kc (256) runs in equal K blocks (257 -> 129 + 128, not 256
+    + 1), with a fused bias + Relu after the last one, against onnxruntime."""
+    r = rng(k)
+    feeds = {"a": _rand(r, (29, k)) / np.float32(np.sqrt(k))}
+    nodes = [helper.make_node("MatMul", ["a", "b"], ["t"]), helper.make_node("Add", ["t", "c"], ["u"]),
+             helper.make_node("Relu", ["u"], ["y"])]
+    model = make_model(nodes, feeds, ["y"], {"b": _rand(r, (k, 70)), "c": _rand(r, (70,))})
+    check(model, feeds, tmp_path, target=target)
+    c = next(Path(tmp_path).glob("b*/model.c")).read_text()
+    assert re.search(rf"{SIMD[target]}m\d+k{kc}c", c)
