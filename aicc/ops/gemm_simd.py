@@ -4,7 +4,8 @@ lists the kernel variant (``kernels: [avx2, ...]`` in configs/targets/*.yaml).
 
 Layout (GotoBLAS/BLIS-style, our own code):
 
-* B is packed in column panels of NR = 2 vectors (16 floats for AVX2, 32 for AVX-512),
+* B is packed in column panels of NR = 2 vectors (16 floats for AVX2, 32 for AVX-512; 1 or
+  3 vectors for narrow N, see panel_vectors),
   ``Bp[(p*K + k)*NR + j] = B[k, p*NR + j]``, zero past N (gemm.pack_b, at compile time for
   constant weights). A K block [pc, pc+kc) of a panel is contiguous: no repacking per block.
 * A is read in place, row-major with unit stride along k (``A[i*lda + k]``): the mr row
