@@ -57,8 +57,13 @@ BAND_POS = 64            # output positions per band (input rows padded, outputs
 # bytes at most. x86-avx2 (measured, C loop, us, bcast vs the variant auto took before):
 # 16 -> 32 stride 2 23.8 vs 26.2, 32 -> 64 stride 2 22.9 vs 24.7, 1x1 stride 2 3.4 vs 4.6,
 # 128 -> 256 stride 2 at 28x28 1149 vs 1131, ResNet-8's first conv 13.1 vs 11.6 (implicit)
-AUTO = {"avx512": dict(small_cin=4, out_max=65536, w_max=2 << 20),
-        "avx2": dict(small_cin=0, out_max=16384, w_max=2 << 20)}
+# ConvNHWC (prefer_nhwc): input channels counted as few there, channel vectors at most (avx2,
+# ConvNHWC vs its im2col GEMM, us: 3 -> 32 s2 onto 112x112 258 vs 293, 3 -> 16 s2 onto 48x48
+# 22.9 vs 26.4, 3 -> 24 s2 onto 64x64 63 vs 70; 8 vectors, where each band's input is
+# broadcast 4 times, lose: 3 -> 64 s2 onto 112x112 488 vs 460, 1 -> 64 10x4 s2 onto 25x5 6.7
+# vs 5.8. avx512 takes 8 and 12 vectors: 3 -> 128 / 192 s2 onto 56x56 143 / 193 vs 167 / 219)
+AUTO = {"avx512": dict(small_cin=4, out_max=65536, w_max=2 << 20, nhwc_cin=4, nhwc_nv=None),
+        "avx2": dict(small_cin=0, out_max=16384, w_max=2 << 20, nhwc_cin=4, nhwc_nv=4)}
 MAX_UNROLL = 48          # taps per input channel unrolled in full (else ky runs in a loop)
 # accumulators per register block, leaving room for the V weight vectors and the broadcasts:
 # avx2 has 16 registers (16 -> 32 stride 2: 28.5 us with 12 accumulators, GCC spilled; 23.8
@@ -75,8 +80,11 @@ def supports(geo) -> bool:
 
 def prefer_nhwc(geo, isa: str) -> bool:
     """ConvNHWC (group 1, not pointwise): few input channels (first convs, where the im2col
-    GEMM's K is short: DS-CNN's 10x4 conv of 1 -> 64 channels, 4.3 -> 3.6 us on avx512)."""
-    return (supports(geo) and geo.cin <= AUTO[isa]["small_cin"]
+    GEMM's K is short: DS-CNN's 10x4 conv of 1 -> 64 channels, 4.3 -> 3.6 us on avx512), on
+    avx2 only up to 4 channel vectors (AUTO: MobileNetV2's 3 -> 32 stride 2, not DS-CNN's)."""
+    a = AUTO[isa]
+    nv = -(-geo.cout // ISA[isa]["lanes"])
+    return (supports(geo) and geo.cin <= a["nhwc_cin"] and nv <= (a["nhwc_nv"] or nv)
             and lanes(geo.cout, ISA[isa]["lanes"]) >= 0.75)
 
 

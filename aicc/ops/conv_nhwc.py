@@ -16,9 +16,10 @@ Kernels:
   activation. On x86-avx2 / x86-avx512 conv_nhwc_dw.py's register-blocked SIMD kernel
   (several output positions x channel vectors per block); elsewhere (or with
   ``aicc_kernel: generic``) portable loops that the C compiler vectorizes over channels.
-* group 1, few input channels (x86-avx512; conv_bcast.prefer_nhwc): conv_bcast.py's direct
-  kernel, each input value broadcast against vectors of output channels (DS-CNN's first
-  conv); rounding: k in (c, ky, kx) order.
+* group 1, few input channels (x86-avx512; x86-avx2 up to 32 output channels:
+  conv_bcast.prefer_nhwc): conv_bcast.py's direct kernel, each input value broadcast against
+  vectors of output channels (DS-CNN's and MobileNetV2's first convs); rounding: k in (c,
+  ky, kx) order.
 * group 1 otherwise: im2col of a tile of output positions into rows of K = kh * kw * Cin entries
   (``(ky, kx, ci)`` order: each (ky, kx) is a contiguous run of Cin floats of X; padding
   taps are zero rows) and one GEMM per tile with the weights packed at compile time as
