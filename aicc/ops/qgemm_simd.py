@@ -45,7 +45,7 @@ from ..emit_c.cwriter import c_float, c_int, ctype
 from . import qgemm_amx
 from .loops import numel
 from .matmul import _dims
-from .qrequant_simd import WRAP, Requant, output
+from .qrequant_simd import WRAP, Requant, output, sums_fit
 from .simd import include, simd_isa
 
 ISA = {
@@ -271,6 +271,14 @@ def zp_expr(ctx, k) -> str:
     return f"(int32_t){scalar(ctx, k)}" if ctx.has_input(k) else "0"
 
 
+def zp_const(ctx, k):
+    """The per-tensor zero point input k as an int: 0 when absent, None when not constant."""
+    if not ctx.has_input(k):
+        return 0
+    v = ctx.in_const(k)
+    return None if v is None else int(np.asarray(v).reshape(-1)[0])
+
+
 # -- emitters ------------------------------------------------------------------------------------
 
 def emit_matmul(op, node, ctx, rq: Requant | None) -> None:
@@ -284,6 +292,8 @@ def emit_matmul(op, node, ctx, rq: Requant | None) -> None:
     rows = numel(tuple(ctx.out_shape(0))) // n
     b = np.asarray(ctx.in_const(op.B)).astype(np.int64).reshape(k, n)
     b = b - zp_values(ctx, op.BZ, n)[None, :]
+    if rq is not None and not rq.per_col:
+        rq = rq._replace(fits=sums_fit(b.T, ta.name, zp_const(ctx, op.AZ), None))
     form = quad_form(ctx, isa, b, False) or pair_form(ctx, isa)
     g, et, nr = FORMS[form]["g"], FORMS[form]["et"], d["nr"]
     npn, kgn = -(-n // nr), -(-k // g)

@@ -31,8 +31,8 @@ from .loops import collapse, collapsed_strides, numel
 from .matmul import _dims
 from .quantize import round_helper
 from . import qgemm_conv, qgemm_simd
-from .qgemm_simd import scalar, zp_expr
-from .qrequant_simd import WRAP, Requant
+from .qgemm_simd import scalar, zp_const, zp_expr
+from .qrequant_simd import WRAP, Requant, sums_fit
 
 INT8 = ("uint8", "int8")
 QRANGE = {"uint8": (0, 255), "int8": (-128, 127)}
@@ -147,6 +147,12 @@ def _requant_prelude(ctx, ks, ys_k, yzp_k):
     ctx(f"const float sa = {scalar(ctx, ks)};")
     ctx(f"const float ys = {scalar(ctx, ys_k)};")
     ctx(f"const int32_t yzp = {zp_expr(ctx, yzp_k)};")
+
+
+def _const_or_false(ctx, k):
+    """Input k's constant value, or False when it is computed at run time (sums_fit)."""
+    v = ctx.in_const(k)
+    return False if v is None else v
 
 
 def _nonempty_mm(ctx, op) -> bool:
@@ -401,9 +407,13 @@ class QLinearConv(_ConvBase):
         yct = ctype(ydt)
         bias = ctx.inp[8] if ctx.has_input(8) else None
         if _simd_conv(self, node, ctx):
+            geo = ConvGeometry(self, node, ctx.in_shape(self.X), ctx.in_shape(self.W))
+            fits = sums_fit(qgemm_simd.conv_weights(ctx, self, geo), ctx.in_dtype(self.X).name,
+                            zp_const(ctx, self.XZ),
+                            None if bias is None else _const_or_false(ctx, 8))
             qgemm_conv.emit_conv(self, node, ctx, Requant(
                 rnd, f"sa * {ctx.inp[4]}[{'oc' if wsn > 1 else '0'}] / ys",
-                f"(int32_t){bias}[oc]" if bias else None))
+                f"(int32_t){bias}[oc]" if bias else None, fits=fits))
             return
 
         def post(base, acc, P):
