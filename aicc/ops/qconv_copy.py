@@ -170,14 +170,14 @@ PADQ = """\
  * fours: for phase ph = py * sw + px,
  * d[(((ph * c4n + c4) * hq + i) * wq + j) * 4 + e] = x[4 c4 + e][i sh + py - pt][j sw + px - pl];
  * zu (the zero point + FLIP) in the padding, for missing channels (zero weights) and in the
- * slack. Written one input row of four channels at a time (a per-channel, per-byte loop took
- * half of a strided conv). zrow: w elements of scratch. */
+ * slack. Written one row of four channels at a time (a per-channel, per-byte loop took half
+ * of a strided conv), zu only where no input lands (a memset of everything first rewrote a
+ * 1x1 conv's whole input). zrow: w elements of scratch. */
 static void aicc_qpadq_SFX(const TA *restrict x, size_t cin, size_t h, size_t w, uint8_t zu,
                            size_t sh, size_t sw, size_t hq, size_t wq, size_t pt, size_t pl,
                            size_t slack, uint8_t *restrict d, TA *restrict zrow)
 {
     const size_t c4n = (cin + 3u) / 4u, plane = h * w;
-    memset(d, zu, sh * sw * c4n * hq * wq * 4u + slack);
     for (size_t j = 0; j < w; ++j)
         zrow[j] = (TA)((int32_t)zu - FLIP);
     for (size_t c4 = 0; c4 < c4n; ++c4) {
@@ -188,30 +188,34 @@ static void aicc_qpadq_SFX(const TA *restrict x, size_t cin, size_t h, size_t w,
             r[e] = real ? x + (4u * c4 + e) * plane : zrow;
             rs[e] = real ? w : 0u;
         }
-        for (size_t ri = 0; ri < h; ++ri) {
-            const size_t py = (ri + pt) % sh, i = (ri + pt) / sh;
-            if (i >= hq)
-                continue;
+        for (size_t py = 0; py < sh; ++py)
             for (size_t px = 0; px < sw; ++px) {
                 /* columns j0 <= j < j1 read input column j sw + px - pl, in [0, w) */
                 const size_t j0 = px >= pl ? 0u : (pl - px + sw - 1u) / sw;
                 size_t j1 = w + pl > px ? (w - 1u + pl - px) / sw + 1u : 0u;
                 j1 = j1 < wq ? j1 : wq;
-                if (j1 <= j0)
-                    continue;
-                uint8_t *restrict o = d + ((((py * sw + px) * c4n + c4) * hq + i) * wq + j0) * 4u;
-                const size_t b = j0 * sw + px - pl, n = j1 - j0;
-                const TA *s0 = r[0] + ri * rs[0] + b, *s1 = r[1] + ri * rs[1] + b;
-                const TA *s2 = r[2] + ri * rs[2] + b, *s3 = r[3] + ri * rs[3] + b;
-                if (sw == 1u)
-                    aicc_qquadrow_SFX(n, 1u, s0, s1, s2, s3, o);
-                else if (sw == 2u)
-                    aicc_qquadrow_SFX(n, 2u, s0, s1, s2, s3, o);
-                else
-                    aicc_qquadrow_SFX(n, sw, s0, s1, s2, s3, o);
+                for (size_t i = 0; i < hq; ++i) {
+                    uint8_t *restrict o = d + (((py * sw + px) * c4n + c4) * hq + i) * wq * 4u;
+                    const size_t ri = i * sh + py - pt;        /* the input row (unsigned) */
+                    if (i * sh + py < pt || ri >= h || j1 <= j0) {
+                        memset(o, zu, wq * 4u);
+                        continue;
+                    }
+                    const size_t b = j0 * sw + px - pl, n = j1 - j0;
+                    const TA *s0 = r[0] + ri * rs[0] + b, *s1 = r[1] + ri * rs[1] + b;
+                    const TA *s2 = r[2] + ri * rs[2] + b, *s3 = r[3] + ri * rs[3] + b;
+                    memset(o, zu, j0 * 4u);
+                    if (sw == 1u)
+                        aicc_qquadrow_SFX(n, 1u, s0, s1, s2, s3, o + j0 * 4u);
+                    else if (sw == 2u)
+                        aicc_qquadrow_SFX(n, 2u, s0, s1, s2, s3, o + j0 * 4u);
+                    else
+                        aicc_qquadrow_SFX(n, sw, s0, s1, s2, s3, o + j0 * 4u);
+                    memset(o + j1 * 4u, zu, (wq - j1) * 4u);
+                }
             }
-        }
     }
+    memset(d + sh * sw * c4n * hq * wq * 4u, zu, slack);
 }"""
 
 
