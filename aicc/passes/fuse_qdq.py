@@ -17,6 +17,16 @@ when:
   x_scale * w_scale (as float32 products, per tensor or per channel; the quantizers write it
   so), which is then QLinearConv's bias.
 
+Float outputs: ``y = Gemm(DequantizeLinear(xq), DequantizeLinear(wq)[, c])`` (alpha = beta = 1,
+transA 0, any transB) and ``MatMul(DequantizeLinear(xq), DequantizeLinear(wq))`` with no
+QuantizeLinear after them (a quantized model's classifier: onnxruntime runs it as QGemm)
+become ``MatMulInteger(xq, wq (transposed at build time for transB), xz, wz)``, Cast to float,
+times the float32 product x_scale * w_scale [, + c], with the same conditions on xq and wq.
+Rounding: the integer sum is exact and rounded once to float (above 2^24), then one product
+and the bias add; the float chain rounds every product and partial sum. The weights stay
+1 byte each (MobileNetV2 int8's 1280 -> 1000 classifier: 1.3 MB instead of 5.1 MB of float
+weights streamed per run).
+
 The DequantizeLinear nodes stay for any other reader (eliminate-dead-nodes removes the rest).
 Anything else is left unchanged. It must run before fold-constants, which would turn the
 constant weights' DequantizeLinear into float weights.
@@ -35,7 +45,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ConfigError
-from ..ir import Node
+from ..ir import Node, TensorType
 from .absorb import fresh_name, sole_use, std_domain, taken_names
 from .registry import graph_pass
 
@@ -75,8 +85,9 @@ def _scalar_q(g, n, qname):
 
 @graph_pass("fuse-qdq")
 def fuse_qdq(g, *, mode: str = "off"):
-    """DequantizeLinear -> Conv / MatMul -> QuantizeLinear -> QLinearConv / QLinearMatMul
-    (see the module docstring for the exact conditions)."""
+    """DequantizeLinear -> Conv / MatMul -> QuantizeLinear -> QLinearConv / QLinearMatMul;
+    Gemm / MatMul of DequantizeLinear operands with a float output -> MatMulInteger, Cast,
+    Mul [, Add] (see the module docstring for the exact conditions)."""
     if mode not in ("off", "on"):
         raise ConfigError(f"pass 'fuse-qdq': mode {mode!r} (off or on)")
     if mode == "off":
@@ -144,5 +155,66 @@ def fuse_qdq(g, *, mode: str = "off"):
                               op.name, "")
         drop.add(id(op))
         g.types.pop(v, None)
-    g.nodes = [replace.get(id(n), n) for n in g.nodes if id(n) not in drop]
+    for op in g.nodes:
+        if id(op) not in drop and op.op_type in ("Gemm", "MatMul") and std_domain(op):
+            nodes = _float_out(g, op, prod, taken, zero_point)
+            if nodes:
+                replace[id(op)] = nodes
+    out = []
+    for n in g.nodes:
+        if id(n) not in drop:
+            r = replace.get(id(n), n)
+            out.extend(r if isinstance(r, list) else [r])
+    g.nodes = out
     return g
+
+
+def _float_out(g, op, prod, taken, zero_point):
+    """The nodes that replace a Gemm / MatMul of DequantizeLinear operands with a float output
+    (module docstring), or None when the conditions do not hold."""
+    gemm = op.op_type == "Gemm"
+    if gemm and (float(op.attrs.get("alpha", 1.0)) != 1.0 or float(op.attrs.get("beta", 1.0)) != 1.0
+                 or int(op.attrs.get("transA", 0)) != 0):
+        return None
+    if not gemm and len(op.inputs) != 2:
+        return None
+    dx, dw = _dq(prod, op.inputs[0]), _dq(prod, op.inputs[1])
+    if dx is None or dw is None:
+        return None
+    qx = _scalar_q(g, dx, dx.inputs[0])
+    wq = g.const(dw.inputs[0])
+    sw = _const_f32(g, dw.inputs[1])
+    zwname, zw = _zp(g, dw)
+    if qx is None or wq is None or wq.dtype.name not in INT8 or wq.ndim != 2 or sw is None \
+            or zw is None:
+        return None
+    trans = gemm and int(op.attrs.get("transB", 0)) == 1
+    per = 0 if trans else 1                       # wq's output-channel axis
+    n = wq.shape[per]
+    if sw.size != 1 and not (int(dw.attrs.get("axis", 1)) % 2 == per and sw.shape == (n,)):
+        return None
+    if zw.size not in (1, sw.size):
+        return None
+    name = op.name or op.outputs[0]
+    wname = dw.inputs[0]
+    if trans:
+        wname = fresh_name(taken, f"{name}_wq_t")
+        g.constants[wname] = np.ascontiguousarray(wq.T)
+    acc, accf = fresh_name(taken, f"{name}_acc"), fresh_name(taken, f"{name}_accf")
+    sname = fresh_name(taken, f"{name}_scale")
+    g.constants[sname] = (qx[0].astype(np.float32) * sw.astype(np.float32)).astype(np.float32)
+    y = op.outputs[0]
+    bias = op.inputs[2] if gemm and len(op.inputs) > 2 and op.inputs[2] else ""
+    scaled = fresh_name(taken, f"{name}_scaled") if bias else y
+    if y in g.types:                  # the product's shape, int32 then float32
+        g.types[acc] = TensorType(np.dtype(np.int32), g.types[y].shape)
+        for t in (accf, scaled):
+            g.types[t] = TensorType(np.dtype(np.float32), g.types[y].shape)
+    nodes = [Node("MatMulInteger", [dx.inputs[0], wname, zero_point(qx[1], qx[2], f"{name}_xzp"),
+                                    zero_point(zwname, wq.dtype, f"{name}_wzp")], [acc], {},
+                  f"{name}_int", ""),
+             Node("Cast", [acc], [accf], {"to": 1}, f"{name}_float", ""),
+             Node("Mul", [accf, sname], [scaled], {}, f"{name}_scale", "")]
+    if bias:
+        nodes.append(Node("Add", [scaled, bias], [y], {}, f"{name}_bias", ""))
+    return nodes

@@ -153,3 +153,74 @@ def test_float_chain_by_default(target, tmp_path):
     assert "QLinearConv" not in steps
     want = ReferenceEvaluator(model).run(None, feeds)[0]
     assert np.abs(got.astype(np.int64) - want.astype(np.int64)).max() <= 1
+
+
+def _float_out_model(op="Gemm", per_channel=True, bias=True, xdt=np.uint8, alpha=1.0):
+    """A quantized classifier: DequantizeLinear(xq) and DequantizeLinear(w) into a Gemm
+    (transB, DequantizeLinear of an int32 bias) or a MatMul, float output, no QuantizeLinear."""
+    r = rng(9)
+    k, n = 70, 37
+    gemm = op == "Gemm"
+    w = r.integers(-127, 128, (n, k) if gemm else (k, n)).astype(np.int8)
+    sx = np.float32(0.05)
+    sw = (r.uniform(0.002, 0.01, n) if per_channel else np.array(0.004)).astype(np.float32)
+    inits = {"sx": np.array(sx), "zx": np.array(xdt(9 if xdt == np.uint8 else -4)), "w": w,
+             "sw": sw}
+    nodes = [helper.make_node("DequantizeLinear", ["xq", "sx", "zx"], ["x"]),
+             helper.make_node("DequantizeLinear", ["w", "sw"], ["wf"], axis=0 if gemm else 1)]
+    ins = ["x", "wf"]
+    if bias:
+        inits["b"] = r.integers(-5000, 5000, n).astype(np.int32)
+        inits["sb"] = (sx * sw).astype(np.float32)
+        nodes.append(helper.make_node("DequantizeLinear", ["b", "sb"], ["bf"], axis=0))
+        ins.append("bf")
+    attrs = {"transB": 1, "alpha": alpha} if gemm else {}
+    nodes.append(helper.make_node(op, ins, ["y"], name="fc", **attrs))
+    shape = (3, k) if gemm else (2, 3, k)
+    feeds = {"xq": r.integers(np.iinfo(xdt).min, int(np.iinfo(xdt).max) + 1, shape).astype(xdt)}
+    return make_model(nodes, feeds, ["y"], inits, opset=21), feeds
+
+
+@pytest.mark.parametrize("op,bias", [("Gemm", True), ("Gemm", False), ("MatMul", False)])
+@pytest.mark.parametrize("per_channel", [True, False])
+def test_float_out_structure(op, bias, per_channel):
+    model, _ = _float_out_model(op, per_channel, bias)
+    after = run_pass("fuse-qdq", _graph(model), mode="on")
+    assert op not in ops(after)
+    mi = next(n for n in after.nodes if n.op_type == "MatMulInteger")
+    assert mi.inputs[0] == "xq"
+    w = after.const(mi.inputs[1])
+    want = model.graph.initializer[[i.name for i in model.graph.initializer].index("w")]
+    from onnx import numpy_helper
+    wq = numpy_helper.to_array(want)
+    np.testing.assert_array_equal(w, wq.T if op == "Gemm" else wq)       # transB at build time
+    tail = [n.op_type for n in after.nodes[after.nodes.index(mi):]]
+    assert tail[:3] == ["MatMulInteger", "Cast", "Mul"] and ("Add" in tail) == bias
+    assert after.nodes[-1].outputs == ["y"]
+
+
+def test_float_out_left_alone():
+    model, _ = _float_out_model(alpha=0.5)           # alpha != 1: not rewritten
+    after = run_pass("fuse-qdq", _graph(model), mode="on")
+    assert "Gemm" in ops(after) and "MatMulInteger" not in ops(after)
+
+
+@pytest.mark.parametrize("target", X86)
+@pytest.mark.parametrize("op,per_channel,xdt", [("Gemm", True, np.uint8), ("Gemm", False, np.int8),
+                                                ("MatMul", True, np.int8)])
+def test_float_out_numerics(op, per_channel, xdt, target, tmp_path):
+    """Against onnx.reference (the float chain) and onnxruntime (QGemm): rounding only."""
+    model, feeds = _float_out_model(op, per_channel, op == "Gemm", xdt)
+    cfg = None
+    if target not in FUSED:
+        cfg = Path(tmp_path) / "on.yaml"
+        cfg.write_text(json.dumps(ON))
+    got = compile_and_run(model, feeds, tmp_path, target=target, config=cfg)["y"]
+    steps = {s["op"] for p in Path(tmp_path).glob("b*/manifest.json")
+             for s in json.loads(p.read_text())["steps"]}
+    assert "MatMulInteger" in steps and op not in steps, steps
+    import onnxruntime as ort
+    o = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for want in (ReferenceEvaluator(model).run(None, feeds)[0], o.run(None, feeds)[0]):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    assert np.abs(got).max() > 1.0 and np.unique(got).size > 50        # real values
