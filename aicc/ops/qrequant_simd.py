@@ -8,14 +8,16 @@ integer kernels: the int32 outputs (MatMulInteger / ConvInteger) as acc + add.
 
 When the build proves every sum acc + add at most 2^24 in magnitude (``sums_fit``: the
 constant weights, the input's range and the constant bias bound them), the helper's ``_f32``
-form computes the same values in float32: a = acc + add converted exactly, p = a * m rounded,
-q = rint(p). p is the product's nearest float and the half-integers below 2^22 are floats,
-so no rounding boundary lies strictly between p and the exact product a * m (which float64
-holds exactly: 25 + 24 bits); q is its rint unless p is itself a half-integer, when the exact
-error e = fma(a, m, -p) (nonzero: not a tie) says which way it rounds. |p| >= 2^22 saturates
-either way. Half the vector operations of the float64 form (one conversion, one product, no
-split into halves): MobileNetV2 int8's requantization (x86-avx512-amx), 96 x 12544 outputs
-in rows of 256, 250 -> 150 us.
+form computes the same values in float32 for one multiplier |m| <= 64: a = acc + add
+converted exactly, p = a * m rounded, q = rint(p) (the rounding conversion to int32). p is
+the product's nearest float and the half-integers below 2^22 are floats, so no rounding
+boundary lies strictly between p and the exact product a * m (which float64 holds exactly:
+25 + 24 bits); q is its rint unless p is itself a half-integer, when the exact error
+e = fma(a, m, -p) (nonzero: not a tie) says which way it rounds. |p| >= 2^22 saturates
+either way; |p| <= 2^30, so q + yzp fits int32 and the packs to bytes saturate it. A third
+of the float64 form's vector operations (one conversion each way, one product, no split
+into halves, no clamp): MobileNetV2 int8's requantization (x86-avx512-amx), 96 x 12544
+outputs in rows of 256, C loop: 250 us (float64) -> 119 us.
 """
 from __future__ import annotations
 
@@ -115,94 +117,96 @@ def sums_fit(w, xdt: str, xzp, bias) -> bool:
     return int(s.max(initial=0)) <= EXACT
 
 
+MAX_MULT = 64.0          # |m| <= 2^6: |rint(a * m)| + |yzp| < 2^31 for |a| <= 2^24
+
+
 def _rq_f32(isa: str) -> tuple:
-    """(name, C) of the inline float32 rounding of one vector of sums (module doc): returns
-    rint(a * m) clamped to [vlo, vhi] (the bounds minus yzp) as int32."""
+    """(name, C) of the inline float32 rounding of one vector of sums a (|a| <= 2^24, module
+    doc): rint(a * m) as int32, for |m| <= MAX_MULT (no overflow; the caller saturates)."""
     if isa == "avx512":
-        v, ps, rn = "__m512", "_mm512", "_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC"
-        mul, fms = f"_mm512_mul_round_ps(a, vm, {rn})", f"_mm512_fmsub_round_ps(a, vm, p, {rn})"
-        tie = ["const __mmask16 tie = _mm512_cmp_ps_mask(_mm512_abs_ps(d), _mm512_set1_ps(0.5f), "
-               "_CMP_EQ_OQ);",
-               "if (tie) {     /* p a half-integer: the exact product's side of it */",
-               f"    const __m512 e = {fms}, z = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);",
-               "    const __mmask16 up = _mm512_mask_cmp_ps_mask(tie, e, z, _CMP_GT_OQ) & "
-               "_mm512_cmp_ps_mask(d, z, _CMP_GT_OQ);",
-               "    const __mmask16 dn = _mm512_mask_cmp_ps_mask(tie, e, z, _CMP_LT_OQ) & "
-               "_mm512_cmp_ps_mask(d, z, _CMP_LT_OQ);",
-               "    q = _mm512_mask_sub_ps(_mm512_mask_add_ps(q, up, q, one), dn, q, one);",
-               "}"]
-        rnd, cvt = f"_mm512_roundscale_ps(p, {rn})", "_mm512_cvtps_epi32"
-        vi = "__m512i"
+        rn = "_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC"
+        body = ["const __m512 a = _mm512_cvtepi32_ps(ai);      /* exact: |ai| <= 2^24 */",
+                f"const __m512 p = _mm512_mul_round_ps(a, vm, {rn});",
+                f"__m512i q = _mm512_cvt_roundps_epi32(p, {rn});",
+                "const __m512 d = _mm512_sub_ps(p, _mm512_cvtepi32_ps(q));",
+                "const __mmask16 tie = _mm512_cmp_ps_mask(_mm512_abs_ps(d), _mm512_set1_ps(0.5f), "
+                "_CMP_EQ_OQ);",
+                "if (tie) {     /* p a half-integer: the exact product's side of it */",
+                f"    const __m512 e = _mm512_fmsub_round_ps(a, vm, p, {rn}), z = _mm512_setzero_ps();",
+                "    const __mmask16 up = _mm512_mask_cmp_ps_mask(tie, e, z, _CMP_GT_OQ) & "
+                "_mm512_cmp_ps_mask(d, z, _CMP_GT_OQ);",
+                "    const __mmask16 dn = _mm512_mask_cmp_ps_mask(tie, e, z, _CMP_LT_OQ) & "
+                "_mm512_cmp_ps_mask(d, z, _CMP_LT_OQ);",
+                "    const __m512i one = _mm512_set1_epi32(1);",
+                "    q = _mm512_mask_sub_epi32(_mm512_mask_add_epi32(q, up, q, one), dn, q, one);",
+                "}", "return q;"]
+        v, vi = "__m512", "__m512i"
     else:
-        v, ps, vi = "__m256", "_mm256", "__m256i"
-        mul, fms = "_mm256_mul_ps(a, vm)", "_mm256_fmsub_ps(a, vm, p)"
-        tie = ["const __m256 tie = _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), d), "
-               "_mm256_set1_ps(0.5f), _CMP_EQ_OQ);",
-               "if (_mm256_movemask_ps(tie)) {     /* p a half-integer: the exact product's side */",
-               f"    const __m256 e = {fms}, z = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);",
-               "    const __m256 up = _mm256_and_ps(tie, _mm256_and_ps(_mm256_cmp_ps(e, z, _CMP_GT_OQ), "
-               "_mm256_cmp_ps(d, z, _CMP_GT_OQ)));",
-               "    const __m256 dn = _mm256_and_ps(tie, _mm256_and_ps(_mm256_cmp_ps(e, z, _CMP_LT_OQ), "
-               "_mm256_cmp_ps(d, z, _CMP_LT_OQ)));",
-               "    q = _mm256_sub_ps(_mm256_add_ps(q, _mm256_and_ps(up, one)), _mm256_and_ps(dn, one));",
-               "}"]
-        rnd = "_mm256_round_ps(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)"
-        cvt = "_mm256_cvtps_epi32"
+        body = ["const __m256 a = _mm256_cvtepi32_ps(ai);      /* exact: |ai| <= 2^24 */",
+                "const __m256 p = _mm256_mul_ps(a, vm);",
+                "__m256 q = _mm256_round_ps(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);",
+                "const __m256 d = _mm256_sub_ps(p, q);",
+                "const __m256 tie = _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), d), "
+                "_mm256_set1_ps(0.5f), _CMP_EQ_OQ);",
+                "if (_mm256_movemask_ps(tie)) {     /* p a half-integer: the exact product's side */",
+                "    const __m256 e = _mm256_fmsub_ps(a, vm, p), z = _mm256_setzero_ps();",
+                "    const __m256 one = _mm256_set1_ps(1.0f);",
+                "    const __m256 up = _mm256_and_ps(tie, _mm256_and_ps(_mm256_cmp_ps(e, z, _CMP_GT_OQ), "
+                "_mm256_cmp_ps(d, z, _CMP_GT_OQ)));",
+                "    const __m256 dn = _mm256_and_ps(tie, _mm256_and_ps(_mm256_cmp_ps(e, z, _CMP_LT_OQ), "
+                "_mm256_cmp_ps(d, z, _CMP_LT_OQ)));",
+                "    q = _mm256_sub_ps(_mm256_add_ps(q, _mm256_and_ps(up, one)), _mm256_and_ps(dn, one));",
+                "}", "return _mm256_cvtps_epi32(q);     /* an integer: exact */"]
+        v, vi = "__m256", "__m256i"
     name = f"aicc_qrf_{isa}"
-    body = [f"const {v} a = {ps}_cvtepi32_ps(ai);      /* exact: |ai| <= 2^24 */",
-            f"const {v} p = {mul};", f"{v} q = {rnd};", f"const {v} d = {ps}_sub_ps(p, q);",
-            *tie, f"return {cvt}({ps}_max_ps(vlo, {ps}_min_ps(vhi, q)));"]
-    C = [f"/* rint(ai * vm) clamped to [vlo, vhi], as int32, in float32 for |ai| <= 2^24 (the float64",
-         " * product's rounding: qrequant_simd.py). */",
-         f"static inline {vi} {name}({vi} ai, {v} vm, {v} vlo, {v} vhi)", "{",
-         *["    " + b for b in body], "}"]
+    C = ["/* rint(ai * vm) as int32 in float32, for |ai| <= 2^24 and |vm| <= 64: the float64",
+         " * product's rounding (qrequant_simd.py). */",
+         f"static inline {vi} {name}({vi} ai, {v} vm)", "{", *["    " + b for b in body], "}"]
     return name, "\n".join(C)
 
 
 def _requant_fast_f32(isa: str, ydt: str, rf: str) -> tuple:
-    """(setup, loop) of the ``_f32`` form for one finite multiplier: 4 vectors per step packed
-    to bytes, then single vectors (AVX-512: the last under a lane mask; AVX2: the scalar
-    tail follows)."""
+    """(setup, loop) of the ``_f32`` form for one finite multiplier of at most MAX_MULT: 4
+    vectors per step, + yzp, saturated to the output type by the packs, then single vectors
+    (AVX-512: the last under a lane mask, clamped in int32; AVX2: the scalar tail follows)."""
     pk = "packus" if ydt == "uint8" else "packs"
+    lo, hi = IRANGE[ydt]
     if isa == "avx512":
-        one = ("{rf}(_mm512_add_epi32(_mm512_loadu_si512(acc + j + {o}u), "
-               "as ? _mm512_loadu_si512(add + j + {o}u) : va16), vmf, vflo, vfhi)")
+        one = ("_mm512_add_epi32({rf}(_mm512_add_epi32(_mm512_loadu_si512(acc + j + {o}u), "
+               "as ? _mm512_loadu_si512(add + j + {o}u) : va16), vmf), vzi)")
         return [
             "const __m512i va16 = _mm512_set1_epi32(add[0]), vzi = _mm512_set1_epi32(yzp);",
             "const __m512 vmf = _mm512_set1_ps(m[0]);",
-            f"const __m512 vflo = _mm512_set1_ps((float)({IRANGE[ydt][0]} - yzp)), "
-            f"vfhi = _mm512_set1_ps((float)({IRANGE[ydt][1]} - yzp));",
+            f"const __m512i vqlo = _mm512_set1_epi32({lo}), vqhi = _mm512_set1_epi32({hi});",
             "const __m512i vperm = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);"], [
             "for (; j + 64u <= n; j += 64u) {",
-            *[f"    const __m512i r{i} = _mm512_add_epi32({one.format(rf=rf, o=16 * i)}, vzi);"
-              for i in range(4)],
+            *[f"    const __m512i r{i} = {one.format(rf=rf, o=16 * i)};" for i in range(4)],
             f"    const __m512i w = _mm512_{pk}_epi16(_mm512_packs_epi32(r0, r1), "
-            "_mm512_packs_epi32(r2, r3));   /* in range: exact packs */",
+            "_mm512_packs_epi32(r2, r3));   /* saturating */",
             "    _mm512_storeu_si512(y + j, _mm512_permutexvar_epi32(vperm, w));",
             "}",
             "for (; j < n; j += 16u) {",
             "    const __mmask16 k = n - j >= 16u ? (__mmask16)0xFFFFu : (__mmask16)((1u << (n - j)) - 1u);",
             "    const __m512i ai = _mm512_add_epi32(_mm512_maskz_loadu_epi32(k, acc + j),",
             "                                        as ? _mm512_maskz_loadu_epi32(k, add + j) : va16);",
-            f"    _mm512_mask_cvtepi32_storeu_epi8(y + j, k, _mm512_add_epi32({rf}(ai, vmf, vflo, vfhi), vzi));",
+            f"    const __m512i r = _mm512_add_epi32({rf}(ai, vmf), vzi);",
+            "    _mm512_mask_cvtepi32_storeu_epi8(y + j, k, _mm512_max_epi32(vqlo, "
+            "_mm512_min_epi32(vqhi, r)));",
             "}"]
-    one = ("{rf}(_mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(acc + j + {o}u)), "
-           "as ? _mm256_loadu_si256((const __m256i *)(add + j + {o}u)) : va8), vmf, vflo, vfhi)")
+    one = ("_mm256_add_epi32({rf}(_mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(acc + j + {o}u)), "
+           "as ? _mm256_loadu_si256((const __m256i *)(add + j + {o}u)) : va8), vmf), vzi)")
     return [
         "const __m256i va8 = _mm256_set1_epi32(add[0]), vzi = _mm256_set1_epi32(yzp);",
         "const __m256 vmf = _mm256_set1_ps(m[0]);",
-        f"const __m256 vflo = _mm256_set1_ps((float)({IRANGE[ydt][0]} - yzp)), "
-        f"vfhi = _mm256_set1_ps((float)({IRANGE[ydt][1]} - yzp));",
         "const __m256i vperm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);"], [
         "for (; j + 32u <= n; j += 32u) {",
-        *[f"    const __m256i r{i} = _mm256_add_epi32({one.format(rf=rf, o=8 * i)}, vzi);"
-          for i in range(4)],
+        *[f"    const __m256i r{i} = {one.format(rf=rf, o=8 * i)};" for i in range(4)],
         f"    const __m256i w = _mm256_{pk}_epi16(_mm256_packs_epi32(r0, r1), "
-        "_mm256_packs_epi32(r2, r3));   /* in range: exact packs */",
+        "_mm256_packs_epi32(r2, r3));   /* saturating */",
         "    _mm256_storeu_si256((__m256i *)(void *)(y + j), _mm256_permutevar8x32_epi32(w, vperm));",
         "}",
         "for (const size_t f = n - n % 8u; j < f; j += 8u) {",
-        f"    const __m256i r = _mm256_add_epi32({one.format(rf=rf, o=0)}, vzi);",
+        f"    const __m256i r = {one.format(rf=rf, o=0)};",
         "    const __m128i h = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));",
         f"    _mm_storel_epi64((__m128i *)(void *)(y + j), _mm_{pk}_epi16(h, h));",
         "}"]
@@ -266,7 +270,9 @@ def requant_helper(ctx, isa: str, ydt: str, rnd: str, f32: bool = False) -> str:
          f"    const {vd} vlo = {pd}_set1_pd({float(lo)!r}), vhi = {pd}_set1_pd({float(hi)!r});",
          f"    const {vd} vzc = {pd}_set1_pd((double)(yzp < {lo} ? {lo} : "
          f"(yzp > {hi} ? {hi} : yzp)));",
-         "    const int finite = ms == 0u && m[0] - m[0] == 0.0f;  /* one finite multiplier: no NaN */",
+         "    const int finite = ms == 0u && m[0] - m[0] == 0.0f"
+         + (f"\n        && m[0] <= {MAX_MULT!r}f && m[0] >= -{MAX_MULT!r}f;  /* one multiplier, "
+            "small: the float32 form */" if f32 else ";  /* one finite multiplier: no NaN */"),
          *["    " + ln for ln in setup],
          "    for (size_t row = 0; row < rows; ++row, acc += sa, y += sy) {"]
     row = (["size_t j = 0;", "if (finite) {"] + ["    " + s for s in fast]

@@ -91,16 +91,17 @@ def test_qlinearconv_requant_f32(kind, big, target, tmp_path):
 @pytest.mark.parametrize("target", ALL)
 @pytest.mark.parametrize("ta", [np.uint8, np.int8])
 def test_qlinearmatmul_requant_f32(ta, target, tmp_path):
-    """Per-tensor multiplier 2^-7 (sums 64 modulo 128 are exact ties: half to even), then
-    one that puts the float32 product of one sum (repeated in 8 rows) on the rounding edge."""
+    """Per-tensor multiplier 2^-7 (sums 64 modulo 128 are exact ties: half to even), one that
+    puts the float32 product of one sum (repeated in 8 rows) on the rounding edge, and one
+    above 64 (the float64 loop runs: the float32 form's int32 would overflow)."""
     r = rng(95 + (ta == np.int8))
     a = r.integers(np.iinfo(ta).min, int(np.iinfo(ta).max) + 1, size=(64, 50)).astype(ta)
     a[8:16] = a[8]
-    b = r.integers(-127, 128, size=(50, 40)).astype(np.int8)
+    b = r.integers(-127, 128, size=(50, 45)).astype(np.int8)     # rows of 45: every tail
     acc = a.astype(np.int64) @ b.astype(np.int64)
     j = int(np.argmax(np.abs(acc[8])))
     hard = next(m for k in range(30, 60) if (m := _hard_scale(int(acc[8, j]), k)) is not None)
-    for i, m in enumerate([np.float32(2.0 ** -7), hard]):
+    for i, m in enumerate([np.float32(2.0 ** -7), hard, np.float32(65536.5)]):
         inits = {"as": np.array([m], np.float32), "az": np.array([0], ta), "b": b,
                  "bs": np.array([1], np.float32), "bz": np.array([0], np.int8),
                  "ys": np.array([1], np.float32), "yz": np.array([3], ta)}
@@ -109,6 +110,9 @@ def test_qlinearmatmul_requant_f32(ta, target, tmp_path):
                            inits, opset=10)
         got = _both(model, {"a": a}, tmp_path / str(i), target)
         np.testing.assert_array_equal(got, _qmm_ref({"a": a, **inits}))
+        if i == 2:        # |m| > 64: the float64 loop (saturated but for sums near 0)
+            assert (got > np.iinfo(ta).min).any() and (got < np.iinfo(ta).max).any()
+            continue
         h, ties = _hard_count(acc, np.asarray(m))
         assert (ties if i == 0 else h) >= (5 if i == 0 else 8), (h, ties)
         assert _uses_f32(tmp_path / str(i))
