@@ -37,8 +37,9 @@ float32 products and sums; the fused op computes the sum exactly in integers, th
 rounding moves a value across a rounding boundary: outputs differ by at most one quantization
 step there, as with onnxruntime, which fuses the same patterns (its requantization is in
 float32). Off by default; on for x86-avx512-vnni and x86-avx512-amx (their pass_options),
-where the integer kernels are faster than the float chain (ResNet-8 quantized: 0.20 -> 0.12 ms); without VNNI
-they are not (avx2 0.28 float / 0.32 fused ms, avx512 0.22 / 0.21).
+where the integer kernels are faster than the float chain (ResNet-8 quantized: 0.20 -> 0.12
+ms). ``auto`` (x86-avx2, x86-avx512: no VNNI) fuses depthwise and 1x1 convs and the matrix
+products only (``_auto_conv``).
 """
 from __future__ import annotations
 
@@ -88,8 +89,8 @@ def fuse_qdq(g, *, mode: str = "off"):
     """DequantizeLinear -> Conv / MatMul -> QuantizeLinear -> QLinearConv / QLinearMatMul;
     Gemm / MatMul of DequantizeLinear operands with a float output -> MatMulInteger, Cast,
     Mul [, Add] (see the module docstring for the exact conditions)."""
-    if mode not in ("off", "on"):
-        raise ConfigError(f"pass 'fuse-qdq': mode {mode!r} (off or on)")
+    if mode not in ("off", "on", "auto"):
+        raise ConfigError(f"pass 'fuse-qdq': mode {mode!r} (off, on or auto)")
     if mode == "off":
         return g
     g = g.copy()
@@ -123,6 +124,8 @@ def fuse_qdq(g, *, mode: str = "off"):
         if qx is None or wq is None or wq.dtype.name not in INT8 or sw is None or zw is None:
             continue
         conv = op.op_type == "Conv"
+        if mode == "auto" and conv and not _auto_conv(op, wq):
+            continue
         # per-tensor, or per output channel: Conv axis 0, MatMul the last axis of a matrix
         axis = int(dw.attrs.get("axis", 1))
         per = (0 if conv else wq.ndim - 1)
@@ -167,6 +170,16 @@ def fuse_qdq(g, *, mode: str = "off"):
             out.extend(r if isinstance(r, list) else [r])
     g.nodes = out
     return g
+
+
+def _auto_conv(op, wq) -> bool:
+    """mode auto (targets without VNNI): depthwise and 1x1 convs only. Their integer kernels
+    beat the float chain there (MobileNetV2 int8: x86-avx512 10.1 -> 7.6 ms, x86-avx2 13.3 ->
+    11.2); dense 3 x 3 convs run faster as float Winograd / im2col than on the pair-form
+    integer GEMM (ResNet-8 int8 with every conv fused: avx512 0.197 -> 0.210 ms, avx2 0.276 ->
+    0.338; with auto: unchanged)."""
+    depthwise = int(op.attrs.get("group", 1)) > 1 and wq.shape[1] == 1
+    return depthwise or all(int(k) == 1 for k in wq.shape[2:])
 
 
 def _float_out(g, op, prod, taken, zero_point):

@@ -18,16 +18,19 @@ from tests.oracle import compile_and_run, make_model, rng
 from tests.passes.helpers import ops, run_pass
 
 X86 = [t for t in runnable_targets() if t.startswith("x86-")]
-# targets whose pass_options turn the pass on (configs/targets/*.yaml)
-FUSED = {t for t in X86 if load_target(t).pass_options.get("fuse-qdq", {}).get("mode")}
+# targets whose pass_options turn the pass on for every conv, and those where it is auto
+# (depthwise and 1x1 convs only; configs/targets/*.yaml)
+MODE = {t: load_target(t).pass_options.get("fuse-qdq", {}).get("mode") for t in X86}
+FUSED = {t for t in X86 if MODE[t] in ("on", True)}
+AUTO = {t for t in X86 if MODE[t] == "auto"}
 
 
 def _conv_model(per_channel=True, bias=True, bias_scale=1.0, extra_use=False, const_w=True,
-                xdt=np.uint8, attrs=None):
+                xdt=np.uint8, attrs=None, kernel=(3, 3), group=1):
     r = rng(5)
-    m, c = 12, 8
+    m, c = (12, 8) if group == 1 else (8, 8)
     xs, sx, zx = (1, c, 11, 10), np.float32(0.04), xdt(7 if xdt == np.uint8 else -3)
-    w = r.integers(-127, 128, (m, c, 3, 3)).astype(np.int8)
+    w = r.integers(-127, 128, (m, c // group, *kernel)).astype(np.int8)
     sw = (r.uniform(0.002, 0.01, m) if per_channel else np.array(0.005)).astype(np.float32)
     inits = {"sx": np.array(sx), "zx": np.array(zx), "w": w, "sw": sw,
              "sy": np.array(np.float32(0.08)), "zy": np.array(xdt(128 if xdt == np.uint8 else 1))}
@@ -39,8 +42,10 @@ def _conv_model(per_channel=True, bias=True, bias_scale=1.0, extra_use=False, co
         inits["sb"] = (sx * sw * np.float32(bias_scale)).astype(np.float32)
         nodes.append(helper.make_node("DequantizeLinear", ["b", "sb"], ["bf"], axis=0))
         conv_in.append("bf")
-    nodes += [helper.make_node("Conv", conv_in, ["v"], name="conv",
-                               **(attrs or {"pads": [1, 1, 1, 1], "strides": [2, 1]})),
+    attrs = attrs or ({"pads": [1, 1, 1, 1], "strides": [2, 1]} if kernel == (3, 3) else {})
+    if group > 1:
+        attrs = {**attrs, "group": group}
+    nodes += [helper.make_node("Conv", conv_in, ["v"], name="conv", **attrs),
               helper.make_node("QuantizeLinear", ["v", "sy", "zy"], ["y"])]
     outs = ["y"]
     if extra_use:
@@ -77,7 +82,7 @@ ON = {"pipeline": [{"fuse-qdq": {"mode": "on"}}, "fold-constants", "infer-shapes
 
 def _check_numerics(model, feeds, tmp_path, target, fused_op):
     cfg = None
-    if target not in FUSED:               # the pass is on by default there only
+    if target not in FUSED:               # the pass is on (for every conv) there only
         cfg = Path(tmp_path) / "on.yaml"
         cfg.write_text(json.dumps(ON))
     got = compile_and_run(model, feeds, tmp_path, target=target, config=cfg)["y"]
@@ -224,3 +229,31 @@ def test_float_out_numerics(op, per_channel, xdt, target, tmp_path):
     for want in (ReferenceEvaluator(model).run(None, feeds)[0], o.run(None, feeds)[0]):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
     assert np.abs(got).max() > 1.0 and np.unique(got).size > 50        # real values
+
+
+@pytest.mark.parametrize("kernel,group,fused", [((3, 3), 1, False), ((1, 1), 1, True),
+                                                ((3, 3), 8, True)])
+def test_auto_structure(kernel, group, fused):
+    """mode auto (targets without VNNI): depthwise and 1x1 convs only; dense 3 x 3 convs stay
+    on the float chain."""
+    model, _ = _conv_model(kernel=kernel, group=group)
+    after = run_pass("fuse-qdq", _graph(model), mode="auto")
+    assert ("QLinearConv" in ops(after)) == fused and ("Conv" in ops(after)) != fused
+
+
+@pytest.mark.parametrize("target", sorted(AUTO))
+@pytest.mark.parametrize("kernel,group", [((1, 1), 1), ((3, 3), 8)])
+def test_auto_by_default(kernel, group, target, tmp_path):
+    """x86-avx2 / x86-avx512 fuse depthwise and 1x1 QDQ convs by default; the values are
+    within one quantization step of onnx.reference's and onnxruntime's."""
+    model, feeds = _conv_model(kernel=kernel, group=group)
+    got = compile_and_run(model, feeds, tmp_path, target=target)["y"]
+    steps = {s["op"] for p in Path(tmp_path).glob("b*/manifest.json")
+             for s in json.loads(p.read_text())["steps"]}
+    assert "QLinearConv" in steps and "QuantizeLinear" not in steps, steps
+    import onnxruntime as ort
+    o = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for want in (ReferenceEvaluator(model).run(None, feeds)[0], o.run(None, feeds)[0]):
+        diff = np.abs(got.astype(np.int64) - want.astype(np.int64))
+        assert diff.max() <= 1 and (diff == 0).mean() > 0.97, (diff.max(), (diff == 0).mean())
+    assert ((got > 0) & (got < 255)).mean() > 0.5
