@@ -247,7 +247,10 @@ def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False) -> None:
     has_b = bias != "NULL"
     ctx.kernel = f"{isa} bcast"
     wp = ctx.const(pack(np.asarray(w, np.float32), v, L), "wbc")
-    tag = hashlib.sha1(repr((sorted(g.__dict__.items()), isa)).encode()).hexdigest()[:8]
+    # the kernels' text depends on the geometry, the bias and the clamp (two same-shaped
+    # convs, one with Relu, must not share a name)
+    tag = hashlib.sha1(repr((sorted(g.__dict__.items()), isa, has_b, clamp)).encode()
+                       ).hexdigest()[:8]
     use(ctx, "float32")
     include(ctx, isa)
     if not nhwc:

@@ -178,3 +178,26 @@ def test_bcast_conv_nhwc(i, target, tmp_path):
     kinds = [(s["op"], s["kernel"]) for s in b.manifest["steps"] if s["op"] == "ConvNHWC"]
     assert (kinds[0][1] == f"{isa} bcast") == (isa == "avx512" or cout <= 32), kinds
     assert_close(b.run({"x": x}), reference(m, {"x": x}), rtol=1e-4, atol=2e-5)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_bcast_same_shape_different_epilogues(target, tmp_path):
+    """Two convs of one geometry on the broadcast kernel, one with bias and Relu, one with
+    neither: their kernels differ and must not share a name (the build failed: "helper ...
+    defined twice with different code")."""
+    r = rng(77)
+    x = r.normal(size=(1, 16, 16, 16)).astype(np.float32)
+    inits = {k: (r.normal(size=(32, 16, 3, 3)) / 12).astype(np.float32) for k in ("w0", "w1")}
+    inits["b0"] = r.normal(size=32).astype(np.float32)
+    attrs = {"strides": [2, 2], "pads": [1, 1, 1, 1]}
+    nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], **attrs),
+             helper.make_node("Relu", ["c0"], ["y0"]),
+             helper.make_node("Conv", ["x", "w1"], ["y1"], **attrs)]
+    m = make_model(nodes, {"x": x}, ["y0", "y1"], inits)
+    path = tmp_path / "m.onnx"
+    onnx.save(m, str(path))
+    b = aicc.load(aicc.build(path, target=target, out=tmp_path / "b"), cflags=STRICT_CFLAGS)
+    kinds = [s["kernel"] for s in b.manifest["steps"] if s["op"] == "Conv"]
+    assert kinds == [f"{target.split('-')[1]} bcast"] * 2, kinds
+    assert_close(b.run({"x": x}), reference(m, {"x": x}), rtol=1e-4, atol=2e-5)
+    assert (b.run({"x": x})["y1"] < 0).any()          # no Relu leaked into the second conv
