@@ -118,21 +118,13 @@ def fuse_qdq(g, *, mode: str = "off"):
         if qy is None or dx is None or dw is None:
             continue
         qx = _scalar_q(g, dx, dx.inputs[0])
-        wq = g.const(dw.inputs[0])
-        sw = _const_f32(g, dw.inputs[1])
-        zwname, zw = _zp(g, dw)
-        if qx is None or wq is None or wq.dtype.name not in INT8 or sw is None or zw is None:
-            continue
         conv = op.op_type == "Conv"
-        if mode == "auto" and conv and not _auto_conv(op, wq):
-            continue
         # per-tensor, or per output channel: Conv axis 0, MatMul the last axis of a matrix
-        axis = int(dw.attrs.get("axis", 1))
-        per = (0 if conv else wq.ndim - 1)
-        if sw.size != 1 and not (wq.ndim >= 2 and axis % wq.ndim == per
-                                 and sw.shape == (wq.shape[per],)):
+        w = _weight_q(g, dw, last=not conv)
+        if qx is None or w is None:
             continue
-        if zw.size not in (1, sw.size):
+        wq, sw, zwname = w
+        if mode == "auto" and conv and not _auto_conv(op, wq):
             continue
         if not conv and (wq.ndim != 2 or len(op.inputs) != 2):
             continue
@@ -172,6 +164,24 @@ def fuse_qdq(g, *, mode: str = "off"):
     return g
 
 
+def _weight_q(g, dw, last):
+    """(wq, scale, zero point name or "") of the weight's DequantizeLinear dw when wq is a
+    uint8 / int8 constant with a constant float32 scale and zero point, per tensor or per
+    output channel (wq's last axis when ``last``, else axis 0), else None."""
+    wq = g.const(dw.inputs[0])
+    sw = _const_f32(g, dw.inputs[1])
+    zwname, zw = _zp(g, dw)
+    if wq is None or wq.dtype.name not in INT8 or sw is None or zw is None:
+        return None
+    axis = wq.ndim - 1 if last else 0
+    if sw.size != 1 and not (wq.ndim >= 2 and int(dw.attrs.get("axis", 1)) % wq.ndim == axis
+                             and sw.shape == (wq.shape[axis],)):
+        return None
+    if zw.size not in (1, sw.size):
+        return None
+    return wq, sw, zwname
+
+
 def _auto_conv(op, wq) -> bool:
     """mode auto (targets without VNNI): depthwise and 1x1 convs only. Their integer kernels
     beat the float chain there (MobileNetV2 int8: x86-avx512 10.1 -> 7.6 ms, x86-avx2 13.3 ->
@@ -195,19 +205,11 @@ def _float_out(g, op, prod, taken, zero_point):
     if dx is None or dw is None:
         return None
     qx = _scalar_q(g, dx, dx.inputs[0])
-    wq = g.const(dw.inputs[0])
-    sw = _const_f32(g, dw.inputs[1])
-    zwname, zw = _zp(g, dw)
-    if qx is None or wq is None or wq.dtype.name not in INT8 or wq.ndim != 2 or sw is None \
-            or zw is None:
-        return None
     trans = gemm and int(op.attrs.get("transB", 0)) == 1
-    per = 0 if trans else 1                       # wq's output-channel axis
-    n = wq.shape[per]
-    if sw.size != 1 and not (int(dw.attrs.get("axis", 1)) % 2 == per and sw.shape == (n,)):
+    w = _weight_q(g, dw, last=not trans)
+    if qx is None or w is None or w[0].ndim != 2:
         return None
-    if zw.size not in (1, sw.size):
-        return None
+    wq, sw, zwname = w
     name = op.name or op.outputs[0]
     wname = dw.inputs[0]
     if trans:
