@@ -32,10 +32,9 @@ from .matmul import _dims
 from .quantize import round_helper
 from . import qgemm_conv, qgemm_simd
 from .qgemm_simd import scalar, zp_const, zp_expr
-from .qrequant_simd import WRAP, Requant, sums_fit
+from .qrequant_simd import WRAP, Requant, irange, sums_fit
 
 INT8 = ("uint8", "int8")
-QRANGE = {"uint8": (0, 255), "int8": (-128, 127)}
 
 ROW = """\
 /* One row of an integer matrix product: acc[n] = sum_k (a[k] - azp) * (b[k, n] - bzp[n * bzs])
@@ -269,7 +268,7 @@ class QLinearMatMul(_MatMulBase):
 
     def emit(self, node, ctx):
         ydt = ctx.out_dtype(0)
-        lo, hi = QRANGE[ydt.name]
+        lo, hi = irange(ydt.name)
         rnd = round_helper(ctx, np.dtype(np.float64))
         bss = _per_last(ctx.g, node.inputs[4], _dims(ctx.in_shape(0), ctx.in_shape(3))[5])
         ctx("/* QLinearMatMul: y = saturate(rint(acc * (a_scale * b_scale / y_scale)) + yzp), "
@@ -398,7 +397,7 @@ class QLinearConv(_ConvBase):
 
     def emit(self, node, ctx):
         ydt = ctx.out_dtype(0)
-        lo, hi = QRANGE[ydt.name]
+        lo, hi = irange(ydt.name)
         rnd = round_helper(ctx, np.dtype(np.float64))
         wsn = _numel(ctx.g, node.inputs[4])
         ctx("/* QLinearConv: y = saturate(rint((acc + bias) * (x_scale * w_scale / y_scale)) + "

@@ -99,7 +99,12 @@ def _requant_fast(isa: str, ydt: str) -> tuple:
 
 
 EXACT = 1 << 24          # float32 holds every integer up to this magnitude
-IRANGE = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535), "int16": (-32768, 32767)}
+
+
+def irange(dt: str) -> tuple:
+    """(min, max) of integer dtype dt."""
+    i = np.iinfo(dt)
+    return int(i.min), int(i.max)
 
 
 def sums_fit(w, xdt: str, xzp, bias) -> bool:
@@ -107,9 +112,9 @@ def sums_fit(w, xdt: str, xzp, bias) -> bool:
     xdt (the helper's ``_f32`` form is then exact). w: the constant weights minus their zero
     point, [cout, ...]; xzp: the constant input zero point (None: not constant, any);
     bias: constant int32 [cout], None when absent, False when not constant."""
-    if bias is False or xdt not in IRANGE:
+    if bias is False or np.dtype(xdt).kind not in "iu":
         return False
-    lo, hi = IRANGE[xdt]
+    lo, hi = irange(xdt)
     dx = hi - lo if xzp is None else max(int(xzp) - lo, hi - int(xzp))
     s = np.abs(np.asarray(w, np.int64)).reshape(len(w), -1).sum(axis=1) * dx
     if bias is not None:
@@ -170,7 +175,7 @@ def _requant_fast_f32(isa: str, ydt: str, rf: str) -> tuple:
     vectors per step, + yzp, saturated to the output type by the packs, then single vectors
     (AVX-512: the last under a lane mask, clamped in int32; AVX2: the scalar tail follows)."""
     pk = "packus" if ydt == "uint8" else "packs"
-    lo, hi = IRANGE[ydt]
+    lo, hi = irange(ydt)
     if isa == "avx512":
         one = ("_mm512_add_epi32({rf}(_mm512_add_epi32(_mm512_loadu_si512(acc + j + {o}u), "
                "as ? _mm512_loadu_si512(add + j + {o}u) : va16), vmf), vzi)")
@@ -216,7 +221,7 @@ def requant_helper(ctx, isa: str, ydt: str, rnd: str, f32: bool = False) -> str:
     """``aicc_qreq_{isa}_{y}(rows, n, acc, sa, add, as, m, ms, yzp, y, sy)``: for each of rows
     rows (acc and y advancing by sa and sy), y[j] = saturate(rint((acc[j] + add[j * as]) *
     m[j * ms]) + yzp), the product in double (the scalar loops' values)."""
-    lo, hi = (0, 255) if ydt == "uint8" else (-128, 127)
+    lo, hi = irange(ydt)
     yc = ctype(np.dtype(ydt))
     name = f"aicc_qreq_{isa}_{ydt}{'_f32' if f32 else ''}"
     scalar = (f"y[j] = ({yc}){rnd}((double)aicc_u32_i32((uint32_t)acc[j] + (uint32_t)add[as ? j : 0u]) "
