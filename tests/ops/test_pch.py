@@ -1,0 +1,45 @@
+"""The precompiled <immintrin.h> the op tests build x86 bundles with (tests/pch.py) gives the
+same object code as the bundle's own Makefile, and gcc really uses it (else the op tests only
+lose the time it saves)."""
+import json
+import subprocess
+
+import numpy as np
+import pytest
+from onnx import helper
+
+import aicc
+from tests.oracle import STRICT_CFLAGS, assert_close, make_model, reference, rng
+from tests.ops.test_conv_simd import TARGETS
+from tests.pch import with_pch
+
+pytestmark = pytest.mark.skipif(not TARGETS, reason="host runs no x86 SIMD target")
+
+
+def _compile(b, extra, out, tc):
+    cmd = ["cc", *tc["cflags"], *extra.split(), "-fPIC", f"-I{b}", "-H", "-c",
+           str(b / "model.c"), "-o", str(out)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return out.read_bytes(), r.stderr
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_pch_same_objects(target, tmp_path):
+    r = rng(3)
+    x = r.normal(size=(1, 8, 9, 11)).astype(np.float32)
+    w = r.normal(size=(16, 8, 3, 3)).astype(np.float32)
+    m = make_model([helper.make_node("Conv", ["x", "w"], ["t"], pads=[1, 1, 1, 1]),
+                    helper.make_node("Relu", ["t"], ["y"])], {"x": x}, ["y"], {"w": w})
+    path = tmp_path / "m.onnx"
+    path.write_bytes(m.SerializeToString())
+    b = aicc.build(path, target=target, out=tmp_path / "b")
+    tc = json.loads((b / "manifest.json").read_text())["toolchain"]
+    fast = with_pch(b, STRICT_CFLAGS)
+    assert fast != STRICT_CFLAGS and "-include" in fast
+    plain, _ = _compile(b, STRICT_CFLAGS, tmp_path / "plain.o", tc)
+    pre, log = _compile(b, fast, tmp_path / "pch.o", tc)
+    assert any(ln.startswith("!") and ln.endswith(".gch") for ln in log.splitlines()), log[:2000]
+    assert plain == pre
+    # and the bundle built through the op tests' loader runs correctly
+    assert_close(aicc.load(b, cflags=STRICT_CFLAGS).run({"x": x}), reference(m, {"x": x}))
