@@ -6,19 +6,23 @@ product and every partial sum is an integer of magnitude at most T * 255 * 255, 
 T <= 258, so float32 multiply-adds represent them exactly in any order (no rounding ever
 happens) and converting the float sum to int32 gives the integer sum: the portable loops'
 value (modulo 2^32, which it never reaches) bit for bit. The bias is added afterwards in
-wrapping int32, then the requantization of qgemm_simd (float64 product).
+wrapping int32, then the requantization (qrequant_simd.py).
 
 Per (batch, channel): the input plane minus its zero point as float, zero-padded, split into
-``sw`` column phases (``P[ph][i][j] = xpad[i][j * sw + ph]``) so that every tap of a row of
-outputs is one contiguous run; then per output row, vectors of L outputs accumulate the T taps
-with FMAs on broadcast weights and are converted to int32; the channel's plane of sums is then
-requantized (or stored, ConvInteger) at once.
+``sh x sw`` phases (``P[rh][ph][i][j] = xpad[i * sh + rh][j * sw + ph]``), so that the taps
+of output (oh, ow) lie at the same offsets from position ``oh * wq + ow`` in every phase.
+Vectors of L positions accumulate the T taps with FMAs on broadcast weights and are converted
+to int32, either row by row (OW outputs per call) or, when it takes fewer vectors
+(``use_run``: short rows, e.g. 7 of 16 lanes), as one run of ``(OH - 1) * wq + OW``
+positions covering every row (the ``wq - OW`` positions between rows are computed and
+dropped); the channel's sums are then requantized (or stored, ConvInteger) in one call.
 The onnxruntime depthwise kernel on this layer class runs 3x faster than qlinear.py's tap loops.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ..emit_c.cwriter import ctype
 from .conv import ConvGeometry
 from .loops import numel
 from .qgemm_simd import conv_weights, isa_for, plane_2d, typed, zp_expr
@@ -28,23 +32,28 @@ from .simd import SIMD, include
 MAX_TAPS = 258      # T * 255 * 255 < 2^24: exact float32 sums
 
 PAD = """\
-/* One plane of h x w values x - zp as float, zero-padded to hp rows (pt, pl before) and
- * split into sw column phases of wq columns: d[(ph * hp + i) * wq + j] = xpad[i][j * sw + ph].
- * Row by row, only the padding zeroed (a memset of the whole plane first cost more than the
- * conversion: MobileNetV2 int8's depthwise 96 s2 at 112x112, 5 MB of zeros per run). */
-static void aicc_qdwpad_SFX(const TA *restrict x, size_t h, size_t w, int32_t zp, size_t hp,
-                            size_t pt, size_t pl, size_t sw, size_t wq, float *restrict d)
+/* One plane of h x w values x - zp as float, zero-padded (pt rows, pl columns before) and
+ * split into sh x sw phases of hq x wq: d[((rh * sw + ph) * hq + i) * wq + j] =
+ * xpad[i * sh + rh][j * sw + ph]. Row by row, only the padding zeroed (a memset of the whole
+ * plane first cost more than the conversion: MobileNetV2 int8's depthwise 96 s2 at 112x112,
+ * 5 MB of zeros per run; loops instead of the memset calls per row: 384 channels at 14 x 14
+ * 48 -> 62 us). */
+static void aicc_qdwpad_SFX(const TA *restrict x, size_t h, size_t w, int32_t zp, size_t sh,
+                            size_t hq, size_t pt, size_t pl, size_t sw, size_t wq,
+                            float *restrict d)
 {
+    for (size_t rh = 0; rh < sh; ++rh)
     for (size_t ph = 0; ph < sw; ++ph) {       /* columns j with (j + pl) % sw == ph */
         const size_t j0 = (ph + sw - pl % sw) % sw, c0 = (j0 + pl) / sw;
         const size_t nq = j0 < w ? (w - j0 + sw - 1u) / sw : 0u;
-        for (size_t i = 0; i < hp; ++i) {
-            float *restrict o = d + (ph * hp + i) * wq;
-            if (i < pt || i - pt >= h || nq == 0u) {      /* a padding row */
+        for (size_t i = 0; i < hq; ++i) {
+            float *restrict o = d + ((rh * sw + ph) * hq + i) * wq;
+            const size_t r = i * sh + rh;       /* the row of xpad */
+            if (r < pt || r - pt >= h || nq == 0u) {      /* a padding row */
                 memset(o, 0, wq * sizeof *o);
                 continue;
             }
-            const TA *restrict rj = x + (i - pt) * w + j0;
+            const TA *restrict rj = x + (r - pt) * w + j0;
             memset(o, 0, c0 * sizeof *o);
             if (sw == 1u) {          /* contiguous: vectorizes */
                 for (size_t q = 0; q < nq; ++q)
@@ -137,28 +146,54 @@ def emit(op, node, ctx, rq: Requant | None) -> None:
     geo = ConvGeometry(op, node, ctx.in_shape(op.X), ctx.in_shape(op.W))
     H, W, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, OH, OW = plane_2d(geo)
     hp, wp = H + pt + pb, W + pl + pr
-    wq = -(-wp // sw) + 1
+    hq, wq = -(-hp // sh), -(-wp // sw) + 1
     taps, C, P = kh * kw, geo.cout, OH * OW
+    n = (OH - 1) * wq + OW           # the run of grid positions: OW outputs of every wq
+    run = use_run(n, OH, OW, SIMD[isa]["L"])
     wf = ctx.const(conv_weights(ctx, op, geo).reshape(C, taps).astype(np.float32), "qdw")
-    # tap (a, b) of output (oh, ow): xpad[oh sh + a dh][ow sw + b dw] = phase (b dw) % sw,
-    # column ow + (b dw) / sw, row oh sh + a dh
-    off = np.array([(((b * dw) % sw) * hp + a * dh) * wq + (b * dw) // sw
-                    for a in range(kh) for b in range(kw)], np.int64)
+    # tap (a, b) of output (oh, ow): xpad[oh sh + a dh][ow sw + b dw] = phase ((a dh) % sh,
+    # (b dw) % sw), row oh + (a dh) / sh, column ow + (b dw) / sw: output oh's row of taps
+    # starts oh * wq after output 0's in every phase
+    off = np.array([((((a * dh) % sh) * sw + (b * dw) % sw) * hq + (a * dh) // sh) * wq
+                    + (b * dw) // sw for a in range(kh) for b in range(kw)], np.int64)
     offs = ctx.const(off, "qdwoff")
-    plane = ctx.scratch(sw * hp * wq * 4, "float", "qdwp")
-    acc = ctx.scratch(P * 4, "int32_t", "qdwr")
+    plane = ctx.scratch(sh * sw * hq * wq * 4, "float", "qdwp")
+    acc = ctx.scratch((n if run else P) * 4, "int32_t", "qdwr")
+    ytmp = ctx.scratch(n, ctype(ctx.out_dtype(0)), "qdwy") if run and rq is not None else None
     code, sfx = typed(PAD, ta)
     ctx.helper(f"qlinear.4.1.dwpad{sfx}", code)
     k = _rows_kernel(ctx, isa)
+    how = f"one run of {n} positions" if run else f"{OH} rows of {OW}"
     ctx(f"/* depthwise {geo.describe()}: exact float32 sums ({isa}, qconv_dw.py) on the padded "
-        f"plane in {sw} column phases */")
+        f"plane in {sh} x {sw} phases of {hq} x {wq}, {how} */")
     ctx(f"const int32_t xzp = {zp_expr(ctx, op.XZ)};")
     with ctx.block(f"for (size_t nb = 0; nb < {geo.batch}u; ++nb)"):
         with ctx.block(f"for (size_t oc = 0; oc < {C}u; ++oc)"):
             ctx(f"aicc_qdwpad{sfx}({ctx.inp[op.X]} + (nb * {C}u + oc) * {H * W}u, {H}u, {W}u, xzp, "
-                f"{hp}u, {pt}u, {pl}u, {sw}u, {wq}u, {plane});")
+                f"{sh}u, {hq}u, {pt}u, {pl}u, {sw}u, {wq}u, {plane});")
             channel_terms(ctx, rq)
-            with ctx.block(f"for (size_t oh = 0; oh < {OH}u; ++oh)"):
-                ctx(f"{k}({OW}u, {taps}u, {plane} + oh * {sh * wq}u, {offs}, "
-                    f"{wf} + oc * {taps}u, {acc} + oh * {OW}u);")
-            output(ctx, isa, rq, f"{P}u", acc, f"{ctx.out[0]} + (nb * {C}u + oc) * {P}u")
+            dst = f"{ctx.out[0]} + (nb * {C}u + oc) * {P}u"
+            if not run:
+                with ctx.block(f"for (size_t oh = 0; oh < {OH}u; ++oh)"):
+                    ctx(f"{k}({OW}u, {taps}u, {plane} + oh * {wq}u, {offs}, "
+                        f"{wf} + oc * {taps}u, {acc} + oh * {OW}u);")
+                output(ctx, isa, rq, f"{P}u", acc, dst)
+            else:
+                ctx(f"{k}({n}u, {taps}u, {plane}, {offs}, {wf} + oc * {taps}u, {acc});")
+                if rq is None:
+                    output(ctx, isa, rq, f"{OW}u", acc, dst,
+                           rows=(f"{OH}u", f"{wq}u", f"{OW}u"))
+                else:   # the whole run at once (a call per short row costs more), then rows
+                    yc = ctype(ctx.out_dtype(0))
+                    output(ctx, isa, rq, f"{n}u", acc, ytmp)
+                    with ctx.block(f"for (size_t oh = 0; oh < {OH}u; ++oh)"):
+                        ctx(f"memcpy(({yc} *)({dst}) + oh * {OW}u, {ytmp} + oh * {wq}u, "
+                            f"{OW}u * sizeof(*{ytmp}));")
+
+
+def use_run(n: int, OH: int, OW: int, L: int) -> bool:
+    """One run of n grid positions (rows wq apart, the positions between them dropped) when
+    it takes fewer vectors than the OH rows of OW outputs one by one (C loop, x86-avx512-vnni,
+    uint8 3 x 3 depthwise: 960 channels at 7 x 7 74 -> 55 us, 576 at 14 x 14 s2 75 -> 56, 192
+    at 28 x 28 85 -> 78; 384 at 14 x 14, 15 vectors against 14, 47 -> 56 us as a run)."""
+    return -(-n // L) < OH * -(-OW // L)

@@ -167,7 +167,14 @@ DW = {   # depthwise: exact float32 sums (ops/qconv_dw.py)
     "5x5_s13": ((1, 4, 9, 37), (4, 1, 5, 5), {"pads": [2, 2, 2, 2], "strides": [1, 3]}),
     "wide_s2": ((1, 3, 5, 301), (3, 1, 3, 3), {"pads": [1, 1, 1, 0], "strides": [1, 2]}),
     "wide": ((1, 2, 4, 150), (2, 1, 3, 3), {"pads": [1, 1, 1, 1]}),
+    "7x7": ((1, 6, 7, 7), (6, 1, 3, 3), {"pads": [1, 1, 1, 1]}),
+    "s2_dil": ((1, 3, 14, 13), (3, 1, 3, 3), {"pads": [2, 1, 1, 1], "strides": [2, 2],
+                                              "dilations": [2, 1]}),
+    "s3_rows": ((1, 2, 17, 9), (2, 1, 3, 3), {"pads": [1, 1, 0, 1], "strides": [3, 1]}),
 }
+# qconv_dw.use_run: rows of OW outputs, or one run over all rows (short rows); both on each ISA
+DW_RUN = {"avx512": {"7x7": True, "s2": True, "5x5_s13": False, "1d_dil": False},
+          "avx2": {"7x7": False, "s2": True, "5x5_s13": True, "3x3": False}}
 
 
 @pytest.mark.parametrize("target", SIMD)
@@ -189,6 +196,11 @@ def test_depthwise(case, xt, wt, target, tmp_path):
     model = make_model([helper.make_node("QLinearConv", order, ["y"], **attrs)], feeds, ["y"],
                        inits, opset=10)
     got = _both(model, feeds, tmp_path, target, dw=True)
+    run = DW_RUN[target.split("-")[1]].get(case)
+    if run is not None:
+        (c,) = [f.read_text() for f in Path(tmp_path).glob("b*/model.c")
+                if "qconv_dw.py" in f.read_text()]
+        assert ("one run of" in c) == run
     want = _qconv_ref({**feeds, **inits}, attrs)
     want[:, -1] = inits["yz"]                                   # NaN scale -> zero point
     np.testing.assert_array_equal(got, want)
