@@ -32,12 +32,11 @@ from .simd import SIMD, include
 MAX_TAPS = 258      # T * 255 * 255 < 2^24: exact float32 sums
 
 PAD = """\
-/* One plane of h x w values x - zp as float, zero-padded (pt rows, pl columns before) and
- * split into sh x sw phases of hq x wq: d[((rh * sw + ph) * hq + i) * wq + j] =
- * xpad[i * sh + rh][j * sw + ph]. Row by row, only the padding zeroed (a memset of the whole
- * plane first cost more than the conversion: MobileNetV2 int8's depthwise 96 s2 at 112x112,
- * 5 MB of zeros per run; loops instead of the memset calls per row: 384 channels at 14 x 14
- * 48 -> 62 us). */
+/* One plane of h x w values x - zp as float, placed in the padded plane split into sh x sw
+ * phases of hq x wq: d[((rh * sw + ph) * hq + i) * wq + j] = xpad[i * sh + rh][j * sw + ph].
+ * Only the values are written: the padding is the same for every plane of the step, zeroed
+ * once before the first (a memset of each plane cost more than the conversion on 112 x 112
+ * planes, and per-row memsets of the padding more than the rows on 7 x 7 ones). */
 static void aicc_qdwpad_SFX(const TA *restrict x, size_t h, size_t w, int32_t zp, size_t sh,
                             size_t hq, size_t pt, size_t pl, size_t sw, size_t wq,
                             float *restrict d)
@@ -47,25 +46,21 @@ static void aicc_qdwpad_SFX(const TA *restrict x, size_t h, size_t w, int32_t zp
         const size_t j0 = (ph + sw - pl % sw) % sw, c0 = (j0 + pl) / sw;
         const size_t nq = j0 < w ? (w - j0 + sw - 1u) / sw : 0u;
         for (size_t i = 0; i < hq; ++i) {
-            float *restrict o = d + ((rh * sw + ph) * hq + i) * wq;
             const size_t r = i * sh + rh;       /* the row of xpad */
-            if (r < pt || r - pt >= h || nq == 0u) {      /* a padding row */
-                memset(o, 0, wq * sizeof *o);
+            if (r < pt || r - pt >= h)          /* a padding row */
                 continue;
-            }
+            float *restrict o = d + ((rh * sw + ph) * hq + i) * wq + c0;
             const TA *restrict rj = x + (r - pt) * w + j0;
-            memset(o, 0, c0 * sizeof *o);
             if (sw == 1u) {          /* contiguous: vectorizes */
                 for (size_t q = 0; q < nq; ++q)
-                    o[c0 + q] = (float)((int32_t)rj[q] - zp);
+                    o[q] = (float)((int32_t)rj[q] - zp);
             } else if (sw == 2u) {   /* constant stride: vectorizes */
                 for (size_t q = 0; q < nq; ++q)
-                    o[c0 + q] = (float)((int32_t)rj[2u * q] - zp);
+                    o[q] = (float)((int32_t)rj[2u * q] - zp);
             } else {
                 for (size_t q = 0; q < nq; ++q)
-                    o[c0 + q] = (float)((int32_t)rj[q * sw] - zp);
+                    o[q] = (float)((int32_t)rj[q * sw] - zp);
             }
-            memset(o + c0 + nq, 0, (wq - c0 - nq) * sizeof *o);
         }
     }
 }"""
@@ -167,6 +162,7 @@ def emit(op, node, ctx, rq: Requant | None) -> None:
     ctx(f"/* depthwise {geo.describe()}: exact float32 sums ({isa}, qconv_dw.py) on the padded "
         f"plane in {sh} x {sw} phases of {hq} x {wq}, {how} */")
     ctx(f"const int32_t xzp = {zp_expr(ctx, op.XZ)};")
+    ctx(f"memset({plane}, 0, {sh * sw * hq * wq}u * sizeof *{plane});   /* the padding */")
     with ctx.block(f"for (size_t nb = 0; nb < {geo.batch}u; ++nb)"):
         with ctx.block(f"for (size_t oc = 0; oc < {C}u; ++oc)"):
             ctx(f"aicc_qdwpad{sfx}({ctx.inp[op.X]} + (nb * {C}u + oc) * {H * W}u, {H}u, {W}u, xzp, "
