@@ -15,7 +15,8 @@ import aicc
 _counter = itertools.count()
 
 # every bundle built by the tests must compile warning-free with these
-STRICT_CFLAGS = "-O2 -std=c99 -Wall -Wextra -pedantic -Wshadow -Werror"
+PLAIN_CFLAGS = "-O2 -std=c99 -Wall -Wextra -pedantic -Wshadow -Werror"
+STRICT_CFLAGS = PLAIN_CFLAGS
 # `make sanitize` sets AICC_SANITIZE=1 (and preloads libasan): every bundle is then built with
 # AddressSanitizer + UndefinedBehaviorSanitizer, and any report aborts the test run
 if os.environ.get("AICC_SANITIZE") == "1":

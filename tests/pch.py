@@ -8,6 +8,8 @@ CFLAGS, -fPIC). The object code is the same byte for byte (tests/ops/test_pch.py
 that gcc actually uses the .gch); gcc ignores a .gch whose flags do not match and reads the
 header as text, which changes nothing but the time.
 
+Not with debug info (``-g``: `make sanitize`), whose records of the header differ.
+
 Scope: tests/ops only. Every other test (models, golden files, bundles, the CLI, embedded
 builds) compiles exactly as the bundle's Makefile does for a user, so a bundle that forgets an
 #include still fails there.
@@ -63,8 +65,8 @@ def pch_header(cc: str, target_cflags: list, cflags: str) -> Path | None:
 def with_pch(bundle_dir, cflags: str | None) -> str | None:
     """cflags plus ``-include aicc_pch.h`` for an x86 bundle compiled with explicit CFLAGS
     by the host's cc; cflags unchanged otherwise."""
-    if cflags is None or os.environ.get("CC"):
-        return cflags
+    if cflags is None or os.environ.get("CC") or "-g" in cflags.split():
+        return cflags       # with -g (make sanitize) the debug info names the .gch
     m = json.loads((Path(bundle_dir) / "manifest.json").read_text())
     tc = m.get("toolchain", {})
     if not m.get("target", "").startswith("x86-") or tc.get("cc") != "cc" \
