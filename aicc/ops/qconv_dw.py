@@ -154,7 +154,8 @@ def emit(op, node, ctx, rq: Requant | None) -> None:
     offs = ctx.const(off, "qdwoff")
     plane = ctx.scratch(sh * sw * hq * wq * 4, "float", "qdwp")
     acc = ctx.scratch((n if run else P) * 4, "int32_t", "qdwr")
-    ytmp = ctx.scratch(n, ctype(ctx.out_dtype(0)), "qdwy") if run and rq is not None else None
+    yc = ctype(ctx.out_dtype(0))
+    ytmp = ctx.scratch(n, yc, "qdwy") if run and rq is not None else None
     code, sfx = typed(PAD, ta)
     ctx.helper(f"qlinear.4.1.dwpad{sfx}", code)
     k = _rows_kernel(ctx, isa)
@@ -180,7 +181,6 @@ def emit(op, node, ctx, rq: Requant | None) -> None:
                     output(ctx, isa, rq, f"{OW}u", acc, dst,
                            rows=(f"{OH}u", f"{wq}u", f"{OW}u"))
                 else:   # the whole run at once (a call per short row costs more), then rows
-                    yc = ctype(ctx.out_dtype(0))
                     output(ctx, isa, rq, f"{n}u", acc, ytmp)
                     with ctx.block(f"for (size_t oh = 0; oh < {OH}u; ++oh)"):
                         ctx(f"memcpy(({yc} *)({dst}) + oh * {OW}u, {ytmp} + oh * {wq}u, "

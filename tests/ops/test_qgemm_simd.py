@@ -198,8 +198,8 @@ def test_depthwise(case, xt, wt, target, tmp_path):
     got = _both(model, feeds, tmp_path, target, dw=True)
     run = DW_RUN[target.split("-")[1]].get(case)
     if run is not None:
-        (c,) = [f.read_text() for f in Path(tmp_path).glob("b*/model.c")
-                if "qconv_dw.py" in f.read_text()]
+        (c,) = [t for t in (f.read_text() for f in Path(tmp_path).glob("b*/model.c"))
+                if "qconv_dw.py" in t]
         assert ("one run of" in c) == run
     want = _qconv_ref({**feeds, **inits}, attrs)
     want[:, -1] = inits["yz"]                                   # NaN scale -> zero point
