@@ -54,12 +54,17 @@ NC_AVX512, NC_AVX2 = 512, 256
 # kernels of several panels at once (few rows: B is read once, from L2 or further) prefetch
 # their panels' rows this many k ahead. benchmarks.gemm_kernels (B = 1 MB in L2, Intel Xeon),
 # x86-avx512, us: M = 2 12.0 -> 9.25 (16 ahead 9.4, 32 9.7, 64 10.7), 4 12.6 -> 11.2, 8 26.1
-# -> 23.6, 1 and 16 unchanged
+# -> 23.6, 1 and 16 unchanged. Per ISA, ``pf_rows``: only kernels of at least this many rows
+# prefetch so (one row streams each weight once, which the hardware prefetchers follow; the
+# prefetches take load slots): AMD EPYC (Zen 4), interleaved with onnxruntime, us, prefetch /
+# none: x86-avx512 M = 1 16.8 / 15.1 (8 prefetches per k for 8 loads), M = 4, 8, 16 the same;
+# x86-avx2 (4 per k) M = 1 15.7 / 15.9, so it keeps them.
 PF_AHEAD = 8
 
 # per instruction set: C spellings and default schedule parameters
 ISA = {
     "avx2": dict(vec="__m256", lanes=8, mr=6, kc=256, mc=144, jb=64, nc=NC_AVX2, prefetch_kb=0,
+                 pf_rows=1,
                  load="_mm256_loadu_ps({p})", store="_mm256_storeu_ps({p}, {v})",
                  bcast="_mm256_broadcast_ss({p})", fma="_mm256_fmadd_ps({a}, {b}, {c})",
                  zero="_mm256_setzero_ps()", mtype="__m256i",
@@ -67,7 +72,7 @@ ISA = {
                  mload="_mm256_maskload_ps({p}, {m})",
                  mstore="_mm256_maskstore_ps({p}, {m}, {v})"),
     "avx512": dict(vec="__m512", lanes=16, mr=12, kc=256, mc=48, jb=32, nc=NC_AVX512,
-                   prefetch_kb=0,
+                   prefetch_kb=0, pf_rows=2,
                    load="_mm512_loadu_ps({p})", store="_mm512_storeu_ps({p}, {v})",
                    bcast="_mm512_set1_ps(*({p}))", fma="_mm512_fmadd_ps({a}, {b}, {c})",
                    zero="_mm512_setzero_ps()", mtype="__mmask16",
@@ -189,7 +194,8 @@ def _kernel_text(isa: str, mr: int, prefetch: bool = True, v: int = V) -> tuple:
         ahead = "bs" if np_b == 1 else f"{PF_AHEAD * nr}u"
         pre = [f"_mm_prefetch((const char *)((uintptr_t)(b{p} + k * {nr}u + {q}u) + "
                f"{ahead} * sizeof(float)), _MM_HINT_T0);"
-               for p in range(np_b) for q in range(0, nr, 16)] if prefetch and not masked else []
+               for p in range(np_b) for q in range(0, nr, 16)] \
+            if prefetch and not masked and (np_b == 1 or mr >= d["pf_rows"]) else []
         # B panels are zero padded past N: plain loads in the masked step too
         tile_k_loop(o, d, ind, accs, pre,
                     lambda p, c: _f(d["load"], p=f"b{p} + k * {nr}u + {c * L}u"),
