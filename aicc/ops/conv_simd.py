@@ -12,8 +12,8 @@ Variants (``emit``; the target's ``schedule: conv: algo`` or a node's ``aicc_sch
   layout-nhwc pass runs such convs channel-last without the copies, ops/conv_nhwc_dw.py).
 * ``winograd`` (conv_winograd.py): 2-D 3x3, stride 1, dilation 1, group 1, constant weights:
   Winograd F(2x2,3x3) or F(4x4,3x3) (``wino_m``), t * t GEMMs on transformed tiles, 2.25x /
-  4x fewer multiplications (auto: F(2,3) when channels and output tiles pass
-  conv_winograd.AUTO; F(4,3) only when forced, it is less accurate).
+  4x fewer multiplications (auto: when channels and output tiles pass conv_winograd.AUTO;
+  F(4,3) up to 64 input channels, F(2,3) above: F(4,3) is less accurate).
 * ``bcast`` (conv_bcast.py): direct, group 1, 1-D/2-D, constant weights: blocks of output
   positions x output-channel vectors, each input value broadcast from the padded rows, no
   im2col (auto: strided convs, and on x86-avx512 convs of at most 4 input channels, whose
@@ -42,7 +42,7 @@ GEMM and micro-kernels (conv_simd_gemm.py) fuse bias and the activation (in regi
 none / Relu / Clip, else a scalar pass from the shared activation table). Schedule: ``mr``
 (rows per micro-tile, lowered per node to equal row tiles), ``kc`` (K block), ``jb`` (column
 block), ``tile_kb`` (im2col / patch / output tile budget), ``implicit_pct``, ``wino_m``
-(Winograd output tile 2 or 4), ``wino_kb`` (Winograd tile-block budget), ``wino_chan``
+(Winograd output tile 2 or 4; 0 auto), ``wino_kb`` (Winograd tile-block budget), ``wino_chan``
 (Winograd form: 0 tiles vectorized, 2 output channels, 1 auto); defaults in SCHED, target yaml
 ``schedule: conv:``, node ``aicc_schedule``.
 
@@ -51,8 +51,8 @@ reload the exact partial sums), then + bias, then the activation: the result doe
 on the schedule or the variant (except depthwise: bias first, then the taps; and transposed:
 the same chain, bias added after), except for ``winograd``: its transforms change the
 arithmetic, so its results depend on the variant and on ``wino_m`` (F(2,3): errors as the
-direct chain; F(4,3): about 5x larger, up to ~0.8 of the tests' tolerance at C = 512; measured
-figures in conv_winograd.py). It differs from onnxruntime (also FMA, other order) by
+direct chain; F(4,3): about 5x larger, ~0.4 of the tests' tolerance at C = 64 (auto's limit),
+above 1 at C = 256 - 512 (forced only there); measured figures in conv_winograd.py). It differs from onnxruntime (also FMA, other order) by
 rounding only. NaN/Inf: IEEE (0 * Inf = NaN for zero weights); the clamp propagates NaN
 (max/min return the NaN operand as the scalar ``x < lo ? lo : x`` does); padding zeros never
 meet a real input value; masked-off or slack lanes are never stored. ``winograd``: a NaN/Inf
@@ -66,9 +66,9 @@ from .gemm_simd import ISA, nr_of
 
 # conv schedule defaults per ISA (target yaml `schedule: conv:` and aicc_schedule override)
 SCHED = {
-    "avx2": dict(mr=6, kc=256, jb=64, tile_kb=192, implicit_pct=5, algo="auto", wino_m=2,
+    "avx2": dict(mr=6, kc=256, jb=64, tile_kb=192, implicit_pct=5, algo="auto", wino_m=0,
                  wino_kb=768, wino_chan=1),
-    "avx512": dict(mr=12, kc=256, jb=64, tile_kb=192, implicit_pct=13, algo="auto", wino_m=2,
+    "avx512": dict(mr=12, kc=256, jb=64, tile_kb=192, implicit_pct=13, algo="auto", wino_m=0,
                    wino_kb=768, wino_chan=1),
 }
 ALGOS = ("auto", "direct", "im2col", "implicit", "depthwise", "dwchan", "transposed",
@@ -87,8 +87,8 @@ def schedule(isa: str, *overrides) -> dict:
     s["jb"] = max(nr, s["jb"] // nr * nr)
     s["tile_kb"] = max(1, s["tile_kb"])
     s["wino_kb"] = max(1, s["wino_kb"])
-    if s["wino_m"] not in (2, 4):
-        raise ValueError(f"conv schedule wino_m {s['wino_m']} (2 or 4)")
+    if s["wino_m"] not in (0, 2, 4):
+        raise ValueError(f"conv schedule wino_m {s['wino_m']} (2, 4 or 0: auto)")
     if s["wino_chan"] not in (0, 1, 2):
         raise ValueError(f"conv schedule wino_chan {s['wino_chan']} (0 tiles, 1 auto, "
                          "2 channels vectorized)")

@@ -1,6 +1,7 @@
 """Winograd convolution F(m x m, 3 x 3) for 2-D 3x3 stride-1 convs (float32; x86-avx2 /
 x86-avx512): ``algo: winograd`` in conv_simd.py; ``wino_m`` 2: F(2x2,3x3) (4x4 input tiles,
-2.25x fewer multiplications than direct), 4: F(4x4,3x3) (6x6 tiles, 4x fewer); t = m + 2.
+2.25x fewer multiplications than direct), 4: F(4x4,3x3) (6x6 tiles, 4x fewer), 0: auto (F(4,3)
+up to AUTO_M4_C input channels, else F(2,3)); t = m + 2.
 
 The output plane is cut into TH x TW tiles of m x m outputs (NT = TH * TW per batch item,
 numbered row-major); tile j reads the t x t patch of the zero-padded input at row (j / TW) * m,
@@ -18,17 +19,24 @@ too often): the input transform into V (t * t x [C x nt] in NR-tile panels:
 conv_winograd_c.py), the t * t tile GEMMs of conv_simd_gemm (B = the V panels, Y = M [K x ntp]
 row-major; V and M matrices SKEW floats apart against 4 KiB aliasing) and the output transform
 (+ bias, Relu / Clip clamp in registers; other activations: a scalar pass over each finished
-batch item). Output channels vectorized (conv_winograd_t.py, ``channels_form``, ``wino_chan``):
+batch item); planes narrower than a vector of tiles on x86-avx512,
+TW dividing 16: conv_winograd_rows.py's transforms, specialized for TW). Output channels vectorized (conv_winograd_t.py, ``channels_form``, ``wino_chan``):
 the GEMMs transposed, [tiles x C] @ [C x K], for few tiles (less than one panel: 7x7 maps on
 AVX-512) and for many channels on mid-sized planes (128@28, 256@14: faster there).
 
 Run-time (non-constant) weights are not supported: ``auto`` does not pick winograd for them,
 and forcing it is an error (as forcing any variant on a geometry it does not support).
 
-Auto (conv_simd.emit, ``prefer``): F(2,3) for supported convs with constant weights, enough
+Auto (conv_simd.emit, ``prefer``): winograd for supported convs with constant weights, enough
 channels, both output dims >= 2 and, for few tiles, a moderate C * K (AUTO below, measured per
 target with benchmarks/conv_layers.py: the ResNet-18 3x3 stride-1 layers run 1.8-2.3x faster
 than with the implicit / transposed GEMM, except 512@7 on AVX-512, which stays on the GEMM).
+Tile size (``wino_m: 0``): F(4,3) up to AUTO_M4_C = 64 input channels, where its error stays
+well inside the tests' tolerance (below), else F(2,3). F(4,3) measured faster than F(2,3) on
+every ResNet layer (conv_layers, AMD Zen 4, x86-avx512 / x86-avx2 us: 16@32 33 -> 25 / 35 ->
+29, 32@16 27 -> 26 / 28 -> 25, 64@8 27 -> 21 / 25 -> 21, 64@56 1267 -> 992 / 1374 -> 1091);
+ResNet-8 ratio to onnxruntime 0.76 -> 0.68, ResNet-18 0.74 -> 0.65 (x86-avx512, F(4,3)
+everywhere it is winograd).
 
 Rounding: not the FMA chain of the other variants. The transforms add and scale inputs and GEMM
 results in float32, so results differ from direct convolution by more than reordering.
@@ -43,8 +51,15 @@ tolerance used:
   F(4,3), points 0, +-1, +-2 (the usual ones): 3.1e-5 - 3.2e-5 abs, 1.5e-4 rel, tol 1.5 - 1.8
 
 (C = K = 64, 24 x 24: F(2,3) 8e-7 abs, tol 0.06; F(4,3) 4.5e-6 - 7.3e-6 abs, tol 0.26 - 0.47.)
-F(2,3) is as accurate as the direct paths; F(4,3) (the better points, used here) spends most
-of the tolerance at C = 512 and is only used when forced (``wino_m: 4``).
+Against onnxruntime, on the tests' data (inputs N(0, 1) not ReLU'd, weights N(0, 1 / 9C), one
+conv + ReLU, outputs up to ~6; test_conv_winograd.convs with check=False), the tol of
+F(2,3) / F(4,3): C = 64 at 28x28 0.08 / 0.38; 128 at 28x28 0.19 / 0.81; 256 at 12x12 0.15 / 1.01;
+512 at 12x12 0.25 / 1.43; 16 at 32x32 (inputs x3) 0.14 / 0.61. F(2,3) is as accurate as the
+direct paths; F(4,3) (the better points, used here) is auto only up to 64 input channels and
+forced (``wino_m: 4``) beyond. Whole models against onnxruntime (benchmarks' fixtures, 5
+seeded N(0, 1) inputs, x86-avx512): ResNet-8 0.04 of the tolerance (0.01 with F(2,3)),
+ResNet-18 0.56 (0.45 with F(2,3), 0.39 with F(4,3) on every winograd layer: other steps and
+the inputs' draw dominate).
 
 NaN/Inf: a NaN or Inf input reaches every output of every tile whose input patch contains it
 (the transforms mix all t x t values of a patch; an Inf turns into Inf - Inf = NaN in the other
@@ -60,6 +75,7 @@ from . import conv_winograd_t
 from .conv_kernels import epilogue, use
 from .conv_simd_gemm import GEMM_FN, KEY, clamp_of, pack_a, tile_gemm
 from .conv_winograd_c import SKEW, cook_toom, input_transform, output_transform
+from .conv_winograd_rows import input_transform_rows, output_transform_rows, rows_of
 from .gemm_simd import flit, nr_of
 
 # auto, per ISA (benchmarks/conv_layers.py): minimum input / output channels; with at most
@@ -68,6 +84,7 @@ from .gemm_simd import flit, nr_of
 # with the GEMM paths). Output planes of one row or column stay on the GEMM paths.
 AUTO = {"avx2": dict(c=8, k=8, few=9, few_ck=256 * 256),
         "avx512": dict(c=16, k=16, few=16, few_ck=256 * 256)}
+AUTO_M4_C = 64     # wino_m 0: F(4,3) up to this many input channels (accuracy), else F(2,3)
 
 DRIVER = """\
 /* Winograd F(Mx M, 3x3) conv (conv_winograd.py): per batch item the padded volume xp = xs + SL
@@ -178,7 +195,7 @@ def emit(ctx, node, geo, isa: str, sched: dict, bias: str, pad_c: str, balanced)
     w = ctx.in_const(1)
     if w is None:
         raise ValueError("conv algo 'winograd' needs constant weights")
-    m = sched["wino_m"]
+    m = sched["wino_m"] or (4 if geo.cin <= AUTO_M4_C else 2)
     t = m + 2
     nr = nr_of(isa)
     C, K = geo.cin, geo.cout
@@ -202,10 +219,16 @@ def emit(ctx, node, geo, isa: str, sched: dict, bias: str, pad_c: str, balanced)
     ctx.helper(f"{KEY}.1.pad", pad_c)
     for name, code in (input_transform(isa, m), output_transform(isa, m)):
         ctx.helper(f"{KEY}.1.{name}", code)
-    ctx.helper(f"{KEY}.3.wg{m}_conv_{isa}", DRIVER.replace("GEMM_FN", GEMM_FN)
-               .replace("Mx M", f"{m}x{m}").replace("Mu", f"{m}u").replace("T2", str(t * t))
-               .replace("SKEW", str(SKEW)).replace("SL", str(slack(nr))).replace("NR", str(nr))
-               .replace("wgM", f"wg{m}").replace("ISA", isa))
+    drv = f"wg{m}_conv_{isa}"
+    text = DRIVER.replace("GEMM_FN", GEMM_FN).replace("Mx M", f"{m}x{m}").replace(
+        "Mu", f"{m}u").replace("T2", str(t * t)).replace("SKEW", str(SKEW)).replace(
+        "SL", str(slack(nr))).replace("NR", str(nr))
+    if rows_of(isa, m, tw) > 1:     # narrow planes: transforms specialized for TW
+        for name, code in (input_transform_rows(m, tw), output_transform_rows(m, tw)):
+            ctx.helper(f"{KEY}.2.{name}", code)
+        drv += f"_tw{tw}"
+        text = text.replace("_ISA(", f"_ISA_tw{tw}(")
+    ctx.helper(f"{KEY}.3.{drv}", text.replace("wgM", f"wg{m}").replace("ISA", isa))
     e3 = [1, th * m + 2, tw * m + 2]
     xp = ctx.scratch((C * e3[1] * e3[2] + 2 * slack(nr)) * 4, "float", "xpad")
     v = ctx.scratch(t * t * (C * ntp + SKEW) * 4, "float", "wgv")
@@ -214,5 +237,5 @@ def emit(ctx, node, geo, isa: str, sched: dict, bias: str, pad_c: str, balanced)
         f"of {nt}: {t * t} GEMMs [{K} x {C}] @ [{C} x {nt}] per block */")
     ctx(geo.params())
     ctx("static const size_t e[3] = { " + ", ".join(f"{d}u" for d in e3) + " };")
-    ctx(f"aicc_wg{m}_conv_{isa}(&prm, {ctx.inp[0]}, {up}, {bias}, {ctx.out[0]}, {xp}, e, {v}, "
+    ctx(f"aicc_{drv}(&prm, {ctx.inp[0]}, {up}, {bias}, {ctx.out[0]}, {xp}, e, {v}, "
         f"{mm}, {nt}u, {flit(lo)}, {flit(hi)}, {gemm}, {ep});")

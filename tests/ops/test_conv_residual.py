@@ -19,12 +19,12 @@ SIMD = [t for t in runnable_targets() if t in ("x86-avx2", "x86-avx512")]
 P1 = {"pads": [1, 1, 1, 1]}
 # (x shape, w shape, attrs, schedule, act, kernel marker in the manifest)
 CASES = [
-    ((2, 16, 9, 37), (16, 16, 3, 3), P1, {"algo": "winograd", "wino_chan": 0}, "Relu",
-     "winograd"),
+    ((2, 16, 9, 37), (16, 16, 3, 3), P1, {"algo": "winograd", "wino_m": 2, "wino_chan": 0},
+     "Relu", "winograd F(2x2"),
     ((2, 16, 9, 11), (16, 16, 3, 3), P1, {"algo": "winograd", "wino_chan": 0}, None,
-     "winograd"),
-    ((2, 16, 7, 7), (24, 16, 3, 3), P1, {"algo": "winograd", "wino_chan": 2}, "Relu",
-     "winograd F(2x2,3x3) channels"),
+     "winograd F(4x4"),
+    ((2, 16, 7, 7), (24, 16, 3, 3), P1, {"algo": "winograd", "wino_m": 2, "wino_chan": 2},
+     "Relu", "winograd F(2x2,3x3) channels"),
     ((1, 8, 10, 70), (8, 8, 3, 3), P1, {"algo": "winograd", "wino_m": 4, "wino_chan": 0},
      "Clip", "winograd F(4x4"),
     ((1, 8, 6, 5), (20, 8, 3, 3), P1, {"algo": "winograd", "wino_m": 4, "wino_chan": 2}, None,

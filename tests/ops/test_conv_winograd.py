@@ -142,15 +142,48 @@ def test_winograd_blocks(sched, m, target, tmp_path):
           marker="per block of tiles" if chan else "in blocks of")
 
 
+NARROW = [   # planes narrower than a vector of tiles (x86-avx512: conv_winograd_rows.py for
+    # TW = 8, 4, 2 tiles per row): full vectors of 2..8 tile rows, tails, bottom rows past OH
+    # and right edges past OW (the general helpers take those vectors' outputs), batch 2
+    ((1, 8, 10, 32), (9, 8, 3, 3), P1, {"act": "Relu"}),
+    ((2, 5, 18, 16), (6, 5, 3, 3), P1, {"act": "Clip", "params": {"min": -0.5, "max": 0.5}}),
+    ((2, 7, 33, 8), (4, 7, 3, 3), P1, {"bias": False}),
+    ((1, 6, 14, 16), (11, 6, 3, 3), P1, {}),
+    ((1, 9, 12, 30), (5, 9, 3, 3), P1, {"act": "Relu"}),
+    ((1, 4, 9, 15), (3, 4, 3, 3), P1, {"act": "Sigmoid"}),
+    ((1, 3, 20, 4), (7, 3, 3, 3), P1, {}),
+]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("m", [2, 4])
+@pytest.mark.parametrize("kb", [768, 1], ids=["kb768", "kb1"])
+def test_winograd_narrow_planes(kb, m, target, tmp_path):
+    """Tiles vectorized on planes of fewer tiles per row than a vector holds; on x86-avx512
+    the TW-specialized transforms (their helpers must be in the code)."""
+    got, _ = convs(tmp_path, target, NARROW, sched={"algo": "winograd", "wino_m": m,
+                                                    "wino_chan": 0, "wino_kb": kb},
+                   marker="in blocks of")
+    if target == "x86-avx512":
+        code = (tmp_path / "b" / "model.c").read_text()
+        for tw in (8, 4, 2):
+            assert f"aicc_wg{m}_in_avx512_tw{tw}(" in code, tw
+            assert f"aicc_wg{m}_out_avx512_tw{tw}(" in code, tw
+
+
 @pytest.mark.parametrize("target", TARGETS)
 def test_winograd_auto_resnet_layers(target, tmp_path):
-    """auto picks F(2,3) for ResNet-style layers (realistic scale: ReLU'd inputs, He-scaled
-    weights, C up to 256) and stays within the suite's tolerances."""
-    cases = [((1, 64, 28, 28), (64, 64, 3, 3), P1, {"act": "Relu"}),
-             ((1, 256, 12, 12), (256, 256, 3, 3), P1, {}),
+    """auto picks F(4,3) up to 64 input channels and F(2,3) above for ResNet-style layers
+    (realistic scale: ReLU'd inputs, He-scaled weights, C up to 256), within the suite's
+    tolerances."""
+    small = [((1, 64, 28, 28), (64, 64, 3, 3), P1, {"act": "Relu"}),
              ((1, 16, 32, 32), (16, 16, 3, 3), P1, {"act": "Relu", "scale": 3}),
-             ((1, 128, 7, 7), (128, 128, 3, 3), P1, {"act": "Relu"})]
-    convs(tmp_path, target, cases, marker="Winograd F(2x2, 3x3)")
+             ((1, 32, 16, 16), (32, 32, 3, 3), P1, {"act": "Relu"})]
+    convs(tmp_path / "m4", target, small, marker="Winograd F(4x4, 3x3)")
+    big = [((1, 256, 12, 12), (256, 256, 3, 3), P1, {}),
+           ((1, 128, 7, 7), (128, 128, 3, 3), P1, {"act": "Relu"}),
+           ((1, 65, 14, 14), (64, 65, 3, 3), P1, {"act": "Relu"})]
+    convs(tmp_path / "m2", target, big, marker="Winograd F(2x2, 3x3)")
 
 
 @pytest.mark.parametrize("target", TARGETS)
