@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from . import conv_winograd_prog as prog
+
 SKEW = 16     # floats between the t * t matrices of V and M: no 4 KiB aliasing of their rows
 
 POINTS = {   # interpolation points (plus infinity) of F(m, 3)
@@ -141,18 +143,25 @@ def lincomb(isa: str, out: str, terms, ind: str) -> str:
 
 
 def _transform(isa, mat, rows_in, name_in, name_out, ind) -> list:
-    """out[i][j] = sum_r mat[i][r] (sum_s mat[j][s] in[r][s]): rows first (h), then columns."""
-    o = []
+    """out[i][j] = sum_r mat[i][r] (sum_s mat[j][s] in[r][s]): rows first (h), then columns,
+    each 1-D transform by conv_winograd_prog's program for mat."""
+    return ([ln for r in range(rows_in) for ln in _transform_row(isa, mat, r, name_in, ind)] +
+            _transform_cols(isa, mat, rows_in, name_out, ind))
+
+
+def _transform_row(isa, mat, r, name_in, ind) -> list:
+    """h{r}_{j} = sum_s mat[j][s] in[r][s]."""
     n_out, n_in = len(mat), len(mat[0])
-    for r in range(rows_in):
-        for j in range(n_out):
-            o.append(lincomb(isa, f"h{r}_{j}", [(mat[j][s], f"{name_in}{r}_{s}")
-                                                for s in range(n_in)], ind))
-    for i in range(n_out):
-        for j in range(n_out):
-            o.append(lincomb(isa, f"{name_out}{i}_{j}", [(mat[i][r], f"h{r}_{j}")
-                                                          for r in range(rows_in)], ind))
-    return o
+    return prog.emit(lincomb, isa, mat, [f"{name_in}{r}_{s}" for s in range(n_in)],
+                     [f"h{r}_{j}" for j in range(n_out)], f"hp{r}_", ind)
+
+
+def _transform_cols(isa, mat, rows_in, name_out, ind) -> list:
+    """out[i][j] = sum_r mat[i][r] h{r}_{j}."""
+    n_out = len(mat)
+    return [ln for j in range(n_out)
+            for ln in prog.emit(lincomb, isa, mat, [f"h{r}_{j}" for r in range(rows_in)],
+                                [f"{name_out}{i}_{j}" for i in range(n_out)], f"vp{j}_", ind)]
 
 
 def _row_loads(isa, m, r, out: str, ind) -> list:

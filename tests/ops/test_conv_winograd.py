@@ -265,3 +265,22 @@ def test_cook_toom_identity(m):
         v = [sum(bt[i][j] * d[j] for j in range(t)) for i in range(t)]
         y = [sum(at[i][j] * u[j] * v[j] for j in range(t)) for i in range(m)]
         assert y == [sum(d[i + j] * k[j] for j in range(3)) for i in range(m)]
+
+
+def test_transform_programs():
+    """F(4,3)'s B^T and A^T have shared-subexpression programs (conv_winograd_prog), each
+    exactly its matrix; a matrix they do not compute gets none (one combination per row)."""
+    from aicc.ops import conv_winograd_prog as prog
+    bt, _, at = cook_toom(4)
+    for mat, n_steps in ((bt, 16), (at, 9)):
+        steps = prog.program(mat)
+        assert steps is not None and len(steps) == n_steps
+        env = prog._evaluate(steps, len(mat[0]))
+        assert [list(env[f"o{i}"]) for i in range(len(mat))] == [list(r) for r in mat]
+    wrong = [list(r) for r in bt]
+    wrong[3][1] += Fraction(1, 4)
+    assert prog.program(wrong) is None
+    assert prog.program(cook_toom(2)[0]) is None
+    lines = prog.emit(lambda isa, out, terms, ind: out, "avx512", bt,
+                      [f"x{i}" for i in range(6)], [f"y{i}" for i in range(6)], "t", "")
+    assert len(lines) == 16 and set(lines[-1:] + lines[4:5]) <= {f"y{i}" for i in range(6)}
