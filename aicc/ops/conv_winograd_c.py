@@ -156,6 +156,19 @@ def _transform_row(isa, mat, r, name_in, ind) -> list:
                      [f"h{r}_{j}" for j in range(n_out)], f"hp{r}_", ind)
 
 
+def _columns_from(isa, mat, t, buf, dst, stride, ind) -> list:
+    """Column transforms of the t x t row transforms in the vector buffer buf (row-major),
+    each result stored at dst + (i * t + j) * stride."""
+    o = []
+    for j in range(t):
+        o += [f"{ind}const {VEC[isa]['v']} g{r}_{j} = {buf}[{r * t + j}];" for r in range(t)]
+        o += prog.emit(lincomb, isa, mat, [f"g{r}_{j}" for r in range(t)],
+                       [f"w{i}_{j}" for i in range(t)], f"vp{j}_", ind)
+        o += [f"{ind}{VEC[isa]['st']}({dst} + {i * t + j}u * {stride}, w{i}_{j});"
+              for i in range(t)]
+    return o
+
+
 def _transform_cols(isa, mat, rows_in, name_out, ind) -> list:
     """out[i][j] = sum_r mat[i][r] h{r}_{j}."""
     n_out = len(mat)
@@ -180,19 +193,26 @@ def _row_loads(isa, m, r, out: str, ind) -> list:
             a, b = f"{d['ld']}(q{r} + {off}u)", f"{d['ld']}(q{r} + {off + L}u)"
             split(a, b, f"{out}{r}_{off}", f"{out}{r}_{off + 1}")
         return o
-    for off in (0, 4):           # phases 0..3 at offset 0 (s = 0..3) and 0, 1 at 4 (s = 4, 5)
-        for h in range(2):
-            a = f"{d['ld']}(q{r} + {off + 2 * h * L}u)"
-            b = f"{d['ld']}(q{r} + {off + 2 * h * L + L}u)"
-            split(a, b, f"e{r}_{off}_{h}", f"o{r}_{off}_{h}")
-        o.append(f"{ind}const {v} {out}{r}_{off} = "
-                 f"{ev.format(a=f'e{r}_{off}_0', b=f'e{r}_{off}_1')};")
-        o.append(f"{ind}const {v} {out}{r}_{off + 1} = "
-                 f"{ev.format(a=f'o{r}_{off}_0', b=f'o{r}_{off}_1')};")
-        if off == 0:
-            o.append(f"{ind}const {v} {out}{r}_2 = {od.format(a=f'e{r}_0_0', b=f'e{r}_0_1')};")
-            o.append(f"{ind}const {v} {out}{r}_3 = {od.format(a=f'o{r}_0_0', b=f'o{r}_0_1')};")
+    for h in range(2):           # phases 0..3 from the 4 L floats at offset 0
+        a = f"{d['ld']}(q{r} + {2 * h * L}u)"
+        b = f"{d['ld']}(q{r} + {2 * h * L + L}u)"
+        split(a, b, f"e{r}_{h}", f"o{r}_{h}")
+    for ph, (x, y) in enumerate((("e", "e"), ("o", "o"), ("e", "e"), ("o", "o"))):
+        f = ev if ph < 2 else od
+        o.append(f"{ind}const {v} {out}{r}_{ph} = {f.format(a=f'{x}{r}_0', b=f'{y}{r}_1')};")
+    for ph in (4, 5):            # phase 4 + i of tile l = phase i of tile l + 1
+        o.append(f"{ind}const {v} {out}{r}_{ph} = "
+                 f"{SHIFT1[isa].format(a=f'{out}{r}_{ph - 4}', p=f'q{r} + {L * 4 + ph - 4}u')};")
     return o
+
+
+# lanes 1.. of a, then the float at p: the next tile's value in the last lane
+SHIFT1 = {
+    "avx2": "_mm256_blend_ps(_mm256_permutevar8x32_ps({a}, _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, "
+            "0)), _mm256_broadcast_ss({p}), 0x80)",
+    "avx512": "_mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(_mm512_set1_ps(*({p}))),"
+              " _mm512_castps_si512({a}), 1))",
+}
 
 
 BLEND = {"avx2": "_mm256_blendv_ps({a}, {b}, mk)", "avx512": "_mm512_mask_blend_ps(mk, {a}, {b})"}
@@ -237,26 +257,26 @@ def input_transform(isa: str, m: int) -> tuple:
           f"            const size_t nl = nb - jv < {L}u ? nb - jv : {L}u;",
           f"            float *restrict vc = v + (jv / {nr}u) * C * {nr}u + jv % {nr}u + "
           f"c * {nr}u;",
-          f"            {v} " + ", ".join(f"d{r}_{s_}" for r in range(t) for s_ in range(t)) + ";",
+          f"            {v} hb[{t * t}];     /* the patch rows' 1-D transforms */",
+          f"            for (size_t r = 0; r < {t}u; ++r) {{",
+          f"            {v} " + ", ".join(f"d0_{s_}" for s_ in range(t)) + ";",
           "            {",
-          f"            const float *restrict s = xc + ty * {m}u * Wp + tx0 * {m}u;"]
-    for r in range(t):
-        o += _row_loads(isa, m, r, "l", ind)
-        o += [f"{ind}d{r}_{s_} = l{r}_{s_};" for s_ in range(t)]
+          f"            const float *restrict s = xc + (ty * {m}u + r) * Wp + tx0 * {m}u;"]
+    o += _row_loads(isa, m, 0, "l", ind)
+    o += [f"{ind}d0_{s_} = l0_{s_};" for s_ in range(t)]
     o += ["            }",
           "            for (size_t a = TW - tx0, row = ty + 1u; a < nl; a += TW, ++row) {",
           "            const size_t b = a + TW < nl ? a + TW : nl;",
           f"            {MASK[isa]}",
-          f"            const float *restrict s = xc + row * {m}u * Wp - a * {m}u;"]
-    for r in range(t):
-        o += _row_loads(isa, m, r, "l", ind)
-        o += [f"{ind}d{r}_{s_} = " + BLEND[isa].format(a=f"d{r}_{s_}", b=f"l{r}_{s_}") + ";"
-              for s_ in range(t)]
+          f"            const float *restrict s = xc + (row * {m}u + r) * Wp - a * {m}u;"]
+    o += _row_loads(isa, m, 0, "l", ind)
+    o += [f"{ind}d0_{s_} = " + BLEND[isa].format(a=f"d0_{s_}", b=f"l0_{s_}") + ";"
+          for s_ in range(t)]
     o.append("            }")
-    o += _transform(isa, bt, t, "d", "w", ind)
-    for i in range(t):
-        for j in range(t):
-            o.append(f"{ind}{d['st']}(vc + {i * t + j}u * vs, w{i}_{j});")
+    o += _transform_row(isa, bt, 0, "d", ind)
+    o += [f"{ind}hb[r * {t}u + {j}u] = h0_{j};" for j in range(t)]
+    o.append("            }")
+    o += _columns_from(isa, bt, t, "hb", "vc", "vs", ind)
     o += ["        }", "    }", "}"]
     return name, "\n".join(o)
 

@@ -23,9 +23,8 @@ bitwise the same; only the data movement differs.
 """
 from __future__ import annotations
 
-from . import conv_winograd_prog as prog
-from .conv_winograd_c import (IDX512_ZIP, VEC, ZIP, _transform, _transform_row, cook_toom,
-                              input_transform, lincomb, output_transform)
+from .conv_winograd_c import (IDX512_ZIP, VEC, ZIP, _columns_from, _transform, _transform_row,
+                              cook_toom, input_transform, output_transform)
 
 L512 = 16
 
@@ -108,11 +107,7 @@ def input_transform_rows(m: int, tw: int) -> tuple:
     o += _transform_row(isa, bt, 0, "d", ind)
     o += [f"{ind}hb[r * {t}u + {j}u] = h0_{j};" for j in range(t)]
     o.append(f"{ind}}}")
-    for j in range(t):           # columns from the row buffer: few values live at a time
-        o += [f"{ind}const __m512 g{r}_{j} = hb[{r * t + j}];" for r in range(t)]
-        o += prog.emit(lincomb, isa, bt, [f"g{r}_{j}" for r in range(t)],
-                       [f"w{i}_{j}" for i in range(t)], f"vp{j}_", ind)
-        o += [f"{ind}_mm512_storeu_ps(vc + {i * t + j}u * vs, w{i}_{j});" for i in range(t)]
+    o += _columns_from(isa, bt, t, "hb", "vc", "vs", ind)
     o += ["        }", "    }", "}"]
     return name, "\n".join(o)
 
