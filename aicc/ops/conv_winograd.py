@@ -82,8 +82,14 @@ from .gemm_simd import flit, nr_of
 # `few` F(2,3) tiles per batch item only up to C * K = few_ck (the transformed weights, 16/9 of
 # the weight bytes, are then the bottleneck: 512 channels at 7x7 on AVX-512 or 4x4 on AVX2 tie
 # with the GEMM paths). Output planes of one row or column stay on the GEMM paths.
-AUTO = {"avx2": dict(c=8, k=8, few=9, few_ck=256 * 256),
-        "avx512": dict(c=16, k=16, few=16, few_ck=256 * 256)}
+# Fewer than c_few input channels (first layers) only on planes of at least `plane` outputs a
+# side: with F(4,3) (auto below 64 channels) those run faster than the GEMM / broadcast paths
+# (AMD Zen 4, conv_layers, us, x86-avx512 / x86-avx2: 3 -> 16 channels at 32x32 14 -> 9 /
+# 15 -> 12, 3 -> 64 at 64x64 186 -> 137 / 188 -> 149, 16 -> 8 at 32x32 28 -> 16 (avx512; K = 8
+# was below its k), 12 -> 16 at 32x32 40 -> 18 (avx512); ties at 3 -> 16 at 112x112, slower at
+# 8x8 and below and for C = 1).
+AUTO = {"avx2": dict(c=3, k=8, few=9, few_ck=256 * 256, c_few=8, plane=16),
+        "avx512": dict(c=3, k=8, few=16, few_ck=256 * 256, c_few=8, plane=16)}
 AUTO_M4_C = 64     # wino_m 0: F(4,3) up to this many input channels (accuracy), else F(2,3)
 
 DRIVER = """\
@@ -140,12 +146,13 @@ def tiles_of(geo, m: int) -> tuple:
 
 
 def prefer(ctx, geo, isa: str) -> bool:
-    """auto: F(2,3) for a supported conv with constant weights (see AUTO)."""
+    """auto: winograd for a supported conv with constant weights (see AUTO)."""
     if not supports(geo) or ctx.in_const(1) is None or min(geo.out) < 2:
         return False
     a = AUTO[isa]
     th, tw = tiles_of(geo, 2)
     return (geo.cin >= a["c"] and geo.cout >= a["k"]
+            and (geo.cin >= a["c_few"] or min(geo.out) >= a["plane"])
             and (th * tw > a["few"] or geo.cin * geo.cout <= a["few_ck"]))
 
 

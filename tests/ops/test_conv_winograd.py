@@ -178,7 +178,9 @@ def test_winograd_auto_resnet_layers(target, tmp_path):
     tolerances."""
     small = [((1, 64, 28, 28), (64, 64, 3, 3), P1, {"act": "Relu"}),
              ((1, 16, 32, 32), (16, 16, 3, 3), P1, {"act": "Relu", "scale": 3}),
-             ((1, 32, 16, 16), (32, 32, 3, 3), P1, {"act": "Relu"})]
+             ((1, 32, 16, 16), (32, 32, 3, 3), P1, {"act": "Relu"}),
+             ((1, 3, 32, 32), (16, 3, 3, 3), P1, {"act": "Relu"}),     # a first layer
+             ((1, 16, 20, 20), (8, 16, 3, 3), P1, {})]
     convs(tmp_path / "m4", target, small, marker="Winograd F(4x4, 3x3)")
     big = [((1, 256, 12, 12), (256, 256, 3, 3), P1, {}),
            ((1, 128, 7, 7), (128, 128, 3, 3), P1, {"act": "Relu"}),
@@ -189,12 +191,15 @@ def test_winograd_auto_resnet_layers(target, tmp_path):
 @pytest.mark.parametrize("target", TARGETS)
 def test_winograd_auto_skips(target, tmp_path):
     """auto keeps the GEMM paths for what winograd does not take or would lose on: stride 2,
-    groups, 1x1, dilation, few channels, tiny planes, run-time weights."""
+    groups, 1x1, dilation, few output channels, few input channels on small planes, one input
+    channel, tiny planes, run-time weights."""
     cases = [((1, 16, 16, 16), (16, 16, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}, {}),
              ((1, 16, 16, 16), (16, 8, 3, 3), {"pads": [1, 1, 1, 1], "group": 2}, {}),
              ((1, 16, 16, 16), (16, 16, 1, 1), {}, {}),
              ((1, 16, 16, 16), (16, 16, 3, 3), {"pads": [2, 2, 2, 2], "dilations": [2, 2]}, {}),
              ((1, 4, 32, 32), (4, 4, 3, 3), P1, {}),
+             ((1, 3, 8, 8), (16, 3, 3, 3), P1, {}),
+             ((1, 1, 32, 32), (16, 1, 3, 3), P1, {}),
              ((1, 64, 1, 9), (64, 64, 3, 3), P1, {})]
     convs(tmp_path / "a", target, cases, marker=None, absent="Winograd")
     convs(tmp_path / "b", target, [((1, 32, 16, 16), (32, 32, 3, 3), P1, {})], runtime_w=True,
