@@ -281,6 +281,26 @@ def input_transform(isa: str, m: int) -> tuple:
     return name, "\n".join(o)
 
 
+def _interleave4_avx2(i: int, ind: str) -> list:
+    """r{i}_0..3: row i of the 8 tiles' 4 x 4 outputs in order (tiles 2q, 2q + 1 in r{i}_q),
+    from y{i}_0..3 (output column j of the 8 tiles): a 4 x 4 transpose inside each 128-bit
+    half (c{k}: tiles k | 4 + k) and one cross-half permute per vector: 12 shuffles instead
+    of 24 (unpack + permute2f128 per zip)."""
+    y = [f"y{i}_{j}" for j in range(4)]
+    return [f"{ind}const __m256 u{i}_0 = _mm256_unpacklo_ps({y[0]}, {y[1]}), "
+            f"u{i}_1 = _mm256_unpackhi_ps({y[0]}, {y[1]});",
+            f"{ind}const __m256 u{i}_2 = _mm256_unpacklo_ps({y[2]}, {y[3]}), "
+            f"u{i}_3 = _mm256_unpackhi_ps({y[2]}, {y[3]});",
+            f"{ind}const __m256 c{i}_0 = _mm256_shuffle_ps(u{i}_0, u{i}_2, 0x44), "
+            f"c{i}_1 = _mm256_shuffle_ps(u{i}_0, u{i}_2, 0xEE);",
+            f"{ind}const __m256 c{i}_2 = _mm256_shuffle_ps(u{i}_1, u{i}_3, 0x44), "
+            f"c{i}_3 = _mm256_shuffle_ps(u{i}_1, u{i}_3, 0xEE);",
+            f"{ind}const __m256 r{i}_0 = _mm256_permute2f128_ps(c{i}_0, c{i}_1, 0x20), "
+            f"r{i}_1 = _mm256_permute2f128_ps(c{i}_2, c{i}_3, 0x20);",
+            f"{ind}const __m256 r{i}_2 = _mm256_permute2f128_ps(c{i}_0, c{i}_1, 0x31), "
+            f"r{i}_3 = _mm256_permute2f128_ps(c{i}_2, c{i}_3, 0x31);"]
+
+
 def output_transform(isa: str, m: int) -> tuple:
     """(name, C text) of the output transform of F(m x m, 3 x 3)."""
     _, _, at = cook_toom(m)
@@ -327,6 +347,9 @@ def output_transform(isa: str, m: int) -> tuple:
             o.append(f"{ind}{v} y{i}_{j} = bias ? {d['add']}(z{i}_{j}, vb) : z{i}_{j};")
             o.append(f"{ind}y{i}_{j} = {d['min']}(vhi, {d['max']}(vlo, y{i}_{j}));")
     for i in range(m):           # row i interleaved: r{i}_{q}, q < m (m * L outputs)
+        if m == 4 and isa == "avx2":
+            o += _interleave4_avx2(i, ind)
+            continue
         if m == 2:
             o.append(f"{ind}const {v} r{i}_0 = {lo.format(a=f'y{i}_0', b=f'y{i}_1')}, "
                      f"r{i}_1 = {hi.format(a=f'y{i}_0', b=f'y{i}_1')};")
@@ -345,6 +368,15 @@ def output_transform(isa: str, m: int) -> tuple:
         o.append(f"{ind}    float *restrict d{i} = yk + (oy + {i}u) * OW + tx0 * {m}u;")
         for q in range(m):
             o.append(f"{ind}    {d['st']}(d{i}{f' + {q * L}u' if q else ''}, r{i}_{q});")
+    G = L // m                   # tiles per interleaved vector
+    o += [f"{ind}    continue;", f"{ind}}}",
+          f"{ind}if (nl == {L}u && tx0 % {G}u == 0 && TW % {G}u == 0 && TW * {m}u <= OW && "
+          f"(j + {L - 1}u) / TW * {m}u + {m}u <= OH) {{   /* whole vectors, several rows */"]
+    for q in range(m):
+        o.append(f"{ind}    const size_t jq{q} = tx0 + {q * G}u, oy{q} = oy + jq{q} / TW * {m}u, "
+                 f"ox{q} = jq{q} % TW * {m}u;")
+        for i in range(m):
+            o.append(f"{ind}    {d['st']}(yk + (oy{q} + {i}u) * OW + ox{q}, r{i}_{q});")
     o += [f"{ind}    continue;", f"{ind}}}",
           f"{ind}float buf[{m}][{m * L}];"]
     for i in range(m):
