@@ -57,9 +57,9 @@ F(2,3) / F(4,3): C = 64 at 28x28 0.08 / 0.38; 128 at 28x28 0.19 / 0.81; 256 at 1
 512 at 12x12 0.25 / 1.43; 16 at 32x32 (inputs x3) 0.14 / 0.61. F(2,3) is as accurate as the
 direct paths; F(4,3) (the better points, used here) is auto only up to 64 input channels and
 forced (``wino_m: 4``) beyond. Whole models against onnxruntime (benchmarks' fixtures, 5
-seeded N(0, 1) inputs, x86-avx512): ResNet-8 0.04 of the tolerance (0.01 with F(2,3)),
-ResNet-18 0.56 (0.45 with F(2,3), 0.39 with F(4,3) on every winograd layer: other steps and
-the inputs' draw dominate).
+seeded N(0, 1) inputs, x86-avx512): ResNet-8 0.023 of the tolerance (0.01 with F(2,3)),
+ResNet-18 0.48 (x86-avx2 0.56; 0.45 with F(2,3), 0.39 with F(4,3) on every winograd layer:
+other steps and the inputs' draw dominate).
 
 NaN/Inf: a NaN or Inf input reaches every output of every tile whose input patch contains it
 (the transforms mix all t x t values of a patch; an Inf turns into Inf - Inf = NaN in the other
