@@ -21,6 +21,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from . import conv_winograd_prog as prog
+from .conv_winograd_tpad import lanes4
 
 SKEW = 16     # floats between the t * t matrices of V and M: no 4 KiB aliasing of their rows
 
@@ -284,32 +285,54 @@ def input_transform(isa: str, m: int) -> tuple:
 def _interleave4_avx2(i: int, ind: str) -> list:
     """r{i}_0..3: row i of the 8 tiles' 4 x 4 outputs in order (tiles 2q, 2q + 1 in r{i}_q),
     from y{i}_0..3 (output column j of the 8 tiles): a 4 x 4 transpose inside each 128-bit
-    half (c{k}: tiles k | 4 + k) and one cross-half permute per vector: 12 shuffles instead
+    half (c{i}_k: tiles k | 4 + k) and one cross-half permute per vector: 12 shuffles instead
     of 24 (unpack + permute2f128 per zip)."""
-    y = [f"y{i}_{j}" for j in range(4)]
-    return [f"{ind}const __m256 u{i}_0 = _mm256_unpacklo_ps({y[0]}, {y[1]}), "
-            f"u{i}_1 = _mm256_unpackhi_ps({y[0]}, {y[1]});",
-            f"{ind}const __m256 u{i}_2 = _mm256_unpacklo_ps({y[2]}, {y[3]}), "
-            f"u{i}_3 = _mm256_unpackhi_ps({y[2]}, {y[3]});",
-            f"{ind}const __m256 c{i}_0 = _mm256_shuffle_ps(u{i}_0, u{i}_2, 0x44), "
-            f"c{i}_1 = _mm256_shuffle_ps(u{i}_0, u{i}_2, 0xEE);",
-            f"{ind}const __m256 c{i}_2 = _mm256_shuffle_ps(u{i}_1, u{i}_3, 0x44), "
-            f"c{i}_3 = _mm256_shuffle_ps(u{i}_1, u{i}_3, 0xEE);",
-            f"{ind}const __m256 r{i}_0 = _mm256_permute2f128_ps(c{i}_0, c{i}_1, 0x20), "
-            f"r{i}_1 = _mm256_permute2f128_ps(c{i}_2, c{i}_3, 0x20);",
-            f"{ind}const __m256 r{i}_2 = _mm256_permute2f128_ps(c{i}_0, c{i}_1, 0x31), "
-            f"r{i}_3 = _mm256_permute2f128_ps(c{i}_2, c{i}_3, 0x31);"]
+    return lanes4("avx2", [f"y{i}_{j}" for j in range(4)], f"u{i}_",
+                  [f"c{i}_{k}" for k in range(4)], ind) + [
+        f"{ind}const __m256 r{i}_0 = _mm256_permute2f128_ps(c{i}_0, c{i}_1, 0x20), "
+        f"r{i}_1 = _mm256_permute2f128_ps(c{i}_2, c{i}_3, 0x20);",
+        f"{ind}const __m256 r{i}_2 = _mm256_permute2f128_ps(c{i}_0, c{i}_1, 0x31), "
+        f"r{i}_3 = _mm256_permute2f128_ps(c{i}_2, c{i}_3, 0x31);"]
+
+
+def output_rows(isa: str, m: int, ind: str) -> list:
+    """From the loaded M values m{r}_{c}: Y = A^T M A, + bias (vb, when bias), clamped to
+    [vlo, vhi], and each of its m rows interleaved into r{i}_{q}, q < m: the m * L outputs of
+    row i of the L tiles in order (L / m tiles per vector)."""
+    _, _, at = cook_toom(m)
+    d = VEC[isa]
+    v, lo, hi = d["v"], *ZIP[isa]
+    o = _transform(isa, at, m + 2, "m", "z", ind)
+    for i in range(m):
+        for j in range(m):
+            o.append(f"{ind}{v} y{i}_{j} = bias ? {d['add']}(z{i}_{j}, vb) : z{i}_{j};")
+            o.append(f"{ind}y{i}_{j} = {d['min']}(vhi, {d['max']}(vlo, y{i}_{j}));")
+    for i in range(m):
+        if m == 4 and isa == "avx2":
+            o += _interleave4_avx2(i, ind)
+            continue
+        if m == 2:
+            o.append(f"{ind}const {v} r{i}_0 = {lo.format(a=f'y{i}_0', b=f'y{i}_1')}, "
+                     f"r{i}_1 = {hi.format(a=f'y{i}_0', b=f'y{i}_1')};")
+            continue
+        o.append(f"{ind}const {v} a{i}_0 = {lo.format(a=f'y{i}_0', b=f'y{i}_2')}, "
+                 f"a{i}_1 = {hi.format(a=f'y{i}_0', b=f'y{i}_2')};")
+        o.append(f"{ind}const {v} b{i}_0 = {lo.format(a=f'y{i}_1', b=f'y{i}_3')}, "
+                 f"b{i}_1 = {hi.format(a=f'y{i}_1', b=f'y{i}_3')};")
+        for q in range(4):
+            f = lo if q % 2 == 0 else hi
+            o.append(f"{ind}const {v} r{i}_{q} = "
+                     f"{f.format(a=f'a{i}_{q // 2}', b=f'b{i}_{q // 2}')};")
+    return o
 
 
 def output_transform(isa: str, m: int) -> tuple:
     """(name, C text) of the output transform of F(m x m, 3 x 3)."""
-    _, _, at = cook_toom(m)
     t = m + 2
     d = VEC[isa]
     L, v = d["L"], d["v"]
     name = f"aicc_wg{m}_out_{isa}"
     ind = "        "
-    lo, hi = ZIP[isa]
     o = [f"/* Winograd F({m}x{m}, 3x3) output transform ({isa}): for the tiles [j0, j0 + nb) "
          "and K output",
          " * channels, M(xi) at mm + xi * ms + k * ntp + jj; Y = A^T M A, + bias[k] (bias "
@@ -341,27 +364,7 @@ def output_transform(isa: str, m: int) -> tuple:
             p = f"s + {r * t + c}u * ms"
             o.append(f"{ind}const {v} m{r}_{c} = nl == {L}u ? {d['ld']}({p}) : "
                      f"{d['mload'].format(p=p, n='nl')};")
-    o += _transform(isa, at, t, "m", "z", ind)
-    for i in range(m):
-        for j in range(m):
-            o.append(f"{ind}{v} y{i}_{j} = bias ? {d['add']}(z{i}_{j}, vb) : z{i}_{j};")
-            o.append(f"{ind}y{i}_{j} = {d['min']}(vhi, {d['max']}(vlo, y{i}_{j}));")
-    for i in range(m):           # row i interleaved: r{i}_{q}, q < m (m * L outputs)
-        if m == 4 and isa == "avx2":
-            o += _interleave4_avx2(i, ind)
-            continue
-        if m == 2:
-            o.append(f"{ind}const {v} r{i}_0 = {lo.format(a=f'y{i}_0', b=f'y{i}_1')}, "
-                     f"r{i}_1 = {hi.format(a=f'y{i}_0', b=f'y{i}_1')};")
-            continue
-        o.append(f"{ind}const {v} a{i}_0 = {lo.format(a=f'y{i}_0', b=f'y{i}_2')}, "
-                 f"a{i}_1 = {hi.format(a=f'y{i}_0', b=f'y{i}_2')};")
-        o.append(f"{ind}const {v} b{i}_0 = {lo.format(a=f'y{i}_1', b=f'y{i}_3')}, "
-                 f"b{i}_1 = {hi.format(a=f'y{i}_1', b=f'y{i}_3')};")
-        for q in range(4):
-            f = lo if q % 2 == 0 else hi
-            ab = f.format(a=f"a{i}_{q // 2}", b=f"b{i}_{q // 2}")
-            o.append(f"{ind}const {v} r{i}_{q} = {ab};")
+    o += output_rows(isa, m, ind)
     o.append(f"{ind}if (nl == {L}u && tx0 + {L}u <= TW && oy + {m}u <= OH && "
              f"(tx0 + {L}u) * {m}u <= OW) {{")
     for i in range(m):

@@ -23,8 +23,8 @@ bitwise the same; only the data movement differs.
 """
 from __future__ import annotations
 
-from .conv_winograd_c import (IDX512_ZIP, VEC, ZIP, _columns_from, _transform, _transform_row,
-                              cook_toom, input_transform, output_transform)
+from .conv_winograd_c import (IDX512_ZIP, _columns_from, _transform_row, cook_toom,
+                              input_transform, output_rows, output_transform)
 
 L512 = 16
 
@@ -45,7 +45,7 @@ def input_transform_rows(m: int, tw: int) -> tuple:
     """(name, C text): same signature as conv_winograd_c.input_transform's helper."""
     isa, L = "avx512", L512
     bt, _, _ = cook_toom(m)
-    t, d = m + 2, VEC[isa]
+    t = m + 2
     R, W, nr = L // tw, tw * m, 2 * L
     gen, _ = input_transform(isa, m)
     name = f"aicc_wg{m}_in_{isa}_tw{tw}"
@@ -125,12 +125,10 @@ def _store(r: str, dst: str, lanes: int, piece: int) -> str:
 def output_transform_rows(m: int, tw: int) -> tuple:
     """(name, C text): same signature as conv_winograd_c.output_transform's helper."""
     isa, L = "avx512", L512
-    _, _, at = cook_toom(m)
-    t, d = m + 2, VEC[isa]
+    t = m + 2
     R, G = L // tw, L // m       # tile rows per vector; tiles per interleaved output vector
     gen, _ = output_transform(isa, m)
     name = f"aicc_wg{m}_out_{isa}_tw{tw}"
-    lo, hi = ZIP[isa]
     ind = "        "
     o = [f"/* Winograd F({m}x{m}, 3x3) output transform ({isa}), {tw} tiles per tile row "
          f"(conv_winograd_rows.py): as {gen},",
@@ -158,24 +156,7 @@ def output_transform_rows(m: int, tw: int) -> tuple:
     for r in range(t):
         for c in range(t):
             o.append(f"{ind}const __m512 m{r}_{c} = _mm512_loadu_ps(s + {r * t + c}u * ms);")
-    o += _transform(isa, at, t, "m", "z", ind)
-    for i in range(m):
-        for j in range(m):
-            o.append(f"{ind}__m512 y{i}_{j} = bias ? _mm512_add_ps(z{i}_{j}, vb) : z{i}_{j};")
-            o.append(f"{ind}y{i}_{j} = _mm512_min_ps(vhi, _mm512_max_ps(vlo, y{i}_{j}));")
-    for i in range(m):           # row i interleaved: r{i}_{q} = outputs of tiles [q G, q G + G)
-        if m == 2:
-            o.append(f"{ind}const __m512 r{i}_0 = {lo.format(a=f'y{i}_0', b=f'y{i}_1')}, "
-                     f"r{i}_1 = {hi.format(a=f'y{i}_0', b=f'y{i}_1')};")
-            continue
-        o.append(f"{ind}const __m512 a{i}_0 = {lo.format(a=f'y{i}_0', b=f'y{i}_2')}, "
-                 f"a{i}_1 = {hi.format(a=f'y{i}_0', b=f'y{i}_2')};")
-        o.append(f"{ind}const __m512 b{i}_0 = {lo.format(a=f'y{i}_1', b=f'y{i}_3')}, "
-                 f"b{i}_1 = {hi.format(a=f'y{i}_1', b=f'y{i}_3')};")
-        for q in range(4):
-            f = lo if q % 2 == 0 else hi
-            o.append(f"{ind}const __m512 r{i}_{q} = "
-                     f"{f.format(a=f'a{i}_{q // 2}', b=f'b{i}_{q // 2}')};")
+    o += output_rows(isa, m, ind)     # r{i}_{q}: outputs of tiles [q G, q G + G)
     n = min(G, tw) * m           # floats per store: one tile row's part of an output vector
     for i in range(m):
         for q in range(m):

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from .conv_winograd_c import SKEW, VEC, _transform, cook_toom
-from .conv_winograd_tpad import pad_t
+from .conv_winograd_tpad import lanes4, pad_t
 from .gemm_simd import driver, nr_of, schedule
 
 MASKED = {   # masked store of the first n lanes
@@ -124,14 +124,8 @@ def _rows_out4(ind) -> list:
     o = [f"{ind}if (nk == 16u && oy + 4u <= OH && ox + 4u <= OW) {{",
          f"{ind}    float *restrict yk = y + k * P + oy * OW + ox;"]
     for i in range(4):
-        o += [f"{ind}    const __m512 t{i}_0 = _mm512_unpacklo_ps(c{i}_0, c{i}_1), "
-              f"t{i}_1 = _mm512_unpackhi_ps(c{i}_0, c{i}_1);",
-              f"{ind}    const __m512 t{i}_2 = _mm512_unpacklo_ps(c{i}_2, c{i}_3), "
-              f"t{i}_3 = _mm512_unpackhi_ps(c{i}_2, c{i}_3);",
-              f"{ind}    const __m512 u{i}_0 = _mm512_shuffle_ps(t{i}_0, t{i}_2, 0x44), "
-              f"u{i}_1 = _mm512_shuffle_ps(t{i}_0, t{i}_2, 0xEE);",
-              f"{ind}    const __m512 u{i}_2 = _mm512_shuffle_ps(t{i}_1, t{i}_3, 0x44), "
-              f"u{i}_3 = _mm512_shuffle_ps(t{i}_1, t{i}_3, 0xEE);"]
+        o += lanes4("avx512", [f"c{i}_{q}" for q in range(4)], f"t{i}_",
+                    [f"u{i}_{e}" for e in range(4)], ind + "    ")
         for b in range(4):
             for e in range(4):
                 o.append(f"{ind}    _mm_storeu_ps(yk + {4 * b + e}u * P + {i}u * OW, "

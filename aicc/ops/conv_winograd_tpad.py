@@ -27,19 +27,29 @@ ISA = {
 }
 
 
+def lanes4(isa: str, a: list, t: str, out: list, ind: str) -> list:
+    """A 4 x 4 transpose inside each 128-bit lane of the vectors a[0..3] (unpack, then
+    shuffle): out[e]'s lane k = (a[0][4k + e], a[1][4k + e], a[2][4k + e], a[3][4k + e]);
+    temporaries t0..t3."""
+    p, v = ("_mm512", "__m512") if isa == "avx512" else ("_mm256", "__m256")
+    return [f"{ind}const {v} {t}0 = {p}_unpacklo_ps({a[0]}, {a[1]}), "
+            f"{t}1 = {p}_unpackhi_ps({a[0]}, {a[1]});",
+            f"{ind}const {v} {t}2 = {p}_unpacklo_ps({a[2]}, {a[3]}), "
+            f"{t}3 = {p}_unpackhi_ps({a[2]}, {a[3]});",
+            f"{ind}const {v} {out[0]} = {p}_shuffle_ps({t}0, {t}2, 0x44), "
+            f"{out[1]} = {p}_shuffle_ps({t}0, {t}2, 0xEE);",
+            f"{ind}const {v} {out[2]} = {p}_shuffle_ps({t}1, {t}3, 0x44), "
+            f"{out[3]} = {p}_shuffle_ps({t}1, {t}3, 0xEE);"]
+
+
 def _transpose(isa: str, ind: str) -> list:
-    """a0..a{L-1} (rows) -> o0..o{L-1} (columns)."""
+    """a0..a{L-1} (rows) -> o0..o{L-1} (columns): in-lane 4 x 4 transposes of each group of 4
+    rows (b{4i+e}: per 128-bit lane k, rows 4i..4i+3 of column 4k+e), then the lanes."""
     o = []
+    for i in range(4 if isa == "avx512" else 2):
+        o += lanes4(isa, [f"a{4 * i + k}" for k in range(4)], f"t{i}_",
+                    [f"b{4 * i + e}" for e in range(4)], ind)
     if isa == "avx512":
-        for i in range(8):
-            o.append(f"{ind}const __m512 t{2 * i} = _mm512_unpacklo_ps(a{2 * i}, a{2 * i + 1}), "
-                     f"t{2 * i + 1} = _mm512_unpackhi_ps(a{2 * i}, a{2 * i + 1});")
-        for i in range(4):     # b{4i+e}: per 128-bit block k, rows 4i..4i+3 of column 4k+e
-            o.append(f"{ind}const __m512 b{4 * i} = _mm512_shuffle_ps(t{4 * i}, t{4 * i + 2}, "
-                     f"0x44), b{4 * i + 1} = _mm512_shuffle_ps(t{4 * i}, t{4 * i + 2}, 0xEE);")
-            o.append(f"{ind}const __m512 b{4 * i + 2} = _mm512_shuffle_ps(t{4 * i + 1}, "
-                     f"t{4 * i + 3}, 0x44), b{4 * i + 3} = _mm512_shuffle_ps(t{4 * i + 1}, "
-                     f"t{4 * i + 3}, 0xEE);")
         for e in range(4):
             for nm, imm in (("x", "0x88"), ("z", "0xDD")):
                 o.append(f"{ind}const __m512 {nm}{e} = _mm512_shuffle_f32x4(b{e}, b{4 + e}, "
@@ -49,14 +59,6 @@ def _transpose(isa: str, ind: str) -> list:
             o.append(f"{ind}const __m512 o{4 + e} = _mm512_shuffle_f32x4(z{e}, z{e}h, 0x88), "
                      f"o{12 + e} = _mm512_shuffle_f32x4(z{e}, z{e}h, 0xDD);")
         return o
-    for i in range(4):
-        o.append(f"{ind}const __m256 t{2 * i} = _mm256_unpacklo_ps(a{2 * i}, a{2 * i + 1}), "
-                 f"t{2 * i + 1} = _mm256_unpackhi_ps(a{2 * i}, a{2 * i + 1});")
-    for i in range(2):         # b{4i+e}: per 128-bit half h, rows 4i..4i+3 of column 4h+e
-        o.append(f"{ind}const __m256 b{4 * i} = _mm256_shuffle_ps(t{4 * i}, t{4 * i + 2}, "
-                 f"0x44), b{4 * i + 1} = _mm256_shuffle_ps(t{4 * i}, t{4 * i + 2}, 0xEE);")
-        o.append(f"{ind}const __m256 b{4 * i + 2} = _mm256_shuffle_ps(t{4 * i + 1}, t{4 * i + 3}, "
-                 f"0x44), b{4 * i + 3} = _mm256_shuffle_ps(t{4 * i + 1}, t{4 * i + 3}, 0xEE);")
     for e in range(4):
         o.append(f"{ind}const __m256 o{e} = _mm256_permute2f128_ps(b{e}, b{4 + e}, 0x20), "
                  f"o{4 + e} = _mm256_permute2f128_ps(b{e}, b{4 + e}, 0x31);")
