@@ -125,7 +125,6 @@ def _store(r: str, dst: str, lanes: int, piece: int) -> str:
 def output_transform_rows(m: int, tw: int) -> tuple:
     """(name, C text): same signature as conv_winograd_c.output_transform's helper."""
     isa, L = "avx512", L512
-    t = m + 2
     R, G = L // tw, L // m       # tile rows per vector; tiles per interleaved output vector
     gen, _ = output_transform(isa, m)
     name = f"aicc_wg{m}_out_{isa}_tw{tw}"
@@ -153,18 +152,18 @@ def output_transform_rows(m: int, tw: int) -> tuple:
          "hi, yk);",
          "            continue;",
          "        }"]
-    for r in range(t):
-        for c in range(t):
-            o.append(f"{ind}const __m512 m{r}_{c} = _mm512_loadu_ps(s + {r * t + c}u * ms);")
-    o += output_rows(isa, m, ind)     # r{i}_{q}: outputs of tiles [q G, q G + G)
     n = min(G, tw) * m           # floats per store: one tile row's part of an output vector
-    for i in range(m):
+
+    def store_row(i):            # r{i}_{q}: outputs of tiles [q G, q G + G)
+        out = []
         for q in range(m):
             for piece in range(G * m // n):
                 tile = q * G + piece * n // m
                 g, col = divmod(tile, tw)
                 dst = f"yk + (oy + {g * m + i}u) * OW + {col * m}u"
-                o.append(f"{ind}{_store(f'r{i}_{q}', dst, n, piece)}")
+                out.append(f"{ind}{_store(f'r{i}_{q}', dst, n, piece)}")
+        return out
+    o += output_rows("avx512", m, ind, lambda p: f"_mm512_loadu_ps({p})", store_row)
     o += ["        }", "    }", "}"]
     return name, "\n".join(o)
 
