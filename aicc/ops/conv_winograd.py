@@ -8,7 +8,7 @@ numbered row-major); tile j reads the t x t patch of the zero-padded input at ro
 column (j % TW) * m. With U = G g G^T (per output / input channel pair, at compile time, float64
 rounded once) and V = B^T d B (per input channel and tile), each output tile is Y = A^T M A
 with ``M(xi)[k, j] = sum_c U(xi)[k, c] V(xi)[c, j]`` for each of the t * t positions xi: t * t
-GEMMs [K x C] @ [C x tiles]. Matrices: conv_winograd_c.cook_toom (interpolation points there).
+GEMMs [K x C] @ [C x tiles]. Matrices: conv_winograd_prog.cook_toom (interpolation points there).
 
 Tiles vectorized (this module; the default form): U in the tile GEMM's A layout, one [K x C]
 matrix per xi (conv_simd_gemm.pack_a), a constant. Per batch item: the padded copy (conv_simd's
@@ -19,10 +19,11 @@ too often): the input transform into V (t * t x [C x nt] in NR-tile panels:
 conv_winograd_c.py), the t * t tile GEMMs of conv_simd_gemm (B = the V panels, Y = M [K x ntp]
 row-major; V and M matrices SKEW floats apart against 4 KiB aliasing) and the output transform
 (+ bias, Relu / Clip clamp in registers; other activations: a scalar pass over each finished
-batch item); planes narrower than a vector of tiles on x86-avx512,
-TW dividing 16: conv_winograd_rows.py's transforms, specialized for TW). Output channels vectorized (conv_winograd_t.py, ``channels_form``, ``wino_chan``):
-the GEMMs transposed, [tiles x C] @ [C x K], for few tiles (less than one panel: 7x7 maps on
-AVX-512) and for many channels on mid-sized planes (128@28, 256@14: faster there).
+batch item); planes narrower than a vector of tiles on x86-avx512, TW dividing 16:
+conv_winograd_rows.py's transforms, specialized for TW). Output channels vectorized
+(conv_winograd_t.py, ``channels_form``, ``wino_chan``): the GEMMs transposed, [tiles x C] @ [C
+x K], for few tiles (less than one panel: 7x7 maps on AVX-512) and for many channels on
+mid-sized planes (128@28, 256@14: faster there).
 
 Run-time (non-constant) weights are not supported: ``auto`` does not pick winograd for them,
 and forcing it is an error (as forcing any variant on a geometry it does not support).

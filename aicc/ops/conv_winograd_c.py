@@ -21,59 +21,10 @@ from __future__ import annotations
 from fractions import Fraction
 
 from . import conv_winograd_prog as prog
+from .conv_winograd_prog import cook_toom  # noqa: F401  (re-exported: the matrices)
 from .conv_winograd_tpad import lanes4
 
 SKEW = 16     # floats between the t * t matrices of V and M: no 4 KiB aliasing of their rows
-
-POINTS = {   # interpolation points (plus infinity) of F(m, 3)
-    2: (0, 1, -1),
-    4: (0, 1, -1, Fraction(1, 2), -2),    # ~3x less error than the usual 0, +-1, +-2
-}
-
-
-def _polymul(p, q):
-    out = [Fraction(0)] * (len(p) + len(q) - 1)
-    for i, a in enumerate(p):
-        for j, b in enumerate(q):
-            out[i + j] += a * b
-    return out
-
-
-def cook_toom(m: int, r: int = 3) -> tuple:
-    """(B^T [t][t], G [t][r], A^T [m][t]) of F(m, r), t = m + r - 1, as Fractions, with
-    y = A^T [(G g) * (B^T d)] the correlation y[i] = sum_k d[i + k] g[k] (the fractions sit
-    in G, which is applied at compile time)."""
-    a = [Fraction(p) for p in POINTS[m]]
-    t = m + r - 1
-    n = t - 1
-    f = []
-    for i in range(n):
-        v = Fraction(1)
-        for k in range(n):
-            if k != i:
-                v *= a[i] - a[k]
-        f.append(v)
-    lx = []                                 # prod_{k != i} (x - a_k), coefficients
-    for i in range(n):
-        p = [Fraction(1)]
-        for k in range(n):
-            if k != i:
-                p = _polymul(p, [-a[k], Fraction(1)])
-        lx.append(p)
-    fs = f + [Fraction(1)]
-    if fs[0] < 0:
-        fs[0] = -fs[0]
-    at = [[a[j] ** i if j < n else Fraction(int(i == m - 1)) for j in range(t)]
-          for i in range(m)]
-    g = [[a[i] ** j / fs[i] if i < n else Fraction(int(j == r - 1)) for j in range(r)]
-         for i in range(t)]
-    tm = [[Fraction(int(i == j)) for j in range(n)] + [-a[i] ** n] for i in range(n)]
-    bt_rows = [[sum(lx[k][i] / f[k] * tm[k][j] for k in range(n)) for j in range(n + 1)]
-               for i in range(n)]            # L @ T: n x t
-    b = bt_rows + [[Fraction(int(j == t - 1)) for j in range(t)]]
-    bt = [[fs[i] * b[j][i] for j in range(t)] for i in range(t)]
-    return bt, g, at
-
 
 VEC = {
     "avx2": dict(L=8, v="__m256", ld="_mm256_loadu_ps", st="_mm256_storeu_ps",

@@ -1,12 +1,14 @@
-"""Straight-line programs for the 1-D Winograd transforms (conv_winograd_c._transform applies
-one to every row, then to every column, of a t x t patch): out = mat @ in with shared
-subexpressions, fewer operations than one linear combination per output row.
+"""The Winograd matrices of F(m, 3) (``cook_toom``, from the interpolation points) and
+straight-line programs for the 1-D transforms (conv_winograd_c._transform applies one to every
+row, then to every column, of a t x t patch): out = mat @ in with shared subexpressions, fewer
+operations than one linear combination per output row.
 
-F(4,3)'s B^T (points 0, +-1, 1/2, -2; conv_winograd_c.cook_toom) with a = x4 - x2 and
-b = x3 - x1: 16 operations (6 FMA, 10 add / sub) instead of 20 (14 FMA); its A^T: 12 instead
-of 14. Measured on AMD Zen 4: ResNet-8 ratio to onnxruntime 0.683 -> 0.659 (x86-avx512; its
-16@32 F(4,3) step 24.3 -> 22.7 us), 0.743 -> 0.712 (x86-avx2). Each program is checked against its matrix in exact
-arithmetic when first used (``program``), so a program can only be used for the matrix it
+F(4,3)'s B^T (points 0, +-1, 1/2, -2; cook_toom below) with a = x4 - x2 and
+b = x3 - x1: 16 operations (6 FMA, 10 add / sub) instead of 20 (14 FMA); its A^T: 12 instead of
+14. Measured on AMD Zen 4: ResNet-8 ratio to onnxruntime 0.683 -> 0.659 (x86-avx512; its 16@32
+F(4,3) step 24.3 -> 22.7 us), 0.743 -> 0.712 (x86-avx2). Each program is checked against its
+matrix in exact arithmetic when first used (``program``), so a program can only be used for the
+matrix it
 computes; matrices without one get one combination per row (``direct``).
 
 Rounding: a program changes the float32 summation order of the transform (e.g. B^T row 0 is
@@ -16,6 +18,56 @@ right), within the F(4,3) error figures of conv_winograd.py.
 from __future__ import annotations
 
 from fractions import Fraction
+
+POINTS = {   # interpolation points (plus infinity) of F(m, 3)
+    2: (0, 1, -1),
+    4: (0, 1, -1, Fraction(1, 2), -2),    # ~3x less error than the usual 0, +-1, +-2
+}
+
+
+def _polymul(p, q):
+    out = [Fraction(0)] * (len(p) + len(q) - 1)
+    for i, a in enumerate(p):
+        for j, b in enumerate(q):
+            out[i + j] += a * b
+    return out
+
+
+def cook_toom(m: int, r: int = 3) -> tuple:
+    """(B^T [t][t], G [t][r], A^T [m][t]) of F(m, r), t = m + r - 1, as Fractions, with
+    y = A^T [(G g) * (B^T d)] the correlation y[i] = sum_k d[i + k] g[k] (the fractions sit
+    in G, which is applied at compile time)."""
+    a = [Fraction(p) for p in POINTS[m]]
+    t = m + r - 1
+    n = t - 1
+    f = []
+    for i in range(n):
+        v = Fraction(1)
+        for k in range(n):
+            if k != i:
+                v *= a[i] - a[k]
+        f.append(v)
+    lx = []                                 # prod_{k != i} (x - a_k), coefficients
+    for i in range(n):
+        p = [Fraction(1)]
+        for k in range(n):
+            if k != i:
+                p = _polymul(p, [-a[k], Fraction(1)])
+        lx.append(p)
+    fs = f + [Fraction(1)]
+    if fs[0] < 0:
+        fs[0] = -fs[0]
+    at = [[a[j] ** i if j < n else Fraction(int(i == m - 1)) for j in range(t)]
+          for i in range(m)]
+    g = [[a[i] ** j / fs[i] if i < n else Fraction(int(j == r - 1)) for j in range(r)]
+         for i in range(t)]
+    tm = [[Fraction(int(i == j)) for j in range(n)] + [-a[i] ** n] for i in range(n)]
+    bt_rows = [[sum(lx[k][i] / f[k] * tm[k][j] for k in range(n)) for j in range(n + 1)]
+               for i in range(n)]            # L @ T: n x t
+    b = bt_rows + [[Fraction(int(j == t - 1)) for j in range(t)]]
+    bt = [[fs[i] * b[j][i] for j in range(t)] for i in range(t)]
+    return bt, g, at
+
 
 H = Fraction(1, 2)
 PROGRAMS = {   # key: the matrix rows as tuples of Fractions; steps: (dst, [(coef, src)])
