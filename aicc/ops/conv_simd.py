@@ -53,7 +53,8 @@ the same chain, bias added after), except for ``winograd``: its transforms chang
 arithmetic, so its results depend on the variant and on ``wino_m`` (F(2,3): errors as the
 direct chain; F(4,3): about 5x larger, ~0.4 of the tests' tolerance at C = 64 (auto's limit),
 above 1 at C = 256 - 512 (forced only there); measured figures in conv_winograd.py). It
-differs from onnxruntime (also FMA, other order) by rounding only. NaN/Inf: IEEE (0 * Inf = NaN for zero weights); the clamp propagates NaN
+differs from onnxruntime (also FMA, other order) by rounding only. NaN/Inf: IEEE (0 * Inf =
+NaN for zero weights); the clamp propagates NaN
 (max/min return the NaN operand as the scalar ``x < lo ? lo : x`` does); padding zeros never
 meet a real input value; masked-off or slack lanes are never stored. ``winograd``: a NaN/Inf
 input spreads to every output of the tiles whose input patch contains it (Inf - Inf = NaN in
