@@ -87,6 +87,12 @@ class PoolGeometry:
         if min(self.out) < 1:
             raise ValueError(f"empty output (spatial size {self.out})")
 
+    def whole_plane(self) -> bool:
+        """One window covering each whole plane (no padding, dilation 1): the pool is a
+        global pool of the plane (ResNet's AveragePool 8x8 on an 8 x 8 map)."""
+        return (self.k == self.inp and max(self.pad + self.pad_end) == 0
+                and max(self.dil) == 1)
+
     def params(self, flag=0) -> str:
         return params_c(batch=self.batch, group=1, cin_g=self.c, cout_g=self.c, inp=self.inp,
                         out=self.out, k=self.k, stride=self.stride, dil=self.dil, pad=self.pad,
@@ -141,6 +147,10 @@ class _Pool(Op):
             ctx(f"aicc_maxpool_idx{sfx}(&prm, {ctx.inp[0]}, {ctx.out[0]}, {ctx.out[1]});")
             return
         isa = pool_simd.isa_of(ctx, dt)
+        if isa is not None and geo.whole_plane():
+            ctx(f"/* {what}: one window per plane, pooled as a global pool */")
+            pool_simd.emit_global(ctx, geo.batch * geo.c, numel(geo.inp), avg, isa)
+            return
         if isa is not None:
             ctx.kernel = isa
             ctx(f"/* {what} */")

@@ -30,6 +30,11 @@ AVX-512 ``mask_max(a, a ordered, a, b)``: a NaN operand on either side gives NaN
 NaN operands), so a NaN anywhere in the window gives NaN, in the vertical, horizontal and
 reduction steps alike. -inf padding never wins over a real value and never hides a NaN.
 
+A window pool whose one window covers each whole plane (no padding, dilation 1; e.g. ResNet's
+AveragePool 8x8 on an 8 x 8 map) runs as the global pool below: the same sum divided by the
+same count (the window count is the plane size), in the global pool's summation order (2.7 ->
+0.2 us for 64 planes of 8 x 8 on x86-avx512).
+
 Global pools: per plane, two vector accumulators over the full vectors, the last n % lanes
 elements through a masked load (masked-off lanes are 0 for sums, -inf for max), then a
 butterfly reduction across lanes; the mean divides the sum by n.

@@ -124,6 +124,50 @@ def test_global_pool(op, target, tmp_path):
     check(make_model(nodes, feeds, outs), feeds, tmp_path, target=target)
 
 
+# one window covering the whole plane (run as a global pool), and near misses that are not
+WHOLE = {
+    "resnet8": ((1, 16, 8, 8), {"kernel_shape": [8, 8], "strides": [8, 8]}, True),
+    "odd_s1": ((2, 3, 5, 7), {"kernel_shape": [5, 7]}, True),
+    "ceil": ((1, 3, 9, 17), {"kernel_shape": [9, 17], "strides": [2, 2], "ceil_mode": 1}, True),
+    "1d": ((1, 3, 13), {"kernel_shape": [13], "strides": [4]}, True),
+    "3d": ((1, 2, 3, 4, 5), {"kernel_shape": [3, 4, 5]}, True),
+    "padded": ((1, 3, 8, 8), {"kernel_shape": [8, 8], "pads": [1, 0, 0, 0]}, False),
+    "k_lt_plane": ((1, 3, 8, 8), {"kernel_shape": [8, 7]}, False),
+}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("op", ["AveragePool", "MaxPool"])
+def test_whole_plane_window_as_global(op, target, tmp_path):
+    """A window pool whose one window covers each whole plane runs on the global helper
+    (same values as onnxruntime, a NaN in the plane gives NaN for MaxPool); padded windows
+    and smaller kernels keep the window helper."""
+    import onnx
+
+    from aicc.compiler import compile_graph
+    from aicc.config import Options
+    from aicc.frontend import import_model
+    nodes, feeds, outs = [], {}, []
+    for i, (name, (shape, attrs, _w)) in enumerate(WHOLE.items()):
+        feeds[f"x{i}"] = rng(60 + i).normal(size=shape).astype(np.float32)
+        nodes.append(helper.make_node(op, [f"x{i}"], [f"y_{name}"], **attrs))
+        outs.append(f"y_{name}")
+    model = make_model(nodes, feeds, outs)
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    _, prog = compile_graph(import_model(path), Options.load(target))
+    bodies = {s.node.outputs[0]: s.body for s in prog.steps}
+    for name, (_s, _a, whole) in WHOLE.items():
+        assert ("aicc_ps_global_" in bodies[f"y_{name}"]) == whole, name
+    got, _ = check(model, feeds, tmp_path, target=target)
+    feeds["x1"][1, 2, 4, 6] = np.nan                     # odd_s1: the last value of a plane
+    (tmp_path / "nan").mkdir()
+    nan = compile_and_run(model, feeds, tmp_path / "nan", target=target)["y_odd_s1"]
+    assert np.isnan(nan[1, 2]).all()
+    nan[1, 2] = got["y_odd_s1"][1, 2]
+    np.testing.assert_array_equal(nan, got["y_odd_s1"])
+
+
 # -- NaN / Inf ---------------------------------------------------------------------------
 
 def _np_maxpool2d(x, k, s, p, d=(1, 1), ceil=0):
