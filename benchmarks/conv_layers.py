@@ -7,7 +7,8 @@ one process, interleaved; median ms per variant.
         [--shapes 64@56,3x16@32] [--cflags "-O3 -fno-inline-functions-called-once"]
 
 Shapes: the 3x3 stride-1 layers of ResNet-18 224x224 (C@HxW: 64@56, 128@28, 256@14, 512@7)
-and ResNet-8 32x32 (16@32, 32@16, 64@8); ``--shapes`` takes others (CxK@HW: C in, K out).
+and ResNet-8 32x32 (16@32, 32@16, 64@8); ``--shapes`` takes others (CxK@HW: C in, K out;
+CxK@HW/S: stride S).
 ``winogradM`` is ``algo: winograd, wino_m: M``.
 """
 from __future__ import annotations
@@ -31,21 +32,24 @@ SHAPES = ["64@56", "128@28", "256@14", "512@7", "16@32", "32@16", "64@8"]
 
 
 def parse(shape: str) -> tuple:
-    """"C@HW" (C in and out) or "CxK@HW" -> (C, K, HW)."""
+    """"C@HW" (C in and out), "CxK@HW" or "CxK@HW/S" (stride S) -> (C, K, HW, S)."""
     ch, hw = shape.split("@")
     c, k = (ch.split("x") + [ch])[:2]
-    return int(c), int(k), int(hw)
+    hw, s = (hw.split("/") + ["1"])[:2]
+    return int(c), int(k), int(hw), int(s)
 
 
-def model(c: int, k: int, hw: int, path: Path) -> Path:
+def model(c: int, k: int, hw: int, path: Path, stride: int = 1) -> Path:
     r = np.random.default_rng(c + k + hw)
     w = (r.standard_normal((k, c, 3, 3)) * np.sqrt(2 / (9 * c))).astype(np.float32)
     b = (r.standard_normal(k) * 0.1).astype(np.float32)
     g = helper.make_graph(
-        [helper.make_node("Conv", ["x", "w", "b"], ["t"], pads=[1, 1, 1, 1]),
+        [helper.make_node("Conv", ["x", "w", "b"], ["t"], pads=[1, 1, 1, 1],
+                         strides=[stride, stride]),
          helper.make_node("Relu", ["t"], ["y"])], "conv",
         [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, c, hw, hw])],
-        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, k, hw, hw])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT,
+                                       [1, k, (hw - 1) // stride + 1, (hw - 1) // stride + 1])],
         initializer=[onnx.numpy_helper.from_array(w, "w"), onnx.numpy_helper.from_array(b, "b")])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 8
@@ -86,24 +90,26 @@ def main(argv=None):
     import onnxruntime as ort
     extra = {k: int(v) for k, v in (kv.split("=") for kv in a.sched.split(",") if kv)}
     algos = a.algos.split(",")
-    print(f"{a.target}: median ms per layer (Conv 3x3 s1 pad 1 + bias + Relu, batch 1)")
+    print(f"{a.target}: median ms per layer (Conv 3x3 pad 1 + bias + Relu, batch 1; stride 1 "
+          "unless /S)")
     print(f"{'layer':10s} " + " ".join(f"{x:>10s}" for x in algos + ["ort"]) + "  auto picks")
     with tempfile.TemporaryDirectory() as d:
         for label in a.shapes.split(","):
             if a.k and a.k != label:
                 continue
-            c, k, hw = parse(label)
-            path = model(c, k, hw, Path(d) / f"c{c}_{k}_{hw}.onnx")
+            c, k, hw, st = parse(label)
+            path = model(c, k, hw, Path(d) / f"c{c}_{k}_{hw}_{st}.onnx", st)
             feeds = {"x": np.random.default_rng(0).standard_normal((1, c, hw, hw))
                      .astype(np.float32)}
             fns, picks = {}, ""
             for al in algos:
                 b, body = build(path, a.target, algo_sched(al, extra),
-                                Path(d) / f"b{c}_{k}_{hw}_{al}", a.cflags)
+                                Path(d) / f"b{c}_{k}_{hw}_{st}_{al}", a.cflags)
                 fns[al] = (lambda bb: lambda: bb.run(feeds))(b)
                 if al == "auto":
                     picks = ("winograd" if "Winograd" in body else "implicit" if "implicit" in body
-                             else "im2col" if "im2col" in body else "transposed"
+                             else "im2col" if "im2col" in body else "bcast" if "bcast" in body
+                             else "transposed"
                              if "transposed" in body else "?")
             so = ort.SessionOptions()
             so.intra_op_num_threads = so.inter_op_num_threads = 1
