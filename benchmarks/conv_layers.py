@@ -107,10 +107,10 @@ def main(argv=None):
                                 Path(d) / f"b{c}_{k}_{hw}_{st}_{al}", a.cflags)
                 fns[al] = (lambda bb: lambda: bb.run(feeds))(b)
                 if al == "auto":
-                    picks = ("winograd" if "Winograd" in body else "implicit" if "implicit" in body
-                             else "im2col" if "im2col" in body else "bcast" if "bcast" in body
-                             else "transposed"
-                             if "transposed" in body else "?")
+                    kinds = [("winograd", "Winograd"), ("implicit", "implicit"),
+                             ("im2col", "im2col"), ("bcast", "input broadcast"),
+                             ("transposed", "transposed")]
+                    picks = next((k for k, m in kinds if m in body), "?")
             so = ort.SessionOptions()
             so.intra_op_num_threads = so.inter_op_num_threads = 1
             sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])

@@ -73,19 +73,42 @@ ACC = {"avx512": 20, "avx2": 10}
 VMAX = {"avx512": 4, "avx2": 2}        # channel vectors per block
 
 
+def vector_isa(ctx, geo, isa: str) -> str:
+    """The ISA whose vectors the kernels use: x86-avx512 takes 8-lane (x86-avx2) vectors when
+    the output channels fill 16 lanes poorly but 8 well (6-8, 18-23, ... channels: the last
+    16-lane vector would be at most half used; a half-empty 512-bit FMA costs what a 256-bit
+    one does on Intel, twice as much on Zen 4, which splits 512-bit FMAs in two). Measured
+    (Zen 4, C loop, us, 8 lanes / 16 lanes / the variant auto took before): MobileNetV1-0.25's
+    first conv, 3 -> 8 stride 2 onto 48 x 48, 12.2 / 21.8 / 15.3 (implicit); 8 -> 8 stride 2
+    onto 16 x 16 3.4 / 6.1 / 5.1 (implicit); 16 -> 20 stride 2 onto 16 x 16 17.8 / 22.8 /
+    18.8 (im2col). With AVX-512's 32 registers the blocks hold ACC["avx512"] accumulators.
+    A node's ``aicc_kernel`` keeps its ISA's vectors."""
+    if (isa == "avx512" and "avx2" in ctx.target.kernels
+            and ctx.node.attrs.get("aicc_kernel") is None         # a forced ISA stays
+            and lanes(geo.cout, 16) < 0.75 <= lanes(geo.cout, 8)):
+        return "avx2"
+    return isa
+
+
+def regs(ctx) -> int:
+    """Vector registers of the target: 32 with AVX-512 (also for 8-lane kernels)."""
+    return 32 if "avx512" in ctx.target.kernels else 16
+
+
 def supports(geo) -> bool:
     """1-D / 2-D, group 1."""
     return len(geo.k) <= 2 and geo.group == 1
 
 
-def prefer_nhwc(geo, isa: str) -> bool:
+def prefer_nhwc(ctx, geo, isa: str) -> bool:
     """ConvNHWC (group 1, not pointwise): few input channels (first convs, where the im2col
     GEMM's K is short: DS-CNN's 10x4 conv of 1 -> 64 channels, 4.3 -> 3.6 us on avx512), on
     avx2 only up to 4 channel vectors (AUTO: MobileNetV2's 3 -> 32 stride 2, not DS-CNN's)."""
     a = AUTO[isa]
-    nv = -(-geo.cout // ISA[isa]["lanes"])
+    L = ISA[vector_isa(ctx, geo, isa)]["lanes"]
+    nv = -(-geo.cout // L)
     return (supports(geo) and geo.cin <= a["nhwc_cin"] and nv <= (a["nhwc_nv"] or nv)
-            and lanes(geo.cout, ISA[isa]["lanes"]) >= 0.75)
+            and lanes(geo.cout, L) >= 0.75)
 
 
 def prefer(ctx, geo, isa: str) -> bool:
@@ -97,17 +120,18 @@ def prefer(ctx, geo, isa: str) -> bool:
     small = geo.cin <= a["small_cin"] or max(geo.stride) > 1
     wbytes = 4 * geo.cout * geo.cin_g * math.prod(geo.k)
     return (supports(geo) and small and ctx.in_const(1) is not None
-            and lanes(geo.cout, ISA[isa]["lanes"]) >= 0.75
+            and lanes(geo.cout, ISA[vector_isa(ctx, geo, isa)]["lanes"]) >= 0.75
             and math.prod(geo.out) * geo.cout <= a["out_max"] and wbytes <= a["w_max"])
 
 
-def blocking(isa: str, cout: int, ow: int) -> tuple:
+def blocking(isa: str, cout: int, ow: int, nregs: int = 0) -> tuple:
     """(V channel vectors per block, R positions per block): V up to VMAX, R the output row
-    split into equal blocks of at most ACC / V positions."""
+    split into equal blocks of at most ACC / V positions (ACC of the register count: nregs,
+    else the ISA's own)."""
     nv = -(-cout // ISA[isa]["lanes"])
     v = min(nv, VMAX[isa])
     v = -(-nv // -(-nv // v))                  # equal channel blocks
-    rmax = max(1, ACC[isa] // v)
+    rmax = max(1, ACC[{32: "avx512", 16: "avx2"}.get(nregs, isa)] // v)
     return v, -(-ow // -(-ow // rmax))
 
 
@@ -237,9 +261,10 @@ def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False) -> None:
     w = ctx.in_const(1)
     if w is None:
         raise ValueError("conv algo 'bcast' needs constant weights")
+    isa = vector_isa(ctx, geo, isa)
     L = ISA[isa]["lanes"]
     g = _Geo2(geo, padded_extents(geo), nhwc)
-    v, r = blocking(isa, g.cout, g.ow)
+    v, r = blocking(isa, g.cout, g.ow, regs(ctx))
     wb = v * L                                   # channels per block
     nb = -(-g.cout // wb)
     lo, hi, act = clamp_of(node)

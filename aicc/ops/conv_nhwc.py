@@ -121,7 +121,7 @@ class ConvNHWC(Op):
         isa = simd_isa(ctx)
         if geo.depthwise:
             _emit_depthwise(node, ctx, geo, isa)
-        elif isa is not None and conv_bcast.prefer_nhwc(geo.cg, isa):
+        elif isa is not None and conv_bcast.prefer_nhwc(ctx, geo.cg, isa):
             conv_bcast.emit(ctx, node, geo.cg, isa, ctx.inp[2] if _bias(node) else "NULL",
                             nhwc=True)
         else:

@@ -38,6 +38,9 @@ EDGE = {
     "ow1": ((1, 4, 6, 3), (16, 4, 3, 3), {"pads": [1, 0, 1, 0], "strides": [1, 2]}),
     "1d_s2": ((2, 3, 40), (24, 3, 5), {"strides": [2], "pads": [2, 1]}),
     "wide_band": ((1, 2, 3, 130), (16, 2, 3, 3), {"pads": [1, 1, 1, 1]}),
+    # 8 and 7 output channels: 8-lane vectors on x86-avx512 (conv_bcast.vector_isa)
+    "cout8_s2_stem": ((1, 3, 20, 26), (8, 3, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),
+    "cout7_1d": ((2, 3, 33), (7, 3, 5), {"strides": [2], "pads": [2, 2]}),
 }
 
 
@@ -123,11 +126,12 @@ def test_bcast_equals_im2col_bitwise(target, tmp_path):
 
 def test_bcast_auto_choice(tmp_path):
     """auto takes strided convs whose channels fill the lanes and whose outputs are small
-    (x86-avx512 also first convs of few channels, stride 1): not 5 output channels, nor 20
-    on avx512 (20 of 32 lanes; 20 of 24 on avx2)."""
-    cases = ["s3_d2", "cout5", "cout20_s2", "no_pad_rest", "1x1_s2", "10x4_cin1", "wide_band"]
-    want = {"x86-avx512": [True, False, False, True, True, True, True],
-            "x86-avx2": [True, False, True, True, True, True, False]}
+    (x86-avx512 also first convs of few channels, stride 1): not 5 output channels (5 of 8
+    lanes); 20 fill 20 of 24 lanes in 8-lane vectors (x86-avx512 too)."""
+    cases = ["s3_d2", "cout5", "cout20_s2", "no_pad_rest", "1x1_s2", "10x4_cin1", "wide_band",
+             "cout8_s2_stem"]
+    want = {"x86-avx512": [True, False, True, True, True, True, True, True],
+            "x86-avx2": [True, False, True, True, True, True, False, True]}
     m, feeds = _model(cases)
     path = tmp_path / "m.onnx"
     onnx.save(m, str(path))
@@ -135,7 +139,35 @@ def test_bcast_auto_choice(tmp_path):
         b = aicc.load(aicc.build(path, target=target, out=tmp_path / target))
         kinds = [s["kernel"] for s in b.manifest["steps"] if s["op"] == "Conv"]
         assert ["bcast" in k for k in kinds] == want[target], kinds
+        assert kinds[2] == kinds[-1] == "avx2 bcast", kinds     # 20 and 8 channels: 8 lanes
         assert_close(b.run(feeds), reference(m, feeds), rtol=1e-4, atol=2e-5)
+
+
+@pytest.mark.skipif("x86-avx512" not in TARGETS, reason="host runs no x86-avx512")
+def test_bcast_8_lanes_on_avx512(tmp_path):
+    """x86-avx512 runs a conv of 8 or 7 output channels on 8-lane vectors (16 would leave
+    half of every vector empty), with the 32 registers' larger blocks; a node's kernel
+    override (avx512) keeps 16-lane vectors. Same bits either way (the same FMA chain)."""
+    cases = ["cout8_s2_stem", "cout7_1d"]
+    m, feeds = _model(cases)
+    path = tmp_path / "m.onnx"
+    onnx.save(m, str(path))
+    got = {}
+    for kern in ("auto", "avx512"):
+        over = {"nodes": {f"conv{i}": {"schedule": {"algo": "bcast"},
+                                       **({"kernel": kern} if kern != "auto" else {})}
+                          for i in range(len(cases))}}
+        out = aicc.build(path, target="x86-avx512", out=tmp_path / kern, overrides=over)
+        b = aicc.load(out, cflags=STRICT_CFLAGS)
+        kinds = [s["kernel"] for s in b.manifest["steps"] if s["op"] == "Conv"]
+        isa = "avx2" if kern == "auto" else "avx512"
+        assert kinds == [f"{isa} bcast"] * 2, kinds
+        code = (out / "model.c").read_text()
+        assert ("avx2 direct, input broadcast" in code) == (kern == "auto")
+        got[kern] = b.run(feeds)
+        assert_close(got[kern], reference(m, feeds), rtol=1e-4, atol=2e-5)
+    for k in got["auto"]:
+        assert got["auto"][k].tobytes() == got["avx512"][k].tobytes(), k
 
 
 NHWC = [   # first convs of channel-last chains: (cin, cout, kernel, stride, pads, act)
