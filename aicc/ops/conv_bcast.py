@@ -62,8 +62,14 @@ BAND_POS = 64            # output positions per band (input rows padded, outputs
 # 22.9 vs 26.4, 3 -> 24 s2 onto 64x64 63 vs 70; 8 vectors, where each band's input is
 # broadcast 4 times, lose: 3 -> 64 s2 onto 112x112 488 vs 460, 1 -> 64 10x4 s2 onto 25x5 6.7
 # vs 5.8. avx512 takes 8 and 12 vectors: 3 -> 128 / 192 s2 onto 56x56 143 / 193 vs 167 / 219)
-AUTO = {"avx512": dict(small_cin=4, out_max=65536, w_max=2 << 20, nhwc_cin=4, nhwc_nv=None),
-        "avx2": dict(small_cin=0, out_max=16384, w_max=2 << 20, nhwc_cin=4, nhwc_nv=4)}
+# few_out_max: the output limit for convs of few input channels (small_cin), where each output
+# is a short chain and the transposes weigh more (x86-avx512, Zen 4, us, bcast vs im2col:
+# 3 -> 8 / 16 / 24 / 40 s2 from 96x96 / 64x64: 12.2 / 11.7 / 20.4 / 36.0 vs 19.8 / 12.7 /
+# 17.5 / 26.0; 3 -> 32 / 64 s2 from 32x32: 5.5 / 10.2 vs 5.8 / 10.1)
+AUTO = {"avx512": dict(small_cin=4, out_max=65536, few_out_max=20480, w_max=2 << 20,
+                       nhwc_cin=4, nhwc_nv=None),
+        "avx2": dict(small_cin=0, out_max=16384, few_out_max=16384, w_max=2 << 20, nhwc_cin=4,
+                     nhwc_nv=4)}
 MAX_UNROLL = 48          # taps per input channel unrolled in full (else ky runs in a loop)
 # accumulators per register block, leaving room for the V weight vectors and the broadcasts:
 # avx2 has 16 registers (16 -> 32 stride 2: 28.5 us with 12 accumulators, GCC spilled; 23.8
@@ -75,9 +81,9 @@ VMAX = {"avx512": 4, "avx2": 2}        # channel vectors per block
 
 def vector_isa(ctx, geo, isa: str) -> str:
     """The ISA whose vectors the kernels use: x86-avx512 takes 8-lane (x86-avx2) vectors when
-    the output channels fill 16 lanes poorly but 8 well (6-8, 18-23, ... channels: the last
-    16-lane vector would be at most half used; a half-empty 512-bit FMA costs what a 256-bit
-    one does on Intel, twice as much on Zen 4, which splits 512-bit FMAs in two). Measured
+    the last 16-lane vector of output channels would be at most half used (Cout % 16 in 1..8:
+    fewer FMAs on Zen 4, which splits 512-bit FMAs in two; on Intel a half-empty 512-bit FMA
+    costs what a full 256-bit one does). Measured
     (Zen 4, C loop, us, 8 lanes / 16 lanes / the variant auto took before): MobileNetV1-0.25's
     first conv, 3 -> 8 stride 2 onto 48 x 48, 12.2 / 21.8 / 15.3 (implicit); 8 -> 8 stride 2
     onto 16 x 16 3.4 / 6.1 / 5.1 (implicit); 16 -> 20 stride 2 onto 16 x 16 17.8 / 22.8 /
@@ -85,7 +91,7 @@ def vector_isa(ctx, geo, isa: str) -> str:
     A node's ``aicc_kernel`` keeps its ISA's vectors."""
     if (isa == "avx512" and "avx2" in ctx.target.kernels
             and ctx.node.attrs.get("aicc_kernel") is None         # a forced ISA stays
-            and lanes(geo.cout, 16) < 0.75 <= lanes(geo.cout, 8)):
+            and 1 <= geo.cout % 16 <= 8):
         return "avx2"
     return isa
 
@@ -115,13 +121,15 @@ def prefer(ctx, geo, isa: str) -> bool:
     """NCHW auto rule (AUTO): constant weights, a strided conv or one of few input channels
     (where the GEMM forms are weakest), whose output channels fill the lanes, with a small
     output (the transposes to NCHW cost ~0.4 cycles a float: a first conv of K = 27 onto
-    224x224 x 32 loses to im2col) and weights that stay in L2 (every band streams them)."""
+    224x224 x 32 loses to im2col; few_out_max for few input channels) and weights that stay
+    in L2 (every band streams them)."""
     a = AUTO[isa]
-    small = geo.cin <= a["small_cin"] or max(geo.stride) > 1
+    few = geo.cin <= a["small_cin"]
     wbytes = 4 * geo.cout * geo.cin_g * math.prod(geo.k)
-    return (supports(geo) and small and ctx.in_const(1) is not None
+    out_max = a["few_out_max" if few else "out_max"]
+    return (supports(geo) and (few or max(geo.stride) > 1) and ctx.in_const(1) is not None
             and lanes(geo.cout, ISA[vector_isa(ctx, geo, isa)]["lanes"]) >= 0.75
-            and math.prod(geo.out) * geo.cout <= a["out_max"] and wbytes <= a["w_max"])
+            and math.prod(geo.out) * geo.cout <= out_max and wbytes <= a["w_max"])
 
 
 def blocking(isa: str, cout: int, ow: int, nregs: int = 0) -> tuple:
@@ -129,9 +137,10 @@ def blocking(isa: str, cout: int, ow: int, nregs: int = 0) -> tuple:
     split into equal blocks of at most ACC / V positions (ACC of the register count: nregs,
     else the ISA's own)."""
     nv = -(-cout // ISA[isa]["lanes"])
-    v = min(nv, VMAX[isa])
+    key = {32: "avx512", 16: "avx2"}.get(nregs, isa)
+    v = min(nv, VMAX[key])
     v = -(-nv // -(-nv // v))                  # equal channel blocks
-    rmax = max(1, ACC[{32: "avx512", 16: "avx2"}.get(nregs, isa)] // v)
+    rmax = max(1, ACC[key] // v)
     return v, -(-ow // -(-ow // rmax))
 
 

@@ -41,6 +41,8 @@ EDGE = {
     # 8 and 7 output channels: 8-lane vectors on x86-avx512 (conv_bcast.vector_isa)
     "cout8_s2_stem": ((1, 3, 20, 26), (8, 3, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),
     "cout7_1d": ((2, 3, 33), (7, 3, 5), {"strides": [2], "pads": [2, 2]}),
+    # 3 input channels, 24 K outputs: past x86-avx512's few_out_max (and avx2's out_max)
+    "few_cin_24k_out": ((1, 3, 64, 64), (24, 3, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),
 }
 
 
@@ -127,11 +129,12 @@ def test_bcast_equals_im2col_bitwise(target, tmp_path):
 def test_bcast_auto_choice(tmp_path):
     """auto takes strided convs whose channels fill the lanes and whose outputs are small
     (x86-avx512 also first convs of few channels, stride 1): not 5 output channels (5 of 8
-    lanes); 20 fill 20 of 24 lanes in 8-lane vectors (x86-avx512 too)."""
+    lanes); 20 fill 20 of 24 lanes in 8-lane vectors (x86-avx512 too); not 3 input channels
+    onto 24 K outputs."""
     cases = ["s3_d2", "cout5", "cout20_s2", "no_pad_rest", "1x1_s2", "10x4_cin1", "wide_band",
-             "cout8_s2_stem"]
-    want = {"x86-avx512": [True, False, True, True, True, True, True, True],
-            "x86-avx2": [True, False, True, True, True, True, False, True]}
+             "few_cin_24k_out", "cout8_s2_stem"]
+    want = {"x86-avx512": [True, False, True, True, True, True, True, False, True],
+            "x86-avx2": [True, False, True, True, True, True, False, False, True]}
     m, feeds = _model(cases)
     path = tmp_path / "m.onnx"
     onnx.save(m, str(path))
