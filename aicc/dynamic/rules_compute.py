@@ -151,15 +151,18 @@ def conv(node, g, pads):
 @rule("aicc.ConvNHWC")
 def conv_nhwc(node, g, pads):
     """The channel-last conv of layout-nhwc: Conv's rule on the NCHW view of its axes (N, H,
-    W, C -> N, C, H, W), the results mapped back."""
+    W, C -> N, C, H, W), the results mapped back (with aicc_nchw_in the input is NCHW
+    already: only the output is mapped)."""
     if any(pads[1:]):
         raise PadUnsafe("padded weights or bias")
     to_nchw = {0: 0, 1: 2, 2: 3, 3: 1}
     back = {v: k for k, v in to_nchw.items()}
+    xin = {a: a for a in range(4)} if node.attrs.get("aicc_nchw_in") else to_nchw
+    xback = {v: k for k, v in xin.items()}
     w = _shape(g, node.inputs[1])
-    out, fills = _window(node, g, [{to_nchw[a]: e for a, e in pads[0].items()}], w[2:], "zero")
+    out, fills = _window(node, g, [{xin[a]: e for a, e in pads[0].items()}], w[2:], "zero")
     return Res(out=[{back[a]: e for a, e in out.items()}],
-               fills=[(i, {back[a]: e for a, e in axes.items()}, f) for i, axes, f in fills])
+               fills=[(i, {xback[a]: e for a, e in axes.items()}, f) for i, axes, f in fills])
 
 
 @rule("ConvTranspose")

@@ -16,8 +16,9 @@ tiles short).
 The output runs in bands of about BAND_POS positions (whole output rows). Input: per band,
 the input rows it reads, zero-padded, copied into a small buffer (rows start 64-byte aligned;
 NHWC as one channel of rows W * C floats wide), or the input itself when every tap is inside
-it. Output: ConvNHWC stores the vectors into Y (the last vector masked). NCHW: the band goes
-to a scratch tile ``t[position][Cout rounded up to vectors]``, then is transposed into the
+it. A ConvNHWC with ``aicc_nchw_in`` reads an NCHW input (band copies per channel plane, as
+Conv) and stores channel-last. Output: ConvNHWC stores the vectors into Y (the last vector
+masked). NCHW: the band goes to a scratch tile ``t[position][Cout rounded up to vectors]``, then is transposed into the
 channel planes in L x L register blocks (scalar at the edges).
 
 Measured (x86-avx512, C loop, us, against the variant auto chose before): ResNet-8's first
@@ -262,8 +263,12 @@ def _kernel(isa: str, g: _Geo2, r: int, nv: int, wstep: int, tag: str, bias: boo
     return name, "\n".join(ln)
 
 
-def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False) -> None:
-    """Step body. nhwc: X [N, H, W, C] and Y [N, OH, OW, Cout] (ConvNHWC)."""
+def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False,
+         nchw_in: bool = False) -> None:
+    """Step body. nhwc: X [N, H, W, C] and Y [N, OH, OW, Cout] (ConvNHWC); with nchw_in, X
+    [N, C, H, W] (ConvNHWC's aicc_nchw_in: the kernels read the input by its strides, so
+    only the band copy sees the layout)."""
+    xin = nhwc and not nchw_in                   # the input's layout is channel-last
     from .conv_simd import padded_extents
     if not supports(geo):
         raise ValueError("conv algo 'bcast' needs a 1-D/2-D conv with group 1")
@@ -272,7 +277,7 @@ def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False) -> None:
         raise ValueError("conv algo 'bcast' needs constant weights")
     isa = vector_isa(ctx, geo, isa)
     L = ISA[isa]["lanes"]
-    g = _Geo2(geo, padded_extents(geo), nhwc)
+    g = _Geo2(geo, padded_extents(geo), xin)
     v, r = blocking(isa, g.cout, g.ow, regs(ctx))
     wb = v * L                                   # channels per block
     nb = -(-g.cout // wb)
@@ -283,7 +288,7 @@ def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False) -> None:
     wp = ctx.const(pack(np.asarray(w, np.float32), v, L), "wbc")
     # the kernels' text depends on the geometry, the bias and the clamp (two same-shaped
     # convs, one with Relu, must not share a name)
-    tag = hashlib.sha1(repr((sorted(g.__dict__.items()), isa, has_b, clamp)).encode()
+    tag = hashlib.sha1(repr((sorted(g.__dict__.items()), isa, has_b, clamp, nhwc)).encode()
                        ).hexdigest()[:8]
     use(ctx, "float32")
     include(ctx, isa)
@@ -307,7 +312,7 @@ def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False) -> None:
         "rows */")
     x, y = ctx.inp[0], ctx.out[0]
     X = g.h * g.w * g.cin
-    xb = ctx.scratch((1 if nhwc else g.cin) * g.rb * g.rs * 4, "float", "xband") \
+    xb = ctx.scratch((1 if xin else g.cin) * g.rb * g.rs * 4, "float", "xband") \
         if g.padded else None
     tb = None if nhwc else ctx.scratch(g.band * g.ow * ldt * 4, "float", "ytile")
     ep = epilogue(ctx, node, "float32") if act else "NULL"
@@ -317,7 +322,7 @@ def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False) -> None:
         with ctx.block(f"for (size_t oy0 = 0; oy0 < {g.oh}u; oy0 += {g.band}u)"):
             ctx(f"const size_t nrow = {g.oh}u - oy0 < {g.band}u ? {g.oh}u - oy0 : {g.band}u;")
             if g.padded:
-                _pad_band(ctx, g, "xn", xb, nhwc)
+                _pad_band(ctx, g, "xn", xb, xin)
                 ctx(f"const float *restrict xv = {xb} + {g.lead}u;")
             else:
                 ctx(f"const float *restrict xv = xn + oy0 * {g.sy * g.rs}u;")

@@ -5,7 +5,10 @@ Inputs: X ``[N, H, W, Cin]``, W in the ONNX layout ``[Cout, Cin / group, kh, kw]
 compile-time constant), optional bias ``[Cout]``; output Y ``[N, OH, OW, Cout]``. Attributes:
 Conv's (``kernel_shape``, ``strides``, ``dilations``, explicit ``pads`` [top, left, bottom,
 right], ``group``; the pass resolves auto_pad) and the fused ``aicc_act`` epilogue. The
-result is Conv's on the transposed tensors.
+result is Conv's on the transposed tensors. ``aicc_nchw_in: 1`` (group 1; the pass sets it on
+first convs of few input channels that read an NCHW tensor): X is ``[N, Cin, H, W]`` as in
+Conv, only Y is channel-last (no transpose of the input: the broadcast kernel reads it by its
+strides; the other kernels run on a transposed copy in scratch).
 
 Kernels:
 
@@ -52,7 +55,11 @@ class Geo:
     def __init__(self, node, xs, ws):
         if len(xs) != 4 or len(ws) != 4:
             raise ValueError("ConvNHWC takes 4-D X [N, H, W, C] and W [M, C/g, kh, kw]")
-        self.n, self.h, self.w, self.cin = (int(d) for d in xs)
+        self.nchw_in = bool(node.attrs.get("aicc_nchw_in"))
+        if self.nchw_in:
+            self.n, self.cin, self.h, self.w = (int(d) for d in xs)
+        else:
+            self.n, self.h, self.w, self.cin = (int(d) for d in xs)
         cg = ConvGeometry(_ATTRS, node, (self.n, self.cin, self.h, self.w), ws)
         self.cg = cg                   # the NCHW view (conv_bcast takes its field names)
         self.cout, self.group = cg.cout, cg.group
@@ -61,6 +68,8 @@ class Geo:
         self.depthwise = self.group == self.cin == self.cout and self.group > 1
         if self.group != 1 and not self.depthwise:
             raise ValueError(f"group {self.group}: ConvNHWC does group 1 or depthwise only")
+        if self.nchw_in and self.group != 1:
+            raise ValueError("aicc_nchw_in: group 1 only")
 
     @property
     def out_shape(self):
@@ -112,7 +121,10 @@ class ConvNHWC(Op):
     def reference(self, node, g, inputs):
         conv = unfused(node)                # a copy
         conv.op_type, conv.domain = "Conv", ""
-        ins = [np.ascontiguousarray(np.transpose(inputs[0], (0, 3, 1, 2))), *inputs[1:]]
+        x = inputs[0]
+        if not node.attrs.get("aicc_nchw_in"):
+            x = np.transpose(x, (0, 3, 1, 2))
+        ins = [np.ascontiguousarray(x), *inputs[1:]]
         y = run_onnx_reference(conv, g, ins)[0]
         return [np.ascontiguousarray(np.transpose(apply_epilogue(node, y), (0, 2, 3, 1)))]
 
@@ -123,9 +135,19 @@ class ConvNHWC(Op):
             _emit_depthwise(node, ctx, geo, isa)
         elif isa is not None and conv_bcast.prefer_nhwc(ctx, geo.cg, isa):
             conv_bcast.emit(ctx, node, geo.cg, isa, ctx.inp[2] if _bias(node) else "NULL",
-                            nhwc=True)
+                            nhwc=True, nchw_in=geo.nchw_in)
+        elif geo.nchw_in:            # the input transposed into scratch, then as NHWC
+            xt = ctx.scratch(geo.n * geo.h * geo.w * geo.cin * 4, "float", "xnhwc")
+            hw = geo.h * geo.w
+            ctx("/* aicc_nchw_in: X [N, C, H, W] -> [N, H, W, C] */")
+            with ctx.block(f"for (size_t i = 0; i < {geo.n * hw}u; ++i)"):
+                ctx(f"const float *restrict s = {ctx.inp[0]} + i / {hw}u * {hw * geo.cin}u "
+                    f"+ i % {hw}u;")
+                ctx(f"for (size_t c = 0; c < {geo.cin}u; ++c) {xt}[i * {geo.cin}u + c] = "
+                    f"s[c * {hw}u];")
+            _emit_gemm(node, ctx, geo, xt)
         else:
-            _emit_gemm(node, ctx, geo)
+            _emit_gemm(node, ctx, geo, ctx.inp[0])
 
 
 _ATTRS = ConvNHWC()        # attribute defaults for ConvGeometry (Op.attr)
@@ -178,7 +200,8 @@ def depthwise_loops(ctx, node, geo, x: str, y: str, wt: str, b) -> None:
                     ctx(f"yo[c] = {act_expr(act, p, 'v', np.float32, ctx)};")
 
 
-def _emit_gemm(node, ctx, geo) -> None:
+def _emit_gemm(node, ctx, geo, x: str) -> None:
+    """The im2col + GEMM form on the channel-last input x (a C expression)."""
     dt = np.dtype(np.float32)
     K, M, P = geo.kh * geo.kw * geo.cin, geo.cout, geo.n * geo.oh * geo.ow
     w = np.asarray(ctx.in_const(1), np.float32)           # [M, Cin, kh, kw]
@@ -190,8 +213,7 @@ def _emit_gemm(node, ctx, geo) -> None:
         (1, 1, 1, 1, 0, 0, 0, 0)
     if direct:      # the input rows are the patches
         ctx(f"/* ConvNHWC {geo.describe()}: GEMM [{P} x {K}] @ [{K} x {M}] */")
-        gemm_call(ctx, plan, dt, P, M, K, ctx.inp[0], K, 1, bp, ctx.out[0], c=c, crs=crs,
-                  ccs=ccs)
+        gemm_call(ctx, plan, dt, P, M, K, x, K, 1, bp, ctx.out[0], c=c, crs=crs, ccs=ccs)
         emit_epilogue(ctx, node, P * M, dt, plan)
         return
     sched = (ctx.target.schedule or {}).get("conv") or {}
@@ -200,7 +222,7 @@ def _emit_gemm(node, ctx, geo) -> None:
     if mt < P and mt >= 16:
         mt -= mt % 16
     col = ctx.scratch(mt * K * 4, "float", "col")
-    x, y = ctx.inp[0], ctx.out[0]
+    y = ctx.out[0]
     run = geo.cin * 4
     ctx(f"/* ConvNHWC {geo.describe()}: im2col tiles of {mt} positions x K={K} (ky, kx, ci) "
         f"+ GEMM @ [{K} x {M}] */")

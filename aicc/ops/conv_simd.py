@@ -17,8 +17,9 @@ Variants (``emit``; the target's ``schedule: conv: algo`` or a node's ``aicc_sch
 * ``bcast`` (conv_bcast.py): direct, group 1, 1-D/2-D, constant weights: blocks of output
   positions x output-channel vectors, each input value broadcast from the padded rows, no
   im2col (auto: strided convs, and on x86-avx512 convs of at most 4 input channels, whose
-  channels fill >= 75% of the lanes, with outputs of at most 64 K floats (avx2 16 K) and
-  weights of at most 2 MB; conv_bcast.prefer).
+  channels fill >= 75% of the lanes, with outputs of at most 64 K floats (20 K with at most
+  4 input channels; avx2 16 K) and weights of at most 2 MB; conv_bcast.prefer; x86-avx512
+  uses 8-lane vectors when the last 16-lane one would be at most half full).
 * ``transposed`` (conv_simd_t.py): output channels vectorized, for few positions / many
   channels (auto: when Cout/g fills clearly more vector lanes than P, e.g. 7x7 maps).
 * ``implicit`` (conv_simd_i.py): 1-D/2-D, no im2col: the padded input (split into phase

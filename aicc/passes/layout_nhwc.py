@@ -9,7 +9,10 @@ Cin = Cout > 1) or has group 1. An eligible Conv ``y = Conv(x, W, B)`` becomes
 * a 1x1 stride-1 unpadded group-1 Conv: ``MatMul(x_nhwc, W^T [Cin, Cout], B)`` (MatMul's
   fused bias input), the Conv's fused activation kept;
 * otherwise ``aicc.ConvNHWC`` (ops/conv_nhwc.py) with the Conv's attributes (auto_pad
-  resolved to explicit pads) and fused activation.
+  resolved to explicit pads) and fused activation; a group-1 conv of at most NCHW_IN_CIN
+  input channels whose input has no NHWC twin (a first conv on the image) reads x itself
+  (``aicc_nchw_in``, no Transpose in: MobileNetV2's 3 x 224 x 224 input took 29 us to
+  transpose).
 
 Element-wise ops (``SINKABLE``, fused activations included) with at least one input that
 is the NCHW side of such a Transpose, and every input of the output's shape or a constant
@@ -22,7 +25,9 @@ that has an NHWC twin is that twin (no copy). A GlobalAveragePool or a ReduceMea
 
 ``mode``: ``off`` (nothing), ``auto`` (eligible convs with ``max(Cin, Cout) * ratio >=
 OH * OW``, i.e. not large planes of few channels, and, for group-1 convs that are not
-pointwise, at least MIN_GEMM_COUT output channels; a connected group of them and sinkable
+pointwise, at least MIN_GEMM_COUT output channels or at most NCHW_IN_CIN input channels
+(MobileNetV1-0.25's first conv, 3 -> 8: its NCHW output and Transpose cost 1.5 us more than
+ConvNHWC's broadcast kernel writing channel-last); a connected group of them and sinkable
 ops is converted when it holds a depthwise conv and another conv (a lone depthwise conv
 does not win back its two transposes: 128 x 56 x 56, avx512, 128 us against 105 us NCHW):
 the MobileNet / DS-CNN pattern, where the
@@ -62,6 +67,8 @@ SINKABLE = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Relu", "Clip", "LeakyRelu
             "HardSigmoid", "HardSwish", "Tanh", "Elu", "Selu", "Neg", "Abs", "Identity"}
 TO_NHWC, TO_NCHW = [0, 2, 3, 1], [0, 3, 1, 2]
 MIN_GEMM_COUT = 16      # auto: a non-pointwise group-1 conv needs this many output channels
+NCHW_IN_CIN = 4         # ... unless it has at most this many input channels (ConvNHWC runs
+#                         those on the broadcast kernel, reading an NCHW input as it is)
 
 
 def _conv_kind(n, g):
@@ -148,7 +155,8 @@ def layout_nhwc(g, *, mode: str = "off", ratio: float = 400.0, keep=()):
         kind, geo = k
         if mode == "auto" and max(geo.cin, geo.cout) * ratio < geo.out[0] * geo.out[1]:
             continue            # a large plane of few channels: the NCHW kernels are faster
-        if mode == "auto" and kind == "general" and geo.cout < MIN_GEMM_COUT:
+        if mode == "auto" and kind == "general" and geo.cout < MIN_GEMM_COUT \
+                and geo.cin > NCHW_IN_CIN:
             continue            # im2col + GEMM with a few output channels fills few lanes
         kinds[i] = k
     if not kinds:
@@ -197,7 +205,8 @@ def layout_nhwc(g, *, mode: str = "off", ratio: float = 400.0, keep=()):
     for i, n in enumerate(g.nodes):
         if i in kinds:
             kind, geo = kinds[i]
-            x = nhwc_of(n.inputs[0])
+            nchw_in = kind == "general" and geo.cin <= NCHW_IN_CIN and n.inputs[0] not in twin
+            x = n.inputs[0] if nchw_in else nhwc_of(n.inputs[0])
             b = n.inputs[2] if len(n.inputs) > 2 else ""
             act = {k: v for k, v in n.attrs.items() if k in ("aicc_act", "aicc_act_params")}
             if kind == "pointwise":
@@ -209,6 +218,8 @@ def layout_nhwc(g, *, mode: str = "off", ratio: float = 400.0, keep=()):
                 attrs = {"kernel_shape": list(geo.k), "strides": list(geo.stride),
                          "dilations": list(geo.dil), "pads": list(geo.pad + geo.pad_end),
                          "group": geo.group, **act}
+                if nchw_in:              # reads the NCHW tensor as it is: no transpose of it
+                    attrs["aicc_nchw_in"] = 1
                 new = Node("ConvNHWC", [x, n.inputs[1]] + ([b] if b else []), [], attrs,
                            name=n.name, domain="aicc")
             back(new, n.outputs[0])

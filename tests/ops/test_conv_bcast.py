@@ -214,6 +214,37 @@ def test_bcast_conv_nhwc(i, target, tmp_path):
     kinds = [(s["op"], s["kernel"]) for s in b.manifest["steps"] if s["op"] == "ConvNHWC"]
     vec = "avx2" if isa == "avx512" and 1 <= cout % 16 <= 8 else isa     # 8-lane vectors
     assert (kinds[0][1] == f"{vec} bcast") == (isa == "avx512" or cout <= 32), kinds
+    # the first conv reads the NCHW input itself (aicc_nchw_in): no Transpose before it
+    assert b.manifest["steps"][0]["op"] == "ConvNHWC", b.manifest["steps"][0]
+    assert_close(b.run({"x": x}), reference(m, {"x": x}), rtol=1e-4, atol=2e-5)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_bcast_conv_nhwc_channel_last_input(target, tmp_path):
+    """A group-1 conv of 4 input channels inside a channel-last chain (after a depthwise
+    conv) reads the NHWC tensor on the broadcast kernel; the chain's first conv reads the
+    NCHW input."""
+    r = rng(91)
+    x = r.normal(size=(1, 4, 17, 14)).astype(np.float32)
+    inits = {"wd": (r.normal(size=(4, 1, 3, 3)) / 3).astype(np.float32),
+             "w0": (r.normal(size=(24, 4, 3, 3)) / 6).astype(np.float32),
+             "b0": r.normal(size=24).astype(np.float32),
+             "w1": (r.normal(size=(24, 1, 3, 3)) / 3).astype(np.float32),
+             "w2": (r.normal(size=(16, 24, 1, 1)) / 5).astype(np.float32)}
+    nodes = [helper.make_node("Conv", ["x", "wd"], ["d0"], group=4, pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["d0", "w0", "b0"], ["c0"], strides=[2, 1],
+                              pads=[1, 0, 1, 2]),
+             helper.make_node("Relu", ["c0"], ["r0"]),
+             helper.make_node("Conv", ["r0", "w1"], ["c1"], group=24, pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["c1", "w2"], ["y"])]
+    m = make_model(nodes, {"x": x}, ["y"], inits)
+    path = tmp_path / "m.onnx"
+    onnx.save(m, str(path))
+    b = aicc.load(aicc.build(path, target=target, out=tmp_path / "b"), cflags=STRICT_CFLAGS)
+    steps = [(s["op"], s["kernel"]) for s in b.manifest["steps"]]
+    isa = target.split("-")[1]
+    vec = "avx2" if isa == "avx512" else isa                  # 24 channels: 8-lane vectors
+    assert steps[0][0] == "Transpose" and steps[2] == ("ConvNHWC", f"{vec} bcast"), steps
     assert_close(b.run({"x": x}), reference(m, {"x": x}), rtol=1e-4, atol=2e-5)
 
 

@@ -18,11 +18,11 @@ def w(*shape, seed):
     return (rand(*shape, seed=seed) * 0.3).astype(np.float32)
 
 
-def block(c=16, hw=6, opset=17, mean="gap", extra_out=False):
+def block(c=16, hw=6, opset=17, mean="gap", extra_out=False, cin=3):
     """MobileNetV2-like: 3x3 conv -> Relu, depthwise 3x3 -> Clip(0,6), pointwise 1x1 + residual
     Add, depthwise 3x3 stride 2, pointwise, then a spatial mean and a Gemm head."""
-    x = rand(1, 3, hw, hw, seed=1)
-    inits = {"w0": w(c, 3, 3, 3, seed=2), "b0": w(c, seed=3), "w1": w(c, 1, 3, 3, seed=4),
+    x = rand(1, cin, hw, hw, seed=1)
+    inits = {"w0": w(c, cin, 3, 3, seed=2), "b0": w(c, seed=3), "w1": w(c, 1, 3, 3, seed=4),
              "b1": w(c, seed=5), "w2": w(c, c, 1, 1, seed=6), "b2": w(c, seed=7),
              "w3": w(c, 1, 3, 3, seed=8), "w4": w(2 * c, c, 1, 1, seed=9),
              "lo": np.array(0, np.float32), "hi": np.array(6, np.float32),
@@ -71,19 +71,26 @@ def test_chain_runs_channel_last():
     args = block()
     before = fused(*args)
     after = run_pass("eliminate-dead-nodes", run_pass("layout-nhwc", before, mode="all"))
-    assert ops(after) == ["Transpose", "ConvNHWC", "ConvNHWC", "MatMul", "Add", "ConvNHWC",
+    assert ops(after) == ["ConvNHWC", "ConvNHWC", "MatMul", "Add", "ConvNHWC",
                           "MatMul", "ReduceMean", "Transpose", "Flatten", "Gemm"]
-    t0 = after.nodes[0]
-    assert t0.inputs == ["x"] and t0.attrs["perm"] == [0, 2, 3, 1]
+    # the first conv (3 input channels) reads the NCHW input itself: no Transpose in
+    c0 = after.nodes[0]
+    assert c0.inputs[0] == "x" and c0.attrs["aicc_nchw_in"] == 1
+    assert "aicc_nchw_in" not in after.nodes[1].attrs
     # activations stay fused; the pointwise weights are transposed to [Cin, Cout]
-    assert after.nodes[2].attrs["aicc_act"] == "Clip"
-    mm = after.nodes[3]
+    assert after.nodes[1].attrs["aicc_act"] == "Clip"
+    mm = after.nodes[2]
     assert after.constants[mm.inputs[1]].shape == (16, 16) and mm.inputs[2] == "b2"
     np.testing.assert_array_equal(after.constants[mm.inputs[1]],
                                   before.constants["w2"].reshape(16, 16).T)
     # the mean's [1,1,1,C] result is moved back to [1,C,1,1] (a copy of C floats)
-    assert after.nodes[8].attrs["perm"] == [0, 3, 1, 2]
+    assert after.nodes[7].attrs["perm"] == [0, 3, 1, 2]
     assert_same_outputs(before, after, args[1], rtol=1e-4, atol=1e-5)
+    # 5 input channels: the input is transposed in
+    args5 = block(cin=5)
+    five = run_pass("eliminate-dead-nodes", run_pass("layout-nhwc", fused(*args5), mode="all"))
+    assert ops(five)[:2] == ["Transpose", "ConvNHWC"] and five.nodes[0].inputs == ["x"]
+    assert "aicc_nchw_in" not in five.nodes[1].attrs
 
 
 def test_auto_keeps_large_planes_nchw():
@@ -102,15 +109,22 @@ def test_auto_keeps_large_planes_nchw():
 
 
 def test_auto_keeps_a_narrow_first_conv_nchw():
-    """auto: a 3x3 group-1 conv with fewer than 16 output channels stays NCHW (im2col + GEMM
-    would fill few lanes); the depthwise chain after it still goes channel-last."""
-    args = block(c=8)
+    """auto: a 3x3 group-1 conv with fewer than 16 output channels and more than 4 input
+    channels stays NCHW (im2col + GEMM would fill few lanes); the depthwise chain after it
+    still goes channel-last. With at most 4 input channels (the broadcast kernel's) it runs
+    channel-last, reading its NCHW input (MobileNetV1-0.25's 3 -> 8 first conv)."""
+    args = block(c=8, cin=5)
     before = fused(*args)
     after = run_pass("eliminate-dead-nodes", run_pass("layout-nhwc", before, mode="auto"))
     assert ops(after)[:3] == ["Conv", "Transpose", "ConvNHWC"]
-    wide = run_pass("layout-nhwc", fused(*block(c=16)), mode="auto")
-    assert ops(wide)[:2] == ["Transpose", "ConvNHWC"]
     assert_same_outputs(before, after, args[1], rtol=1e-4, atol=1e-5)
+    wide = run_pass("layout-nhwc", fused(*block(c=16, cin=5)), mode="auto")
+    assert ops(wide)[:2] == ["Transpose", "ConvNHWC"]
+    args = block(c=8)
+    before = fused(*args)
+    few = run_pass("eliminate-dead-nodes", run_pass("layout-nhwc", before, mode="auto"))
+    assert ops(few)[:2] == ["ConvNHWC", "ConvNHWC"] and few.nodes[0].attrs["aicc_nchw_in"] == 1
+    assert_same_outputs(before, few, args[1], rtol=1e-4, atol=1e-5)
 
 
 def test_auto_needs_a_depthwise_conv():
@@ -209,10 +223,15 @@ def test_compiled_against_onnxruntime(target, mean, opset, tmp_path):
     ((5, 2), (1, 2), (2, 1), (2, 0, 1, 1), 7, 16),
     ((1, 1), (2, 2), (1, 1), (0, 0, 0, 0), 16, 40),
     ((10, 4), (2, 2), (1, 1), (4, 1, 5, 2), 1, 64),
+    ((3, 3), (2, 2), (1, 1), (1, 1, 1, 1), 3, 8),
+    ((3, 3), (1, 1), (1, 1), (1, 1, 1, 1), 4, 40),
+    ((5, 5), (2, 1), (1, 2), (2, 3, 1, 0), 2, 24),
 ])
 def test_group1_conv_nhwc(target, k, s, d, pads, cin, cout, tmp_path):
     """aicc.ConvNHWC's im2col + GEMM path (mode all), padding on every side, with a depthwise
-    conv after it; NaN and Inf in the input reach the outputs they cover."""
+    conv after it; NaN and Inf in the input reach the outputs they cover. Up to 4 input
+    channels it reads the NCHW input (aicc_nchw_in): on the broadcast kernel where that
+    takes it, else (generic; x86-avx2 past 4 channel vectors) on a transposed copy."""
     x = rand(2, cin, 11, 9, seed=1)
     x[0, 0, 3, 4], x[1, -1, 7, 2] = np.nan, np.inf
     inits = {"w": w(cout, cin, *k, seed=2), "b": w(cout, seed=3), "wd": w(cout, 1, 3, 3, seed=4)}
