@@ -159,6 +159,30 @@ def test_run_fast_path_and_fallbacks(tmp_path):
         b.run({"nope": x})
 
 
+def test_run_fast_path_first_call_and_lifetime(tmp_path):
+    """A wrong input name on the first call (nothing cached yet) is a clear error; after
+    fast calls a hook still runs (the full path); the bound fast path keeps no cycle, so the
+    bundle goes away with its last reference."""
+    import gc
+    import weakref
+    path, x = model_file(tmp_path)
+    b = aicc.load(aicc.build(path, out=tmp_path / "b"), cflags=STRICT_CFLAGS)
+    with pytest.raises(aicc.errors.InputError, match="unknown input"):
+        b.run({"nope": x})
+    name = b.inputs[0]["name"]
+    want = b.run({name: x})
+    seen = []
+    got = b.run({name: x}, hook=lambda i, op, after: seen.append(i))
+    assert seen and all(np.array_equal(got[k], want[k]) for k in want)
+    ref = weakref.ref(b)
+    gc.disable()
+    try:
+        del b
+        assert ref() is None
+    finally:
+        gc.enable()
+
+
 def test_run_same_input_array_again(tmp_path):
     """The fast path keeps the buffer of the last array given for each input: the same
     array object, written in place between calls, gives the new values' results (checked

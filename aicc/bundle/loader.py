@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import weakref
 from pathlib import Path
 
 import cffi
@@ -232,13 +233,17 @@ class Bundle:
         return res
 
     def _prepare_fast(self) -> None:
-        """The common call (static shapes, no hook) as a closure over precomputed state:
-        ``self._fast(feeds)`` returns the outputs, or None when anything is unusual (the full
-        path in run then checks, runs again and reports). Locals instead of attribute
-        lookups: run() takes about 1.55 us in place of 1.64 (a 16-float Relu bundle). After a
-        model's run the interpreter's own code and data are cold, so every step here costs
-        more than it does warm: reusing the input's cffi buffer when the same array comes
-        again took DS-CNN's run() from 40.5 to 38.8 us (the bare C call from Python: 36.2)."""
+        """The common call (static shapes, no hook) as a closure over precomputed state,
+        bound as the instance's ``run``: it checks the feeds, runs, and returns the outputs;
+        anything unusual (a hook, other arrays, a failed run) goes to ``_run_full``, which
+        checks, runs again and reports. Locals instead of attribute lookups, and no method
+        in between: after a model's run the interpreter's own code and data are cold, so
+        every step here costs more than it does warm (FC autoencoder, interleaved with
+        onnxruntime: run() 16.4 us, the bare C call from Python 12.5). The last array given
+        for each input keeps its cffi buffer (the buffer export pins the array's memory:
+        numpy refuses to resize it), so the same array again needs only the checks of its
+        (settable) dtype, shape and strides, against those of a C-contiguous array; other
+        arrays take the flags check and a new buffer."""
         ffi = self.ffi
         self._fast = None
         if self.dynamic:
@@ -255,39 +260,43 @@ class Bundle:
         w = ffi.NULL if self.weights is None else ffi.from_buffer(self.weights)
         arena, nbytes = ffi.from_buffer(self.arena), self.arena.nbytes
         from_buffer, empty, ndarray, run = ffi.from_buffer, np.empty, np.ndarray, self._run
-        nin = len(ins)
-        ins = [(k, name, dt, shape) for k, (name, dt, shape) in enumerate(ins)]
-        outs = [(k, name, dt, shape) for k, (name, dt, shape) in enumerate(outs)]
-        # the last array given for each input and its cffi buffer (in_ptrs[k]): the buffer
-        # export keeps the array's memory in place (numpy refuses to resize it), so the same
-        # array object again needs no new buffer, only the checks of its (settable) dtype,
-        # shape and strides
-        last, bufs = [None] * nin, [None] * nin
+        wself = weakref.ref(self)       # no cycle through the instance's run attribute
 
-        def fast(feeds: dict):
-            if len(feeds) != nin:
-                return None
-            for k, name, dt, shape in ins:
+        def full(feeds, hook):
+            return wself()._run_full(feeds, hook)
+        nin = len(ins)
+        ins = [(k, name, np.dtype(dt), shape, np.empty(shape, dt).strides)
+               for k, (name, dt, shape) in enumerate(ins)]
+        outs = [(name, np.dtype(dt), shape) for name, dt, shape in outs]
+        last = [object()] * nin        # the last array of each input (its buffer: in_ptrs[k])
+        bufs = [None] * nin
+
+        def fast(feeds: dict, hook=None):
+            if hook is not None or len(feeds) != nin:
+                return full(feeds, hook)
+            for k, name, dt, shape, strides in ins:
                 a = feeds.get(name)
+                if a is last[k] and a.dtype is dt and a.shape == shape and a.strides == strides:
+                    continue
                 if type(a) is not ndarray or a.dtype != dt or a.shape != shape:
-                    return None
+                    return full(feeds, hook)
                 fl = a.flags
                 if not (fl.c_contiguous and fl.aligned):
-                    return None
-                if a is not last[k]:
-                    bufs[k] = buf = from_buffer(a)
-                    last[k] = a
-                    in_ptrs[k] = buf
+                    return full(feeds, hook)
+                bufs[k] = buf = from_buffer(a)
+                last[k] = a
+                in_ptrs[k] = buf
             res, keep = {}, []
-            for k, name, dt, shape in outs:
-                o = empty(shape, dt)
-                buf = from_buffer(o)
-                keep.append(buf)
-                out_ptrs[k] = buf
-                res[name] = o
-            return res if run(w, arena, nbytes, in_ptrs, out_ptrs) == 0 else None
+            k = 0
+            for name, dt, shape in outs:
+                res[name] = o = empty(shape, dt)
+                keep.append(from_buffer(o))
+                out_ptrs[k] = keep[k]
+                k += 1
+            return res if run(w, arena, nbytes, in_ptrs, out_ptrs) == 0 else full(feeds, hook)
 
         self._fast = fast
+        self.run = fast
 
     def run(self, feeds: dict, hook=None) -> dict:
         """Run on {input name: array}; returns {output name: array}. ``hook``: a Python
@@ -298,9 +307,16 @@ class Bundle:
             if fast is False:
                 self._prepare_fast()
                 fast = self._fast
-            res = self._run_dyn_fast(feeds) if self.dynamic else fast and fast(feeds)
-            if res is not None:
-                return res
+            if self.dynamic:
+                res = self._run_dyn_fast(feeds)
+                if res is not None:
+                    return res
+            elif fast is not None:
+                return fast(feeds)
+        return self._run_full(feeds, hook)
+
+    def _run_full(self, feeds: dict, hook=None) -> dict:
+        """run() with every check and its errors (no fast path)."""
         ins, dims = self._check_inputs(feeds)
         if self.dynamic:
             for x in self.dynamic["dims"]:
