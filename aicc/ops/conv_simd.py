@@ -102,7 +102,9 @@ def schedule(isa: str, *overrides) -> dict:
 PAD = """\
 /* Zero-padded copy of the C channels of one batch item: xp[c][e0][e1][e2] with padded
  * coordinate = input coordinate + pad (per spatial dim); e[d] = (out - 1) * stride +
- * (k - 1) * dilation + 1 covers every tap of every output position. `slack` zeros follow. */
+ * (k - 1) * dilation + 1 covers every tap of every output position. `slack` zeros follow.
+ * Rows by memset / memcpy (element loops with run-time bounds: 16 channels of 32 x 32 took
+ * 0.5-0.7 us more, x86-avx2 Winograd 16@32). */
 static void aicc_cv_pad(const aicc_conv_params *p, size_t C, const float *restrict x,
                         float *restrict xp, const size_t e[3], size_t slack)
 {
@@ -116,15 +118,17 @@ static void aicc_cv_pad(const aicc_conv_params *p, size_t C, const float *restri
             for (size_t r = 0; r < e[1]; ++r) {
                 float *restrict d = xp + ((c * e[0] + z) * e[1] + r) * e[2];
                 if (z < lo[0] || z >= hi[0] || r < lo[1] || r >= hi[1]) {
-                    for (size_t i = 0; i < e[2]; ++i) d[i] = 0.0f;
+                    memset(d, 0, e[2] * sizeof(float));
                     continue;
                 }
                 const float *restrict s = x + ((c * p->in[0] + (z - p->pad[0])) * p->in[1] +
                                                (r - p->pad[1])) * p->in[2];
-                size_t i = 0;
-                for (; i < lo[2]; ++i) d[i] = 0.0f;
-                for (; i < hi[2]; ++i) d[i] = s[i - p->pad[2]];
-                for (; i < e[2]; ++i) d[i] = 0.0f;
+                if (lo[2])
+                    memset(d, 0, lo[2] * sizeof(float));
+                if (hi[2] > lo[2])
+                    memcpy(d + lo[2], s + (lo[2] - p->pad[2]), (hi[2] - lo[2]) * sizeof(float));
+                if (e[2] > hi[2])
+                    memset(d + hi[2], 0, (e[2] - hi[2]) * sizeof(float));
             }
     for (size_t i = 0; i < slack; ++i)
         xp[C * e[0] * e[1] * e[2] + i] = 0.0f;
