@@ -101,7 +101,7 @@ DRIVER = """\
  * U(xi) @ V(xi) (u: per xi a [K x C] matrix packed by pack_a; gemm: conv_simd_gemm's tile GEMM,
  * plain sums), output transform (+ bias, clamp [lo, hi]); ep (may be NULL): the scalar
  * activation over the batch item's outputs. */
-static void aicc_wgM_conv_ISA(const aicc_conv_params *p, const float *restrict x,
+static void aicc_DRV(const aicc_conv_params *p, const float *restrict x,
     const float *restrict u, const float *restrict bias, float *restrict y, float *restrict xs,
     const size_t e[3], float *restrict v, float *restrict mm, size_t nt, float lo, float hi,
     GEMM_FN, void (*ep)(float *, size_t))
@@ -109,8 +109,7 @@ static void aicc_wgM_conv_ISA(const aicc_conv_params *p, const float *restrict x
     const size_t C = p->cin_g, K = p->cout_g, OH = p->out[1], OW = p->out[2];
     const size_t X = p->in[0] * p->in[1] * p->in[2], P = OH * OW, Wp = e[2], Vc = e[1] * e[2];
     const size_t TW = (OW + Mu - 1u) / Mu, NT = (OH + Mu - 1u) / Mu * TW;
-    const size_t ntp = (nt + NRu - 1u) / NRu * NRu, vs = C * ntp + SKEWu;
-    const size_t ms = K * ntp + SKEWu;
+    const size_t ntp = NTPu, vs = C * ntp + SKEWu, ms = MSu;     /* ntp: nt rounded up to NR */
     float *restrict xp = xs + SLu;
     for (size_t i = 0; i < SLu; ++i) xs[i] = 0.0f;
     for (size_t n = 0; n < p->batch; ++n) {
@@ -122,7 +121,7 @@ static void aicc_wgM_conv_ISA(const aicc_conv_params *p, const float *restrict x
             for (size_t xi = 0; xi < T2u; ++xi)
                 gemm(K, nb, C, u + xi * K * C, 0, v + xi * vs, C * NRu, NRu, mm + xi * ms, ntp,
                      NULL, -HUGE_VALF, HUGE_VALF, 0, 0);     /* fin 0: plain sums */
-            aicc_wgM_out_ISA(mm, ms, ntp, K, OH, OW, TW, j0, nb, bias, lo, hi, yn);
+            aicc_wgM_out_ISA_MS_NTP(mm, K, OH, OW, TW, j0, nb, bias, lo, hi, yn);
         }
         if (ep)
             ep(yn, K * P);
@@ -226,18 +225,22 @@ def emit(ctx, node, geo, isa: str, sched: dict, bias: str, pad_c: str, balanced)
     up = ctx.const(np.concatenate([pack_a(u[xi], 1, sched["mr"], sched["kc"])
                                    for xi in range(t * t)]), "wino")
     ctx.helper(f"{KEY}.1.pad", pad_c)
-    for name, code in (input_transform(isa, m), output_transform(isa, m)):
+    ms = K * ntp + SKEW             # floats between the M matrices (constants of the helpers)
+    for name, code in (input_transform(isa, m), output_transform(isa, m, ms, ntp)):
         ctx.helper(f"{KEY}.1.{name}", code)
-    drv = f"wg{m}_conv_{isa}"
-    text = DRIVER.replace("GEMM_FN", GEMM_FN).replace("Mx M", f"{m}x{m}").replace(
+    narrow = rows_of(isa, m, tw) > 1     # narrow planes: transforms specialized for TW
+    tws = f"_tw{tw}" if narrow else ""
+    drv = f"wg{m}_conv_{isa}{tws}_{ms}_{ntp}"
+    text = DRIVER.replace("_ISA(", f"_ISA{tws}(").replace("_ISA_MS_NTP(", f"_ISA{tws}_{ms}_{ntp}(")
+    text = text.replace("GEMM_FN", GEMM_FN).replace("Mx M", f"{m}x{m}").replace(
         "Mu", f"{m}u").replace("T2", str(t * t)).replace("SKEW", str(SKEW)).replace(
-        "SL", str(slack(nr))).replace("NR", str(nr))
-    if rows_of(isa, m, tw) > 1:     # narrow planes: transforms specialized for TW
-        for name, code in (input_transform_rows(m, tw), output_transform_rows(m, tw)):
+        "SL", str(slack(nr))).replace("NTP", str(ntp)).replace("MSu", f"{ms}u").replace(
+        "NR", str(nr))
+    if narrow:
+        for name, code in (input_transform_rows(m, tw), output_transform_rows(m, tw, ms, ntp)):
             ctx.helper(f"{KEY}.2.{name}", code)
-        drv += f"_tw{tw}"
-        text = text.replace("_ISA(", f"_ISA_tw{tw}(")
-    ctx.helper(f"{KEY}.3.{drv}", text.replace("wgM", f"wg{m}").replace("ISA", isa))
+    ctx.helper(f"{KEY}.3.{drv}", text.replace("DRV", drv).replace("wgM", f"wg{m}").replace(
+        "ISA", isa))
     e3 = [1, th * m + 2, tw * m + 2]
     xp = ctx.scratch((C * e3[1] * e3[2] + 2 * slack(nr)) * 4, "float", "xpad")
     v = ctx.scratch(t * t * (C * ntp + SKEW) * 4, "float", "wgv")

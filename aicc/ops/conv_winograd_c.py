@@ -145,6 +145,8 @@ def _row_loads(isa, m, r, out: str, ind) -> list:
             a, b = f"{d['ld']}(q{r} + {off}u)", f"{d['ld']}(q{r} + {off + L}u)"
             split(a, b, f"{out}{r}_{off}", f"{out}{r}_{off + 1}")
         return o
+    if isa == "avx2":
+        return o + _row_loads4_avx2(r, out, ind)
     for h in range(2):           # phases 0..3 from the 4 L floats at offset 0
         a = f"{d['ld']}(q{r} + {2 * h * L}u)"
         b = f"{d['ld']}(q{r} + {2 * h * L + L}u)"
@@ -155,6 +157,28 @@ def _row_loads(isa, m, r, out: str, ind) -> list:
     for ph in (4, 5):            # phase 4 + i of tile l = phase i of tile l + 1
         o.append(f"{ind}const {v} {out}{r}_{ph} = "
                  f"{SHIFT1[isa].format(a=f'{out}{r}_{ph - 4}', p=f'q{r} + {L * 4 + ph - 4}u')};")
+    return o
+
+
+def _row_loads4_avx2(r, out: str, ind) -> list:
+    """F(4,3) on x86-avx2: tile l's phase p is float p of the 4-float chunk l of the row
+    (chunk 8: the next tile's). The chunk pairs (k | k + 4), k = 0..4, are loaded as the two
+    128-bit halves of a vector, and a 4 x 4 transpose inside the halves gives phases 0..3
+    (lanes: tiles 0..3 | 4..7); phases 4, 5 (floats 0, 1 of chunks l + 1) likewise from the
+    pairs 1..4. 12 in-half shuffles instead of 16 shuffles and lane-crossing permutes plus 2
+    permute-blend-broadcast shifts; reads up to q + 35 (L * m + 3)."""
+    o = []
+    for k in range(5):
+        o.append(f"{ind}const __m256 k{r}_{k} = _mm256_insertf128_ps(_mm256_castps128_ps256("
+                 f"_mm_loadu_ps(q{r} + {4 * k}u)), _mm_loadu_ps(q{r} + {4 * k + 16}u), 1);")
+    for name, (a, b, hi) in {"t0": (0, 1, 0), "t1": (0, 1, 1), "t2": (2, 3, 0),
+                             "t3": (2, 3, 1), "t4": (1, 2, 0), "t5": (3, 4, 0)}.items():
+        f = "_mm256_unpackhi_ps" if hi else "_mm256_unpacklo_ps"
+        o.append(f"{ind}const __m256 {name}{r} = {f}(k{r}_{a}, k{r}_{b});")
+    for ph, (a, b, imm) in enumerate((("t0", "t2", "0x44"), ("t0", "t2", "0xEE"),
+                                      ("t1", "t3", "0x44"), ("t1", "t3", "0xEE"),
+                                      ("t4", "t5", "0x44"), ("t4", "t5", "0xEE"))):
+        o.append(f"{ind}const __m256 {out}{r}_{ph} = _mm256_shuffle_ps({a}{r}, {b}{r}, {imm});")
     return o
 
 
@@ -291,15 +315,18 @@ def output_rows(isa: str, m: int, ind: str, load, store_row) -> list:
     return o
 
 
-def output_transform(isa: str, m: int) -> tuple:
-    """(name, C text) of the output transform of F(m x m, 3 x 3)."""
+def output_transform(isa: str, m: int, ms: int, ntp: int) -> tuple:
+    """(name, C text) of the output transform of F(m x m, 3 x 3) for M matrices ms floats
+    apart, of rows ntp floats apart: compile-time constants, so the t * t loads of a vector of
+    tiles are the pointer plus a displacement (with them as arguments GCC kept the 36 load
+    addresses in spilled registers: x86-avx2 16@32 F(4,3) 25.3 -> 24.1 us, AMD Zen 4)."""
     d = VEC[isa]
     L, v = d["L"], d["v"]
-    name = f"aicc_wg{m}_out_{isa}"
+    name = f"aicc_wg{m}_out_{isa}_{ms}_{ntp}"
     ind = "        "
     o = [f"/* Winograd F({m}x{m}, 3x3) output transform ({isa}): for the tiles [j0, j0 + nb) "
          "and K output",
-         " * channels, M(xi) at mm + xi * ms + k * ntp + jj; Y = A^T M A, + bias[k] (bias "
+         f" * channels, M(xi) at mm + xi * {ms} + k * {ntp} + jj; Y = A^T M A, + bias[k] (bias "
          "may be NULL),",
          f" * clamped to [lo, hi], into y[K][OH][OW] (tile j: rows (j / TW) * {m}, columns "
          f"(j % TW) * {m}). The {m} rows",
@@ -309,11 +336,11 @@ def output_transform(isa: str, m: int) -> tuple:
          "straddles a row,",
          " * else copied run by run (one per tile row) clipped at OH / OW;",
          " * lanes past nb are never stored. */",
-         f"static void {name}(const float *restrict mm, size_t ms, size_t ntp, size_t K, "
-         "size_t OH,",
-         "    size_t OW, size_t TW, size_t j0, size_t nb, const float *restrict bias, float lo,",
-         "    float hi, float *restrict y)", "{",
-         "    const size_t P = OH * OW;",
+         f"static void {name}(const float *restrict mm, size_t K, size_t OH, size_t OW, "
+         "size_t TW,",
+         "    size_t j0, size_t nb, const float *restrict bias, float lo, float hi, "
+         "float *restrict y)", "{",
+         f"    const size_t P = OH * OW, ms = {ms}u, ntp = {ntp}u;",
          f"    const {v} vlo = {d['set1']}(lo), vhi = {d['set1']}(hi);"]
     if isa == "avx512":
         o.append(IDX512_ZIP)
@@ -330,21 +357,24 @@ def output_transform(isa: str, m: int) -> tuple:
           f"{ind}const int segs = !full && nl == {L}u && tx0 % {G}u == 0 && TW % {G}u == 0 && "
           f"TW * {m}u <= OW && (j + {L - 1}u) / TW * {m}u + {m}u <= OH;"
           "   /* whole vectors, several rows */"]
-    for q in range(m):
-        o.append(f"{ind}const size_t oy{q} = segs ? oy + (tx0 + {q * G}u) / TW * {m}u : 0, "
-                 f"ox{q} = segs ? (tx0 + {q * G}u) % TW * {m}u : 0;")
-    o.append(f"{ind}float buf[{m}][{m * L}];")
+    # where the m output vectors of each row go: dq + i * rs for row i (one choice per
+    # vector of tiles, not a three-way branch per row: GCC kept the branches' addresses in
+    # spilled scalars)
+    o.append(f"{ind}float buf[{m * m * L}];     /* row i at buf + i * {m * L} */")
+    o.append(f"{ind}float " + ", ".join(f"*d{q}" for q in range(m)) + ";")
+    o.append(f"{ind}size_t rs = OW;")
+    o.append(f"{ind}if (full) {{")
+    o += [f"{ind}    d{q} = yk + oy * OW + tx0 * {m}u + {q * L}u;" for q in range(m)]
+    o.append(f"{ind}}} else if (segs) {{")
+    o += [f"{ind}    d{q} = yk + (oy + (tx0 + {q * G}u) / TW * {m}u) * OW + (tx0 + {q * G}u) % TW "
+          f"* {m}u;" for q in range(m)]
+    o.append(f"{ind}}} else {{")
+    o += [f"{ind}    d{q} = buf + {q * L}u;" for q in range(m)]
+    o.append(f"{ind}    rs = {m * L}u;")
+    o.append(f"{ind}}}")
 
     def store_row(i):
-        return ([f"{ind}if (full) {{"] +
-                [f"{ind}    {d['st']}(yk + (oy + {i}u) * OW + tx0 * {m}u + {q * L}u, r{i}_{q});"
-                 for q in range(m)] +
-                [f"{ind}}} else if (segs) {{"] +
-                [f"{ind}    {d['st']}(yk + (oy{q} + {i}u) * OW + ox{q}, r{i}_{q});"
-                 for q in range(m)] +
-                [f"{ind}}} else {{"] +
-                [f"{ind}    {d['st']}(buf[{i}] + {q * L}u, r{i}_{q});" for q in range(m)] +
-                [f"{ind}}}"])
+        return [f"{ind}{d['st']}(d{q} + {i}u * rs, r{i}_{q});" for q in range(m)]
     o += output_rows(isa, m, ind, lambda p: f"nl == {L}u ? {d['ld']}({p}) : "
                      f"{d['mload'].format(p=p, n='nl')}", store_row)
     o += [f"{ind}if (full || segs)", f"{ind}    continue;"]
@@ -354,7 +384,7 @@ def output_transform(isa: str, m: int) -> tuple:
           f"(b - a) * {m}u;",
           f"{ind}    for (size_t i = 0; i < {m}u && row * {m}u + i < OH; ++i) {{",
           f"{ind}        float *restrict dst = yk + (row * {m}u + i) * OW + tx * {m}u;",
-          f"{ind}        const float *restrict src = buf[i] + a * {m}u;",
+          f"{ind}        const float *restrict src = buf + i * {m * L}u + a * {m}u;",
           f"{ind}        for (size_t q = 0; q < n; ++q) dst[q] = src[q];",
           f"{ind}    }}", f"{ind}}}", "        }", "    }", "}"]
     return name, "\n".join(o)

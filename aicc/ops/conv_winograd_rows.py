@@ -122,22 +122,23 @@ def _store(r: str, dst: str, lanes: int, piece: int) -> str:
     return f"_mm_storeu_ps({dst}, _mm512_extractf32x4_ps({r}, {piece}));"
 
 
-def output_transform_rows(m: int, tw: int) -> tuple:
-    """(name, C text): same signature as conv_winograd_c.output_transform's helper."""
+def output_transform_rows(m: int, tw: int, ms: int, ntp: int) -> tuple:
+    """(name, C text): same signature and constant strides as conv_winograd_c.output_transform's
+    helper."""
     isa, L = "avx512", L512
     R, G = L // tw, L // m       # tile rows per vector; tiles per interleaved output vector
-    gen, _ = output_transform(isa, m)
-    name = f"aicc_wg{m}_out_{isa}_tw{tw}"
+    gen, _ = output_transform(isa, m, ms, ntp)
+    name = f"aicc_wg{m}_out_{isa}_tw{tw}_{ms}_{ntp}"
     ind = "        "
     o = [f"/* Winograd F({m}x{m}, 3x3) output transform ({isa}), {tw} tiles per tile row "
          f"(conv_winograd_rows.py): as {gen},",
          f" * each full vector of {L} tiles = {R} tile rows inside the output stored "
          f"directly; other vectors go to {gen}. */",
-         f"static void {name}(const float *restrict mm, size_t ms, size_t ntp, size_t K, "
-         "size_t OH,",
-         "    size_t OW, size_t TW, size_t j0, size_t nb, const float *restrict bias, float lo,",
-         "    float hi, float *restrict y)", "{",
-         "    const size_t P = OH * OW;",
+         f"static void {name}(const float *restrict mm, size_t K, size_t OH, size_t OW, "
+         "size_t TW,",
+         "    size_t j0, size_t nb, const float *restrict bias, float lo, float hi, "
+         "float *restrict y)", "{",
+         f"    const size_t P = OH * OW, ms = {ms}u, ntp = {ntp}u;",
          "    const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);",
          IDX512_ZIP,
          "    for (size_t k = 0; k < K; ++k) {",
@@ -148,7 +149,7 @@ def output_transform_rows(m: int, tw: int) -> tuple:
          f"        const size_t j = j0 + jv, oy = j / {tw}u * {m}u, "
          f"nl = nb - jv < {L}u ? nb - jv : {L}u;",
          f"        if (nl < {L}u || oy + {R * m}u > OH || {tw * m}u > OW) {{",
-         f"            {gen}(s, ms, ntp, 1u, OH, OW, TW, j, nl, bias ? bias + k : NULL, lo, "
+         f"            {gen}(s, 1u, OH, OW, TW, j, nl, bias ? bias + k : NULL, lo, "
          "hi, yk);",
          "            continue;",
          "        }"]
