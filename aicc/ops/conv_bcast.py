@@ -50,7 +50,7 @@ from .conv_kernels import epilogue, use
 from .conv_simd_gemm import KEY, clamp_of
 from .conv_simd_t import lanes
 from .gemm_simd import ISA, _header, flit
-from .simd import include
+from .simd import include, vcopy
 from .transpose_simd import transpose_c
 
 BAND_POS = 64            # output positions per band (input rows padded, outputs transposed)
@@ -191,8 +191,44 @@ def pack(w: np.ndarray, v: int, lanes: int) -> np.ndarray:
     return np.ascontiguousarray(wp.reshape(nb, wb, *w.shape[1:]).transpose(0, 2, 3, 4, 1))
 
 
+def _shares(g: _Geo2, r: int, nv: int, nregs: int) -> bool:
+    """Whether a block's kernel broadcasts each input value of a kernel row once for all its
+    taps (_row_shared): some input value serves two taps of the row (the stride is below the
+    row's span), and the row's kw * nv weight vectors fit beside the accumulators."""
+    distinct = {kx * g.dx + i * g.sx for i in range(r) for kx in range(g.kw)}
+    return len(distinct) < r * g.kw and r * nv + g.kw * nv + 2 <= nregs
+
+
+def _row_shared(g: _Geo2, taps, ky: int, r: int, nv: int, acc, wstep: int, src: str, d,
+                bc) -> list:
+    """One kernel row's taps [(t, kx)] for the r positions, by input value: the row's weight
+    vectors loaded once, then each input value the row reads broadcast once and multiplied
+    into every (position, tap) it serves, in increasing offset order, so each accumulator
+    still takes its taps kx ascending (the FMA chain of the tap-major form, bit for bit).
+    Stride 2, 3 taps: 2 r + 1 broadcasts instead of 3 r."""
+    L, vec = d["lanes"], d["vec"]
+    o = ["        {"]
+    for t, kx in taps:
+        for j in range(nv):
+            o.append(f"            const {vec} w{kx}_{j} = "
+                     + d["load"].format(p=f"w + {t * wstep + j * L}u") + ";")
+    uses = {}
+    for i in range(r):
+        for _t, kx in taps:
+            uses.setdefault(g.tap(ky, kx) + i * g.sx * g.xs, []).append((i, kx))
+    for off in sorted(uses):
+        o.append(f"            {{ const {vec} x = {bc(f'{src}[{off}u]')};")
+        for i, kx in uses[off]:
+            for j in range(nv):
+                o.append(f"              {acc[i][j]} = "
+                         + d["fma"].format(a="x", b=f"w{kx}_{j}", c=acc[i][j]) + ";")
+        o.append("            }")
+    o.append("        }")
+    return o
+
+
 def _kernel(isa: str, g: _Geo2, r: int, nv: int, wstep: int, tag: str, bias: bool,
-            clamp: bool, mask: int, mstore: bool) -> tuple:
+            clamp: bool, mask: int, mstore: bool, nregs: int) -> tuple:
     """(name, C text) of the block kernel of r positions x nv channel vectors: a = the block's
     first position in the (padded) input, w = its channel block (wstep floats per k), b = its
     bias (unless not bias), y = out (position stride ys). mask: lanes of the last vector
@@ -212,7 +248,13 @@ def _kernel(isa: str, g: _Geo2, r: int, nv: int, wstep: int, tag: str, bias: boo
     taps = g.taps if unroll else [(0, kx) for kx in range(g.kw)]
     src = "a" if unroll else "ar"
     body = []
+    shared = _shares(g, r, nv, nregs)
     for t, (ky, kx) in enumerate(taps):
+        if shared:
+            if kx == 0:
+                body += _row_shared(g, [(t + q, q) for q in range(g.kw)], ky, r, nv, acc,
+                                    wstep, src, d, bc)
+            continue
         body.append("        {")
         for j in range(nv):
             body.append(f"            const {vec} w{j} = "
@@ -292,6 +334,7 @@ def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False,
                        ).hexdigest()[:8]
     use(ctx, "float32")
     include(ctx, isa)
+    vcopy(ctx)                                   # the band copies
     if not nhwc:
         ctx.helper(f"{KEY}.5.tr_{isa}", transpose_c(isa))
     full = g.ow // r * r
@@ -303,7 +346,8 @@ def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False,
         if mask and (has_b or nhwc):
             _header(ctx, isa)                    # avx2's lane-mask table
         for x0, x1, rr in runs:
-            name, text = _kernel(isa, g, rr, nv, wb, tag, has_b, clamp, mask, nhwc)
+            name, text = _kernel(isa, g, rr, nv, wb, tag, has_b, clamp, mask, nhwc,
+                                 regs(ctx))
             ctx.helper(f"{KEY}.5.{name}", text)
             calls.append((cb, x0, x1, rr, name))
     P, ldt = g.oh * g.ow, nb * wb
@@ -356,8 +400,9 @@ def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False,
 
 def _pad_band(ctx, g: _Geo2, x: str, xb: str, nhwc: bool) -> None:
     """The zero-padded input rows of the band of output rows from oy0 (nrow of them) into xb,
-    with constant sizes (the compiler turns each row into vector moves): NCHW per channel
-    plane, NHWC as one plane of rows W * C floats wide."""
+    with constant sizes, by simd.VCOPY's vector moves (GCC expanded the constant-size memcpy
+    as rep movsq on x86-avx2: MobileNetV1-0.25's first conv 15.2 -> 10.x us): NCHW per
+    channel plane, NHWC as one plane of rows W * C floats wide."""
     c = 1 if nhwc else g.cin
     ew, w, pl = g.ew * g.xs, g.w * g.xs, g.pl * g.xs     # in floats (xs per position)
     cw = max(0, min(w, ew - pl))                 # floats of an input row inside the extent
@@ -369,10 +414,10 @@ def _pad_band(ctx, g: _Geo2, x: str, xb: str, nhwc: bool) -> None:
             ctx("const long iy = iy0 + (long)rr;")
             ctx(f"float *restrict d = {xb} + (c * {g.rb}u + rr) * {g.rs}u + {g.lead}u;")
             with ctx.block(f"if (iy < 0 || iy >= {g.h}L)"):
-                ctx(f"memset(d, 0, {ew * 4}u);")
+                ctx(f"aicc_vzero(d, {ew}u);")
                 ctx("continue;")
             if pl:
-                ctx(f"memset(d, 0, {pl * 4}u);")
-            ctx(f"memcpy(d + {pl}u, {x} + (c * {g.h}u + (size_t)iy) * {w}u, {cw * 4}u);")
+                ctx(f"aicc_vzero(d, {pl}u);")
+            ctx(f"aicc_vcopy(d + {pl}u, {x} + (c * {g.h}u + (size_t)iy) * {w}u, {cw}u);")
             if tail:
-                ctx(f"memset(d + {pl + cw}u, 0, {tail * 4}u);")
+                ctx(f"aicc_vzero(d + {pl + cw}u, {tail}u);")

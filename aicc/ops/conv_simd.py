@@ -65,6 +65,7 @@ from __future__ import annotations
 
 from . import conv_bcast, conv_im2col, conv_simd_i, conv_simd_t, conv_winograd
 from .gemm_simd import ISA, nr_of
+from .simd import vcopy
 
 # conv schedule defaults per ISA (target yaml `schedule: conv:` and aicc_schedule override)
 SCHED = {
@@ -103,8 +104,8 @@ PAD = """\
 /* Zero-padded copy of the C channels of one batch item: xp[c][e0][e1][e2] with padded
  * coordinate = input coordinate + pad (per spatial dim); e[d] = (out - 1) * stride +
  * (k - 1) * dilation + 1 covers every tap of every output position. `slack` zeros follow.
- * Rows by memset / memcpy (element loops with run-time bounds: 16 channels of 32 x 32 took
- * 0.5-0.7 us more, x86-avx2 Winograd 16@32). */
+ * Rows by vector copies (simd.VCOPY; element loops with run-time bounds: 16 channels of
+ * 32 x 32 took 0.5-0.7 us more, x86-avx2 Winograd 16@32). */
 static void aicc_cv_pad(const aicc_conv_params *p, size_t C, const float *restrict x,
                         float *restrict xp, const size_t e[3], size_t slack)
 {
@@ -118,20 +119,19 @@ static void aicc_cv_pad(const aicc_conv_params *p, size_t C, const float *restri
             for (size_t r = 0; r < e[1]; ++r) {
                 float *restrict d = xp + ((c * e[0] + z) * e[1] + r) * e[2];
                 if (z < lo[0] || z >= hi[0] || r < lo[1] || r >= hi[1]) {
-                    memset(d, 0, e[2] * sizeof(float));
+                    aicc_vzero(d, e[2]);
                     continue;
                 }
                 const float *restrict s = x + ((c * p->in[0] + (z - p->pad[0])) * p->in[1] +
                                                (r - p->pad[1])) * p->in[2];
                 if (lo[2])
-                    memset(d, 0, lo[2] * sizeof(float));
+                    aicc_vzero(d, lo[2]);
                 if (hi[2] > lo[2])
-                    memcpy(d + lo[2], s + (lo[2] - p->pad[2]), (hi[2] - lo[2]) * sizeof(float));
+                    aicc_vcopy(d + lo[2], s + (lo[2] - p->pad[2]), hi[2] - lo[2]);
                 if (e[2] > hi[2])
-                    memset(d + hi[2], 0, (e[2] - hi[2]) * sizeof(float));
+                    aicc_vzero(d + hi[2], e[2] - hi[2]);
             }
-    for (size_t i = 0; i < slack; ++i)
-        xp[C * e[0] * e[1] * e[2] + i] = 0.0f;
+    aicc_vzero(xp + C * e[0] * e[1] * e[2], slack);
 }"""
 
 def balanced(sched: dict, m: int) -> dict:
@@ -203,6 +203,7 @@ def variant(ctx, geo, isa: str, sched: dict) -> str:
 
 def emit(ctx, node, geo, isa: str, sched: dict, bias: str) -> None:
     """Step body of a float32 conv on a SIMD target: the variant ``variant`` picks."""
+    vcopy(ctx)                   # the pad helpers' row copies
     _VARIANTS[variant(ctx, geo, isa, sched)](ctx, node, geo, isa, sched, bias)
 
 
