@@ -46,6 +46,7 @@ import math
 
 import numpy as np
 
+from .conv_bcast_k import kernel
 from .conv_kernels import epilogue, use
 from .conv_simd_gemm import KEY, clamp_of
 from .conv_simd_t import lanes
@@ -71,7 +72,6 @@ AUTO = {"avx512": dict(small_cin=4, out_max=65536, few_out_max=20480, w_max=2 <<
                        nhwc_cin=4, nhwc_nv=None),
         "avx2": dict(small_cin=0, out_max=16384, few_out_max=16384, w_max=2 << 20, nhwc_cin=4,
                      nhwc_nv=4)}
-MAX_UNROLL = 48          # taps per input channel unrolled in full (else ky runs in a loop)
 # accumulators per register block, leaving room for the V weight vectors and the broadcasts:
 # avx2 has 16 registers (16 -> 32 stride 2: 28.5 us with 12 accumulators, GCC spilled; 23.8
 # with 10); avx512 32 (7x7 stride 2, 3 -> 64 onto 112x112, 4 vectors: 6 positions, 24
@@ -191,120 +191,6 @@ def pack(w: np.ndarray, v: int, lanes: int) -> np.ndarray:
     return np.ascontiguousarray(wp.reshape(nb, wb, *w.shape[1:]).transpose(0, 2, 3, 4, 1))
 
 
-def _shares(g: _Geo2, r: int, nv: int, nregs: int) -> bool:
-    """Whether a block's kernel broadcasts each input value of a kernel row once for all its
-    taps (_row_shared): some input value serves two taps of the row (the stride is below the
-    row's span), and the row's kw * nv weight vectors fit beside the accumulators."""
-    distinct = {kx * g.dx + i * g.sx for i in range(r) for kx in range(g.kw)}
-    return len(distinct) < r * g.kw and r * nv + g.kw * nv + 2 <= nregs
-
-
-def _row_shared(g: _Geo2, taps, ky: int, r: int, nv: int, acc, wstep: int, src: str, d,
-                bc) -> list:
-    """One kernel row's taps [(t, kx)] for the r positions, by input value: the row's weight
-    vectors loaded once, then each input value the row reads broadcast once and multiplied
-    into every (position, tap) it serves, in increasing offset order, so each accumulator
-    still takes its taps kx ascending (the FMA chain of the tap-major form, bit for bit).
-    Stride 2, 3 taps: 2 r + 1 broadcasts instead of 3 r."""
-    L, vec = d["lanes"], d["vec"]
-    o = ["        {"]
-    for t, kx in taps:
-        for j in range(nv):
-            o.append(f"            const {vec} w{kx}_{j} = "
-                     + d["load"].format(p=f"w + {t * wstep + j * L}u") + ";")
-    uses = {}
-    for i in range(r):
-        for _t, kx in taps:
-            uses.setdefault(g.tap(ky, kx) + i * g.sx * g.xs, []).append((i, kx))
-    for off in sorted(uses):
-        o.append(f"            {{ const {vec} x = {bc(f'{src}[{off}u]')};")
-        for i, kx in uses[off]:
-            for j in range(nv):
-                o.append(f"              {acc[i][j]} = "
-                         + d["fma"].format(a="x", b=f"w{kx}_{j}", c=acc[i][j]) + ";")
-        o.append("            }")
-    o.append("        }")
-    return o
-
-
-def _kernel(isa: str, g: _Geo2, r: int, nv: int, wstep: int, tag: str, bias: bool,
-            clamp: bool, mask: int, mstore: bool, nregs: int) -> tuple:
-    """(name, C text) of the block kernel of r positions x nv channel vectors: a = the block's
-    first position in the (padded) input, w = its channel block (wstep floats per k), b = its
-    bias (unless not bias), y = out (position stride ys). mask: lanes of the last vector
-    inside Cout (0: all): its bias is a masked load and, when mstore, its store is masked."""
-    d = ISA[isa]
-    L, vec = d["lanes"], d["vec"]
-    pf = "_mm512" if isa == "avx512" else "_mm256"
-    name = f"aicc_cb_{isa}_{tag}_r{r}v{nv}" + (f"m{mask}{'s' if mstore else ''}" if mask else "")
-    bc = (lambda p: f"_mm512_set1_ps({p})") if isa == "avx512" else \
-        (lambda p: f"_mm256_broadcast_ss(&{p})")
-    acc = [[f"c{i}_{j}" for j in range(nv)] for i in range(r)]
-    ln = [f"static void {name}(const float *restrict a, const float *restrict w,",
-          "    const float *restrict b, float *restrict y, size_t ys, float lo, float hi)", "{",
-          f"    {vec} " + ", ".join(f"{c} = {d['zero']}" for row in acc for c in row) + ";",
-          "    (void)b; (void)lo; (void)hi;"]
-    unroll = len(g.taps) <= MAX_UNROLL
-    taps = g.taps if unroll else [(0, kx) for kx in range(g.kw)]
-    src = "a" if unroll else "ar"
-    body = []
-    shared = _shares(g, r, nv, nregs)
-    for t, (ky, kx) in enumerate(taps):
-        if shared:
-            if kx == 0:
-                body += _row_shared(g, [(t + q, q) for q in range(g.kw)], ky, r, nv, acc,
-                                    wstep, src, d, bc)
-            continue
-        body.append("        {")
-        for j in range(nv):
-            body.append(f"            const {vec} w{j} = "
-                        + d["load"].format(p=f"w + {t * wstep + j * L}u") + ";")
-        for i in range(r):
-            off = g.tap(ky, kx) + i * g.sx * g.xs
-            body.append(f"            {{ const {vec} x = {bc(f'{src}[{off}u]')};")
-            for j in range(nv):
-                body.append(f"              {acc[i][j]} = "
-                            + d["fma"].format(a="x", b=f"w{j}", c=acc[i][j]) + ";")
-            body.append("            }")
-        body.append("        }")
-    ln.append(f"    for (size_t c = 0; c < {g.cin}u; ++c, a += {g.cs}u) {{")
-    if unroll:
-        ln += body
-        ln.append(f"        w += {len(taps) * wstep}u;")
-    else:
-        ln.append("        const float *restrict ar = a;")
-        ln.append(f"        for (size_t ky = 0; ky < {g.kh}u; ++ky, ar += {g.dy * g.rs}u, "
-                  f"w += {g.kw * wstep}u) {{")
-        ln += ["    " + s for s in body]
-        ln.append("        }")
-    ln.append("    }")
-    if mask and (bias or mstore):
-        ln.append(f"    const {d['mtype']} mk = " + d["mask"].format(n=f"{mask}u") + ";")
-    if bias:
-        for j in range(nv):
-            ld = (d["mload"].format(p=f"b + {j * L}u", m="mk") if mask and j == nv - 1 else
-                  d["load"].format(p=f"b + {j * L}u"))
-            ln.append(f"    {{ const {vec} bv = {ld};")
-            for i in range(r):
-                ln.append(f"      {acc[i][j]} = {pf}_add_ps({acc[i][j]}, bv);")
-            ln.append("    }")
-    if clamp:
-        ln.append(f"    {{ const {vec} vlo = {pf}_set1_ps(lo), vhi = {pf}_set1_ps(hi);")
-        for row in acc:
-            for c in row:
-                ln.append(f"      {c} = {pf}_min_ps(vhi, {pf}_max_ps(vlo, {c}));")
-        ln.append("    }")
-    for i in range(r):
-        for j in range(nv):
-            ptr = f"y + {i}u * ys + {j * L}u"
-            if mask and mstore and j == nv - 1:
-                ln.append("    " + d["mstore"].format(p=ptr, m="mk", v=acc[i][j]) + ";")
-            else:
-                ln.append("    " + d["store"].format(p=ptr, v=acc[i][j]) + ";")
-    ln.append("}")
-    return name, "\n".join(ln)
-
-
 def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False,
          nchw_in: bool = False) -> None:
     """Step body. nhwc: X [N, H, W, C] and Y [N, OH, OW, Cout] (ConvNHWC); with nchw_in, X
@@ -346,8 +232,8 @@ def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False,
         if mask and (has_b or nhwc):
             _header(ctx, isa)                    # avx2's lane-mask table
         for x0, x1, rr in runs:
-            name, text = _kernel(isa, g, rr, nv, wb, tag, has_b, clamp, mask, nhwc,
-                                 regs(ctx))
+            name, text = kernel(isa, g, rr, nv, wb, tag, has_b, clamp, mask, nhwc,
+                                regs(ctx))
             ctx.helper(f"{KEY}.5.{name}", text)
             calls.append((cb, x0, x1, rr, name))
     P, ldt = g.oh * g.ow, nb * wb

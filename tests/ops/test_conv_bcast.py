@@ -5,6 +5,8 @@ block, stride 3, dilation, asymmetric pads, no padding, taps past the unroll lim
 with fused activations and NaN/Inf, against onnxruntime; bit for bit against the im2col
 variant (the same FMA chain); and as ConvNHWC's kernel for few input channels
 (layout-nhwc's channel-last chains; on x86-avx2 only up to 32 output channels)."""
+import re
+
 import numpy as np
 import onnx
 import pytest
@@ -108,7 +110,9 @@ def _model(cases, special=False):
 @pytest.mark.parametrize("target", TARGETS)
 def test_bcast_equals_im2col_bitwise(target, tmp_path):
     """The same FMA chain over (c, ky, kx), + bias, clamp: the same bits, NaN/Inf inputs too
-    (and those reach the outputs as in onnxruntime)."""
+    (and those reach the outputs as in onnxruntime); also where the kernels broadcast each
+    input value once for the kernel row's taps it serves (conv_bcast_k._row_shared: stride 1 or
+    2 with 3 to 5 taps a row; its weight vectors w{kx}_{j} are in the code)."""
     cases = sorted(EDGE)
     m, feeds = _model(cases, special=True)
     path = tmp_path / "m.onnx"
@@ -120,6 +124,8 @@ def test_bcast_equals_im2col_bitwise(target, tmp_path):
         b = aicc.load(out, cflags=STRICT_CFLAGS)
         assert all(algo in s["kernel"] for s in b.manifest["steps"]), b.manifest["steps"]
         got[algo] = b.run(feeds)
+        if algo == "bcast":
+            assert re.search(r"const __m\d+ w2_0 = ", (out / "model.c").read_text())
     for k in got["im2col"]:
         assert got["bcast"][k].tobytes() == got["im2col"][k].tobytes(), k
     assert_close(got["bcast"], reference(m, feeds), rtol=1e-4, atol=2e-5)
