@@ -111,7 +111,7 @@ static void aicc_DRV(const aicc_conv_params *p, const float *restrict x,
     const size_t TW = (OW + Mu - 1u) / Mu, NT = (OH + Mu - 1u) / Mu * TW;
     const size_t ntp = NTPu, vs = C * ntp + SKEWu, ms = MSu;     /* ntp: nt rounded up to NR */
     float *restrict xp = xs + SLu;
-    for (size_t i = 0; i < SLu; ++i) xs[i] = 0.0f;
+    aicc_vzero(xs, SLu);
     for (size_t n = 0; n < p->batch; ++n) {
         float *restrict yn = y + n * K * P;
         aicc_cv_pad(p, C, x + n * C * X, xp, e, SLu);
