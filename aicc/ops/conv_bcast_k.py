@@ -12,9 +12,12 @@ MAX_UNROLL = 48          # taps per input channel unrolled in full (else ky runs
 def _shares(g, r: int, nv: int, nregs: int) -> bool:
     """Whether a block's kernel broadcasts each input value of a kernel row once for all its
     taps (_row_shared): some input value serves two taps of the row (the stride is below the
-    row's span), and the row's kw * nv weight vectors fit beside the accumulators."""
+    row's span), and the row's kw * nv weight vectors fit beside the accumulators, the
+    broadcast and two spare registers (AMD Zen 4, x86-avx2, C loop, us, tap-major -> shared:
+    3 -> 8 stride 2 onto 48x48, 10 positions x 1 vector, 15 registers: 16.7 -> 15.2; 16 -> 32
+    stride 2 onto 16x16, 4 positions x 2 vectors, 16 registers: 27.2 -> 28.0, so not taken)."""
     distinct = {kx * g.dx + i * g.sx for i in range(r) for kx in range(g.kw)}
-    return len(distinct) < r * g.kw and r * nv + g.kw * nv + 2 <= nregs
+    return len(distinct) < r * g.kw and r * nv + g.kw * nv + 3 <= nregs
 
 
 def _row_shared(g, taps, ky: int, r: int, nv: int, acc, wstep: int, src: str, d,
