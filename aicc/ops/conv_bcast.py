@@ -287,8 +287,8 @@ def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False,
 def _pad_band(ctx, g: _Geo2, x: str, xb: str, nhwc: bool) -> None:
     """The zero-padded input rows of the band of output rows from oy0 (nrow of them) into xb,
     with constant sizes, by simd.VCOPY's vector moves (GCC expanded the constant-size memcpy
-    as rep movsq on x86-avx2: MobileNetV1-0.25's first conv 15.2 -> 10.x us): NCHW per
-    channel plane, NHWC as one plane of rows W * C floats wide."""
+    as rep movsq on x86-avx2: 5.6 of MobileNetV1-0.25's first conv's 15.2 us; the model 147.9
+    -> 144.6 us): NCHW per channel plane, NHWC as one plane of rows W * C floats wide."""
     c = 1 if nhwc else g.cin
     ew, w, pl = g.ew * g.xs, g.w * g.xs, g.pl * g.xs     # in floats (xs per position)
     cw = max(0, min(w, ew - pl))                 # floats of an input row inside the extent

@@ -203,7 +203,6 @@ def variant(ctx, geo, isa: str, sched: dict) -> str:
 
 def emit(ctx, node, geo, isa: str, sched: dict, bias: str) -> None:
     """Step body of a float32 conv on a SIMD target: the variant ``variant`` picks."""
-    vcopy(ctx)                   # the pad helpers' row copies
     _VARIANTS[variant(ctx, geo, isa, sched)](ctx, node, geo, isa, sched, bias)
 
 
@@ -228,20 +227,26 @@ def _bcast(ctx, node, geo, isa, sched, bias):
     conv_bcast.emit(ctx, node, geo, isa, bias)
 
 
+def _pad(ctx) -> str:
+    """PAD, the text of the pad helper the variants register, and the row copies it calls."""
+    vcopy(ctx)
+    return PAD
+
+
 def _winograd(ctx, node, geo, isa, sched, bias):
-    conv_winograd.emit(ctx, node, geo, isa, sched, bias, PAD, balanced)
+    conv_winograd.emit(ctx, node, geo, isa, sched, bias, _pad(ctx), balanced)
 
 
 def _transposed(ctx, node, geo, isa, sched, bias):
     ctx.kernel = f"{isa} transposed"
-    conv_simd_t.emit(ctx, node, geo, isa, sched, bias, PAD, padded_extents(geo))
+    conv_simd_t.emit(ctx, node, geo, isa, sched, bias, _pad(ctx), padded_extents(geo))
 
 
 def _implicit(ctx, node, geo, isa, sched, bias):
     if not conv_simd_i.supports(geo):
         raise ValueError("conv algo 'implicit' needs a 1-D/2-D conv")
     ctx.kernel = f"{isa} implicit"
-    conv_simd_i.emit(ctx, node, geo, isa, balanced(sched, geo.cout_g), bias, PAD,
+    conv_simd_i.emit(ctx, node, geo, isa, balanced(sched, geo.cout_g), bias, _pad(ctx),
                      extents(geo))
 
 
@@ -249,7 +254,7 @@ def _gemm(ctx, node, geo, isa, sched, bias, direct):
     """direct (1x1 stride 1 unpadded: the input is the B operand) or im2col tiles."""
     if direct and not is_direct(geo):
         raise ValueError("conv algo 'direct' needs a 1x1 kernel, stride 1 and no padding")
-    conv_im2col.emit(ctx, node, geo, isa, balanced(sched, geo.cout_g), bias, direct, PAD,
+    conv_im2col.emit(ctx, node, geo, isa, balanced(sched, geo.cout_g), bias, direct, _pad(ctx),
                      extents(geo))
 
 

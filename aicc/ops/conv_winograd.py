@@ -244,7 +244,7 @@ def emit(ctx, node, geo, isa: str, sched: dict, bias: str, pad_c: str, balanced)
     e3 = [1, th * m + 2, tw * m + 2]
     xp = ctx.scratch((C * e3[1] * e3[2] + 2 * slack(nr)) * 4, "float", "xpad")
     v = ctx.scratch(t * t * (C * ntp + SKEW) * 4, "float", "wgv")
-    mm = ctx.scratch(t * t * (K * ntp + SKEW) * 4, "float", "wgm")
+    mm = ctx.scratch(t * t * ms * 4, "float", "wgm")
     ctx(f"/* Conv {geo.describe()}: {isa} Winograd F({m}x{m}, 3x3), {th} x {tw} tiles in blocks "
         f"of {nt}: {t * t} GEMMs [{K} x {C}] @ [{C} x {nt}] per block */")
     ctx(geo.params())

@@ -156,7 +156,7 @@ def _row_loads(isa, m, r, out: str, ind) -> list:
         o.append(f"{ind}const {v} {out}{r}_{ph} = {f.format(a=f'{x}{r}_0', b=f'{y}{r}_1')};")
     for ph in (4, 5):            # phase 4 + i of tile l = phase i of tile l + 1
         o.append(f"{ind}const {v} {out}{r}_{ph} = "
-                 f"{SHIFT1[isa].format(a=f'{out}{r}_{ph - 4}', p=f'q{r} + {L * 4 + ph - 4}u')};")
+                 f"{SHIFT1.format(a=f'{out}{r}_{ph - 4}', p=f'q{r} + {L * 4 + ph - 4}u')};")
     return o
 
 
@@ -182,13 +182,10 @@ def _row_loads4_avx2(r, out: str, ind) -> list:
     return o
 
 
-# lanes 1.. of a, then the float at p: the next tile's value in the last lane
-SHIFT1 = {
-    "avx2": "_mm256_blend_ps(_mm256_permutevar8x32_ps({a}, _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, "
-            "0)), _mm256_broadcast_ss({p}), 0x80)",
-    "avx512": "_mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(_mm512_set1_ps(*({p}))),"
-              " _mm512_castps_si512({a}), 1))",
-}
+# x86-avx512: lanes 1.. of a, then the float at p: the next tile's value in the last lane
+# (x86-avx2's F(4,3) rows: _row_loads4_avx2)
+SHIFT1 = ("_mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(_mm512_set1_ps(*({p}))),"
+          " _mm512_castps_si512({a}), 1))")
 
 
 BLEND = {"avx2": "_mm256_blendv_ps({a}, {b}, mk)", "avx512": "_mm512_mask_blend_ps(mk, {a}, {b})"}

@@ -214,8 +214,8 @@ def emit(ctx, geo, isa: str, m: int, u, bias: str, lohi, ep: str, key: str,
                .replace("DRV", drv).replace("aicc_wgt_pad", pad_name)
                .replace("IN", names[0]).replace("OUT", names[1]).replace("GEMM", gemm))
     xt = ctx.scratch(C * e3[1] * e3[2] * 4, "float", "xpad")
-    v = ctx.scratch(t * t * (nt * C + SKEW) * 4, "float", "wgv")
-    mm = ctx.scratch(t * t * (nt * K + SKEW) * 4, "float", "wgm")
+    v = ctx.scratch(t * t * vs * 4, "float", "wgv")
+    mm = ctx.scratch(t * t * ms * 4, "float", "wgm")
     ctx(f"/* Conv {geo.describe()}: {isa} Winograd F({m}x{m}, 3x3), {th} x {tw} tiles, output "
         f"channels vectorized: {t * t} GEMMs [{nt} x {C}] @ [{C} x {K}] per block of tiles */")
     ctx(geo.params())
