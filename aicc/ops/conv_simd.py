@@ -234,7 +234,7 @@ def _pad(ctx) -> str:
 
 
 def _winograd(ctx, node, geo, isa, sched, bias):
-    conv_winograd.emit(ctx, node, geo, isa, sched, bias, _pad(ctx), balanced)
+    conv_winograd.emit(ctx, node, geo, isa, sched, bias, balanced)
 
 
 def _transposed(ctx, node, geo, isa, sched, bias):

@@ -209,9 +209,9 @@ def input_transform(isa: str, m: int) -> tuple:
          f"padded volume xp",
          f" * (channel stride Vc, row pitch Wp, TW tiles per row; tile j at row (j / TW) * {m}, "
          f"column (j % TW) * {m}),",
-         f" * V = B^T d B of each {t}x{t} patch into v: position xi at v + xi * vs, "
-         f"panels of {nr} tiles x C channels",
-         f" * (tile jj of the block, channel c: [(jj / {nr}) * C * {nr} + c * {nr} + jj % {nr}]). "
+         f" * V = B^T d B of each {t}x{t} patch of channels [0, C) into v: position xi at v + xi"
+         f" * vs, panels of {nr} tiles x CP channels",
+         f" * (tile jj of the block, channel c: [(jj / {nr}) * CP * {nr} + c * {nr} + jj % {nr}]). "
          f"A vector of {L} tiles is",
          " * loaded row segment by row segment (lanes [a, b) of a tile row: loads shifted by -a "
          "tiles, blended);",
@@ -219,7 +219,7 @@ def input_transform(isa: str, m: int) -> tuple:
          "slack); lanes past nb",
          " * are computed from slack values and never read. */",
          f"static void {name}(const float *restrict xp, size_t Vc, size_t Wp, size_t C, "
-         "size_t TW,",
+         "size_t CP, size_t TW,",
          "    size_t j0, size_t nb, float *restrict v, size_t vs)", "{"]
     if isa == "avx512":
         o.append(IDX512)
@@ -228,7 +228,7 @@ def input_transform(isa: str, m: int) -> tuple:
           f"        for (size_t jv = 0; jv < nb; jv += {L}u) {{",
           "            const size_t j = j0 + jv, ty = j / TW, tx0 = j % TW;",
           f"            const size_t nl = nb - jv < {L}u ? nb - jv : {L}u;",
-          f"            float *restrict vc = v + (jv / {nr}u) * C * {nr}u + jv % {nr}u + "
+          f"            float *restrict vc = v + (jv / {nr}u) * CP * {nr}u + jv % {nr}u + "
           f"c * {nr}u;",
           f"            {v} hb[{t * t}];     /* the patch rows' 1-D transforms */",
           f"            for (size_t r = 0; r < {t}u; ++r) {{",

@@ -68,17 +68,17 @@ def input_transform_rows(m: int, tw: int) -> tuple:
          f"{R} row segments by two-source",
          f" * permutes; vectors of fewer tiles go to {gen}. */",
          f"static void {name}(const float *restrict xp, size_t Vc, size_t Wp, size_t C, "
-         "size_t TW,",
+         "size_t CP, size_t TW,",
          "    size_t j0, size_t nb, float *restrict v, size_t vs)", "{"]
     o += consts
     o += ["    for (size_t c = 0; c < C; ++c) {",
           "        const float *restrict xc = xp + c * Vc;",
           f"        for (size_t jv = 0; jv < nb; jv += {L}u) {{",
           f"            const size_t j = j0 + jv, nl = nb - jv < {L}u ? nb - jv : {L}u;",
-          f"            float *restrict vc = v + (jv / {nr}u) * C * {nr}u + jv % {nr}u + "
+          f"            float *restrict vc = v + (jv / {nr}u) * CP * {nr}u + jv % {nr}u + "
           f"c * {nr}u;",
           f"            if (nl < {L}u) {{",
-          f"                {gen}(xc, Vc, Wp, 1u, TW, j, nl, vc, vs);",
+          f"                {gen}(xc, Vc, Wp, 1u, CP, TW, j, nl, vc, vs);",
           "                continue;",
           "            }",
           f"            const float *restrict s = xc + (j / {tw}u) * {m}u * Wp;",
