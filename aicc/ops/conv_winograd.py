@@ -198,17 +198,23 @@ CHAN_CK, CHAN_TILES = 128 * 128, (32, 400)   # auto: channels vectorized from th
                                               # on, for this many tiles (K fills its panels)
 
 
-def channels_form(sched, nr: int, n: int, C: int, K: int) -> bool:
+def channels_form(sched, nr: int, n: int, C: int, K: int, rows: bool = False) -> bool:
     """Output channels vectorized (conv_winograd_t.py) instead of tiles: wino_chan 0 never,
     2 always, 1 (auto) when the n tiles of a batch item leave the one tile panel (NR lanes)
-    emptier than the K output channels leave their last panel (e.g. 7x7 maps on AVX-512), or
-    for C * K >= CHAN_CK with K filling >= 90% of its panels and 32 to 400 tiles (measured:
-    128@28, 256@14, 512@14 10-25% faster than with tiles vectorized; 64@56 about the same;
-    128@56 10% slower; 512@7 on AVX2, 16 tiles, 1.8x slower)."""
+    emptier than the K output channels leave their last panel (e.g. 7x7 maps on AVX-512) and
+    do not fill whole vectors of the narrow-plane helpers (rows: conv_winograd_rows applies and
+    n >= L), or for C * K >= CHAN_CK with K filling >= 90% of its panels and 32 to 400 tiles
+    (measured: 128@28, 256@14, 512@14 10-25% faster than with tiles vectorized; 64@56 about the
+    same; 128@56 10% slower; 512@7 on AVX2, 16 tiles, 1.8x slower). Since the input goes
+    through the one-plane copy (DRIVER), 16 tiles of a 16 x 16 plane run faster on the tiles'
+    narrow-plane helpers (Intel Xeon, x86-avx512, C loop, us, channels / tiles: 32@16 F(4,3)
+    14.4 / 13.4, 48@16 36.4 / 24.8, 16 -> 64 at 16x16 20.0 / 13.2, 128@8 F(2,3) 102.8 /
+    92.6); 9 tiles (12 x 12, no narrow helpers) stay on channels (x86-avx512 32@12 7.8 /
+    15.3; x86-avx2 14.0 / 27.1)."""
     if sched["wino_chan"] != 1:
         return sched["wino_chan"] == 2
     fill = K / (-(-K // nr) * nr)
-    return ((n < nr and n / nr < fill) or
+    return ((n < nr and n / nr < fill and not rows) or
             (C * K >= CHAN_CK and fill >= 0.9 and CHAN_TILES[0] <= n <= CHAN_TILES[1]))
 
 
@@ -230,7 +236,8 @@ def emit(ctx, node, geo, isa: str, sched: dict, bias: str, balanced) -> None:
     u = transformed_weights(w, m)
     use(ctx, "float32")
     vcopy(ctx)                   # the row copies and zeroing (both forms)
-    chan = channels_form(sched, nr, th * tw, C, K)
+    chan = channels_form(sched, nr, th * tw, C, K,
+                         rows_of(isa, m, tw) > 1 and th * tw >= nr // 2)
     ctx.kernel = f"{isa} winograd F({m}x{m},3x3)" + (" channels" if chan else "")
     if chan:
         conv_winograd_t.emit(ctx, geo, isa, m, u, bias, (flit(lo), flit(hi)), ep, KEY,
