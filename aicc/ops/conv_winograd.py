@@ -11,12 +11,13 @@ with ``M(xi)[k, j] = sum_c U(xi)[k, c] V(xi)[c, j]`` for each of the t * t posit
 GEMMs [K x C] @ [C x tiles]. Matrices: conv_winograd_prog.cook_toom (interpolation points there).
 
 Tiles vectorized (this module; the default form): U in the tile GEMM's A layout, one [K x C]
-matrix per xi (conv_simd_gemm.pack_a), a constant. Per batch item: the padded copy (conv_simd's
-aicc_cv_pad; extents TH * m + 2 by TW * m + 2, zero slack before and after for the transform's
-over-reads); then per block of nt tiles (block_tiles: ``wino_kb`` KiB of V and M, so they stay
-in L2, a multiple of the panel width NR, but enough tiles that the weights are not re-streamed
-too often): the input transform into V (t * t x [C x nt] in NR-tile panels:
-conv_winograd_c.py), the t * t tile GEMMs of conv_simd_gemm (B = the V panels, Y = M [K x ntp]
+matrix per xi (conv_simd_gemm.pack_a), a constant. Per batch item and block of nt tiles
+(block_tiles: ``wino_kb`` KiB of V and M, so they stay in L2, a multiple of the panel width NR,
+but enough tiles that the weights are not re-streamed too often): per input channel, the rows
+the block's tiles read copied into one zero-padded plane (extents TH * m + 2 by TW * m + 2,
+zero slack before and after for the transform's over-reads; it stays in L1) and that
+channel's input transform into V (t * t x [C x nt] in NR-tile panels: conv_winograd_c.py);
+then the t * t tile GEMMs of conv_simd_gemm (B = the V panels, Y = M [K x ntp]
 row-major; V and M matrices SKEW floats apart against 4 KiB aliasing) and the output transform
 (+ bias, Relu / Clip clamp in registers; other activations: a scalar pass over each finished
 batch item); planes narrower than a vector of tiles on x86-avx512, TW dividing 16:
@@ -147,7 +148,7 @@ static void aicc_DRV(const aicc_conv_params *p, const float *restrict x,
 
 
 def slack(nr: int) -> int:
-    """Zero floats before and after the padded volume: the input transform reads up to L * m
+    """Zero floats before and after the padded plane: the input transform reads up to L * m
     (<= 2 NR) floats before it and L * m + 4 after it."""
     return 2 * nr + 4
 

@@ -3,7 +3,7 @@ from their interpolation points, and the generated input / output transform help
 x86-avx2 / x86-avx512, vectorized across tiles (lane l = tile j + l of the block).
 
 Input transform (``aicc_wgM_in_ISA``): per vector of L tiles and channel, the t x t input
-patch d of each tile is read from the padded volume, V = B^T d B is computed in registers
+patch d of each tile is read from the padded input, V = B^T d B is computed in registers
 (straight-line code from the matrix entries: +-1 as add/sub, others as FMA) and the t * t
 vectors are stored in the GEMM's B panels. When the L tiles lie in one tile row (the common
 case) each patch row is read with unit-stride vector loads and de-interleaved (stride m:
@@ -206,7 +206,7 @@ def input_transform(isa: str, m: int) -> tuple:
     name = f"aicc_wg{m}_in_{isa}"
     ind = "            "
     o = [f"/* Winograd F({m}x{m}, 3x3) input transform ({isa}): tiles [j0, j0 + nb) of the "
-         f"padded volume xp",
+         f"padded input xp",
          f" * (channel stride Vc, row pitch Wp, TW tiles per row; tile j at row (j / TW) * {m}, "
          f"column (j % TW) * {m}),",
          f" * V = B^T d B of each {t}x{t} patch of channels [0, C) into v: position xi at v + xi"
@@ -215,7 +215,7 @@ def input_transform(isa: str, m: int) -> tuple:
          f"A vector of {L} tiles is",
          " * loaded row segment by row segment (lanes [a, b) of a tile row: loads shifted by -a "
          "tiles, blended);",
-         f" * reads stay within {L * m} floats before and {L * m + 4} after the volume (xp's "
+         f" * reads stay within {L * m} floats before and {L * m + 4} after the input (xp's "
          "slack); lanes past nb",
          " * are computed from slack values and never read. */",
          f"static void {name}(const float *restrict xp, size_t Vc, size_t Wp, size_t C, "
