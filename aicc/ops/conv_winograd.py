@@ -99,8 +99,9 @@ AUTO_M4_C = 64     # wino_m 0: F(4,3) up to this many input channels (accuracy),
 # The padded input goes channel by channel through one plane buffer that stays in L1, right
 # before that channel's input transform, instead of as a whole padded volume first (C planes
 # written to L2, read back by the transforms): Intel Xeon (Emerald Rapids), x86-avx512, 16@32
-# F(4,3), C loop 20.5 -> 17.4 us; ResNet-8 ratio to onnxruntime (A/B) x86-avx512 0.624 -> 0.587,
-# x86-avx2 0.90 -> 0.865; results bitwise the same.
+# F(4,3), C loop 20.5 -> 17.4 us; ResNet-8 ratio to onnxruntime (A/B, each bundle run right
+# after onnxruntime, both orders) x86-avx512 0.68 -> 0.64, x86-avx2 1.00 -> 0.96; results
+# bitwise the same.
 DRIVER = """\
 /* Winograd F(Mx M, 3x3) conv (conv_winograd.py): per batch item and block of nt tiles, per
  * input channel: the padded rows [r0, r1) the block's tiles read copied into the one padded
