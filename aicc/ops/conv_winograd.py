@@ -118,12 +118,11 @@ static void aicc_DRV(const aicc_conv_params *p, const float *restrict x,
 {
     const size_t C = p->cin_g, K = p->cout_g, OH = p->out[1], OW = p->out[2];
     const size_t H = p->in[1], W = p->in[2], pt = p->pad[1], pl = p->pad[2];
-    const size_t X = H * W, P = OH * OW, Wp = e[2], Vc = e[1] * e[2];
+    const size_t X = H * W, P = OH * OW, Wp = e[2];
     const size_t TW = (OW + Mu - 1u) / Mu, NT = (OH + Mu - 1u) / Mu * TW;
     const size_t ntp = NTPu, vs = C * ntp + SKEWu, ms = MSu;     /* ntp: nt rounded up to NR */
-    const size_t cw = W < Wp - pl ? W : Wp - pl;     /* floats of an input row in the plane */
     float *restrict xp = xs + SLu;
-    aicc_vzero(xs, Vc + 2u * SLu);
+    aicc_vzero(xs, e[1] * Wp + 2u * SLu);
     for (size_t n = 0; n < p->batch; ++n) {
         float *restrict yn = y + n * K * P;
         for (size_t j0 = 0; j0 < NT; j0 += nt) {
@@ -133,9 +132,9 @@ static void aicc_DRV(const aicc_conv_params *p, const float *restrict x,
             const size_t i1 = r1 <= pt ? 0u : r1 - pt < H ? r1 - pt : H;
             for (size_t c = 0; c < C; ++c) {
                 const float *restrict xc = x + (n * C + c) * X;
-                for (size_t i = i0; i < i1; ++i)
-                    aicc_vcopy(xp + (i + pt) * Wp + pl, xc + i * W, cw);
-                aicc_wgM_in_ISA(xp, Vc, Wp, 1u, C, TW, j0, nb, v + c * NRu, vs);
+                for (size_t i = i0; i < i1; ++i)     /* Wp >= OW + 2 = pl + W + pr */
+                    aicc_vcopy(xp + (i + pt) * Wp + pl, xc + i * W, W);
+                aicc_wgM_in_ISA(xp, Wp, C, TW, j0, nb, v + c * NRu, vs);
             }
             for (size_t xi = 0; xi < T2u; ++xi)
                 gemm(K, nb, C, u + xi * K * C, 0, v + xi * vs, C * NRu, NRu, mm + xi * ms, ntp,
@@ -200,12 +199,12 @@ CHAN_CK, CHAN_TILES = 128 * 128, (32, 400)   # auto: channels vectorized from th
                                               # on, for this many tiles (K fills its panels)
 
 
-def channels_form(sched, nr: int, n: int, C: int, K: int, rows: bool = False) -> bool:
+def channels_form(sched, nr: int, n: int, C: int, K: int, narrow: bool = False) -> bool:
     """Output channels vectorized (conv_winograd_t.py) instead of tiles: wino_chan 0 never,
     2 always, 1 (auto) when the n tiles of a batch item leave the one tile panel (NR lanes)
     emptier than the K output channels leave their last panel (e.g. 7x7 maps on AVX-512) and
-    do not fill whole vectors of the narrow-plane helpers (rows: conv_winograd_rows applies and
-    n >= L), or for C * K >= CHAN_CK with K filling >= 90% of its panels and 32 to 400 tiles
+    do not fill whole vectors of the narrow-plane helpers (narrow: conv_winograd_rows applies;
+    n >= L = NR / 2), or for C * K >= CHAN_CK with K filling >= 90% of its panels and 32 to 400 tiles
     (measured: 128@28, 256@14, 512@14 10-25% faster than with tiles vectorized; 64@56 about the
     same; 128@56 10% slower; 512@7 on AVX2, 16 tiles, 1.8x slower). Since the input goes
     through the one-plane copy (DRIVER), 16 tiles of a 16 x 16 plane run faster on the tiles'
@@ -216,6 +215,7 @@ def channels_form(sched, nr: int, n: int, C: int, K: int, rows: bool = False) ->
     if sched["wino_chan"] != 1:
         return sched["wino_chan"] == 2
     fill = K / (-(-K // nr) * nr)
+    rows = narrow and n >= nr // 2
     return ((n < nr and n / nr < fill and not rows) or
             (C * K >= CHAN_CK and fill >= 0.9 and CHAN_TILES[0] <= n <= CHAN_TILES[1]))
 
@@ -238,8 +238,8 @@ def emit(ctx, node, geo, isa: str, sched: dict, bias: str, balanced) -> None:
     u = transformed_weights(w, m)
     use(ctx, "float32")
     vcopy(ctx)                   # the row copies and zeroing (both forms)
-    chan = channels_form(sched, nr, th * tw, C, K,
-                         rows_of(isa, m, tw) > 1 and th * tw >= nr // 2)
+    narrow = rows_of(isa, m, tw) > 1     # narrow planes: transforms specialized for TW
+    chan = channels_form(sched, nr, th * tw, C, K, narrow)
     ctx.kernel = f"{isa} winograd F({m}x{m},3x3)" + (" channels" if chan else "")
     if chan:
         conv_winograd_t.emit(ctx, geo, isa, m, u, bias, (flit(lo), flit(hi)), ep, KEY,
@@ -254,7 +254,6 @@ def emit(ctx, node, geo, isa: str, sched: dict, bias: str, balanced) -> None:
     ms = K * ntp + SKEW             # floats between the M matrices (constants of the helpers)
     for name, code in (input_transform(isa, m), output_transform(isa, m, ms, ntp)):
         ctx.helper(f"{KEY}.1.{name}", code)
-    narrow = rows_of(isa, m, tw) > 1     # narrow planes: transforms specialized for TW
     tws = f"_tw{tw}" if narrow else ""
     drv = f"wg{m}_conv_{isa}{tws}_{ms}_{ntp}"
     text = DRIVER.replace("_ISA(", f"_ISA{tws}(").replace("_ISA_MS_NTP(", f"_ISA{tws}_{ms}_{ntp}(")

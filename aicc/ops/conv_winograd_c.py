@@ -3,7 +3,7 @@ from their interpolation points, and the generated input / output transform help
 x86-avx2 / x86-avx512, vectorized across tiles (lane l = tile j + l of the block).
 
 Input transform (``aicc_wgM_in_ISA``): per vector of L tiles and channel, the t x t input
-patch d of each tile is read from the padded input, V = B^T d B is computed in registers
+patch d of each tile is read from the padded plane, V = B^T d B is computed in registers
 (straight-line code from the matrix entries: +-1 as add/sub, others as FMA) and the t * t
 vectors are stored in the GEMM's B panels. When the L tiles lie in one tile row (the common
 case) each patch row is read with unit-stride vector loads and de-interleaved (stride m:
@@ -204,53 +204,50 @@ def input_transform(isa: str, m: int) -> tuple:
     d = VEC[isa]
     L, nr, v = d["L"], 2 * d["L"], d["v"]
     name = f"aicc_wg{m}_in_{isa}"
-    ind = "            "
+    ind = "        "
     o = [f"/* Winograd F({m}x{m}, 3x3) input transform ({isa}): tiles [j0, j0 + nb) of the "
-         f"padded input xp",
-         f" * (channel stride Vc, row pitch Wp, TW tiles per row; tile j at row (j / TW) * {m}, "
-         f"column (j % TW) * {m}),",
-         f" * V = B^T d B of each {t}x{t} patch of channels [0, C) into v: position xi at v + xi"
-         f" * vs, panels of {nr} tiles x CP channels",
-         f" * (tile jj of the block, channel c: [(jj / {nr}) * CP * {nr} + c * {nr} + jj % {nr}]). "
-         f"A vector of {L} tiles is",
+         f"padded plane xp",
+         f" * of one channel (row pitch Wp, TW tiles per row; tile j at row (j / TW) * {m}, column "
+         f"(j % TW) * {m}),",
+         f" * V = B^T d B of each {t}x{t} patch into v: position xi at v + xi * vs, panels of {nr} "
+         f"tiles x CP channels",
+         f" * (tile jj of the block: [(jj / {nr}) * CP * {nr} + jj % {nr}]; v points at the "
+         f"channel's row). A vector of {L} tiles is",
          " * loaded row segment by row segment (lanes [a, b) of a tile row: loads shifted by -a "
          "tiles, blended);",
-         f" * reads stay within {L * m} floats before and {L * m + 4} after the input (xp's "
+         f" * reads stay within {L * m} floats before and {L * m + 4} after the plane (xp's "
          "slack); lanes past nb",
          " * are computed from slack values and never read. */",
-         f"static void {name}(const float *restrict xp, size_t Vc, size_t Wp, size_t C, "
-         "size_t CP, size_t TW,",
-         "    size_t j0, size_t nb, float *restrict v, size_t vs)", "{"]
+         f"static void {name}(const float *restrict xp, size_t Wp, size_t CP, size_t TW, "
+         "size_t j0,",
+         "    size_t nb, float *restrict v, size_t vs)", "{"]
     if isa == "avx512":
         o.append(IDX512)
-    o += ["    for (size_t c = 0; c < C; ++c) {",
-          "        const float *restrict xc = xp + c * Vc;",
-          f"        for (size_t jv = 0; jv < nb; jv += {L}u) {{",
-          "            const size_t j = j0 + jv, ty = j / TW, tx0 = j % TW;",
-          f"            const size_t nl = nb - jv < {L}u ? nb - jv : {L}u;",
-          f"            float *restrict vc = v + (jv / {nr}u) * CP * {nr}u + jv % {nr}u + "
-          f"c * {nr}u;",
-          f"            {v} hb[{t * t}];     /* the patch rows' 1-D transforms */",
-          f"            for (size_t r = 0; r < {t}u; ++r) {{",
-          f"            {v} " + ", ".join(f"d0_{s_}" for s_ in range(t)) + ";",
-          "            {",
-          f"            const float *restrict s = xc + (ty * {m}u + r) * Wp + tx0 * {m}u;"]
+    o += [f"    for (size_t jv = 0; jv < nb; jv += {L}u) {{",
+          "        const size_t j = j0 + jv, ty = j / TW, tx0 = j % TW;",
+          f"        const size_t nl = nb - jv < {L}u ? nb - jv : {L}u;",
+          f"        float *restrict vc = v + (jv / {nr}u) * CP * {nr}u + jv % {nr}u;",
+          f"        {v} hb[{t * t}];     /* the patch rows' 1-D transforms */",
+          f"        for (size_t r = 0; r < {t}u; ++r) {{",
+          f"        {v} " + ", ".join(f"d0_{s_}" for s_ in range(t)) + ";",
+          "        {",
+          f"        const float *restrict s = xp + (ty * {m}u + r) * Wp + tx0 * {m}u;"]
     o += _row_loads(isa, m, 0, "l", ind)
     o += [f"{ind}d0_{s_} = l0_{s_};" for s_ in range(t)]
-    o += ["            }",
-          "            for (size_t a = TW - tx0, row = ty + 1u; a < nl; a += TW, ++row) {",
-          "            const size_t b = a + TW < nl ? a + TW : nl;",
-          f"            {MASK[isa]}",
-          f"            const float *restrict s = xc + (row * {m}u + r) * Wp - a * {m}u;"]
+    o += ["        }",
+          "        for (size_t a = TW - tx0, row = ty + 1u; a < nl; a += TW, ++row) {",
+          "        const size_t b = a + TW < nl ? a + TW : nl;",
+          f"        {MASK[isa]}",
+          f"        const float *restrict s = xp + (row * {m}u + r) * Wp - a * {m}u;"]
     o += _row_loads(isa, m, 0, "l", ind)
     o += [f"{ind}d0_{s_} = " + BLEND[isa].format(a=f"d0_{s_}", b=f"l0_{s_}") + ";"
           for s_ in range(t)]
-    o.append("            }")
+    o.append("        }")
     o += _transform_row(isa, bt, 0, "d", ind)
     o += [f"{ind}hb[r * {t}u + {j}u] = h0_{j};" for j in range(t)]
-    o.append("            }")
+    o.append("        }")
     o += _columns_from(isa, bt, t, "hb", "vc", "vs", ind)
-    o += ["        }", "    }", "}"]
+    o += ["    }", "}"]
     return name, "\n".join(o)
 
 

@@ -51,7 +51,7 @@ def input_transform_rows(m: int, tw: int) -> tuple:
     name = f"aicc_wg{m}_in_{isa}_tw{tw}"
     two = W > 16                 # a segment's values span two loads (one segment per permute)
     per = 1 if two else 2        # segments per permute
-    ind = "            "
+    ind = "        "
     # phase s < m of segment g: value k * m + s (k < TW) of the segment's load(s); phases
     # s >= m: phase s - m of the loads at +m
     consts, pidx = [], {}
@@ -67,22 +67,19 @@ def input_transform_rows(m: int, tw: int) -> tuple:
          f" * each full vector of {L} tiles = {R} tile rows, its patch rows gathered from "
          f"{R} row segments by two-source",
          f" * permutes; vectors of fewer tiles go to {gen}. */",
-         f"static void {name}(const float *restrict xp, size_t Vc, size_t Wp, size_t C, "
-         "size_t CP, size_t TW,",
-         "    size_t j0, size_t nb, float *restrict v, size_t vs)", "{"]
+         f"static void {name}(const float *restrict xp, size_t Wp, size_t CP, size_t TW, "
+         "size_t j0,",
+         "    size_t nb, float *restrict v, size_t vs)", "{"]
     o += consts
-    o += ["    for (size_t c = 0; c < C; ++c) {",
-          "        const float *restrict xc = xp + c * Vc;",
-          f"        for (size_t jv = 0; jv < nb; jv += {L}u) {{",
-          f"            const size_t j = j0 + jv, nl = nb - jv < {L}u ? nb - jv : {L}u;",
-          f"            float *restrict vc = v + (jv / {nr}u) * CP * {nr}u + jv % {nr}u + "
-          f"c * {nr}u;",
-          f"            if (nl < {L}u) {{",
-          f"                {gen}(xc, Vc, Wp, 1u, CP, TW, j, nl, vc, vs);",
-          "                continue;",
-          "            }",
-          f"            const float *restrict s = xc + (j / {tw}u) * {m}u * Wp;",
-          f"            __m512 hb[{t * t}];     /* the rows' transforms */"]
+    o += [f"    for (size_t jv = 0; jv < nb; jv += {L}u) {{",
+          f"        const size_t j = j0 + jv, nl = nb - jv < {L}u ? nb - jv : {L}u;",
+          f"        float *restrict vc = v + (jv / {nr}u) * CP * {nr}u + jv % {nr}u;",
+          f"        if (nl < {L}u) {{",
+          f"            {gen}(xp, Wp, CP, TW, j, nl, vc, vs);",
+          "            continue;",
+          "        }",
+          f"        const float *restrict s = xp + (j / {tw}u) * {m}u * Wp;",
+          f"        __m512 hb[{t * t}];     /* the rows' transforms */"]
     o.append(f"{ind}for (size_t r = 0; r < {t}u; ++r) {{   /* patch row r of the R segments */")
     o.append(f"{ind}const float *restrict q = s + r * Wp;")
     for off in (0, m):
@@ -108,7 +105,7 @@ def input_transform_rows(m: int, tw: int) -> tuple:
     o += [f"{ind}hb[r * {t}u + {j}u] = h0_{j};" for j in range(t)]
     o.append(f"{ind}}}")
     o += _columns_from(isa, bt, t, "hb", "vc", "vs", ind)
-    o += ["        }", "    }", "}"]
+    o += ["    }", "}"]
     return name, "\n".join(o)
 
 
