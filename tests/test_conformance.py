@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.pch import shared_build
 from tools.conformance import _cases, run_case
 
 ALLOW = Path(__file__).resolve().parent / "conformance_passing.txt"
@@ -22,6 +23,7 @@ def test_allowlist_present():
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_conformance_case(name, tmp_path):
+def test_conformance_case(name, tmp_path, monkeypatch):
+    shared_build(monkeypatch)            # the runtime object built once (tests/pch.py)
     status, reason = run_case(name, cases(), tmp_path)
     assert status == "pass", f"{name}: {status}: {reason}"

@@ -1,6 +1,6 @@
 """The precompiled <immintrin.h> the op tests build x86 bundles with (tests/pch.py) gives the
 same object code as the bundle's own Makefile, and gcc really uses it (else the op tests only
-lose the time it saves)."""
+lose the time it saves); so does the runtime object they share."""
 import json
 import subprocess
 
@@ -11,9 +11,9 @@ from onnx import helper
 import aicc
 from tests.oracle import PLAIN_CFLAGS, assert_close, make_model, reference, rng
 from tests.ops.test_conv_simd import TARGETS
-from tests.pch import with_pch
+from tests.pch import prebuilt_rt, with_pch
 
-pytestmark = pytest.mark.skipif(not TARGETS, reason="host runs no x86 SIMD target")
+
 
 
 def _compile(b, extra, out, tc):
@@ -43,3 +43,30 @@ def test_pch_same_objects(target, tmp_path):
     assert plain == pre
     # and the bundle built through the op tests' loader runs correctly
     assert_close(aicc.load(b, cflags=PLAIN_CFLAGS).run({"x": x}), reference(m, {"x": x}))
+
+
+
+@pytest.mark.parametrize("target", ["generic"] + TARGETS)
+def test_prebuilt_rt_is_the_bundles_own(target, tmp_path):
+    """A later bundle gets the first one's aicc_rt.o, make takes it as up to date, and it is
+    byte for byte what the bundle's own Makefile builds."""
+    r = rng(4)
+    x = r.normal(size=(2, 5)).astype(np.float32)
+    m = make_model([helper.make_node("Sigmoid", ["x"], ["y"])], {"x": x}, ["y"])
+    path = tmp_path / "m.onnx"
+    path.write_bytes(m.SerializeToString())
+    # a flag of this test's own: the cache starts empty for it
+    flags = f"{PLAIN_CFLAGS} -DAICC_TEST_RT_{target.replace('-', '_')}_{tmp_path.name}"
+    first, second, fresh = (aicc.build(path, target=target, out=tmp_path / d) for d in "abc")
+    for b in (first, second):
+        prebuilt_rt(b, with_pch(b, flags))
+    make = ["make", "--no-print-directory", "libmodel.so", f"CFLAGS={with_pch(second, flags)}"]
+    plan = subprocess.run([*make, "-n", "-C", str(second)], capture_output=True, text=True)
+    assert plan.returncode == 0 and "model.c" in plan.stdout, plan.stderr
+    assert "aicc_rt.c" not in plan.stdout                 # not rebuilt
+    assert (second / "aicc_rt.o").read_bytes() == (first / "aicc_rt.o").read_bytes()
+    built = subprocess.run([*make, "-C", str(fresh)], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    assert (fresh / "aicc_rt.o").read_bytes() == (second / "aicc_rt.o").read_bytes()
+    got = aicc.load(second, cflags=flags).run({"x": x})     # through the op tests' loader
+    assert_close(got, reference(m, {"x": x}))
