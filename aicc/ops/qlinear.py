@@ -412,7 +412,7 @@ class QLinearConv(_ConvBase):
                             None if bias is None else _const_or_false(ctx, 8))
             qgemm_conv.emit_conv(self, node, ctx, Requant(
                 rnd, f"sa * {ctx.inp[4]}[{'oc' if wsn > 1 else '0'}] / ys",
-                f"(int32_t){bias}[oc]" if bias else None, fits=fits))
+                f"(int32_t){bias}[oc]" if bias else None, fits=fits, chan_mult=wsn > 1))
             return
 
         def post(base, acc, P):

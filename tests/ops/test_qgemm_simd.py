@@ -92,6 +92,45 @@ def test_qlinearconv_simd(case, xt, wt, target, tmp_path):
     assert ((got > lo) & (got < hi)).mean() > 0.3       # mostly not saturated: a real test
 
 
+ONE_SCALE = {   # 1x1 convs without garbage columns: all channels requantized in one call
+    "1x1": CONVS["1x1"], "stride2_1x1": CONVS["stride2_1x1"],
+    # 2 groups of 32 channels, 900 positions: two position blocks
+    "1x1_group_blocks": ((1, 32, 30, 30), (64, 16, 1, 1), {"group": 2}),
+}
+
+
+@pytest.mark.parametrize("target", SIMD)
+@pytest.mark.parametrize("case", sorted(ONE_SCALE))
+@pytest.mark.parametrize("big_bias", [False, True])
+def test_qlinearconv_one_scale(case, big_bias, target, tmp_path):
+    """One weight scale for all channels: each position block's channels go through one
+    requantization call, each with its own bias and zero-point correction (the helper's
+    float32 form; with a bias of ~2^26 the sums pass 2^24: its float64 form)."""
+    xs, ws, attrs = ONE_SCALE[case]
+    r = rng(70 + len(case) + big_bias)
+    m = ws[0]
+    feeds = {"x": _rand(r, np.uint8, xs)}
+    inits = {"xs": np.array(np.float32(0.05)), "xz": np.array(_rand(r, np.uint8, ())),
+             "w": _rand(r, np.int8, ws), "wsc": np.array([0.01], np.float32),
+             "wz": np.zeros((1,), np.int8), "yz": np.array(_rand(r, np.uint8, ()))}
+    acc = _conv_ref(feeds, {k: inits[k] for k in ("w", "xz", "wz")}, ["x", "w", "xz", "wz"], attrs)
+    inits["ys"] = np.array(np.float32(acc.std() * 0.05 * 0.01 / 40))
+    b = r.integers(-3 * int(acc.std()), 3 * int(acc.std()), size=(m,)).astype(np.int64)
+    if big_bias:     # outputs still spread: the bias is mostly cancelled by a shifted y zero point
+        b += 1 << 26
+        inits["ys"] = np.array(np.float32(2.0**26 * 0.05 * 0.01 / 100))
+    inits["b"] = b.astype(np.int32)
+    order = ["x", "xs", "xz", "w", "wsc", "wz", "ys", "yz", "b"]
+    model = make_model([helper.make_node("QLinearConv", order, ["y"], **attrs)], feeds, ["y"],
+                       inits, opset=10)
+    got = _both(model, feeds, tmp_path, target)
+    np.testing.assert_array_equal(got, _qconv_ref({**feeds, **inits}, attrs))
+    (c,) = [f.read_text() for f in Path(tmp_path).glob("b*/model.c") if "qadd" in f.read_text()]
+    assert ("_f32(" in c) != big_bias                    # the helper's form
+    if not big_bias:
+        assert ((got > 0) & (got < 255)).mean() > 0.3   # mostly not saturated: a real test
+
+
 @pytest.mark.parametrize("target", SIMD)
 @pytest.mark.parametrize("case", ["3x3_pad", "stride2", "1d"])
 def test_convinteger_simd(case, target, tmp_path):
@@ -171,6 +210,14 @@ DW = {   # depthwise: exact float32 sums (ops/qconv_dw.py)
     "s2_dil": ((1, 3, 14, 13), (3, 1, 3, 3), {"pads": [2, 1, 1, 1], "strides": [2, 2],
                                               "dilations": [2, 1]}),
     "s3_rows": ((1, 2, 17, 9), (2, 1, 3, 3), {"pads": [1, 1, 0, 1], "strides": [3, 1]}),
+    # stride-2 rows split by vectors (qconv_dw.DE2): 59 = 32 + a masked tail of 27 (avx512),
+    # 3 x 16 + 11 scalar (avx2); 64: no tail
+    "s2_w59": ((1, 2, 5, 59), (2, 1, 3, 3), {"pads": [1, 0, 1, 1], "strides": [2, 2]}),
+    "s2_w64": ((1, 2, 4, 64), (2, 1, 3, 3), {"pads": [0, 1, 1, 0], "strides": [2, 2]}),
+    # planes above qconv_dw.PLANE_KB: bands of output rows (the last one shorter), padding
+    # rows in the first and last bands of every channel
+    "s2_banded": ((1, 2, 90, 90), (2, 1, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),
+    "dil_banded": ((1, 2, 84, 84), (2, 1, 3, 3), {"pads": [2, 2, 2, 2], "dilations": [2, 2]}),
 }
 # qconv_dw.use_run: rows of OW outputs, or one run over all rows (short rows); both on each ISA
 DW_RUN = {"avx512": {"7x7": True, "s2": True, "5x5_s13": False, "1d_dil": False},
@@ -196,11 +243,12 @@ def test_depthwise(case, xt, wt, target, tmp_path):
     model = make_model([helper.make_node("QLinearConv", order, ["y"], **attrs)], feeds, ["y"],
                        inits, opset=10)
     got = _both(model, feeds, tmp_path, target, dw=True)
+    (c,) = [t for t in (f.read_text() for f in Path(tmp_path).glob("b*/model.c"))
+            if "qconv_dw.py" in t]
     run = DW_RUN[target.split("-")[1]].get(case)
     if run is not None:
-        (c,) = [t for t in (f.read_text() for f in Path(tmp_path).glob("b*/model.c"))
-                if "qconv_dw.py" in t]
         assert ("one run of" in c) == run
+    assert ("bands of" in c) == case.endswith("banded")
     want = _qconv_ref({**feeds, **inits}, attrs)
     want[:, -1] = inits["yz"]                                   # NaN scale -> zero point
     np.testing.assert_array_equal(got, want)
