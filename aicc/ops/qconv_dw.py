@@ -111,8 +111,8 @@ static void aicc_qdwde2_avx512_SFX(const TA *restrict x, size_t w, int32_t zp,
         const __mmask16 lb = (__mmask16)(n > 16u ? (1u << (n - 16u)) - 1u : 0u);
         const __m512i a = _mm512_sub_epi32(
             WIDEN512(_mm_maskz_loadu_epi8(la, (const void *)(x + 2u * q))), z);
-        const __m512i b = _mm512_sub_epi32(
-            WIDEN512(_mm_maskz_loadu_epi8(lb, (const void *)(x + 2u * q + 16u))), z);
+        const __m512i b = _mm512_sub_epi32(   /* (no address past the row's end formed) */
+            WIDEN512(_mm_maskz_loadu_epi8(lb, (const void *)(x + 2u * q + (lb ? 16u : 0u)))), z);
         _mm512_mask_storeu_ps(e + q, (__mmask16)((1u << ((n + 1u) / 2u)) - 1u),
                               _mm512_cvtepi32_ps(_mm512_permutex2var_epi32(a, ie, b)));
         _mm512_mask_storeu_ps(o + q, (__mmask16)((1u << (n / 2u)) - 1u),
