@@ -68,9 +68,8 @@ def _requant_fast(isa: str, ydt: str) -> tuple:
     clamped in double."""
     if isa == "avx512":
         return [
-            "const __m512i vzi = _mm512_set1_epi32(yzp);",
+            "const __m512i va16 = _mm512_set1_epi32(add[0]), vzi = _mm512_set1_epi32(yzp);",
             "const __m512d vlz = _mm512_sub_pd(vlo, vz), vhz = _mm512_sub_pd(vhi, vz);"], [
-            "const __m512i va16 = _mm512_set1_epi32(add[0]);",
             "for (; j < n; j += 16u) {",
             "    const __mmask16 k = n - j >= 16u ? (__mmask16)0xFFFFu : (__mmask16)((1u << (n - j)) - 1u);",
             "    const __m512i ai = _mm512_add_epi32(_mm512_maskz_loadu_epi32(k, acc + j),",
@@ -85,8 +84,7 @@ def _requant_fast(isa: str, ydt: str) -> tuple:
             "    _mm512_mask_cvtepi32_storeu_epi8(y + j, k, _mm512_add_epi32(r, vzi));",
             "}"]
     pk = "_mm_packus_epi16" if ydt == "uint8" else "_mm_packs_epi16"
-    return [], [
-        "const __m256i va8 = _mm256_set1_epi32(add[0]);",
+    return ["const __m256i va8 = _mm256_set1_epi32(add[0]);"], [
         "for (const size_t f = n - n % 8u; j < f; j += 8u) {",
         "    const __m256i ai = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(acc + j)),",
         "                                        as ? _mm256_loadu_si256((const __m256i *)(add + j)) : va8);",
@@ -183,11 +181,10 @@ def _requant_fast_f32(isa: str, ydt: str, rf: str) -> tuple:
         one = ("_mm512_add_epi32({rf}(_mm512_add_epi32(_mm512_loadu_si512(acc + j + {o}u), "
                "as ? _mm512_loadu_si512(add + j + {o}u) : va16), vmf), vzi)")
         return [
-            "const __m512i vzi = _mm512_set1_epi32(yzp);",
+            "const __m512i va16 = _mm512_set1_epi32(add[0]), vzi = _mm512_set1_epi32(yzp);",
             "const __m512 vmf = _mm512_set1_ps(m[0]);",
             f"const __m512i vqlo = _mm512_set1_epi32({lo}), vqhi = _mm512_set1_epi32({hi});",
             "const __m512i vperm = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);"], [
-            "const __m512i va16 = _mm512_set1_epi32(add[0]);",
             "for (; j + 64u <= n; j += 64u) {",
             *[f"    const __m512i r{i} = {one.format(rf=rf, o=16 * i)};" for i in range(4)],
             f"    const __m512i w = _mm512_{pk}_epi16(_mm512_packs_epi32(r0, r1), "
@@ -205,10 +202,9 @@ def _requant_fast_f32(isa: str, ydt: str, rf: str) -> tuple:
     one = ("_mm256_add_epi32({rf}(_mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(acc + j + {o}u)), "
            "as ? _mm256_loadu_si256((const __m256i *)(add + j + {o}u)) : va8), vmf), vzi)")
     return [
-        "const __m256i vzi = _mm256_set1_epi32(yzp);",
+        "const __m256i va8 = _mm256_set1_epi32(add[0]), vzi = _mm256_set1_epi32(yzp);",
         "const __m256 vmf = _mm256_set1_ps(m[0]);",
         "const __m256i vperm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);"], [
-        "const __m256i va8 = _mm256_set1_epi32(add[0]);",
         "for (; j + 32u <= n; j += 32u) {",
         *[f"    const __m256i r{i} = {one.format(rf=rf, o=8 * i)};" for i in range(4)],
         f"    const __m256i w = _mm256_{pk}_epi16(_mm256_packs_epi32(r0, r1), "
@@ -222,13 +218,18 @@ def _requant_fast_f32(isa: str, ydt: str, rf: str) -> tuple:
         "}"]
 
 
-def requant_helper(ctx, isa: str, ydt: str, rnd: str, f32: bool = False) -> str:
-    """``aicc_qreq_{isa}_{y}(rows, n, acc, sa, add, as, ar, m, ms, yzp, y, sy)``: for each of
-    rows rows (acc, add and y advancing by sa, ar and sy), y[j] = saturate(rint((acc[j] +
-    add[j * as]) * m[j * ms]) + yzp), the product in double (the scalar loops' values)."""
+def requant_helper(ctx, isa: str, ydt: str, rnd: str, f32: bool = False,
+                   per_row: bool = False) -> str:
+    """``aicc_qreq_{isa}_{y}(rows, n, acc, sa, add, as, m, ms, yzp, y, sy)``: for each of rows
+    rows (acc and y advancing by sa and sy), y[j] = saturate(rint((acc[j] + add[j * as]) *
+    m[j * ms]) + yzp), the product in double (the scalar loops' values). per_row: the
+    ``_ra`` variant, whose add advances by ``ar`` (after ``as``) per row: a bias per row. (A
+    variant, not one helper with ar: GCC's clones of the helper specialized to constant
+    arguments changed with the extra parameter; ResNet-8 int8's 3x3 convs' requantization
+    took ~1.5 us more each.)"""
     lo, hi = irange(ydt)
     yc = ctype(np.dtype(ydt))
-    name = f"aicc_qreq_{isa}_{ydt}{'_f32' if f32 else ''}"
+    name = f"aicc_qreq_{isa}_{ydt}{'_f32' if f32 else ''}{'_ra' if per_row else ''}"
     scalar = (f"y[j] = ({yc}){rnd}((double)aicc_u32_i32((uint32_t)acc[j] + (uint32_t)add[as ? j : 0u]) "
               f"* (double)m[ms ? j : 0u], yzp, {lo}, {hi});")
     if isa == "avx512":
@@ -270,11 +271,12 @@ def requant_helper(ctx, isa: str, ydt: str, rnd: str, f32: bool = False) -> str:
                                                          else "_mm_set1_epi32")
     C = [f"/* y[j] = saturate(rint((acc[j] + add[j * as]) * m[j * ms]) + yzp) for j < n ({ydt}; the "
          "product in\n * double, add modulo 2^32; NaN -> yzp, clamped): the scalar helper's "
-         f"values, {L} at a time; for rows\n * rows of n, acc, add and y advancing by sa, ar and "
-         "sy elements per row. */",
+         f"values, {L} at a time; for rows\n * rows of n, acc and y advancing by sa and sy "
+         "elements per row. */",
          f"static void {name}(size_t rows, size_t n, const int32_t *restrict acc, size_t sa,",
-         f"    const int32_t *restrict add, size_t as, size_t ar, const float *restrict m, "
-         f"size_t ms, int32_t yzp, {yc} *restrict y, size_t sy)", "{",
+         f"    const int32_t *restrict add, size_t as, const float *restrict m, size_t ms, "
+         f"int32_t yzp, {yc} *restrict y, size_t sy)", "{",
+         f"    const {'__m256i' if isa == 'avx512' else '__m128i'} va = {ai}(add[0]);",
          f"    const {vd} vm0 = {pd}_set1_pd((double)m[0]), vz = {pd}_set1_pd((double)yzp);",
          f"    const {vd} vlo = {pd}_set1_pd({float(lo)!r}), vhi = {pd}_set1_pd({float(hi)!r});",
          f"    const {vd} vzc = {pd}_set1_pd((double)(yzp < {lo} ? {lo} : "
@@ -283,16 +285,37 @@ def requant_helper(ctx, isa: str, ydt: str, rnd: str, f32: bool = False) -> str:
          + (f"\n        && m[0] <= {MAX_MULT!r}f && m[0] >= -{MAX_MULT!r}f;  /* one multiplier, "
             "small: the float32 form */" if f32 else ";  /* one finite multiplier: no NaN */"),
          *["    " + ln for ln in setup],
-         "    for (size_t row = 0; row < rows; ++row, acc += sa, y += sy, add += ar) {"]
-    va = f"const {'__m256i' if isa == 'avx512' else '__m128i'} va = {ai}(add[0]);"
-    row = ([va, "size_t j = 0;", "if (finite) {"] + ["    " + s for s in fast]
+         "    for (size_t row = 0; row < rows; ++row, acc += sa, y += sy) {"]
+    row = (["size_t j = 0;", "if (finite) {"] + ["    " + s for s in fast]
            + ["}", f"for (const size_t f = n - n % {L}u; j < f; j += {L}u) {{"]
            + ["    " + s for s in body] + ["}", "for (; j < n; ++j)", "    " + scalar])
     C += ["        " + s for s in row] + ["    }", "}"]
     ctx.helper("qlinear.0.wrap", WRAP)
     ctx.helper("qlinear.4.0.string", "#include <string.h>")
-    ctx.helper(f"qlinear.4.3.req_{isa}_{ydt}{'_f32' if f32 else ''}", "\n".join(C))
+    text = "\n".join(C)
+    if per_row:
+        text = _per_row(text, isa)
+    ctx.helper(f"qlinear.4.3.req_{isa}_{ydt}{'_f32' if f32 else ''}{'_ra' if per_row else ''}",
+               text)
     return name
+
+
+def _per_row(text: str, isa: str) -> str:
+    """The helper's text with ``ar``: add advances by ar per row, its broadcasts renewed."""
+    vi, ai, vf, set1 = (("__m256i", "_mm256_set1_epi32", "va16", "_mm512_set1_epi32")
+                        if isa == "avx512" else
+                        ("__m128i", "_mm_set1_epi32", "va8", "_mm256_set1_epi32"))
+    fvi = "__m512i" if isa == "avx512" else "__m256i"
+    reps = [("size_t as, const float", "size_t as, size_t ar, const float"),
+            (f"const {vi} va = ", f"{vi} va = "), (f"const {fvi} {vf} = ", f"{fvi} {vf} = "),
+            ("++row, acc += sa, y += sy) {", "++row, acc += sa, y += sy, add += ar) {\n"
+             f"        if (row != 0u) {{     /* this row's bias */\n"
+             f"            va = {ai}(add[0]);\n            {vf} = {set1}(add[0]);\n        }}"),
+            ("acc and y advancing by sa and sy", "acc, add and y advancing by sa, ar and sy")]
+    for a, b in reps:
+        assert a in text, a
+        text = text.replace(a, b)
+    return text
 
 
 def add_expr(ctx, rq: Requant | None, corr: str | None = None) -> str:
@@ -316,11 +339,12 @@ def channel_terms(ctx, rq: Requant | None, corr: str | None = None) -> None:
 
 def output(ctx, isa: str, rq: Requant | None, n: str, src: str, dst: str,
            add: str = "&add, 0u", mlt: str = "&mlt, 0u", rows: tuple = ("1u", "0u", "0u"),
-           add_row: str = "0u") -> None:
+           add_row: str | None = None) -> None:
     """Write n outputs at dst from the int32 sums at src: requantized, or (rq None) the int32
     sums plus add. add / mlt: the helpers' (pointer, stride) arguments; rows: (count, src
     stride, dst stride) of rows of n (one call, not one per row: the helper's setup is a large
-    part of a short row); add_row: add's advance per row (requantized rows only)."""
+    part of a short row); add_row: add's advance per row (requantized rows only: the helper's
+    ``_ra`` variant)."""
     cnt, sa, sy = rows
     if rq is None:
         ctx.helper("qlinear.0.wrap", WRAP)
@@ -331,6 +355,8 @@ def output(ctx, isa: str, rq: Requant | None, n: str, src: str, dst: str,
             with ctx.block(f"for (size_t r_ = 0; r_ < {cnt}; ++r_)"):
                 ctx(f"aicc_qadd({n}, {src} + r_ * {sa}, {add}, {dst} + r_ * {sy});")
         return
-    fn = requant_helper(ctx, isa, ctx.out_dtype(0).name, rq.rnd, rq.fits)
-    ctx(f"{fn}({cnt}, {n}, {src}, {sa}, {add}, {add_row}, {mlt}, yzp, "
-        f"({ctype(ctx.out_dtype(0))} *)({dst}), {sy});")
+    fn = requant_helper(ctx, isa, ctx.out_dtype(0).name, rq.rnd, rq.fits, add_row is not None)
+    if add_row is not None:
+        add = f"{add}, {add_row}"
+    ctx(f"{fn}({cnt}, {n}, {src}, {sa}, {add}, {mlt}, yzp, ({ctype(ctx.out_dtype(0))} *)({dst}), "
+        f"{sy});")

@@ -126,7 +126,8 @@ def test_qlinearconv_one_scale(case, big_bias, target, tmp_path):
     got = _both(model, feeds, tmp_path, target)
     np.testing.assert_array_equal(got, _qconv_ref({**feeds, **inits}, attrs))
     (c,) = [f.read_text() for f in Path(tmp_path).glob("b*/model.c") if "qadd" in f.read_text()]
-    assert ("_f32(" in c) != big_bias                    # the helper's form
+    assert "_ra(" in c                                   # the one-call (bias per row) helper
+    assert ("_f32_ra(" in c) != big_bias                 # its form
     if not big_bias:
         assert ((got > 0) & (got < 255)).mean() > 0.3   # mostly not saturated: a real test
 
