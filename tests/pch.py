@@ -23,6 +23,7 @@ for a user, so a bundle that forgets an #include still fails there.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -35,6 +36,7 @@ HEADER = "#include <immintrin.h>\n"
 _cache: dict = {}
 
 
+@functools.lru_cache(maxsize=None)
 def _cc_version(cc: str) -> str:
     r = subprocess.run([cc, "--version"], capture_output=True, text=True)
     return r.stdout if r.returncode == 0 else ""
