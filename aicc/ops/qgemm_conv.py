@@ -115,16 +115,14 @@ def emit_conv_implicit(op, node, ctx, rq: Requant | None) -> None:
     # block requantized in one call, each with its own add (a call per channel cost ~40% of
     # 320 -> 1280 channels at 7 x 7)
     batched = not rows_mode and wq == OW and rq is not None and not rq.chan_mult
-    qa = ctx.scratch(geo.cout_g * 4, "int32_t", "qadd") if batched else None
-    if batched:
+    qa = ctx.scratch(geo.cout * 4, "int32_t", "qadd") if batched else None
+    if batched:         # once per step, every group's
         ctx(f"const float mlt = {rq.mult};")
+        with ctx.block(f"for (size_t oc = 0; oc < {geo.cout}u; ++oc)"):
+            ctx(f"{qa}[oc] = {add_expr(ctx, rq, corr)};")
     with ctx.block(f"for (size_t nb = 0; nb < {geo.batch}u; ++nb)"):
         with ctx.block(f"for (size_t gi = 0; gi < {geo.group}u; ++gi)"):
             ctx(pad)
-            if batched:
-                with ctx.block(f"for (size_t og = 0; og < {geo.cout_g}u; ++og)"):
-                    ctx(f"const size_t oc = gi * {geo.cout_g}u + og;")
-                    ctx(f"{qa}[og] = {add_expr(ctx, rq, corr)};")
             if rows_mode:       # blocks of whole grid rows
                 head = f"for (size_t row0 = 0; row0 < {OH}u; row0 += {R}u)"
                 first = [f"const size_t nrow = {OH}u - row0 < {R}u ? {OH}u - row0 : {R}u;",
@@ -146,7 +144,7 @@ def emit_conv_implicit(op, node, ctx, rq: Requant | None) -> None:
                     ctx(vec)
                 if batched:
                     output(ctx, isa, rq, "jn", cb, f"{ctx.out[0]} + (nb * {geo.cout}u + gi * "
-                           f"{geo.cout_g}u) * {P}u + q0", add=f"{qa}, 0u", add_row="1u",
+                           f"{geo.cout_g}u) * {P}u + q0", add=f"{qa} + gi * {geo.cout_g}u, 0u", add_row="1u",
                            rows=(f"{geo.cout_g}u", f"{jb}u", f"{P}u"))
                 else:
                     _output_channels(ctx, isa, rq, corr, (geo, P, OW, wq, jb, cb, rows_mode))
