@@ -84,7 +84,13 @@ def _groups(nv: int, vbmax: int) -> list:
 
 
 class _Gen:
-    """C text of one node's kernels: geometry literals, the block kernels used, the driver."""
+    """C text of one node's kernels: geometry literals, the block kernels used, the driver.
+    The float32 form; hooks (xt ... row_end) let qconv_nhwc.py's integer form share it."""
+    xt = yt = ytn = "float"     # input, block output, driver output element types
+    kparams, kargs = "float lo, float hi", "lo, hi"     # the block kernels' extra parameters
+    dparams = "float *restrict y, float lo, float hi,\n    void (*ep)(float *, size_t)"
+    prefix, esize = "aicc_dwn", 4      # driver name prefix; input element bytes (strips)
+    hkey = f"{KEY}.7.dwn"              # the helpers' order key (after what the text calls)
 
     def __init__(self, fl, geo):
         f = self.f = FLAVORS[fl]
@@ -98,14 +104,40 @@ class _Gen:
         self.vb = vb = min(vbmax, self.nv)
         # channel strip: vectors whose input rows of one output row fit l1 bytes
         rows = (geo.kh - 1) * geo.dy + 1
-        self.sv = max(1, l1 // (rows * geo.w * self.L * 4) // vb) * vb
+        self.sv = max(1, l1 // (rows * geo.w * self.L * self.esize) // vb) * vb
         self.pbcap = max(1, min(pbmax, (regs - vb * min(geo.kw, 3)) // vb, geo.ow))
         key = (fl, geo.n, geo.h, geo.w, geo.cin, geo.kh, geo.kw, geo.sy, geo.sx, geo.dy, geo.dx,
                geo.pt, geo.pl, geo.pb, geo.pr, TUNE[fl])
         self.tag = hashlib.sha1(repr(key).encode()).hexdigest()[:10]
-        self.name = f"aicc_dwn_{fl}_{self.tag}"
+        self.name = f"{self.prefix}_{fl}_{self.tag}"
         self.patterns: dict = {}   # block pattern -> index
         self.funcs: dict = {}      # kernel name -> text
+
+    def load(self, ptr: str, masked: bool) -> str:
+        """One input vector at ptr (masked: the tail lanes)."""
+        return self.f["mload"].format(p=ptr) if masked else self.op("loadu", ptr)
+
+    def stores(self, acc, masked: bool) -> list:
+        """A block's accumulators clamped to [lo, hi] and stored at y."""
+        f, L, C = self.f, self.L, self.C
+        o = [f"    {{\n        const {f['vec']} vlo = {self.op('set1', 'lo')}, "
+             f"vhi = {self.op('set1', 'hi')};"]
+        for p, row in enumerate(acc):
+            for v, a in enumerate(row):
+                val = self.op("min", "vhi", self.op("max", "vlo", a))
+                ptr = f"y + {p * C + v * L}u"
+                st = (f["mstore"].format(p=ptr, v=val) if masked and v == len(row) - 1
+                      else self.op("storeu", ptr, val))
+                o.append(f"        {st};")
+        return o + ["    }"]
+
+    def row_dst(self, off: str) -> str:
+        """Where output row oy goes (off: its offset in the batch item's output)."""
+        return f"yn + {off}"
+
+    def row_end(self) -> list:
+        """After each output row (one strip): the activation epilogue."""
+        return [f"    if (ep)\n        ep(yr, {self.g.ow * self.C}u);"]
 
     def op(self, name, *args):
         return f"{self.f['p']}_{name}_ps(" + ", ".join(args) + ")"
@@ -131,9 +163,9 @@ class _Gen:
              + (f", the last masked to {self.tail} lanes" if masked else "")
              + ": from the bias, one FMA per\n * tap inside the input ((ky, kx) ascending), "
              "clamp, store. x: the block's first input column. */",
-             f"static void {name}(const float *restrict x, const float *restrict w,",
-             "    const float *restrict b, float *restrict y, size_t nky, float lo, float hi)",
-             "{"]
+             f"static void {name}(const {self.xt} *restrict x, const float *restrict w,",
+             f"    const float *restrict b, {self.yt} *restrict y, size_t nky, "
+             f"{self.kparams})", "{"]
         if masked:
             o.append("    " + f["mdecl"].format(c=8 - self.tail, mask=hex((1 << self.tail) - 1)))
         o.append(f"    const {vec} " + ", ".join(
@@ -150,7 +182,7 @@ class _Gen:
         else:
             kxs = sorted({kx for t in pat for kx, _ in t})
             o.append("    for (size_t i = 0; i < nky; ++i) {")
-            o.append(f"        const float *restrict xi = x + i * {g.dy * g.w * C}u;")
+            o.append(f"        const {self.xt} *restrict xi = x + i * {g.dy * g.w * C}u;")
             o.append(f"        const float *restrict wi = w + i * {g.kw * self.cp}u;")
             for kx in kxs:
                 o.append(f"        const {vec} " + ", ".join(
@@ -159,24 +191,15 @@ class _Gen:
             for q in sorted(users):     # ascending columns: ascending kx for every position
                 for v in range(vb):
                     ptr = f"xi + {q * C + v * L}u"
-                    ld = (f["mload"].format(p=ptr) if masked and v == vb - 1
-                          else self.op("loadu", ptr))
+                    ld = self.load(ptr, masked and v == vb - 1)
                     o.append(f"        {{ const {vec} s = {ld};")
                     for p, kx in users[q]:
                         o.append(f"          {acc[p][v]} = "
                                  f"{self.op('fmadd', 's', f'w{kx}_{v}', acc[p][v])};")
                     o[-1] += " }"
             o.append("    }")
-        o.append(f"    {{\n        const {vec} vlo = {self.op('set1', 'lo')}, "
-                 f"vhi = {self.op('set1', 'hi')};")
-        for p in range(pb):
-            for v in range(vb):
-                val = self.op("min", "vhi", self.op("max", "vlo", acc[p][v]))
-                ptr = f"y + {p * C + v * L}u"
-                st = (f["mstore"].format(p=ptr, v=val) if masked and v == vb - 1
-                      else self.op("storeu", ptr, val))
-                o.append(f"        {st};")
-        o.append("    }\n}")
+        o += self.stores(acc, masked)
+        o.append("}")
         self.funcs[name] = "\n".join(o)
         return name
 
@@ -189,7 +212,7 @@ class _Gen:
                 n += 1
             last_masked = masked and i + n == len(groups)
             full = n - 1 if last_masked else n
-            args = "xo + c, wr + c, bp + c, yo + c, nky, lo, hi"
+            args = f"xo + c, wr + c, bp + c, yo + c, nky, {self.kargs}"
             if full:
                 k = self.kernel(pat, vb, False)
                 a, b = f"{c0} + {cv * self.L}u", f"{c0} + {(cv + full * vb) * self.L}u"
@@ -219,10 +242,10 @@ class _Gen:
              f"    const size_t ky1 = iy0 > {g.h - 1}L ? 0u : (last >= {g.kh}L ? {g.kh}u : "
              "(size_t)last + 1u);",
              "    const size_t nky = ky1 > ky0 ? ky1 - ky0 : 0u;",
-             f"    const float *restrict xr = xn + (nky ? (size_t)(iy0 + (long)(ky0 * {g.dy}u))"
+             f"    const {self.xt} *restrict xr = xn + (nky ? (size_t)(iy0 + (long)(ky0 * {g.dy}u))"
              f" * {g.w * C}u : 0u);",
              f"    const float *restrict wr = wt + (nky ? ky0 : 0u) * {g.kw * cp}u;",
-             f"    float *restrict yr = yn + oy * {g.ow * C}u;"]
+             f"    {self.yt} *restrict yr = {self.row_dst(f'oy * {g.ow * C}u')};"]
         i = 0
         while i < len(blocks):          # runs of equal blocks at a regular input stride
             o0, pat, bx = blocks[i]
@@ -231,18 +254,18 @@ class _Gen:
                     blocks[i + n][2] == bx + n * pb * g.sx:
                 n += 1
             if n == 1:
-                o += ["    {", f"        const float *restrict xo = xr + {bx * C}u;",
-                      f"        float *restrict yo = yr + {o0 * C}u;"]
+                o += ["    {", f"        const {self.xt} *restrict xo = xr + {bx * C}u;",
+                      f"        {self.yt} *restrict yo = yr + {o0 * C}u;"]
             else:
                 o += [f"    for (size_t j = 0; j < {n}u; ++j) {{",
-                      f"        const float *restrict xo = xr + {bx * C}u + j * "
+                      f"        const {self.xt} *restrict xo = xr + {bx * C}u + j * "
                       f"{pb * g.sx * C}u;",
-                      f"        float *restrict yo = yr + {o0 * C}u + j * {pb * C}u;"]
+                      f"        {self.yt} *restrict yo = yr + {o0 * C}u + j * {pb * C}u;"]
             o += self.calls(" " * 8, pat, groups, c0, masked)
             o.append("    }")
             i += n
         if ep_rows:
-            o.append(f"    if (ep)\n        ep(yr, {g.ow * C}u);")
+            o += self.row_end()
         return o + ["}"]
 
     def text(self) -> str:
@@ -255,12 +278,11 @@ class _Gen:
              f" -> {g.oh}x{g.ow}, {g.kh}x{g.kw} taps, stride {g.sy}x{g.sx}, dilation "
              f"{g.dy}x{g.dx}, pads {[g.pt, g.pl, g.pb, g.pr]};\n * wt [tap][{cp}], bp [{cp}]; "
              f"strips of {sv * L} channels (groups of {vb} vectors). */",
-             f"static void {self.name}(const float *restrict x, const float *restrict wt,",
-             "    const float *restrict bp, float *restrict y, float lo, float hi,",
-             "    void (*ep)(float *, size_t))", "{",
+             f"static void {self.name}(const {self.xt} *restrict x, const float *restrict wt,",
+             f"    const float *restrict bp, {self.dparams})", "{",
              f"    for (size_t n = 0; n < {g.n}u; ++n) {{",
-             f"        const float *restrict xn = x + n * {g.h * g.w * C}u;",
-             f"        float *restrict yn = y + n * {g.oh * g.ow * C}u;"]
+             f"        const {self.xt} *restrict xn = x + n * {g.h * g.w * C}u;",
+             f"        {self.ytn} *restrict yn = y + n * {g.oh * g.ow * C}u;"]
         one = full + (1 if rest else 0) == 1
         if full:
             if full > 1:
@@ -301,15 +323,15 @@ def operands(ctx, geo, isa: str, wk: int = 1, bk: int = 2) -> tuple:
     return wv, bv
 
 
-def driver(ctx, geo, isa: str) -> str:
+def driver(ctx, geo, isa: str, gen: _Gen | None = None) -> str:
     """Name of the C driver ``f(x, wt, bp, y, lo, hi, ep)`` of this geometry (registered
-    once per geometry)."""
-    gen = _Gen(flavor(geo, isa), geo)
+    once per geometry; gen: another form's generator, qconv_nhwc.py's)."""
+    gen = gen or _Gen(flavor(geo, isa), geo)
     if gen.fl == "avx2" and gen.tail != gen.L:
         _header(ctx, "avx2")            # the include and the lane mask table
     else:
         include(ctx, isa)
-    ctx.helper(f"{KEY}.7.dwn.{gen.name}", gen.text())
+    ctx.helper(f"{gen.hkey}.{gen.name}", gen.text())
     return gen.name
 
 

@@ -284,54 +284,75 @@ def zp_const(ctx, k):
 def emit_matmul(op, node, ctx, rq: Requant | None) -> None:
     """MatMul form. ``rq``: None (int32 output) or the requantization (its mult: the C
     expression of a pointer to the float multiplier, or to N of them when per_col)."""
-    isa = isa_for(ctx)
-    d = ISA[isa]
-    ctx.kernel = isa
-    ta = ctx.in_dtype(op.A)
     _, _, _, m, k, n = _dims(ctx.in_shape(op.A), ctx.in_shape(op.B))
     rows = numel(tuple(ctx.out_shape(0))) // n
     b = np.asarray(ctx.in_const(op.B)).astype(np.int64).reshape(k, n)
-    b = b - zp_values(ctx, op.BZ, n)[None, :]
+    emit_rows(ctx, op.A, op.AZ, rows, b - zp_values(ctx, op.BZ, n)[None, :], rq)
+
+
+def emit_rows(ctx, a_k: int, az_k: int, rows: int, b: np.ndarray, rq: Requant | None,
+              bias: np.ndarray | None = None) -> None:
+    """``y[rows, n] = (a - azp)[rows, k] @ b`` (+ bias [n], int64 constant values, added modulo
+    2^32), requantized by rq or the int32 sums (rq None): a is input a_k (rows of k, its
+    zero point input az_k), b the constant ``[k, n]`` values minus their zero points."""
+    isa = isa_for(ctx)
+    d = ISA[isa]
+    ctx.kernel = isa
+    ta = ctx.in_dtype(a_k)
+    k, n = b.shape
     if rq is not None and not rq.per_col:
-        rq = rq._replace(fits=sums_fit(b.T, ta.name, zp_const(ctx, op.AZ), None))
+        rq = rq._replace(fits=sums_fit(b.T, ta.name, zp_const(ctx, az_k), bias))
     form = quad_form(ctx, isa, b, False) or pair_form(ctx, isa)
     g, et, nr = FORMS[form]["g"], FORMS[form]["et"], d["nr"]
     npn, kgn = -(-n // nr), -(-k // g)
     amx = form == "qa" and qgemm_amx.available(ctx) and rows >= qgemm_amx.MIN_ROWS
     if amx:            # whole k tiles; whole 16-row tiles in the scratch buffers
         kgn = qgemm_amx.k_groups(kgn)
+    # uint8 rows of whole k groups are the quad form's A as they are: read in place
+    in_place = form == "qa" and ta.name == "uint8" and k == g * kgn and not amx
     bp = ctx.const(pack_b(b, nr, form, kgn), "qb")
     mb = min(rows, 64)
     mbs = qgemm_amx.rows_padded(mb) if amx else mb
-    ab = ctx.scratch(mbs * g * kgn * FORMS[form]["size"], et, "qa")
+    if not in_place:
+        ab = ctx.scratch(mbs * g * kgn * FORMS[form]["size"], et, "qa")
     cb = ctx.scratch(mbs * npn * nr * 4, "int32_t", "qc")
     ctx(f"/* integer GEMM ({isa}{', AMX tiles' if amx else ''}, form {form}): {rows} rows of a x "
-        f"(b - bzp) packed at build time ({npn} panels of {nr}) */")
-    ctx(f"const int32_t azp = {zp_expr(ctx, op.AZ)};")
+        f"(b - bzp) packed at build time ({npn} panels of {nr})"
+        f"{'; a read in place' if in_place else ''} */")
+    ctx(f"const int32_t azp = {zp_expr(ctx, az_k)};")
+    bias32 = None if bias is None else ctx.const(
+        (np.asarray(bias, np.int64) & 0xFFFFFFFF).astype(np.uint32).view(np.int32), "qbias")
     if g == 4:      # the zero point's share: -zu * column sums of b - bzp
         code, sfx = typed(PACK_AQ, ta)
-        ctx.helper(f"qlinear.4.1.rowq{sfx}", code)
         ws = ctx.const(b.sum(axis=0).astype(np.int32), "qsum")
         add = ctx.scratch(n * 4, "int32_t", "qadd")
         ctx(f"const uint32_t zu = (uint32_t)(azp + {0 if ta.name == 'uint8' else 128});")
         ctx.helper("qlinear.0.wrap", WRAP)
+        bterm = "" if bias32 is None else f"(uint32_t){bias32}[j] "
         with ctx.block(f"for (size_t j = 0; j < {n}u; ++j)"):
-            ctx(f"{add}[j] = aicc_u32_i32(0u - zu * (uint32_t){ws}[j]);")
+            ctx(f"{add}[j] = aicc_u32_i32({bterm or '0u '}- zu * (uint32_t){ws}[j]);")
         adds = f"{add}, 1u"
-        row = f"aicc_qrowq{sfx}({k}u, {g * kgn}u, {ctx.inp[op.A]} + (r0 + i) * {k}u, " \
-              f"{ab} + i * {g * kgn}u);"
+        if not in_place:
+            ctx.helper(f"qlinear.4.1.rowq{sfx}", code)
+        row = f"aicc_qrowq{sfx}({k}u, {g * kgn}u, {ctx.inp[a_k]} + (r0 + i) * {k}u, " \
+              f"{ab} + i * {g * kgn}u);" if not in_place else None
     else:
         code, sfx = typed(PACK_A, ta)
         ctx.helper(f"qlinear.4.1.row{sfx}", code)
-        ctx("static const int32_t zero = 0;")
-        adds = "&zero, 0u"
-        row = f"aicc_qrow{sfx}({k}u, {ctx.inp[op.A]} + (r0 + i) * {k}u, azp, {ab} + i * {g * kgn}u);"
+        if bias32 is None:
+            ctx("static const int32_t zero = 0;")
+            adds = "&zero, 0u"
+        else:
+            adds = f"{bias32}, 1u"
+        row = f"aicc_qrow{sfx}({k}u, {ctx.inp[a_k]} + (r0 + i) * {k}u, azp, {ab} + i * {g * kgn}u);"
     ldc = npn * nr
     with ctx.block(f"for (size_t r0 = 0; r0 < {rows}u; r0 += {mb}u)"):
         ctx(f"const size_t mr = {rows}u - r0 < {mb}u ? {rows}u - r0 : {mb}u;")
-        with ctx.block("for (size_t i = 0; i < mr; ++i)"):
-            ctx(row)
-        args = f"({kgn}u, {npn}u, {ab}, {bp}, {cb}, {ldc}u);"
+        if row is not None:
+            with ctx.block("for (size_t i = 0; i < mr; ++i)"):
+                ctx(row)
+        a = f"{ctx.inp[a_k]} + r0 * {k}u" if in_place else ab
+        args = f"({kgn}u, {npn}u, {a}, {bp}, {cb}, {ldc}u);"
         vec = [gemm(ctx, isa, form, mb) + args]
         if rows % mb:
             vec = [f"if (mr == {mb}u) {vec[0]}", f"else {gemm(ctx, isa, form, rows % mb)}{args}"]
@@ -343,5 +364,3 @@ def emit_matmul(op, node, ctx, rq: Requant | None) -> None:
         output(ctx, isa, rq, f"{n}u", cb, f"{ctx.out[0]} + r0 * {n}u", adds,
                "" if rq is None else f"{rq.mult}, {1 if rq.per_col else 0}u",
                rows=("mr", f"{ldc}u", f"{n}u"))
-
-

@@ -14,6 +14,15 @@ Cin = Cout > 1) or has group 1. An eligible Conv ``y = Conv(x, W, B)`` becomes
   (``aicc_nchw_in``, no Transpose in: MobileNetV2's 3 x 224 x 224 input took 29 us to
   transpose).
 
+Integer chains: a QLinearConv is eligible when it is 2-D with static shapes, every input
+but x a constant, x / y scales and zero points per tensor, and pointwise (1x1 stride 1
+unpadded group 1) or depthwise; it becomes ``aicc.QConvNHWC`` (ops/qconv_nhwc.py: the
+integer GEMM with positions as rows, the channel-vectorized depthwise kernel; QLinearConv's
+values bit for bit). DequantizeLinear / QuantizeLinear with per-tensor scales sink like the
+other element-wise ops (MobileNetV2 int8's residual DQ -> Add -> Q), a DequantizeLinear also
+when its input is a tensor transposed for a conv (the bytes move, not the floats). ``qratio``
+is ``ratio`` for them.
+
 Element-wise ops (``SINKABLE``, fused activations included) with at least one input that
 is the NCHW side of such a Transpose, and every input of the output's shape or a constant
 scalar, run on the NHWC tensors instead (one Transpose after them): the other full-shape
@@ -64,15 +73,49 @@ from .absorb import fresh_name, std_domain, taken_names
 from .registry import graph_pass
 
 SINKABLE = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Relu", "Clip", "LeakyRelu", "Sigmoid",
-            "HardSigmoid", "HardSwish", "Tanh", "Elu", "Selu", "Neg", "Abs", "Identity"}
+            "HardSigmoid", "HardSwish", "Tanh", "Elu", "Selu", "Neg", "Abs", "Identity",
+            "DequantizeLinear", "QuantizeLinear"}     # (the latter two: per-tensor scales)
 TO_NHWC, TO_NCHW = [0, 2, 3, 1], [0, 3, 1, 2]
 MIN_GEMM_COUT = 16      # auto: a non-pointwise group-1 conv needs this many output channels
 NCHW_IN_CIN = 4         # ... unless it has at most this many input channels (ConvNHWC runs
 #                         those on the broadcast kernel, reading an NCHW input as it is)
 
 
+def _qconv_kind(n, g):
+    """('qpointwise' | 'qdepthwise', geometry) for an eligible QLinearConv: 2-D, static
+    shapes, every input but x a compile-time constant, x / y scales and zero points per
+    tensor; else None."""
+    if len(n.inputs) < 8 or any(t and g.const(t) is None for t in n.inputs[1:]):
+        return None
+    try:
+        ts = [g.type_of(t) for t in (n.inputs[0], n.inputs[3], n.outputs[0])]
+    except KeyError:
+        return None
+    if not all(t.is_static and len(t.shape) == 4 for t in ts):
+        return None
+    if any(g.const(n.inputs[k]).size != 1 for k in (1, 2, 6, 7) if n.inputs[k]):
+        return None
+    try:
+        geo = ConvGeometry(lookup(n, g.opset), n, ts[0].shape, ts[1].shape)
+    except (ValueError, TypeError):
+        return None
+    if tuple(ts[2].shape) != (geo.batch, geo.cout, *geo.out):
+        return None
+    if geo.group > 1 and geo.cin_g == 1 and geo.cout_g == 1:
+        return "qdepthwise", geo
+    if geo.group == 1 and geo.k == [1, 1] and geo.stride == [1, 1] \
+            and not any(geo.pad + geo.pad_end):
+        return "qpointwise", geo
+    return None
+
+
 def _conv_kind(n, g):
-    """'pointwise' / 'depthwise' / 'general' for an eligible Conv, else None."""
+    """'pointwise' / 'depthwise' / 'general' for an eligible Conv, else None (QLinearConv:
+    _qconv_kind)."""
+    if n.op_type == "QLinearConv" and std_domain(n):
+        if n.attrs.get("aicc_kernel") or n.attrs.get("aicc_schedule"):
+            return None
+        return _qconv_kind(n, g)
     if n.op_type != "Conv" or not std_domain(n) or len(n.inputs) < 2:
         return None
     if n.attrs.get("aicc_kernel") or n.attrs.get("aicc_schedule"):
@@ -139,7 +182,7 @@ def _components(g, kinds) -> dict:
 
 
 @graph_pass("layout-nhwc")
-def layout_nhwc(g, *, mode: str = "off", ratio: float = 400.0, keep=()):
+def layout_nhwc(g, *, mode: str = "off", ratio: float = 400.0, qratio: float = 400.0, keep=()):
     """Run chains of eligible 2-D convs (and the element-wise ops between them) channel-last;
     see the module docstring."""
     if mode not in ("off", "auto", "all"):
@@ -153,7 +196,8 @@ def layout_nhwc(g, *, mode: str = "off", ratio: float = 400.0, keep=()):
         if k is None:
             continue
         kind, geo = k
-        if mode == "auto" and max(geo.cin, geo.cout) * ratio < geo.out[0] * geo.out[1]:
+        r = qratio if kind.startswith("q") else ratio
+        if mode == "auto" and max(geo.cin, geo.cout) * r < geo.out[0] * geo.out[1]:
             continue            # a large plane of few channels: the NCHW kernels are faster
         if mode == "auto" and kind == "general" and geo.cout < MIN_GEMM_COUT \
                 and geo.cin > NCHW_IN_CIN:
@@ -166,7 +210,8 @@ def layout_nhwc(g, *, mode: str = "off", ratio: float = 400.0, keep=()):
         convs: dict = {}
         for i in kinds:
             convs[comp[i]] = convs.get(comp[i], 0) + 1
-        keep = {comp[i] for i, (k, _) in kinds.items() if k == "depthwise" and convs[comp[i]] > 1}
+        keep = {comp[i] for i, (k, _) in kinds.items()
+                if k.endswith("depthwise") and convs[comp[i]] > 1}
         kinds = {i: k for i, k in kinds.items() if comp[i] in keep}
         if not kinds:
             return g
@@ -209,7 +254,13 @@ def layout_nhwc(g, *, mode: str = "off", ratio: float = 400.0, keep=()):
             x = n.inputs[0] if nchw_in else nhwc_of(n.inputs[0])
             b = n.inputs[2] if len(n.inputs) > 2 else ""
             act = {k: v for k, v in n.attrs.items() if k in ("aicc_act", "aicc_act_params")}
-            if kind == "pointwise":
+            if kind.startswith("q"):
+                attrs = {"kernel_shape": list(geo.k), "strides": list(geo.stride),
+                         "dilations": list(geo.dil), "pads": list(geo.pad + geo.pad_end),
+                         "group": geo.group}
+                new = Node("QConvNHWC", [x] + list(n.inputs[1:]), [], attrs, name=n.name,
+                           domain="aicc")
+            elif kind == "pointwise":
                 w = np.asarray(g.constants[n.inputs[1]], np.float32)
                 wt = fresh_name(taken, f"{n.inputs[1]}_t")
                 g.constants[wt] = np.ascontiguousarray(w.reshape(geo.cout, geo.cin).T)
@@ -224,7 +275,10 @@ def layout_nhwc(g, *, mode: str = "off", ratio: float = 400.0, keep=()):
                            name=n.name, domain="aicc")
             back(new, n.outputs[0])
             continue
-        if _sinkable(n, g) and n.inputs and any(t in twin for t in n.inputs):
+        # (a DequantizeLinear also of a tensor transposed for a conv: bytes move, not floats)
+        if _sinkable(n, g) and n.inputs and any(
+                t in twin or (t in to_nhwc and n.op_type == "DequantizeLinear")
+                for t in n.inputs):
             y = n.outputs[0]
             ys = g.type_of(y).shape if y in g.types else None
             ok = ys is not None and len(ys) == 4

@@ -124,6 +124,18 @@ def test_transpose_float_blocks(shape, perm, target, tmp_path):
                target=target)
 
 
+@pytest.mark.parametrize("target", runnable_targets(derived=False))
+@pytest.mark.parametrize("dt", [np.uint8, np.int8])
+@pytest.mark.parametrize("shape,perm", [((1, 19, 37, 13), (0, 2, 3, 1)),
+                                        ((1, 130, 17, 15), (0, 2, 3, 1)),
+                                        ((2, 141, 8, 9), (0, 3, 1, 2)), ((67, 45), (1, 0))])
+def test_transpose_byte_blocks(shape, perm, dt, target, tmp_path):
+    """Bytes through the 16 x 16 register blocks on the SIMD targets (the channel-last int8
+    chains' transposes): several 64-column panels, sizes that are not multiples of 16."""
+    check_node("Transpose", {"x": data(shape, dt)}, tmp_path, attrs={"perm": list(perm)},
+               target=target)
+
+
 def test_transpose_empty(tmp_path):
     check_node("Transpose", {"x": data((2, 0, 3), np.float32)}, tmp_path, attrs={"perm": [2, 1, 0]})
 

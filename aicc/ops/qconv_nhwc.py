@@ -1,0 +1,259 @@
+"""aicc.QConvNHWC: a 2-D QLinearConv on channel-last tensors, made by the layout-nhwc pass
+(passes/layout_nhwc.py) for pointwise and depthwise convs with constant weights and bias.
+
+Inputs: QLinearConv's nine (x ``[N, H, W, Cin]`` uint8 / int8, x_scale, x_zero_point, w in
+the ONNX layout ``[Cout, Cin / group, kh, kw]``, w_scale and w_zero_point per tensor or per
+output channel, y_scale, y_zero_point, optional int32 bias), all but x compile-time
+constants; output y ``[N, OH, OW, Cout]``. Attributes: Conv's (``kernel_shape``, ``strides``,
+``dilations``, explicit ``pads``, ``group``). The result is QLinearConv's on the transposed
+tensors, value for value: ``saturate(rint((acc + bias) * (x_scale * w_scale / y_scale)) +
+yzp)`` with acc the exact integer sum (modulo 2^32) and the product in float64, as
+qlinear.py's loops (qrequant_simd.py's helpers on the SIMD targets).
+
+Kernels (x86 SIMD targets):
+
+* pointwise (1x1, stride 1, no padding, group 1): one integer GEMM (qgemm_simd.emit_rows)
+  with the positions as rows, read in place when they are whole 4-byte groups of uint8
+  (the quad form of VNNI), and the weights ``w - wzp`` packed at build time as ``[Cin,
+  Cout]`` panels; on AMX targets AMX tiles. Against the NCHW kernel (positions as vector
+  lanes, qgemm_conv.py) the 49 positions of a 7 x 7 layer no longer pad 64 lanes and no
+  input plane is copied.
+* depthwise: conv_nhwc_dw.py's register-blocked channel-last kernel (the float32 one's
+  blocks, taps and borders) on the bytes: each input vector is widened to int32, converted
+  to float and its zero point subtracted; the taps' products and sums are integers below
+  2^24 in magnitude (MAX_TAPS), so float32 computes them exactly in any order; each output
+  row's sums are converted to int32 into a row buffer and requantized with the bias as the
+  per-channel add.
+
+Elsewhere (generic, or a depthwise conv of more taps): portable loops per output position
+and channel, the wrapping int32 sum over taps and channels, then the scalar requantization.
+"""
+from __future__ import annotations
+
+from copy import copy
+
+import numpy as np
+
+from ..emit_c.cwriter import ctype
+from . import conv_nhwc_dw
+from .base import Op, register
+from .conv_nhwc import Geo
+from .loops import numel
+from .qgemm_simd import conv_weights, isa_for, zp_const, zp_expr
+from .qlinear import INT8, _requant_prelude
+from .qrequant_simd import WRAP, Requant, irange, requant_helper, sums_fit
+from .quantize import round_helper
+from .reference import run_onnx_reference
+from . import qgemm_simd
+
+MAX_TAPS = 258      # taps * 255 * 255 < 2^24: exact float32 sums (as qconv_dw.py)
+
+
+class _QGen(conv_nhwc_dw._Gen):
+    """conv_nhwc_dw's channel-last depthwise generator on integer inputs: bytes widened and
+    shifted by the zero point, exact float sums stored as int32 into a row buffer that the
+    requantization helper ``rq`` turns into the output row."""
+    kparams, kargs = "float zp", "zp"
+    esize, hkey = 1, "qlinear.5.dwn"       # after the requantization helpers
+
+    def __init__(self, fl, geo, ta: str, yc: str, rq: str):
+        self.prefix = f"aicc_qdwn_{ta}_{rq.replace('aicc_qreq_', '')}"
+        super().__init__(fl, geo)
+        self.xt, self.yt, self.ytn, self.ta, self.rq = ctype(np.dtype(ta)), "int32_t", yc, ta, rq
+        self.dparams = (f"int32_t *restrict acc, {yc} *restrict y, float zp,\n"
+                        "    const int32_t *restrict add, const float *restrict m, size_t ms, "
+                        "int32_t yzp")
+        self.sv = self.nv          # one channel strip: each output row is whole, then requantized
+
+    def load(self, ptr: str, masked: bool) -> str:
+        sx = "epu8" if self.ta == "uint8" else "epi8"
+        p = f"(const void *)({ptr})"
+        if self.fl == "avx512":
+            b = (f"_mm_maskz_loadu_epi8(m, {p})" if masked
+                 else f"_mm_loadu_si128((const __m128i *){p})")
+            v = f"_mm512_cvtepi32_ps(_mm512_cvt{sx}_epi32({b}))"
+            return f"_mm512_sub_ps({v}, _mm512_set1_ps(zp))"
+        if masked and self.fl == "avx512y":
+            b = f"_mm_maskz_loadu_epi8((__mmask16)m, {p})"
+        elif masked:            # AVX2: the tail's bytes only (a load past C may pass the end)
+            b = f"aicc_qdw_tail{self.tail}({p})"
+        else:
+            b = f"_mm_loadl_epi64((const __m128i *){p})"
+        return f"_mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_cvt{sx}_epi32({b})), _mm256_set1_ps(zp))"
+
+    def stores(self, acc, masked: bool) -> list:
+        L, C, o = self.L, self.C, ["    (void)zp;"]
+        for p, row in enumerate(acc):
+            for v, a in enumerate(row):
+                ptr = f"(void *)(y + {p * C + v * L}u)"
+                last = masked and v == len(row) - 1
+                if self.fl == "avx512":
+                    val = f"_mm512_cvtps_epi32({a})"
+                    st = (f"_mm512_mask_storeu_epi32({ptr}, m, {val})" if last
+                          else f"_mm512_storeu_si512({ptr}, {val})")
+                else:
+                    val = f"_mm256_cvtps_epi32({a})"
+                    st = (f"_mm256_mask_storeu_epi32({ptr}, m, {val})" if last and
+                          self.fl == "avx512y" else
+                          f"_mm256_maskstore_epi32((int *){ptr}, m, {val})" if last else
+                          f"_mm256_storeu_si256((__m256i *){ptr}, {val})")
+                o.append(f"    {st};")
+        return o
+
+    def row_dst(self, off: str) -> str:
+        return "acc"
+
+    def row_end(self) -> list:
+        g, C = self.g, self.C
+        return [f"    {self.rq}({g.ow}u, {C}u, acc, {C}u, add, 1u, m, ms, yzp, "
+                f"yn + oy * {g.ow * C}u, {C}u);"]
+
+    def text(self) -> str:
+        t = super().text()
+        if self.fl == "avx2" and self.tail != self.L:
+            t = (f"/* the {self.tail} bytes at p, zeros after them */\n"
+                 f"static __m128i aicc_qdw_tail{self.tail}(const void *p)\n{{\n"
+                 "    long long v = 0;\n"
+                 f"    memcpy(&v, p, {self.tail}u);\n    return _mm_cvtsi64_si128(v);\n}}\n\n"
+                 + t)
+        return t
+
+
+def _bias(node) -> bool:
+    return len(node.inputs) > 8 and bool(node.inputs[8])
+
+
+def pointwise(geo) -> bool:
+    return ((geo.kh, geo.kw, geo.sy, geo.sx) == (1, 1, 1, 1) and geo.group == 1
+            and not any((geo.pt, geo.pl, geo.pb, geo.pr)))
+
+
+@register("QConvNHWC", domain="aicc")
+class QConvNHWC(Op):
+    attrs = {"group": 1, "strides": None, "dilations": None, "pads": None,
+             "kernel_shape": None}
+    X, XZ, W, WZ = 0, 2, 3, 5        # input positions (qgemm_simd.conv_weights)
+
+    def check(self, node, g):
+        if len(node.inputs) < 8:
+            return "QConvNHWC takes QLinearConv's inputs"
+        if g.dtype(node.inputs[0]).name not in INT8 or g.dtype(node.outputs[0]).name not in INT8:
+            return "x and y must be uint8 or int8"
+        for k in range(1, len(node.inputs)):
+            if node.inputs[k] and g.const(node.inputs[k]) is None:
+                return f"input {k} must be a compile-time constant"
+        try:
+            geo = Geo(node, g.shape(node.inputs[0]), g.shape(node.inputs[3]))
+        except ValueError as e:
+            return str(e)
+        if not (geo.depthwise or pointwise(geo)):
+            return "pointwise or depthwise convs only"
+        for k, what in ((1, "x scale"), (2, "x zero point"), (6, "y scale"),
+                        (7, "y zero point")):
+            if node.inputs[k] and g.const(node.inputs[k]).size != 1:
+                return f"{what} must be per tensor"
+        for k in (4, 5):
+            if node.inputs[k] and g.const(node.inputs[k]).size not in (1, geo.cout):
+                return f"w scale / zero point: per tensor or per output channel [{geo.cout}]"
+        if tuple(g.shape(node.outputs[0])) != geo.out_shape:
+            return f"output shape {list(g.shape(node.outputs[0]))}, expected {list(geo.out_shape)}"
+        return None
+
+    def reference(self, node, g, inputs):
+        conv = copy(node)
+        conv.op_type, conv.domain = "QLinearConv", ""
+        ins = [np.ascontiguousarray(np.transpose(inputs[0], (0, 3, 1, 2))), *inputs[1:]]
+        y = run_onnx_reference(conv, g, ins)[0]
+        return [np.ascontiguousarray(np.transpose(y, (0, 2, 3, 1)))]
+
+    def emit(self, node, ctx):
+        geo = Geo(node, ctx.in_shape(0), ctx.in_shape(3))
+        rnd = round_helper(ctx, np.dtype(np.float64))
+        ctx(f"/* QConvNHWC {geo.describe()}: y = saturate(rint((acc + bias) * (x_scale * "
+            "w_scale / y_scale)) + yzp), acc = conv(x - xzp, w - wzp) in int32 */")
+        _requant_prelude(ctx, 1, 6, 7)
+        isa = isa_for(ctx)
+        if numel(geo.out_shape) == 0:
+            ctx("(void)sa; (void)ys; (void)yzp;")
+            return
+        wsn = int(np.asarray(ctx.in_const(4)).size)
+        w = conv_weights(ctx, self, geo.cg)          # w - wzp, int64 [cout, cin_g, taps]
+        bias = (np.asarray(ctx.in_const(8)).astype(np.int64).reshape(-1) if _bias(node)
+                else None)
+        if isa is not None and pointwise(geo):
+            qgemm_simd.emit_rows(ctx, 0, 2, geo.n * geo.h * geo.w,
+                                 w.reshape(geo.cout, geo.cin).T, Requant(rnd, _mults(ctx, wsn, geo.cout),
+                                                                      per_col=wsn > 1), bias)
+        elif (isa is not None and geo.depthwise and geo.kh * geo.kw <= MAX_TAPS
+              and conv_nhwc_dw.supports(geo, isa)):
+            _emit_depthwise(ctx, geo, isa, w, bias, rnd, wsn)
+        else:
+            _emit_loops(ctx, geo, node, rnd)
+
+
+def _mults(ctx, wsn: int, n: int) -> str:
+    """C pointer to the multiplier(s) sa * w_scale / ys: one, or n (per output channel)."""
+    if wsn > 1:
+        mc = ctx.scratch(n * 4, "float", "mlt")
+        with ctx.block(f"for (size_t j = 0; j < {n}u; ++j)"):
+            ctx(f"{mc}[j] = sa * {ctx.inp[4]}[j] / ys;")
+        return mc
+    ctx(f"const float mlt = sa * {ctx.inp[4]}[0] / ys;")
+    return "&mlt"
+
+
+def _emit_depthwise(ctx, geo, isa, w, bias, rnd, wsn) -> None:
+    ctx.kernel = isa
+    ta, ydt = ctx.in_dtype(0), ctx.out_dtype(0)
+    C, T = geo.cin, geo.kh * geo.kw
+    fits = wsn == 1 and sums_fit(w.reshape(C, T), ta.name, zp_const(ctx, 2), bias)
+    rq = requant_helper(ctx, isa, ydt.name, rnd, fits)
+    gen = _QGen(conv_nhwc_dw.flavor(geo, isa), geo, ta.name, ctype(ydt), rq)
+    wt = np.zeros((T, gen.cp), np.float32)
+    wt[:, :C] = w.reshape(C, T).T
+    wv, bv = ctx.const(wt, "wtap"), ctx.const(np.zeros(gen.cp, np.float32), "bzero")
+    add = np.zeros(C, np.int64) if bias is None else bias
+    av = ctx.const((add & 0xFFFFFFFF).astype(np.uint32).view(np.int32), "qadd")
+    acc = ctx.scratch(geo.ow * C * 4, "int32_t", "qacc")
+    mc = _mults(ctx, wsn, C)
+    name = conv_nhwc_dw.driver(ctx, geo, isa, gen)
+    ctx.helper("qlinear.4.0.string", "#include <string.h>")
+    ctx(f"{name}({ctx.inp[0]}, {wv}, {bv}, {acc}, {ctx.out[0]}, (float){zp_expr(ctx, 2)}, {av}, "
+        f"{mc}, {1 if wsn > 1 else 0}u, yzp);")
+
+
+def _emit_loops(ctx, geo, node, rnd) -> None:
+    ctx.kernel = "generic"
+    ta, ydt = ctx.in_dtype(0), ctx.out_dtype(0)
+    lo, hi = irange(ydt.name)
+    ctx.helper("qlinear.0.wrap", WRAP)
+    wsn = int(np.asarray(ctx.in_const(4)).size)
+    wzn = int(np.asarray(ctx.in_const(5)).size) if ctx.has_input(5) else 0
+    cg, K = geo.cin // geo.group, geo.kh * geo.kw
+    cog = geo.cout // geo.group
+    wz = f"(int32_t){ctx.inp[5]}[{'oc' if wzn > 1 else '0'}]" if wzn else "0"
+    ctx(f"/* portable loops: per output position and channel the wrapping sum over taps "
+        f"inside the input and the {cg} channel(s) of its group */")
+    ctx(f"const int32_t xzp = {zp_expr(ctx, 2)};")
+    with ctx.block(f"for (size_t p = 0; p < {geo.n * geo.oh * geo.ow}u; ++p)"):
+        ctx(f"const size_t nb = p / {geo.oh * geo.ow}u, oy = p / {geo.ow}u % {geo.oh}u, "
+            f"ox = p % {geo.ow}u;")
+        with ctx.block(f"for (size_t oc = 0; oc < {geo.cout}u; ++oc)"):
+            ctx(f"const size_t c0 = oc / {cog}u * {cg}u;")
+            ctx(f"const int32_t wzp = {wz};")
+            ctx("uint32_t acc = 0u;")
+            with ctx.block(f"for (size_t t = 0; t < {K}u; ++t)"):
+                ctx(f"const long iy = (long)(oy * {geo.sy}u + t / {geo.kw}u * {geo.dy}u) - "
+                    f"{geo.pt}L, ix = (long)(ox * {geo.sx}u + t % {geo.kw}u * {geo.dx}u) - "
+                    f"{geo.pl}L;")
+                ctx(f"if (iy < 0 || iy >= {geo.h}L || ix < 0 || ix >= {geo.w}L) continue;")
+                ctx(f"const {ctype(ta)} *xp = {ctx.inp[0]} + ((nb * {geo.h}u + (size_t)iy) * "
+                    f"{geo.w}u + (size_t)ix) * {geo.cin}u + c0;")
+                with ctx.block(f"for (size_t c = 0; c < {cg}u; ++c)"):
+                    ctx(f"acc += (uint32_t)(((int32_t)xp[c] - xzp) * ((int32_t){ctx.inp[3]}"
+                        f"[(oc * {cg}u + c) * {K}u + t] - wzp));")
+            if _bias(node):
+                ctx(f"acc += (uint32_t){ctx.inp[8]}[oc];")
+            ctx(f"const float mlt = sa * {ctx.inp[4]}[{'oc' if wsn > 1 else '0'}] / ys;")
+            ctx(f"{ctx.out[0]}[p * {geo.cout}u + oc] = ({ctype(ydt)}){rnd}((double)"
+                f"aicc_u32_i32(acc) * (double)mlt, yzp, {lo}, {hi});")
