@@ -116,6 +116,18 @@ def _avx(ctx) -> bool:
     return simd_isa(ctx) is not None
 
 
+def _edges(rb: str, cb: str) -> str:
+    """C of a blocked 2-D transposition's scalar edges: columns from cb over the rows
+    below rb, then the rows from rb."""
+    return f"""\
+    for (size_t c = {cb}; c < C; ++c)
+        for (size_t r = 0; r < {rb}; ++r)
+            dst[c * ds + r] = src[r * ss + c];
+    for (size_t r = {rb}; r < R; ++r)
+        for (size_t c = 0; c < C; ++c)
+            dst[c * ds + r] = src[r * ss + c];"""
+
+
 def avx_helper(ctx) -> str:
     """float32 2-D transposition in 8 x 8 register blocks (AVX): bits are moved unchanged
     (also Gemm's transposed A operand on the SIMD targets, gemm.a_rows)."""
@@ -153,12 +165,7 @@ static void {name}(size_t R, size_t C, const float *restrict src, size_t ss,
 {sto}
             }}
     }}
-    for (size_t c = C8; c < C; ++c)
-        for (size_t r = 0; r < R8; ++r)
-            dst[c * ds + r] = src[r * ss + c];
-    for (size_t r = R8; r < R; ++r)
-        for (size_t c = 0; c < C; ++c)
-            dst[c * ds + r] = src[r * ss + c];
+{_edges("R8", "C8")}
 }}"""
     include(ctx, "avx2")
     ctx.helper(f"transpose.1.{name}", code)
@@ -199,12 +206,7 @@ static void {name}(size_t R, size_t C, const uint8_t *restrict src, size_t ss,
                     _mm_storeu_si128((__m128i *)(void *)(d + (size_t)rev[k] * ds), a[k]);
             }}
     }}
-    for (size_t c = C16; c < C; ++c)
-        for (size_t r = 0; r < R16; ++r)
-            dst[c * ds + r] = src[r * ss + c];
-    for (size_t r = R16; r < R; ++r)
-        for (size_t c = 0; c < C; ++c)
-            dst[c * ds + r] = src[r * ss + c];
+{_edges("R16", "C16")}
 }}"""
     include(ctx, "avx2")
     ctx.helper(f"transpose.1.{name}", code)

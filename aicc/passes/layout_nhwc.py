@@ -81,56 +81,18 @@ NCHW_IN_CIN = 4         # ... unless it has at most this many input channels (Co
 #                         those on the broadcast kernel, reading an NCHW input as it is)
 
 
-def _qconv_kind(n, g):
-    """('qpointwise' | 'qdepthwise', geometry) for an eligible QLinearConv: 2-D, static
-    shapes, every input but x a compile-time constant, x / y scales and zero points per
-    tensor; else None."""
-    if len(n.inputs) < 8 or any(t and g.const(t) is None for t in n.inputs[1:]):
-        return None
+def _types(g, names):
     try:
-        ts = [g.type_of(t) for t in (n.inputs[0], n.inputs[3], n.outputs[0])]
+        return [g.type_of(t) for t in names]
     except KeyError:
         return None
-    if not all(t.is_static and len(t.shape) == 4 for t in ts):
-        return None
-    if any(g.const(n.inputs[k]).size != 1 for k in (1, 2, 6, 7) if n.inputs[k]):
-        return None
-    try:
-        geo = ConvGeometry(lookup(n, g.opset), n, ts[0].shape, ts[1].shape)
-    except (ValueError, TypeError):
-        return None
-    if tuple(ts[2].shape) != (geo.batch, geo.cout, *geo.out):
-        return None
-    if geo.group > 1 and geo.cin_g == 1 and geo.cout_g == 1:
-        return "qdepthwise", geo
-    if geo.group == 1 and geo.k == [1, 1] and geo.stride == [1, 1] \
-            and not any(geo.pad + geo.pad_end):
-        return "qpointwise", geo
-    return None
 
 
-def _conv_kind(n, g):
-    """'pointwise' / 'depthwise' / 'general' for an eligible Conv, else None (QLinearConv:
-    _qconv_kind)."""
-    if n.op_type == "QLinearConv" and std_domain(n):
-        if n.attrs.get("aicc_kernel") or n.attrs.get("aicc_schedule"):
-            return None
-        return _qconv_kind(n, g)
-    if n.op_type != "Conv" or not std_domain(n) or len(n.inputs) < 2:
-        return None
-    if n.attrs.get("aicc_kernel") or n.attrs.get("aicc_schedule"):
-        return None
-    x, w = n.inputs[0], n.inputs[1]
-    b = n.inputs[2] if len(n.inputs) > 2 else ""
-    if g.const(w) is None or (b and g.const(b) is None):
-        return None
-    try:
-        ts = [g.type_of(t) for t in (x, w, n.outputs[0])]
-    except KeyError:
-        return None
-    if not all(t.is_static for t in ts) or len(ts[0].shape) != 4 or len(ts[1].shape) != 4:
-        return None
-    if any(np.dtype(t.dtype) != np.float32 for t in ts):
+def _geometry_kind(n, g, ts):
+    """('pointwise' | 'depthwise' | 'general', geometry) of a 2-D conv whose x, w, y types ts
+    are static (x, w 4-D), else None."""
+    if ts is None or not all(t.is_static for t in ts) or len(ts[0].shape) != 4 \
+            or len(ts[1].shape) != 4:
         return None
     try:
         geo = ConvGeometry(lookup(n, g.opset), n, ts[0].shape, ts[1].shape)
@@ -145,6 +107,37 @@ def _conv_kind(n, g):
     if geo.k == [1, 1] and geo.stride == [1, 1] and not any(geo.pad + geo.pad_end):
         return "pointwise", geo
     return "general", geo
+
+
+def _qconv_kind(n, g):
+    """('qpointwise' | 'qdepthwise', geometry) for an eligible QLinearConv: 2-D, static
+    shapes, every input but x a compile-time constant, x / y scales and zero points per
+    tensor; else None."""
+    if len(n.inputs) < 8 or any(t and g.const(t) is None for t in n.inputs[1:]):
+        return None
+    if any(g.const(n.inputs[k]).size != 1 for k in (1, 2, 6, 7) if n.inputs[k]):
+        return None
+    k = _geometry_kind(n, g, _types(g, (n.inputs[0], n.inputs[3], n.outputs[0])))
+    return None if k is None or k[0] == "general" else ("q" + k[0], k[1])
+
+
+def _conv_kind(n, g):
+    """'pointwise' / 'depthwise' / 'general' for an eligible Conv, else None (QLinearConv:
+    _qconv_kind)."""
+    if not std_domain(n) or n.attrs.get("aicc_kernel") or n.attrs.get("aicc_schedule"):
+        return None
+    if n.op_type == "QLinearConv":
+        return _qconv_kind(n, g)
+    if n.op_type != "Conv" or len(n.inputs) < 2:
+        return None
+    x, w = n.inputs[0], n.inputs[1]
+    b = n.inputs[2] if len(n.inputs) > 2 else ""
+    if g.const(w) is None or (b and g.const(b) is None):
+        return None
+    ts = _types(g, (x, w, n.outputs[0]))
+    if ts is None or any(np.dtype(t.dtype) != np.float32 for t in ts):
+        return None
+    return _geometry_kind(n, g, ts)
 
 
 def _spatial_mean(n, g) -> bool:
