@@ -42,6 +42,7 @@ from .loops import numel
 from .qgemm_simd import conv_weights, isa_for, zp_const, zp_expr
 from .qlinear import INT8, _requant_prelude
 from .qrequant_simd import WRAP, Requant, irange, requant_helper, sums_fit
+from .qround import requant_mult
 from .quantize import round_helper
 from .reference import run_onnx_reference
 from . import qgemm_simd
@@ -181,9 +182,10 @@ class QConvNHWC(Op):
         bias = (np.asarray(ctx.in_const(8)).astype(np.int64).reshape(-1) if _bias(node)
                 else None)
         if isa is not None and pointwise(geo):
+            mc, nt = _mults(ctx, wsn, geo.cout)
             qgemm_simd.emit_rows(ctx, 0, 2, geo.n * geo.h * geo.w,
-                                 w.reshape(geo.cout, geo.cin).T, Requant(rnd, _mults(ctx, wsn, geo.cout),
-                                                                      per_col=wsn > 1), bias)
+                                 w.reshape(geo.cout, geo.cin).T,
+                                 Requant(rnd, mc, per_col=wsn > 1, rform=nt), bias)
         elif (isa is not None and geo.depthwise and geo.kh * geo.kw <= MAX_TAPS
               and conv_nhwc_dw.supports(geo, isa)):
             _emit_depthwise(ctx, geo, isa, w, bias, rnd, wsn)
@@ -191,15 +193,17 @@ class QConvNHWC(Op):
             _emit_loops(ctx, geo, node, rnd)
 
 
-def _mults(ctx, wsn: int, n: int) -> str:
-    """C pointer to the multiplier(s) sa * w_scale / ys: one, or n (per output channel)."""
+def _mults(ctx, wsn: int, n: int) -> tuple:
+    """(C pointer to the multiplier(s) sa * w_scale / ys: one, or n per output channel;
+    the float32 rounding form of the one, qround.requant_mult)."""
     if wsn > 1:
         mc = ctx.scratch(n * 4, "float", "mlt")
         with ctx.block(f"for (size_t j = 0; j < {n}u; ++j)"):
             ctx(f"{mc}[j] = sa * {ctx.inp[4]}[j] / ys;")
-        return mc
-    ctx(f"const float mlt = sa * {ctx.inp[4]}[0] / ys;")
-    return "&mlt"
+        return mc, ""
+    expr, nt = requant_mult(ctx, f"sa * {ctx.inp[4]}[0] / ys")
+    ctx(f"const float mlt = {expr};")
+    return "&mlt", nt
 
 
 def _emit_depthwise(ctx, geo, isa, w, bias, rnd, wsn) -> None:
@@ -207,7 +211,8 @@ def _emit_depthwise(ctx, geo, isa, w, bias, rnd, wsn) -> None:
     ta, ydt = ctx.in_dtype(0), ctx.out_dtype(0)
     C, T = geo.cin, geo.kh * geo.kw
     fits = wsn == 1 and sums_fit(w.reshape(C, T), ta.name, zp_const(ctx, 2), bias)
-    rq = requant_helper(ctx, isa, ydt.name, rnd, fits)
+    mc, nt = _mults(ctx, wsn, C)
+    rq = requant_helper(ctx, isa, ydt.name, rnd, fits, rform=nt)
     gen = _QGen(conv_nhwc_dw.flavor(geo, isa), geo, ta.name, ctype(ydt), rq)
     wt = np.zeros((T, gen.cp), np.float32)
     wt[:, :C] = w.reshape(C, T).T
@@ -215,7 +220,6 @@ def _emit_depthwise(ctx, geo, isa, w, bias, rnd, wsn) -> None:
     add = np.zeros(C, np.int64) if bias is None else bias
     av = ctx.const((add & 0xFFFFFFFF).astype(np.uint32).view(np.int32), "qadd")
     acc = ctx.scratch(geo.ow * C * 4, "int32_t", "qacc")
-    mc = _mults(ctx, wsn, C)
     name = conv_nhwc_dw.driver(ctx, geo, isa, gen)
     ctx.helper("qlinear.4.0.string", "#include <string.h>")
     ctx(f"{name}({ctx.inp[0]}, {wv}, {bv}, {acc}, {ctx.out[0]}, (float){zp_expr(ctx, 2)}, {av}, "

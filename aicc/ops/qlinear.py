@@ -33,6 +33,7 @@ from .quantize import round_helper
 from . import qgemm_conv, qgemm_simd
 from .qgemm_simd import scalar, zp_const, zp_expr
 from .qrequant_simd import WRAP, Requant, irange, sums_fit
+from .qround import requant_mult
 
 INT8 = ("uint8", "int8")
 
@@ -277,14 +278,17 @@ class QLinearMatMul(_MatMulBase):
         yct = ctype(ydt)
         if _nonempty_mm(ctx, self) and qgemm_simd.matmul_usable(ctx, self.A, self.B, self.BZ):
             n = _dims(ctx.in_shape(0), ctx.in_shape(3))[5]
+            nt = ""
             if bss:
                 mc = ctx.scratch(n * 4, "float", "mlt")
                 with ctx.block(f"for (size_t j = 0; j < {n}u; ++j)"):
                     ctx(f"{mc}[j] = sa * {ctx.inp[4]}[j] / ys;")
             else:
-                ctx(f"const float mlt = sa * {ctx.inp[4]}[0] / ys;")
+                expr, nt = requant_mult(ctx, f"sa * {ctx.inp[4]}[0] / ys")
+                ctx(f"const float mlt = {expr};")
                 mc = "&mlt"
-            qgemm_simd.emit_matmul(self, node, ctx, Requant(rnd, mc, per_col=bool(bss)))
+            qgemm_simd.emit_matmul(self, node, ctx, Requant(rnd, mc, per_col=bool(bss),
+                                                            rform=nt))
             return
 
         def post(base, acc, n):
@@ -410,9 +414,11 @@ class QLinearConv(_ConvBase):
             fits = sums_fit(qgemm_simd.conv_weights(ctx, self, geo), ctx.in_dtype(self.X).name,
                             zp_const(ctx, self.XZ),
                             None if bias is None else _const_or_false(ctx, 8))
+            mult, nt = (f"sa * {ctx.inp[4]}[oc] / ys", "") if wsn > 1 else \
+                requant_mult(ctx, f"sa * {ctx.inp[4]}[0] / ys")
             qgemm_conv.emit_conv(self, node, ctx, Requant(
-                rnd, f"sa * {ctx.inp[4]}[{'oc' if wsn > 1 else '0'}] / ys",
-                f"(int32_t){bias}[oc]" if bias else None, fits=fits, chan_mult=wsn > 1))
+                rnd, mult, f"(int32_t){bias}[oc]" if bias else None, fits=fits,
+                chan_mult=wsn > 1, rform=nt))
             return
 
         def post(base, acc, P):

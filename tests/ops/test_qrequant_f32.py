@@ -4,10 +4,13 @@ must still give the float64 product's rounding, value for value. The hard cases 
 whose float32 product rounds onto a half-integer that the exact product is not (the tie
 correction), and exact ties (half to even). Sums that may pass 2^24 keep the float64 form.
 Checked against the numpy reference (float64 product, as onnx.reference) and the generic target."""
+import re
+
 import numpy as np
 import pytest
 from onnx import helper
 
+from aicc.ops.qround import exact_ties, tie_free_mult
 from tests.oracle import make_model, rng
 from tests.ops.test_qgemm_simd import SIMD, _both, _qconv_ref, _qmm_ref
 
@@ -42,9 +45,15 @@ def _hard_count(acc: np.ndarray, m: np.ndarray) -> tuple:
     return int((half_p & ~half_x).sum()), int(half_x.sum())
 
 
+def _forms(d) -> set:
+    """The float32 requantization forms ('' checked, 'n', 'd': ops/qround.py) the builds in d
+    call (_both builds the SIMD one and the generic one)."""
+    return {f for p in d.glob("b*/model.c") for f in re.findall(r"_f32([nd]?)\(", p.read_text())}
+
+
 def _uses_f32(d) -> bool:
-    """Whether the SIMD build in d (_both builds it and the generic one) calls an _f32 helper."""
-    return any("_f32(" in p.read_text() for p in d.glob("b*/model.c"))
+    """Whether the SIMD build in d calls an _f32 helper (any form)."""
+    return bool(_forms(d))
 
 
 @pytest.mark.parametrize("target", ALL)
@@ -116,3 +125,90 @@ def test_qlinearmatmul_requant_f32(ta, target, tmp_path):
         h, ties = _hard_count(acc, np.asarray(m))
         assert (ties if i == 0 else h) >= (5 if i == 0 else 8), (h, ties)
         assert _uses_f32(tmp_path / str(i))
+
+
+# MobileNetV2 int8's multipliers (y zero point): the first two have sums whose float32
+# product rounds onto a half-integer, and no float32 neighbour within 256 ulps avoids them all
+# (AVX-512: the floor form; AVX2: the checked form); the third has a tie-free neighbour
+EDGE_MULTS = [(np.float32(0.0012248824), 114), (np.float32(0.0003111857), 101),
+              (np.float32(0.009295096), 0)]
+
+
+def _edge_sums(m: np.float32, yzp: int, amax: int) -> np.ndarray:
+    """Positive sums up to amax whose exact products lie within 4 float32 ulps of a
+    half-integer where rounding matters, with their neighbours."""
+    h = np.arange(-yzp - 1, 256 - yzp, dtype=np.float64) + 0.5
+    h = h[h > 0]
+    u = 4 * np.spacing(h.astype(np.float32)).astype(np.float64)
+    a = np.concatenate([np.arange(np.ceil((x - w) / m), np.floor((x + w) / m) + 1)
+                        for x, w in zip(h, u)])
+    a = np.unique((a[:, None] + np.arange(-1, 2)).reshape(-1))
+    return a[(a > 0) & (a <= amax)].astype(np.int64)
+
+
+def _emulated(a: np.ndarray, m: np.float32, form: str) -> np.ndarray:
+    """The float32 forms' rint(a m) in numpy: 'n' rint(fl32(a m)); 'd' floor(fl_down(a m +
+    0.5)) (a m + 0.5 exact in float64 here, then rounded down to float32)."""
+    x = a.astype(np.float64) * float(m)
+    if form == "n":
+        return np.rint(x.astype(np.float32).astype(np.float64))
+    x = x + 0.5
+    f = x.astype(np.float32).astype(np.float64)
+    f = np.where(f > x, np.nextafter(f.astype(np.float32), np.float32(-np.inf)).astype(np.float64), f)
+    return np.floor(f)
+
+
+@pytest.mark.parametrize("m,yzp", EDGE_MULTS)
+def test_check_free_forms_every_sum(m, yzp):
+    """Every sum |a| <= 2^24 that is not saturated either way (and a margin): the chosen
+    check-free form's outputs are the float64 reference's (ops/qround.py)."""
+    mt = tie_free_mult(m, "uint8", yzp)
+    amax = min(2**24, int(2 * 300 / float(m)))
+    a = np.arange(-amax, amax + 1, dtype=np.int64)
+    want = np.clip(np.rint(a * float(m)) + yzp, 0, 255)
+    if mt is not None:
+        for form_m in (_emulated(a, mt, "n"), np.rint(a * float(mt))):   # f32n and float64
+            np.testing.assert_array_equal(np.clip(form_m + yzp, 0, 255), want)
+    else:
+        assert not exact_ties(m, "uint8", yzp)
+        np.testing.assert_array_equal(np.clip(_emulated(a, m, "d") + yzp, 0, 255), want)
+        # the forms are needed: m's own float32 products go wrong on some sums
+        assert (np.clip(_emulated(a, m, "n") + yzp, 0, 255) != want).any()
+    assert (mt is None) == (float(m) < 0.002)
+
+
+@pytest.mark.parametrize("target", ALL)
+@pytest.mark.parametrize("m,yzp", EDGE_MULTS)
+def test_qlinearmatmul_check_free_forms(m, yzp, target, tmp_path):
+    """QLinearMatMul rows whose sums are the edge sums of the multiplier (b = [1, 127, ...]:
+    a row's sum is any integer up to 16 * 127 * 255 + 255), 16 columns: the C forms give the
+    reference's values; AVX-512 builds use a check-free form, AVX2 the 'n' one when m' exists."""
+    amax = 16 * 127 * 255 + 255
+    edge = _edge_sums(m, yzp, amax)
+    assert len(edge) >= 9
+    hard, _ = _hard_count(edge, np.asarray(m))
+    assert hard >= 1                    # a sum whose float32 product lands on a half-integer
+    a_sums = np.unique(np.concatenate([edge, rng(5).integers(0, amax + 1, size=300)]))
+    k = 17
+    rows = np.zeros((len(a_sums), k), np.int64)
+    hi = a_sums // 127
+    rows[:, 0] = a_sums - 127 * np.minimum(hi, 16 * 255)
+    q = np.minimum(hi, 16 * 255)
+    for j in range(1, k):
+        rows[:, j] = np.minimum(q, 255)
+        q = q - rows[:, j]
+    b = np.full((k, 16), 127, np.int8)
+    b[0] = 1
+    a = rows.astype(np.uint8)
+    assert np.array_equal(a.astype(np.int64) @ b.astype(np.int64)[:, 0], a_sums)
+    inits = {"as": np.array([m], np.float32), "az": np.array([0], np.uint8), "b": b,
+             "bs": np.array([1], np.float32), "bz": np.array([0], np.int8),
+             "ys": np.array([1], np.float32), "yz": np.array([yzp], np.uint8)}
+    order = ["a", "as", "az", "b", "bs", "bz", "ys", "yz"]
+    model = make_model([helper.make_node("QLinearMatMul", order, ["y"])], {"a": a}, ["y"],
+                       inits, opset=10)
+    got = _both(model, {"a": a}, tmp_path, target)
+    np.testing.assert_array_equal(got, _qmm_ref({"a": a, **inits}))
+    mt = tie_free_mult(m, "uint8", yzp)
+    avx512 = "avx512" in target
+    assert _forms(tmp_path) == ({"n"} if mt is not None else {"d"} if avx512 else {""})

@@ -1,0 +1,104 @@
+"""A multiplier for requantization without the half-integer check (qrequant_simd.py).
+
+The requantization's float32 form (qrequant_simd.py, the module doc) computes p = fl32(a m)
+for an int32 sum a (|a| <= 2^24) and rounds it half to even; p is then rint(a m) unless p
+is a half-integer that the exact product a m is not, which a check per vector catches (an
+int -> float conversion, a subtraction, an absolute value, a compare and a branch per 16
+sums: MobileNetV2 int8's requantization was a fifth of its time, x86-avx512-vnni).
+
+For a constant multiplier m the sums where that can happen are known at build time: a m
+within half a float32 ulp of a half-integer h. Only the h where rounding changes an output
+matter (h + yzp in [lo - 1, hi]: beyond, both sides saturate alike), a few hundred, and the
+sums near each are enumerated. ``tie_free_mult`` returns a float32 m' (m itself when it
+passes, else its nearest neighbours first) such that, for every sum a near such an h,
+rint(fl32(a m')) and rint(a m') are both rint(a m): the same outputs for every a (away from
+every h, a m and a m' round alike: they differ by at most |a| |m' - m|, which the
+enumeration's width covers). The C then uses m' and the check-free form (``_f32n``); the
+float64 forms (tails, other cases) give the same values with m' by the second condition.
+
+When no m' passes (small multipliers: their products move past the half-integers fastest),
+AVX-512 has a second check-free form (``_f32d``): floor(fl_down(a m + 0.5)), the fused
+multiply-add and the conversion both rounding down (embedded rounding). floor(fl_down(x)) is
+floor(x) (integers are floats here), and floor(a m + 0.5) is rint(a m) except on an exact
+tie a m = k + 0.5, which ``exact_ties`` rules out at build time (a float32 m = M 2^e with a
+24-bit odd M has none in reach unless M is small).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..emit_c.cwriter import c_float
+from .qgemm_simd import zp_const
+from .qrequant_simd import EXACT, MAX_MULT, irange
+
+MAX_STEPS = 256          # float32 neighbours of m tried on each side
+MAX_CANDIDATES = 1 << 21  # sums examined at most (else None: the C keeps its check)
+
+
+def const_mult(ctx, xs_k: int, ws_k: int, ys_k: int):
+    """The per-tensor multiplier ``sa * w_scale / ys`` as the C computes it (float32, left to
+    right), when all three are compile-time float32 constants of one value; else None."""
+    vs = [ctx.in_const(k) for k in (xs_k, ws_k, ys_k)]
+    if any(v is None or np.asarray(v).size != 1 or np.asarray(v).dtype != np.float32
+           for v in vs):
+        return None
+    sa, ws, ys = (np.asarray(v, np.float32).reshape(()) for v in vs)
+    with np.errstate(all="ignore"):
+        return np.float32(np.float32(sa * ws) / ys)
+
+
+def tie_free_mult(m, ydt: str, yzp):
+    """A float32 multiplier m' giving rint(a m)'s outputs through both fl32(a m') and the
+    exact a m' for every int32 sum a (module doc), or None (m or yzp not a constant, m not
+    finite, zero or above MAX_MULT, or no neighbour within MAX_STEPS passes)."""
+    if m is None or yzp is None or not np.isfinite(m) or m == 0 or abs(float(m)) > MAX_MULT:
+        return None
+    lo, hi = irange(ydt)
+    h = np.arange(lo - int(yzp) - 1, hi - int(yzp) + 1, dtype=np.float64) + 0.5
+    mf = float(m)
+    # |a m' - a m| <= |a| |m| * rel over the sums near the h (|a m| <= hmax + 1)
+    rel = MAX_STEPS * 2.0 ** -23
+    w = (np.abs(h).max() + 1.0) * rel + np.spacing(np.float32(np.abs(h).max() + 1.0)) * 1.0
+    a0 = np.ceil(np.minimum((h - w) / mf, (h + w) / mf))
+    a1 = np.floor(np.maximum((h - w) / mf, (h + w) / mf))
+    if np.maximum(a1 - a0 + 1, 0).sum() > MAX_CANDIDATES:
+        return None
+    a = np.concatenate([np.arange(x, y + 1) for x, y in zip(a0, a1) if y >= x] or [[0.0]])
+    a = a[np.abs(a) <= EXACT]
+    want = np.rint(a * mf)                        # a m exact in float64 (25 + 24 bits)
+    up = down = np.float32(m)
+    for step in range(MAX_STEPS + 1):
+        for mt in ((up,) if step == 0 else (up, down)):
+            if abs(float(mt)) > MAX_MULT:
+                continue
+            e = a * float(mt)                     # exact
+            if np.array_equal(np.rint(e.astype(np.float32)), want) and \
+                    np.array_equal(np.rint(e), want):
+                return np.float32(mt)
+        up, down = np.nextafter(up, np.float32(np.inf)), np.nextafter(down, np.float32(-np.inf))
+    return None
+
+
+def exact_ties(m, ydt: str, yzp) -> bool:
+    """Whether some int32 sum a has a m exactly a half-integer h where rounding matters (the
+    floor form's one difference from rint), or m / yzp are not usable constants."""
+    if m is None or yzp is None or not np.isfinite(m) or m == 0 or abs(float(m)) > MAX_MULT:
+        return True
+    lo, hi = irange(ydt)
+    h = np.arange(lo - int(yzp) - 1, hi - int(yzp) + 1, dtype=np.float64) + 0.5
+    a = np.rint(h / float(m))[:, None] + np.arange(-1, 2)[None, :]
+    return bool(((a * float(m) == h[:, None]) & (np.abs(a) <= EXACT)).any())
+
+
+def requant_mult(ctx, expr: str) -> tuple:
+    """(C expression of a QLinear op's per-tensor multiplier, float32 rounding form; inputs
+    1, 4, 6: the scales, 7: the y zero point): the literal m' and "n" when tie_free_mult
+    finds one (sa, ys: the prelude's variables, marked used); else expr and "d" (the floor
+    form, AVX-512) when no exact tie occurs; else expr and "" (the checked form)."""
+    m, ydt, yzp = const_mult(ctx, 1, 4, 6), ctx.out_dtype(0).name, zp_const(ctx, 7)
+    mt = tie_free_mult(m, ydt, yzp)
+    if mt is None:
+        return expr, "" if exact_ties(m, ydt, yzp) else "d"
+    ctx(f"(void)sa; (void)ys;   /* multiplier {c_float(mt)}: sa * w_scale / ys or a float32 "
+        "neighbour giving the same outputs without a tie check (qround.py) */")
+    return c_float(mt), "n"
