@@ -300,7 +300,7 @@ def emit_rows(ctx, a_k: int, az_k: int, rows: int, b: np.ndarray, rq: Requant | 
     ctx.kernel = isa
     ta = ctx.in_dtype(a_k)
     k, n = b.shape
-    if rq is not None and not rq.per_col:
+    if rq is not None and (not rq.per_col or rq.mcol):
         rq = rq._replace(fits=sums_fit(b.T, ta.name, zp_const(ctx, az_k), bias))
     form = quad_form(ctx, isa, b, False) or pair_form(ctx, isa)
     g, et, nr = FORMS[form]["g"], FORMS[form]["et"], d["nr"]

@@ -63,6 +63,7 @@ class Requant(NamedTuple):
     fits: bool = False         # sums_fit: the helper's float32 form is exact
     chan_mult: bool = False    # conv: mult differs by output channel (per-channel w scales)
     rform: str = ""            # float32 rounding: "" checked, "n" / "d" check-free (qround.py)
+    mcol: bool = False         # per_col with constant multipliers, each finite and <= MAX_MULT
 
 
 def _requant_fast(isa: str, ydt: str) -> tuple:
@@ -200,18 +201,21 @@ def _rq_f32(isa: str, rform: str = "") -> tuple:
     return name, "\n".join(C)
 
 
-def _requant_fast_f32(isa: str, ydt: str, rf: str) -> tuple:
-    """(setup, loop) of the ``_f32`` form for one finite multiplier of at most MAX_MULT: 4
-    vectors per step, + yzp, saturated to the output type by the packs, then single vectors
-    (AVX-512: the last under a lane mask, clamped in int32; AVX2: the scalar tail follows)."""
+def _requant_fast_f32(isa: str, ydt: str, rf: str, mcol: bool = False) -> tuple:
+    """(setup, loop) of the ``_f32`` form for one finite multiplier of at most MAX_MULT (mcol:
+    one per column, m[j], each checked so by the build): 4 vectors per step, + yzp,
+    saturated to the output type by the packs, then single vectors (AVX-512: the last under
+    a lane mask, clamped in int32; AVX2: the scalar tail follows)."""
     pk = "packus" if ydt == "uint8" else "packs"
     lo, hi = irange(ydt)
+    w = 512 if isa == "avx512" else 256
+    vm = f"_mm{w}_loadu_ps(m + j + {{o}}u)" if mcol else "vmf"
     if isa == "avx512":
         one = ("_mm512_add_epi32({rf}(_mm512_add_epi32(_mm512_loadu_si512(acc + j + {o}u), "
-               "as ? _mm512_loadu_si512(add + j + {o}u) : va16), vmf), vzi)")
+               "as ? _mm512_loadu_si512(add + j + {o}u) : va16), " + vm + "), vzi)")
         return [
             "const __m512i va16 = _mm512_set1_epi32(add[0]), vzi = _mm512_set1_epi32(yzp);",
-            "const __m512 vmf = _mm512_set1_ps(m[0]);",
+            *([] if mcol else ["const __m512 vmf = _mm512_set1_ps(m[0]);"]),
             f"const __m512i vqlo = _mm512_set1_epi32({lo}), vqhi = _mm512_set1_epi32({hi});",
             "const __m512i vperm = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);"], [
             "for (; j + 64u <= n; j += 64u) {",
@@ -224,15 +228,16 @@ def _requant_fast_f32(isa: str, ydt: str, rf: str) -> tuple:
             "    const __mmask16 k = n - j >= 16u ? (__mmask16)0xFFFFu : (__mmask16)((1u << (n - j)) - 1u);",
             "    const __m512i ai = _mm512_add_epi32(_mm512_maskz_loadu_epi32(k, acc + j),",
             "                                        as ? _mm512_maskz_loadu_epi32(k, add + j) : va16);",
-            f"    const __m512i r = _mm512_add_epi32({rf}(ai, vmf), vzi);",
+            f"    const __m512i r = _mm512_add_epi32({rf}(ai, "
+            f"{'_mm512_maskz_loadu_ps(k, m + j)' if mcol else 'vmf'}), vzi);",
             "    _mm512_mask_cvtepi32_storeu_epi8(y + j, k, _mm512_max_epi32(vqlo, "
             "_mm512_min_epi32(vqhi, r)));",
             "}"]
     one = ("_mm256_add_epi32({rf}(_mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(acc + j + {o}u)), "
-           "as ? _mm256_loadu_si256((const __m256i *)(add + j + {o}u)) : va8), vmf), vzi)")
+           "as ? _mm256_loadu_si256((const __m256i *)(add + j + {o}u)) : va8), " + vm + "), vzi)")
     return [
         "const __m256i va8 = _mm256_set1_epi32(add[0]), vzi = _mm256_set1_epi32(yzp);",
-        "const __m256 vmf = _mm256_set1_ps(m[0]);",
+        *([] if mcol else ["const __m256 vmf = _mm256_set1_ps(m[0]);"]),
         "const __m256i vperm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);"], [
         "for (; j + 32u <= n; j += 32u) {",
         *[f"    const __m256i r{i} = {one.format(rf=rf, o=8 * i)};" for i in range(4)],
@@ -248,7 +253,7 @@ def _requant_fast_f32(isa: str, ydt: str, rf: str) -> tuple:
 
 
 def requant_helper(ctx, isa: str, ydt: str, rnd: str, f32: bool = False,
-                   per_row: bool = False, rform: str = "") -> str:
+                   per_row: bool = False, rform: str = "", mcol: bool = False) -> str:
     """``aicc_qreq_{isa}_{y}(rows, n, acc, sa, add, as, m, ms, yzp, y, sy)``: for each of rows
     rows (acc and y advancing by sa and sy), y[j] = saturate(rint((acc[j] + add[j * as]) *
     m[j * ms]) + yzp), the product in double (the scalar loops' values). per_row: the
@@ -261,7 +266,9 @@ def requant_helper(ctx, isa: str, ydt: str, rnd: str, f32: bool = False,
     if isa != "avx512" and rform == "d":     # (the floor form needs embedded rounding)
         rform = ""
     nt = rform if f32 else ""     # the _f32n / _f32d forms: no half-integer check
-    name = f"aicc_qreq_{isa}_{ydt}{'_f32' + nt if f32 else ''}{'_ra' if per_row else ''}"
+    mcol = mcol and f32           # _f32*c: a multiplier per column, each checked at build time
+    tag = f"_f32{nt}{'c' if mcol else ''}" if f32 else ""
+    name = f"aicc_qreq_{isa}_{ydt}{tag}{'_ra' if per_row else ''}"
     scalar = (f"y[j] = ({yc}){rnd}((double)aicc_u32_i32((uint32_t)acc[j] + (uint32_t)add[as ? j : 0u]) "
               f"* (double)m[ms ? j : 0u], yzp, {lo}, {hi});")
     if isa == "avx512":
@@ -296,7 +303,7 @@ def requant_helper(ctx, isa: str, ydt: str, rnd: str, f32: bool = False,
     if f32:
         rf, code = _rq_f32(isa, nt)
         ctx.helper(f"qlinear.4.2.rqf{nt}_{isa}", code)
-        setup, fast = _requant_fast_f32(isa, ydt, rf)
+        setup, fast = _requant_fast_f32(isa, ydt, rf, mcol)
     else:
         setup, fast = _requant_fast(isa, ydt)
     vd, ai = f"__m{512 if isa == 'avx512' else 256}d", ("_mm256_set1_epi32" if isa == "avx512"
@@ -313,9 +320,11 @@ def requant_helper(ctx, isa: str, ydt: str, rnd: str, f32: bool = False,
          f"    const {vd} vlo = {pd}_set1_pd({float(lo)!r}), vhi = {pd}_set1_pd({float(hi)!r});",
          f"    const {vd} vzc = {pd}_set1_pd((double)(yzp < {lo} ? {lo} : "
          f"(yzp > {hi} ? {hi} : yzp)));",
-         "    const int finite = ms == 0u && m[0] - m[0] == 0.0f"
-         + (f"\n        && m[0] <= {MAX_MULT!r}f && m[0] >= -{MAX_MULT!r}f;  /* one multiplier, "
-            "small: the float32 form */" if f32 else ";  /* one finite multiplier: no NaN */"),
+         ("    const int finite = 1;  /* per-column multipliers, each finite and at most "
+          f"{MAX_MULT!r} in magnitude\n        (the build checked them): the float32 form */"
+          if mcol else "    const int finite = ms == 0u && m[0] - m[0] == 0.0f"
+          + (f"\n        && m[0] <= {MAX_MULT!r}f && m[0] >= -{MAX_MULT!r}f;  /* one multiplier, "
+             "small: the float32 form */" if f32 else ";  /* one finite multiplier: no NaN */")),
          *["    " + ln for ln in setup],
          "    for (size_t row = 0; row < rows; ++row, acc += sa, y += sy) {"]
     row = (["size_t j = 0;", "if (finite) {"] + ["    " + s for s in fast]
@@ -327,8 +336,7 @@ def requant_helper(ctx, isa: str, ydt: str, rnd: str, f32: bool = False,
     text = "\n".join(C)
     if per_row:
         text = _per_row(text, isa)
-    ctx.helper(f"qlinear.4.3.req_{isa}_{ydt}{'_f32' + nt if f32 else ''}{'_ra' if per_row else ''}",
-               text)
+    ctx.helper(f"qlinear.4.3.req_{isa}_{ydt}{tag}{'_ra' if per_row else ''}", text)
     return name
 
 
@@ -388,7 +396,7 @@ def output(ctx, isa: str, rq: Requant | None, n: str, src: str, dst: str,
                 ctx(f"aicc_qadd({n}, {src} + r_ * {sa}, {add}, {dst} + r_ * {sy});")
         return
     fn = requant_helper(ctx, isa, ctx.out_dtype(0).name, rq.rnd, rq.fits, add_row is not None,
-                        rq.rform)
+                        rq.rform, rq.mcol)
     if add_row is not None:
         add = f"{add}, {add_row}"
     ctx(f"{fn}({cnt}, {n}, {src}, {sa}, {add}, {mlt}, yzp, ({ctype(ctx.out_dtype(0))} *)({dst}), "

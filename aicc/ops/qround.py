@@ -47,7 +47,7 @@ def const_mult(ctx, xs_k: int, ws_k: int, ys_k: int):
         return np.float32(np.float32(sa * ws) / ys)
 
 
-def tie_free_mult(m, ydt: str, yzp):
+def tie_free_mult(m, ydt: str, yzp, steps: int = MAX_STEPS):
     """A float32 multiplier m' giving rint(a m)'s outputs through both fl32(a m') and the
     exact a m' for every int32 sum a (module doc), or None (m or yzp not a constant, m not
     finite, zero or above MAX_MULT, or no neighbour within MAX_STEPS passes)."""
@@ -67,7 +67,7 @@ def tie_free_mult(m, ydt: str, yzp):
     a = a[np.abs(a) <= EXACT]
     want = np.rint(a * mf)                        # a m exact in float64 (25 + 24 bits)
     up = down = np.float32(m)
-    for step in range(MAX_STEPS + 1):
+    for step in range(steps + 1):
         for mt in ((up,) if step == 0 else (up, down)):
             if abs(float(mt)) > MAX_MULT:
                 continue
@@ -79,15 +79,56 @@ def tie_free_mult(m, ydt: str, yzp):
     return None
 
 
+def _usable(m, yzp) -> bool:
+    m = np.asarray(m, np.float32)
+    return (yzp is not None and m.size > 0 and bool(np.isfinite(m).all())
+            and bool((m != 0).all()) and bool((np.abs(m) <= MAX_MULT).all()))
+
+
 def exact_ties(m, ydt: str, yzp) -> bool:
     """Whether some int32 sum a has a m exactly a half-integer h where rounding matters (the
-    floor form's one difference from rint), or m / yzp are not usable constants."""
-    if m is None or yzp is None or not np.isfinite(m) or m == 0 or abs(float(m)) > MAX_MULT:
+    floor form's one difference from rint) for the multiplier m (or any of an array of
+    them), or m / yzp are not usable constants."""
+    if m is None or not _usable(m, yzp):
         return True
     lo, hi = irange(ydt)
     h = np.arange(lo - int(yzp) - 1, hi - int(yzp) + 1, dtype=np.float64) + 0.5
-    a = np.rint(h / float(m))[:, None] + np.arange(-1, 2)[None, :]
-    return bool(((a * float(m) == h[:, None]) & (np.abs(a) <= EXACT)).any())
+    mf = np.asarray(m, np.float32).astype(np.float64).reshape(-1, 1, 1)
+    a = np.rint(h[None, :, None] / mf) + np.arange(-1, 2)[None, None, :]
+    return bool(((a * mf == h[None, :, None]) & (np.abs(a) <= EXACT)).any())
+
+
+def const_mults(ctx, n: int):
+    """The multipliers ``sa * w_scale[c] / ys`` of n output channels as the C computes them
+    (float32), when the three are compile-time float32 constants (w_scale: one or n); else
+    None."""
+    vs = [ctx.in_const(k) for k in (1, 4, 6)]
+    if any(v is None or np.asarray(v).dtype != np.float32 for v in vs) or \
+            np.asarray(vs[0]).size != 1 or np.asarray(vs[2]).size != 1 or \
+            np.asarray(vs[1]).size not in (1, n):
+        return None
+    sa, ys = (np.asarray(v, np.float32).reshape(()) for v in (vs[0], vs[2]))
+    ws = np.broadcast_to(np.asarray(vs[1], np.float32).reshape(-1), (n,))
+    with np.errstate(all="ignore"):
+        return ((sa * ws).astype(np.float32) / ys).astype(np.float32)
+
+
+def requant_mults(ctx, n: int, isa: str) -> tuple:
+    """(C name of the per-channel multipliers as a constant [n] array, float32 rounding form),
+    or (None, "") when they are not constants or some is zero, not finite or above MAX_MULT
+    (the run-time array and the float64 form stay). AVX-512: the floor form "d" when no
+    channel has an exact tie; else "n" when every channel's own multiplier is tie-free (no
+    neighbour search per channel: build time); else the checked form."""
+    m, ydt, yzp = const_mults(ctx, n), ctx.out_dtype(0).name, zp_const(ctx, 7)
+    if m is None or not _usable(m, yzp):
+        return None, ""
+    if isa == "avx512" and not exact_ties(m, ydt, yzp):
+        form = "d"
+    elif all(tie_free_mult(x, ydt, yzp, steps=0) == x for x in m):
+        form = "n"
+    else:
+        form = ""
+    return ctx.const(m, "qmult"), form
 
 
 def requant_mult(ctx, expr: str) -> tuple:

@@ -46,9 +46,10 @@ def _hard_count(acc: np.ndarray, m: np.ndarray) -> tuple:
 
 
 def _forms(d) -> set:
-    """The float32 requantization forms ('' checked, 'n', 'd': ops/qround.py) the builds in d
-    call (_both builds the SIMD one and the generic one)."""
-    return {f for p in d.glob("b*/model.c") for f in re.findall(r"_f32([nd]?)\(", p.read_text())}
+    """The float32 requantization forms ('' checked, 'n', 'd': ops/qround.py; 'c' after them:
+    per-column constant multipliers) the builds in d call (_both builds the SIMD one and the
+    generic one)."""
+    return {f for p in d.glob("b*/model.c") for f in re.findall(r"_f32([nd]?c?)\(", p.read_text())}
 
 
 def _uses_f32(d) -> bool:
@@ -212,3 +213,37 @@ def test_qlinearmatmul_check_free_forms(m, yzp, target, tmp_path):
     mt = tie_free_mult(m, "uint8", yzp)
     avx512 = "avx512" in target
     assert _forms(tmp_path) == ({"n"} if mt is not None else {"d"} if avx512 else {""})
+
+
+@pytest.mark.parametrize("target", ALL)
+def test_qlinearmatmul_check_free_per_column(target, tmp_path):
+    """Per-column b scales (the three edge multipliers and random ones, one y zero point):
+    the multipliers become build-time constants and the float32 form runs per column
+    (AVX-512: the floor form, 'dc'), on rows whose sums are each multiplier's edge sums."""
+    yzp, k = 114, 17
+    amax = 16 * 127 * 255 + 255
+    r = rng(11)
+    ms = np.concatenate([[m for m, _ in EDGE_MULTS], r.uniform(3e-4, 1.2e-3, size=77)])   # 80: every loop
+    ms = ms.astype(np.float32)
+    a_sums = np.unique(np.concatenate([_edge_sums(m, yzp, amax) for m in ms[:3]]
+                                      + [r.integers(0, 150000, size=200)]))
+    rows = np.zeros((len(a_sums), k), np.int64)
+    q = np.minimum(a_sums // 127, 16 * 255)
+    rows[:, 0] = a_sums - 127 * q
+    for j in range(1, k):
+        rows[:, j] = np.minimum(q, 255)
+        q = q - rows[:, j]
+    b = np.full((k, len(ms)), 127, np.int8)
+    b[0] = 1
+    a = rows.astype(np.uint8)
+    inits = {"as": np.array([1], np.float32), "az": np.array([0], np.uint8), "b": b,
+             "bs": ms, "bz": np.zeros(len(ms), np.int8),
+             "ys": np.array([1], np.float32), "yz": np.array([yzp], np.uint8)}
+    order = ["a", "as", "az", "b", "bs", "bz", "ys", "yz"]
+    model = make_model([helper.make_node("QLinearMatMul", order, ["y"])], {"a": a}, ["y"],
+                       inits, opset=10)
+    got = _both(model, {"a": a}, tmp_path, target)
+    np.testing.assert_array_equal(got, _qmm_ref({"a": a, **inits}))
+    assert ((got > 0) & (got < 255)).mean() > 0.3
+    forms = _forms(tmp_path)
+    assert forms == ({"dc"} if "avx512" in target else {"c"}) or forms == {"nc"}, forms
