@@ -102,9 +102,10 @@ def fixture(name, exporter, out_dir):
     return load_fixture(name, exporter, out_dir=out_dir)
 
 
-def quantized_qdq(src: Path, path: Path) -> Path:
+def quantized_qdq(src: Path, path: Path, per_channel: bool = False) -> Path:
     """``src`` quantized by onnxruntime's static quantizer in the QDQ format (uint8
-    activations, int8 weights per tensor), calibrated on 8 seeded random inputs."""
+    activations, int8 weights per tensor or per output channel), calibrated on 8 seeded
+    random inputs."""
     import onnx
     from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
                                           quantize_static)
@@ -122,7 +123,8 @@ def quantized_qdq(src: Path, path: Path) -> Path:
             return next(self.data, None)
 
     quantize_static(str(src), str(path), Reader(), quant_format=QuantFormat.QDQ,
-                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+                    per_channel=per_channel)
     return path
 
 
@@ -148,4 +150,6 @@ def all_models(out_dir):
     res.append(("ResNet-8 int8 (QDQ)", quantized_qdq(res[1][1], out_dir / "resnet8_qdq.onnx")))
     res.append(("MobileNetV2 int8 (QDQ)",
                 quantized_qdq(res[4][1], out_dir / "mobilenetv2_qdq.onnx")))
+    res.append(("MobileNetV2 int8 per-channel (QDQ)",
+                quantized_qdq(res[4][1], out_dir / "mobilenetv2_qdq_pc.onnx", per_channel=True)))
     return res
