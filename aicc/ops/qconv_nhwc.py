@@ -42,7 +42,7 @@ from .loops import numel
 from .qgemm_simd import conv_weights, isa_for, zp_const, zp_expr
 from .qlinear import INT8, _requant_prelude
 from .qrequant_simd import WRAP, Requant, irange, requant_helper, sums_fit
-from .qround import requant_mult, requant_mults
+from .qround import multipliers
 from .quantize import round_helper
 from .reference import run_onnx_reference
 from . import qgemm_simd
@@ -182,7 +182,7 @@ class QConvNHWC(Op):
         bias = (np.asarray(ctx.in_const(8)).astype(np.int64).reshape(-1) if _bias(node)
                 else None)
         if isa is not None and pointwise(geo):
-            mc, nt, mcol = _mults(ctx, wsn, geo.cout, isa)
+            mc, nt, mcol = multipliers(ctx, wsn > 1, geo.cout, isa)
             qgemm_simd.emit_rows(ctx, 0, 2, geo.n * geo.h * geo.w,
                                  w.reshape(geo.cout, geo.cin).T,
                                  Requant(rnd, mc, per_col=wsn > 1, rform=nt, mcol=mcol), bias)
@@ -193,28 +193,11 @@ class QConvNHWC(Op):
             _emit_loops(ctx, geo, node, rnd)
 
 
-def _mults(ctx, wsn: int, n: int, isa: str) -> tuple:
-    """(C pointer to the multiplier(s) sa * w_scale / ys: one, or n per output channel; the
-    float32 rounding form, qround.py; whether the n are build-time constants (mcol))."""
-    if wsn > 1:
-        mc, form = requant_mults(ctx, n, isa)
-        if mc is not None:
-            ctx("(void)sa; (void)ys;   /* the multipliers: build-time constants */")
-            return mc, form, True
-        mc = ctx.scratch(n * 4, "float", "mlt")
-        with ctx.block(f"for (size_t j = 0; j < {n}u; ++j)"):
-            ctx(f"{mc}[j] = sa * {ctx.inp[4]}[j] / ys;")
-        return mc, "", False
-    expr, nt = requant_mult(ctx, f"sa * {ctx.inp[4]}[0] / ys")
-    ctx(f"const float mlt = {expr};")
-    return "&mlt", nt, False
-
-
 def _emit_depthwise(ctx, geo, isa, w, bias, rnd, wsn) -> None:
     ctx.kernel = isa
     ta, ydt = ctx.in_dtype(0), ctx.out_dtype(0)
     C, T = geo.cin, geo.kh * geo.kw
-    mc, nt, mcol = _mults(ctx, wsn, C, isa)
+    mc, nt, mcol = multipliers(ctx, wsn > 1, C, isa)
     fits = (wsn == 1 or mcol) and sums_fit(w.reshape(C, T), ta.name, zp_const(ctx, 2), bias)
     rq = requant_helper(ctx, isa, ydt.name, rnd, fits, rform=nt, mcol=mcol)
     gen = _QGen(conv_nhwc_dw.flavor(geo, isa), geo, ta.name, ctype(ydt), rq)

@@ -33,7 +33,7 @@ from .quantize import round_helper
 from . import qgemm_conv, qgemm_simd
 from .qgemm_simd import scalar, zp_const, zp_expr
 from .qrequant_simd import WRAP, Requant, irange, sums_fit
-from .qround import requant_mult, requant_mults
+from .qround import multipliers, requant_mult
 
 INT8 = ("uint8", "int8")
 
@@ -278,20 +278,7 @@ class QLinearMatMul(_MatMulBase):
         yct = ctype(ydt)
         if _nonempty_mm(ctx, self) and qgemm_simd.matmul_usable(ctx, self.A, self.B, self.BZ):
             n = _dims(ctx.in_shape(0), ctx.in_shape(3))[5]
-            nt, mcol = "", False
-            if bss:
-                mc, nt = requant_mults(ctx, n, qgemm_simd.isa_for(ctx))
-                mcol = mc is not None
-                if mcol:
-                    ctx("(void)sa; (void)ys;   /* the multipliers: build-time constants */")
-                else:
-                    mc = ctx.scratch(n * 4, "float", "mlt")
-                    with ctx.block(f"for (size_t j = 0; j < {n}u; ++j)"):
-                        ctx(f"{mc}[j] = sa * {ctx.inp[4]}[j] / ys;")
-            else:
-                expr, nt = requant_mult(ctx, f"sa * {ctx.inp[4]}[0] / ys")
-                ctx(f"const float mlt = {expr};")
-                mc = "&mlt"
+            mc, nt, mcol = multipliers(ctx, bool(bss), n, qgemm_simd.isa_for(ctx))
             qgemm_simd.emit_matmul(self, node, ctx, Requant(rnd, mc, per_col=bool(bss),
                                                             rform=nt, mcol=mcol))
             return

@@ -143,3 +143,22 @@ def requant_mult(ctx, expr: str) -> tuple:
     ctx(f"(void)sa; (void)ys;   /* multiplier {c_float(mt)}: sa * w_scale / ys or a float32 "
         "neighbour giving the same outputs without a tie check (qround.py) */")
     return c_float(mt), "n"
+
+
+def multipliers(ctx, per_channel: bool, n: int, isa: str) -> tuple:
+    """Declare a QLinear op's requantization multiplier(s) ``sa * scale / ys`` (input 4 the
+    weight / b scale; the prelude's sa, ys). Returns (C pointer to one, or to n per output
+    channel / column; the float32 rounding form; whether the n are build-time constants:
+    Requant.mcol)."""
+    if per_channel:
+        mc, form = requant_mults(ctx, n, isa)
+        if mc is not None:
+            ctx("(void)sa; (void)ys;   /* the multipliers: build-time constants */")
+            return mc, form, True
+        mc = ctx.scratch(n * 4, "float", "mlt")
+        with ctx.block(f"for (size_t j = 0; j < {n}u; ++j)"):
+            ctx(f"{mc}[j] = sa * {ctx.inp[4]}[j] / ys;")
+        return mc, "", False
+    expr, form = requant_mult(ctx, f"sa * {ctx.inp[4]}[0] / ys")
+    ctx(f"const float mlt = {expr};")
+    return "&mlt", form, False
