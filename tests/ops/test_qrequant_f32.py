@@ -178,6 +178,35 @@ def test_check_free_forms_every_sum(m, yzp):
     assert (mt is None) == (float(m) < 0.002)
 
 
+def _sum_rows(sums: np.ndarray, cols: int) -> tuple:
+    """(a uint8 [len(sums), 17], b int8 [17, cols]): b's rows 1, 127, ..., 127, so that
+    row i of a @ b is sums[i] in every column (sums up to 16 * 127 * 255 + 255)."""
+    k = 17
+    rows = np.zeros((len(sums), k), np.int64)
+    q = np.minimum(sums // 127, 16 * 255)
+    rows[:, 0] = sums - 127 * q
+    for j in range(1, k):
+        rows[:, j] = np.minimum(q, 255)
+        q = q - rows[:, j]
+    b = np.full((k, cols), 127, np.int8)
+    b[0] = 1
+    return rows.astype(np.uint8), b
+
+
+def _run_qmm(a, b, a_scale, b_scale, yzp, tmp_path, target):
+    """QLinearMatMul (zero points 0, y scale 1, y zero point yzp) on target and generic:
+    the reference's values."""
+    inits = {"as": a_scale, "az": np.array([0], np.uint8), "b": b, "bs": b_scale,
+             "bz": np.zeros(b_scale.size, np.int8), "ys": np.array([1], np.float32),
+             "yz": np.array([yzp], np.uint8)}
+    order = ["a", "as", "az", "b", "bs", "bz", "ys", "yz"]
+    model = make_model([helper.make_node("QLinearMatMul", order, ["y"])], {"a": a}, ["y"],
+                       inits, opset=10)
+    got = _both(model, {"a": a}, tmp_path, target)
+    np.testing.assert_array_equal(got, _qmm_ref({"a": a, **inits}))
+    return got
+
+
 @pytest.mark.parametrize("target", ALL)
 @pytest.mark.parametrize("m,yzp", EDGE_MULTS)
 def test_qlinearmatmul_check_free_forms(m, yzp, target, tmp_path):
@@ -190,26 +219,9 @@ def test_qlinearmatmul_check_free_forms(m, yzp, target, tmp_path):
     hard, _ = _hard_count(edge, np.asarray(m))
     assert hard >= 1                    # a sum whose float32 product lands on a half-integer
     a_sums = np.unique(np.concatenate([edge, rng(5).integers(0, amax + 1, size=300)]))
-    k = 17
-    rows = np.zeros((len(a_sums), k), np.int64)
-    hi = a_sums // 127
-    rows[:, 0] = a_sums - 127 * np.minimum(hi, 16 * 255)
-    q = np.minimum(hi, 16 * 255)
-    for j in range(1, k):
-        rows[:, j] = np.minimum(q, 255)
-        q = q - rows[:, j]
-    b = np.full((k, 16), 127, np.int8)
-    b[0] = 1
-    a = rows.astype(np.uint8)
+    a, b = _sum_rows(a_sums, 16)
     assert np.array_equal(a.astype(np.int64) @ b.astype(np.int64)[:, 0], a_sums)
-    inits = {"as": np.array([m], np.float32), "az": np.array([0], np.uint8), "b": b,
-             "bs": np.array([1], np.float32), "bz": np.array([0], np.int8),
-             "ys": np.array([1], np.float32), "yz": np.array([yzp], np.uint8)}
-    order = ["a", "as", "az", "b", "bs", "bz", "ys", "yz"]
-    model = make_model([helper.make_node("QLinearMatMul", order, ["y"])], {"a": a}, ["y"],
-                       inits, opset=10)
-    got = _both(model, {"a": a}, tmp_path, target)
-    np.testing.assert_array_equal(got, _qmm_ref({"a": a, **inits}))
+    _run_qmm(a, b, np.array([m], np.float32), np.array([1], np.float32), yzp, tmp_path, target)
     mt = tie_free_mult(m, "uint8", yzp)
     avx512 = "avx512" in target
     assert _forms(tmp_path) == ({"n"} if mt is not None else {"d"} if avx512 else {""})
@@ -220,30 +232,15 @@ def test_qlinearmatmul_check_free_per_column(target, tmp_path):
     """Per-column b scales (the three edge multipliers and random ones, one y zero point):
     the multipliers become build-time constants and the float32 form runs per column
     (AVX-512: the floor form, 'dc'), on rows whose sums are each multiplier's edge sums."""
-    yzp, k = 114, 17
+    yzp = 114
     amax = 16 * 127 * 255 + 255
     r = rng(11)
     ms = np.concatenate([[m for m, _ in EDGE_MULTS], r.uniform(3e-4, 1.2e-3, size=77)])   # 80: every loop
     ms = ms.astype(np.float32)
     a_sums = np.unique(np.concatenate([_edge_sums(m, yzp, amax) for m in ms[:3]]
                                       + [r.integers(0, 150000, size=200)]))
-    rows = np.zeros((len(a_sums), k), np.int64)
-    q = np.minimum(a_sums // 127, 16 * 255)
-    rows[:, 0] = a_sums - 127 * q
-    for j in range(1, k):
-        rows[:, j] = np.minimum(q, 255)
-        q = q - rows[:, j]
-    b = np.full((k, len(ms)), 127, np.int8)
-    b[0] = 1
-    a = rows.astype(np.uint8)
-    inits = {"as": np.array([1], np.float32), "az": np.array([0], np.uint8), "b": b,
-             "bs": ms, "bz": np.zeros(len(ms), np.int8),
-             "ys": np.array([1], np.float32), "yz": np.array([yzp], np.uint8)}
-    order = ["a", "as", "az", "b", "bs", "bz", "ys", "yz"]
-    model = make_model([helper.make_node("QLinearMatMul", order, ["y"])], {"a": a}, ["y"],
-                       inits, opset=10)
-    got = _both(model, {"a": a}, tmp_path, target)
-    np.testing.assert_array_equal(got, _qmm_ref({"a": a, **inits}))
+    a, b = _sum_rows(a_sums, len(ms))
+    got = _run_qmm(a, b, np.array([1], np.float32), ms, yzp, tmp_path, target)
     assert ((got > 0) & (got < 255)).mean() > 0.3
     forms = _forms(tmp_path)
     assert forms == ({"dc"} if "avx512" in target else {"c"}) or forms == {"nc"}, forms
