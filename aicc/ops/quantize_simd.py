@@ -41,24 +41,27 @@ _I = {"avx512": dict(vi="__m512i", cvt="_mm512_cvtps_epi32", min="_mm512_min_ps"
 
 
 def emit(ctx, isa: str, ydt: str, n: int, x: str, y: str, s: str, zp: str, lo: int, hi: int,
-         rnd: str) -> None:
+         rnd: str, vec=None, one=None) -> None:
     """The loop over n elements: x, y the arrays; s, zp the C names of the float scale and the
-    int32 zero point; rnd: the scalar helper for the tail."""
+    int32 zero point; rnd: the scalar helper for the tail. vec / one: the C of the float
+    vector / value at element k instead of x's (qadd.py: computed from two byte tensors)."""
     d, i = SIMD[isa], _I[isa]
     v, L = d["v"], d["L"]
+    vec = vec or (lambda k: f"{d['ld']}({x} + {k})")
+    one = one or (lambda k: f"{x}[{k}]")
     include(ctx, isa)
     ctx.kernel = isa
     yct = ctype(np.dtype(ydt))
     full = n - n % L
     if full == 0:             # the scalar loop only
         ctx(f"for (size_t k = 0; k < {n}u; ++k)")
-        ctx(f"    {y}[k] = ({yct}){rnd}({x}[k] / {s}, zp, {lo}, {hi});")
+        ctx(f"    {y}[k] = ({yct}){rnd}({one('k')} / {s}, zp, {lo}, {hi});")
         return
     ctx(f"const {v} vs = {d['set1']}({s}), vz = {d['set1']}((float)zp);")
     ctx(f"const {v} vlo = {d['set1']}({float(lo)!r}f), vhi = {d['set1']}({float(hi)!r}f);")
     ctx(f"const {v} vzc = {d['set1']}((float)(zp < {lo} ? {lo} : (zp > {hi} ? {hi} : zp)));")
     with ctx.block(f"for (size_t k = 0; k < {full}u; k += {L}u)"):
-        ctx(f"const {v} q = {d['div']}({d['ld']}({x} + k), vs);")
+        ctx(f"const {v} q = {d['div']}({vec('k')}, vs);")
         ctx(f"{v} t = {d['add']}({i['rnd'].format(x='q')}, vz);")
         ctx(f"t = {d['max']}(vlo, {i['min']}(vhi, t));   /* NaN stays (second operand) */")
         ctx(f"t = {i['nan'].format(x='q', a='t', b='vzc')};")
@@ -70,4 +73,4 @@ def emit(ctx, isa: str, ydt: str, n: int, x: str, y: str, s: str, zp: str, lo: i
         ctx(_STORE[isa][ydt].format(p=f"{y} + k", v="r", w="w") + ";")
     if full < n:
         with ctx.block(f"for (size_t k = {full}u; k < {n}u; ++k)"):
-            ctx(f"{y}[k] = ({yct}){rnd}({x}[k] / {s}, zp, {lo}, {hi});")
+            ctx(f"{y}[k] = ({yct}){rnd}({one('k')} / {s}, zp, {lo}, {hi});")

@@ -1,0 +1,109 @@
+"""aicc.QAdd: ``QuantizeLinear(Add(DequantizeLinear(a), DequantizeLinear(b)))`` in one step,
+made by fuse-qadd (passes/fuse_qadd.py): the residual Add of QDQ models (MobileNetV2 int8),
+which onnxruntime runs as one QLinearAdd.
+
+Inputs: a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point; a, b and
+y uint8 / int8 of one shape, the six scales and zero points float32 / integer scalar
+constants. The values are the chain's, element for element: each dequantized value
+``(float)(x - zp) * scale`` rounded to float32, their float32 sum, then QuantizeLinear's
+``saturate(rint(sum / y_scale) + y_zero_point)`` (quantize.py / quantize_simd.py: the same
+division and rounding; NaN -> the zero point, +-Inf saturate). On the x86 SIMD targets one
+vector loop: bytes widened, shifted, converted, multiplied, added (separate multiply and add
+intrinsics: no contraction in C99 mode), then quantize_simd's rounding and store; elsewhere
+a scalar loop.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..emit_c.cwriter import ctype
+from . import quantize_simd
+from .base import Op, register
+from .loops import numel
+from .qgemm_simd import scalar
+from .quantize import QTYPES, round_helper
+from .simd import SIMD, simd_isa
+
+INT8 = ("uint8", "int8")
+ONE = """\
+/* The sum of two dequantized values, each product and the sum rounded to float32. */
+static AICC_UNUSED float aicc_qadd_one(int32_t a, int32_t b, int32_t za, int32_t zb, float sa,
+                                       float sb)
+{
+    const float da = (float)(a - za) * sa;
+    const float db = (float)(b - zb) * sb;
+    return da + db;
+}"""
+
+
+@register("QAdd", domain="aicc")
+class QAdd(Op):
+    def check(self, node, g):
+        if len(node.inputs) != 8 or not all(node.inputs):
+            return "QAdd takes eight inputs"
+        a, b, y = node.inputs[0], node.inputs[3], node.outputs[0]
+        if any(g.dtype(t).name not in INT8 for t in (a, b, y)):
+            return "a, b and y must be uint8 or int8"
+        if not (tuple(g.shape(a)) == tuple(g.shape(b)) == tuple(g.shape(y))):
+            return "a, b and y must have one shape"
+        for k in (1, 2, 4, 5, 6, 7):
+            c = g.const(node.inputs[k])
+            if c is None or np.asarray(c).size != 1:
+                return f"input {k} must be a constant scalar"
+        return None
+
+    def reference(self, node, g, inputs):
+        a, sa, za, b, sb, zb, sy, zy = (np.asarray(v) for v in inputs)
+
+        def dq(x, s, z):
+            return ((x.astype(np.int32) - z.astype(np.int32)).astype(np.float32)
+                    * np.float32(s)).astype(np.float32)
+        v = (dq(a, sa, za) + dq(b, sb, zb)).astype(np.float32)
+        with np.errstate(all="ignore"):
+            q = np.rint((v / np.float32(sy)).astype(np.float32)).astype(np.float64)
+        lo, hi = QTYPES[zy.dtype.name]
+        y = np.clip(np.where(np.isnan(q), float(zy), q + float(zy)), lo, hi)
+        return [y.astype(zy.dtype)]
+
+    def emit(self, node, ctx):
+        n = numel(ctx.out_shape(0))
+        ydt = ctx.out_dtype(0)
+        if n == 0:
+            ctx(f"(void){ctx.out[0]};  /* empty tensor */")
+            return
+        lo, hi = QTYPES[ydt.name]
+        rnd = round_helper(ctx, np.dtype(np.float32))
+        ctx("/* QAdd: y = saturate(rint(((a - za) * sa + (b - zb) * sb) / sy) + zp), each "
+            "product and the sum rounded to float32 (the DQ -> Add -> Q chain's values) */")
+        ctx(f"const float sa = (float){scalar(ctx, 1)}, sb = (float){scalar(ctx, 4)}, "
+            f"sy = (float){scalar(ctx, 6)};")
+        ctx(f"const int32_t za = (int32_t){scalar(ctx, 2)}, zb = (int32_t){scalar(ctx, 5)}, "
+            f"zp = (int32_t){scalar(ctx, 7)};")
+        isa = simd_isa(ctx)
+        ta, tb = ctx.in_dtype(0).name, ctx.in_dtype(3).name
+        if isa in ("avx512", "avx2") and ydt.name in quantize_simd.TYPES and n >= SIMD[isa]["L"]:
+            d, p = SIMD[isa], ("_mm512" if isa == "avx512" else "_mm256")
+            vi = "__m512i" if isa == "avx512" else "__m256i"
+            ctx(f"const {vi} vza = {p}_set1_epi32(za), vzb = {p}_set1_epi32(zb);")
+            ctx(f"const {d['v']} vsa = {d['set1']}(sa), vsb = {d['set1']}(sb);")
+
+            def dq(k, x, t, z, sc):
+                wide = "epu8" if t == "uint8" else "epi8"
+                raw = (f"_mm_loadu_si128((const __m128i *)(const void *)({x} + {k}))"
+                       if isa == "avx512" else
+                       f"_mm_loadl_epi64((const __m128i *)(const void *)({x} + {k}))")
+                return (f"{d['mul']}({p}_cvtepi32_ps({p}_sub_epi32({p}_cvt{wide}_epi32({raw}), "
+                        f"{z})), {sc})")
+
+            def vec(k):
+                return (f"{d['add']}({dq(k, ctx.inp[0], ta, 'vza', 'vsa')}, "
+                        f"{dq(k, ctx.inp[3], tb, 'vzb', 'vsb')})")
+            quantize_simd.emit(ctx, isa, ydt.name, n, "", ctx.out[0], "sy", "zp", lo, hi, rnd,
+                               vec=vec, one=lambda k: f"aicc_qadd_one({ctx.inp[0]}[{k}], "
+                               f"{ctx.inp[3]}[{k}], za, zb, sa, sb)")
+        else:
+            ctx.kernel = "generic"
+            with ctx.block(f"for (size_t k = 0; k < {n}u; ++k)"):
+                ctx(f"{ctx.out[0]}[k] = ({ctype(ydt)}){rnd}(aicc_qadd_one({ctx.inp[0]}[k], "
+                    f"{ctx.inp[3]}[k], za, zb, sa, sb) / sy, zp, {lo}, {hi});")
+        ctx.helper("qadd.one", ONE)
