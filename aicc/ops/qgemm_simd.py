@@ -182,7 +182,11 @@ def gemm(ctx, isa: str, form: str, m: int, implicit: bool = False) -> str:
     mr, nr, et, g = d["mr"], d["nr"], f["et"], f["g"]
     tag = "i" if implicit else ""
     name = f"aicc_qgemm{tag}_{form}_{isa}_{m}"
-    tiles = [(r0, min(mr, m - r0)) for r0 in range(0, m, mr)]
+    # balanced row tiles (49 rows: 7 x 7, not 6 x 8 + 1, whose 1-row tile waits on its two
+    # accumulators' dependency chains)
+    nt = -(-m // mr)
+    sizes = [m // nt + 1] * (m % nt) + [m // nt] * (nt - m % nt)
+    tiles = [(sum(sizes[:i]), r) for i, r in enumerate(sizes)]
     L = [f"/* C[{m} x np * {nr}] = A[{m} x {g} kgn] x np {'implicit' if implicit else 'packed'} "
          "panels */",
          f"static void {name}(size_t kgn, size_t np_, const {et} *restrict a, "
