@@ -89,7 +89,7 @@ class _Gen:
     xt = yt = ytn = "float"     # input, block output, driver output element types
     kparams, kargs = "float lo, float hi", "lo, hi"     # the block kernels' extra parameters
     dparams = "float *restrict y, float lo, float hi,\n    void (*ep)(float *, size_t)"
-    prefix, esize = "aicc_dwn", 4      # driver name prefix; input element bytes (strips)
+    prefix = "aicc_dwn"                # driver name prefix
     hkey = f"{KEY}.7.dwn"              # the helpers' order key (after what the text calls)
 
     def __init__(self, fl, geo):
@@ -104,7 +104,7 @@ class _Gen:
         self.vb = vb = min(vbmax, self.nv)
         # channel strip: vectors whose input rows of one output row fit l1 bytes
         rows = (geo.kh - 1) * geo.dy + 1
-        self.sv = max(1, l1 // (rows * geo.w * self.L * self.esize) // vb) * vb
+        self.sv = max(1, l1 // (rows * geo.w * self.L * 4) // vb) * vb
         self.pbcap = max(1, min(pbmax, (regs - vb * min(geo.kw, 3)) // vb, geo.ow))
         key = (fl, geo.n, geo.h, geo.w, geo.cin, geo.kh, geo.kw, geo.sy, geo.sx, geo.dy, geo.dx,
                geo.pt, geo.pl, geo.pb, geo.pr, TUNE[fl])

@@ -21,10 +21,10 @@ from . import quantize_simd
 from .base import Op, register
 from .loops import numel
 from .qgemm_simd import scalar
+from .qlinear import INT8
 from .quantize import QTYPES, round_helper
 from .simd import SIMD, simd_isa
 
-INT8 = ("uint8", "int8")
 ONE = """\
 /* The sum of two dequantized values, each product and the sum rounded to float32. */
 static AICC_UNUSED float aicc_qadd_one(int32_t a, int32_t b, int32_t za, int32_t zb, float sa,

@@ -41,7 +41,7 @@ from .conv_nhwc import Geo
 from .loops import numel
 from .qgemm_simd import conv_weights, isa_for, zp_const, zp_expr
 from .qlinear import INT8, _requant_prelude
-from .qrequant_simd import WRAP, Requant, irange, requant_helper, sums_fit
+from .qrequant_simd import WRAP, Requant, irange, requant_helper, sums_fit, wrap_i32
 from .qround import multipliers
 from .quantize import round_helper
 from .reference import run_onnx_reference
@@ -55,7 +55,7 @@ class _QGen(conv_nhwc_dw._Gen):
     shifted by the zero point, exact float sums stored as int32 into a row buffer that the
     requantization helper ``rq`` turns into the output row."""
     kparams, kargs = "float zp", "zp"
-    esize, hkey = 1, "qlinear.5.dwn"       # after the requantization helpers
+    hkey = "qlinear.5.dwn"       # after the requantization helpers
 
     def __init__(self, fl, geo, ta: str, yc: str, rq: str):
         self.prefix = f"aicc_qdwn_{ta}_{rq.replace('aicc_qreq_', '')}"
@@ -205,7 +205,7 @@ def _emit_depthwise(ctx, geo, isa, w, bias, rnd, wsn) -> None:
     wt[:, :C] = w.reshape(C, T).T
     wv, bv = ctx.const(wt, "wtap"), ctx.const(np.zeros(gen.cp, np.float32), "bzero")
     add = np.zeros(C, np.int64) if bias is None else bias
-    av = ctx.const((add & 0xFFFFFFFF).astype(np.uint32).view(np.int32), "qadd")
+    av = ctx.const(wrap_i32(add), "qadd")
     acc = ctx.scratch(geo.ow * C * 4, "int32_t", "qacc")
     name = conv_nhwc_dw.driver(ctx, geo, isa, gen)
     ctx.helper("qlinear.4.0.string", "#include <string.h>")

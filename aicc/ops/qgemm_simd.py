@@ -45,7 +45,7 @@ from ..emit_c.cwriter import c_float, c_int, ctype
 from . import qgemm_amx
 from .loops import numel
 from .matmul import _dims
-from .qrequant_simd import WRAP, Requant, output, sums_fit
+from .qrequant_simd import WRAP, Requant, output, sums_fit, wrap_i32
 from .simd import include, simd_isa
 
 ISA = {
@@ -324,8 +324,7 @@ def emit_rows(ctx, a_k: int, az_k: int, rows: int, b: np.ndarray, rq: Requant | 
         f"(b - bzp) packed at build time ({npn} panels of {nr})"
         f"{'; a read in place' if in_place else ''} */")
     ctx(f"const int32_t azp = {zp_expr(ctx, az_k)};")
-    bias32 = None if bias is None else ctx.const(
-        (np.asarray(bias, np.int64) & 0xFFFFFFFF).astype(np.uint32).view(np.int32), "qbias")
+    bias32 = None if bias is None else ctx.const(wrap_i32(bias), "qbias")
     if g == 4:      # the zero point's share: -zu * column sums of b - bzp
         code, sfx = typed(PACK_AQ, ta)
         ws = ctx.const(b.sum(axis=0).astype(np.int32), "qsum")

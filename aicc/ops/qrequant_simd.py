@@ -41,6 +41,11 @@ static AICC_UNUSED int32_t aicc_u32_i32(uint32_t u)
     return u < 0x80000000u ? (int32_t)u : -(int32_t)(~u) - 1;
 }"""
 
+def wrap_i32(v) -> np.ndarray:
+    """Integer values as int32 modulo 2^32 (two's complement): a bias added in wrapping int32."""
+    return (np.asarray(v, np.int64) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+
+
 ADD = """\
 /* y[j] = acc[j] + add[j * as] modulo 2^32 (the int32 outputs of MatMulInteger / ConvInteger). */
 static void aicc_qadd(size_t n, const int32_t *restrict acc, const int32_t *restrict add,

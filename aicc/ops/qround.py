@@ -35,30 +35,33 @@ MAX_STEPS = 256          # float32 neighbours of m tried on each side
 MAX_CANDIDATES = 1 << 21  # sums examined at most (else None: the C keeps its check)
 
 
-def const_mult(ctx, xs_k: int, ws_k: int, ys_k: int):
-    """The per-tensor multiplier ``sa * w_scale / ys`` as the C computes it (float32, left to
-    right), when all three are compile-time float32 constants of one value; else None."""
-    vs = [ctx.in_const(k) for k in (xs_k, ws_k, ys_k)]
-    if any(v is None or np.asarray(v).size != 1 or np.asarray(v).dtype != np.float32
-           for v in vs):
-        return None
-    sa, ws, ys = (np.asarray(v, np.float32).reshape(()) for v in vs)
-    with np.errstate(all="ignore"):
-        return np.float32(np.float32(sa * ws) / ys)
+def _halves(ydt: str, yzp) -> np.ndarray:
+    """The half-integers h where rounding changes an output (h + yzp in [lo - 1, hi])."""
+    lo, hi = irange(ydt)
+    return np.arange(lo - int(yzp) - 1, hi - int(yzp) + 1, dtype=np.float64) + 0.5
+
+
+def _usable(m, yzp) -> bool:
+    """m (one multiplier or an array) and yzp are constants, m finite, nonzero, <= MAX_MULT."""
+    if m is None or yzp is None:
+        return False
+    m = np.asarray(m, np.float32)
+    return (m.size > 0 and bool(np.isfinite(m).all()) and bool((m != 0).all())
+            and bool((np.abs(m) <= MAX_MULT).all()))
 
 
 def tie_free_mult(m, ydt: str, yzp, steps: int = MAX_STEPS):
     """A float32 multiplier m' giving rint(a m)'s outputs through both fl32(a m') and the
     exact a m' for every int32 sum a (module doc), or None (m or yzp not a constant, m not
     finite, zero or above MAX_MULT, or no neighbour within MAX_STEPS passes)."""
-    if m is None or yzp is None or not np.isfinite(m) or m == 0 or abs(float(m)) > MAX_MULT:
+    if not _usable(m, yzp):
         return None
-    lo, hi = irange(ydt)
-    h = np.arange(lo - int(yzp) - 1, hi - int(yzp) + 1, dtype=np.float64) + 0.5
+    h = _halves(ydt, yzp)
     mf = float(m)
-    # |a m' - a m| <= |a| |m| * rel over the sums near the h (|a m| <= hmax + 1)
-    rel = MAX_STEPS * 2.0 ** -23
-    w = (np.abs(h).max() + 1.0) * rel + np.spacing(np.float32(np.abs(h).max() + 1.0)) * 1.0
+    # |a m' - a m| <= |a| |m| * rel over the sums near the h (|a m| <= hmax + 1), plus the
+    # float32 product's rounding
+    hmax = np.abs(h).max() + 1.0
+    w = hmax * steps * 2.0 ** -23 + float(np.spacing(np.float32(hmax)))
     a0 = np.ceil(np.minimum((h - w) / mf, (h + w) / mf))
     a1 = np.floor(np.maximum((h - w) / mf, (h + w) / mf))
     if np.maximum(a1 - a0 + 1, 0).sum() > MAX_CANDIDATES:
@@ -79,20 +82,13 @@ def tie_free_mult(m, ydt: str, yzp, steps: int = MAX_STEPS):
     return None
 
 
-def _usable(m, yzp) -> bool:
-    m = np.asarray(m, np.float32)
-    return (yzp is not None and m.size > 0 and bool(np.isfinite(m).all())
-            and bool((m != 0).all()) and bool((np.abs(m) <= MAX_MULT).all()))
-
-
 def exact_ties(m, ydt: str, yzp) -> bool:
     """Whether some int32 sum a has a m exactly a half-integer h where rounding matters (the
     floor form's one difference from rint) for the multiplier m (or any of an array of
     them), or m / yzp are not usable constants."""
-    if m is None or not _usable(m, yzp):
+    if not _usable(m, yzp):
         return True
-    lo, hi = irange(ydt)
-    h = np.arange(lo - int(yzp) - 1, hi - int(yzp) + 1, dtype=np.float64) + 0.5
+    h = _halves(ydt, yzp)
     mf = np.asarray(m, np.float32).astype(np.float64).reshape(-1, 1, 1)
     a = np.rint(h[None, :, None] / mf) + np.arange(-1, 2)[None, None, :]
     return bool(((a * mf == h[None, :, None]) & (np.abs(a) <= EXACT)).any())
@@ -100,8 +96,8 @@ def exact_ties(m, ydt: str, yzp) -> bool:
 
 def const_mults(ctx, n: int):
     """The multipliers ``sa * w_scale[c] / ys`` of n output channels as the C computes them
-    (float32), when the three are compile-time float32 constants (w_scale: one or n); else
-    None."""
+    (float32, left to right), when the three are compile-time float32 constants (w_scale: one
+    or n; n = 1: the per-tensor one); else None."""
     vs = [ctx.in_const(k) for k in (1, 4, 6)]
     if any(v is None or np.asarray(v).dtype != np.float32 for v in vs) or \
             np.asarray(vs[0]).size != 1 or np.asarray(vs[2]).size != 1 or \
@@ -120,7 +116,7 @@ def requant_mults(ctx, n: int, isa: str) -> tuple:
     channel has an exact tie; else "n" when every channel's own multiplier is tie-free (no
     neighbour search per channel: build time); else the checked form."""
     m, ydt, yzp = const_mults(ctx, n), ctx.out_dtype(0).name, zp_const(ctx, 7)
-    if m is None or not _usable(m, yzp):
+    if not _usable(m, yzp):
         return None, ""
     if isa == "avx512" and not exact_ties(m, ydt, yzp):
         form = "d"
@@ -136,7 +132,8 @@ def requant_mult(ctx, expr: str) -> tuple:
     1, 4, 6: the scales, 7: the y zero point): the literal m' and "n" when tie_free_mult
     finds one (sa, ys: the prelude's variables, marked used); else expr and "d" (the floor
     form, AVX-512) when no exact tie occurs; else expr and "" (the checked form)."""
-    m, ydt, yzp = const_mult(ctx, 1, 4, 6), ctx.out_dtype(0).name, zp_const(ctx, 7)
+    m = const_mults(ctx, 1)
+    m, ydt, yzp = None if m is None else m[0], ctx.out_dtype(0).name, zp_const(ctx, 7)
     mt = tie_free_mult(m, ydt, yzp)
     if mt is None:
         return expr, "" if exact_ties(m, ydt, yzp) else "d"

@@ -116,16 +116,36 @@ def _avx(ctx) -> bool:
     return simd_isa(ctx) is not None
 
 
-def _edges(rb: str, cb: str) -> str:
-    """C of a blocked 2-D transposition's scalar edges: columns from cb over the rows
-    below rb, then the rows from rb."""
-    return f"""\
+def _blocked(ctx, name: str, et: str, bs: int, doc: str, block: str) -> str:
+    """Register the 2-D transposition helper ``name(R, C, src, ss, dst, ds)``: dst[c * ds + r]
+    = src[r * ss + c] on elements et, ``block`` (C text over s, d) moving each bs x bs block
+    of the column panels of 64, each panel through all rows, then the scalar edges."""
+    rb, cb = f"R{bs}", f"C{bs}"
+    code = f"""\
+{doc}
+static void {name}(size_t R, size_t C, const {et} *restrict src, size_t ss,
+    {et} *restrict dst, size_t ds)
+{{
+    const size_t {rb} = R - R % {bs}u, {cb} = C - C % {bs}u;
+    for (size_t c0 = 0; c0 < {cb}; c0 += 64u) {{
+        const size_t c1 = c0 + 64u < {cb} ? c0 + 64u : {cb};
+        for (size_t rb = 0; rb < {rb}; rb += {bs}u)
+            for (size_t cb = c0; cb < c1; cb += {bs}u) {{
+                const {et} *restrict s = src + rb * ss + cb;
+                {et} *restrict d = dst + cb * ds + rb;
+{block}
+            }}
+    }}
     for (size_t c = {cb}; c < C; ++c)
         for (size_t r = 0; r < {rb}; ++r)
             dst[c * ds + r] = src[r * ss + c];
     for (size_t r = {rb}; r < R; ++r)
         for (size_t c = 0; c < C; ++c)
-            dst[c * ds + r] = src[r * ss + c];"""
+            dst[c * ds + r] = src[r * ss + c];
+}}"""
+    include(ctx, "avx2")
+    ctx.helper(f"transpose.1.{name}", code)
+    return name
 
 
 def avx_helper(ctx) -> str:
@@ -143,33 +163,12 @@ def avx_helper(ctx) -> str:
         f"t{4 * h + j + 2}, 0xEE);" for h in range(2) for j in range(2))
     sto = "\n".join(f"                _mm256_storeu_ps(d + {i}u * ds, _mm256_permute2f128_ps(u{i % 4}, "
                      f"u{i % 4 + 4}, {'0x20' if i < 4 else '0x31'}));" for i in range(8))
-    code = f"""\
+    return _blocked(ctx, name, "float", 8, """\
 /* 2-D float transposition dst[c * ds + r] = src[r * ss + c] (r < R, c < C) in 8 x 8 AVX
  * register blocks (unpack, shuffle, lane permute), scalar edges; data bits unchanged. Columns
  * go in panels of 64, each panel through all rows, so the 64 destination rows of a panel are
  * finished while they are in cache (row by row, a destination larger than L2 took every cache
- * line in and out R / 16 times). */
-static void {name}(size_t R, size_t C, const float *restrict src, size_t ss,
-    float *restrict dst, size_t ds)
-{{
-    const size_t R8 = R - R % 8u, C8 = C - C % 8u;
-    for (size_t c0 = 0; c0 < C8; c0 += 64u) {{
-        const size_t c1 = c0 + 64u < C8 ? c0 + 64u : C8;
-        for (size_t rb = 0; rb < R8; rb += 8u)
-            for (size_t cb = c0; cb < c1; cb += 8u) {{
-                const float *restrict s = src + rb * ss + cb;
-                float *restrict d = dst + cb * ds + rb;
-{loads}
-{unp}
-{shf}
-{sto}
-            }}
-    }}
-{_edges("R8", "C8")}
-}}"""
-    include(ctx, "avx2")
-    ctx.helper(f"transpose.1.{name}", code)
-    return name
+ * line in and out R / 16 times). */""", "\n".join((loads, unp, shf, sto)))
 
 
 def byte_helper(ctx) -> str:
@@ -182,35 +181,19 @@ def byte_helper(ctx) -> str:
                    f"                    {d}[i + 8] = _mm_unpackhi_epi{w}({s}[2 * i], {s}[2 * i + 1]);\n"
                    "                }" for s, d, w in (("a", "b", 8), ("b", "a", 16),
                                                        ("a", "b", 32), ("b", "a", 64)))
-    code = f"""\
-/* 2-D byte transposition dst[c * ds + r] = src[r * ss + c] (r < R, c < C) in 16 x 16 SSE2
- * register blocks: four perfect-shuffle stages of unpacks (8-, 16-, 32-, 64-bit), after
- * which register k holds column bitreverse4(k); scalar edges; column panels of 64 as
- * aicc_tr_f32_avx. */
-static void {name}(size_t R, size_t C, const uint8_t *restrict src, size_t ss,
-    uint8_t *restrict dst, size_t ds)
-{{
-    static const unsigned char rev[16] = {{0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15}};
-    const size_t R16 = R - R % 16u, C16 = C - C % 16u;
-    for (size_t c0 = 0; c0 < C16; c0 += 64u) {{
-        const size_t c1 = c0 + 64u < C16 ? c0 + 64u : C16;
-        for (size_t rb = 0; rb < R16; rb += 16u)
-            for (size_t cb = c0; cb < c1; cb += 16u) {{
-                const uint8_t *restrict s = src + rb * ss + cb;
-                uint8_t *restrict d = dst + cb * ds + rb;
+    block = f"""\
+                static const unsigned char rev[16] = {{0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15}};
                 __m128i a[16], b[16];
                 for (int i = 0; i < 16; ++i)
                     a[i] = _mm_loadu_si128((const __m128i *)(const void *)(s + (size_t)i * ss));
 {st}
                 for (int k = 0; k < 16; ++k)
-                    _mm_storeu_si128((__m128i *)(void *)(d + (size_t)rev[k] * ds), a[k]);
-            }}
-    }}
-{_edges("R16", "C16")}
-}}"""
-    include(ctx, "avx2")
-    ctx.helper(f"transpose.1.{name}", code)
-    return name
+                    _mm_storeu_si128((__m128i *)(void *)(d + (size_t)rev[k] * ds), a[k]);"""
+    return _blocked(ctx, name, "uint8_t", 16, """\
+/* 2-D byte transposition dst[c * ds + r] = src[r * ss + c] (r < R, c < C) in 16 x 16 SSE2
+ * register blocks: four perfect-shuffle stages of unpacks (8-, 16-, 32-, 64-bit), after
+ * which register k holds column bitreverse4(k); scalar edges; column panels of 64 as
+ * aicc_tr_f32_avx. */""", block)
 
 
 def _cat(base, *pairs):

@@ -15,9 +15,8 @@ import numpy as np
 
 from ..ir import Node
 from .absorb import sole_use, std_domain
+from .fuse_qdq import INT8
 from .registry import graph_pass
-
-INT8 = ("uint8", "int8")
 
 
 def _scalar_consts(g, n, ks) -> list | None:

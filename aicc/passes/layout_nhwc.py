@@ -247,10 +247,10 @@ def layout_nhwc(g, *, mode: str = "off", ratio: float = 400.0, qratio: float = 4
             x = n.inputs[0] if nchw_in else nhwc_of(n.inputs[0])
             b = n.inputs[2] if len(n.inputs) > 2 else ""
             act = {k: v for k, v in n.attrs.items() if k in ("aicc_act", "aicc_act_params")}
+            attrs = {"kernel_shape": list(geo.k), "strides": list(geo.stride),
+                     "dilations": list(geo.dil), "pads": list(geo.pad + geo.pad_end),
+                     "group": geo.group}
             if kind.startswith("q"):
-                attrs = {"kernel_shape": list(geo.k), "strides": list(geo.stride),
-                         "dilations": list(geo.dil), "pads": list(geo.pad + geo.pad_end),
-                         "group": geo.group}
                 new = Node("QConvNHWC", [x] + list(n.inputs[1:]), [], attrs, name=n.name,
                            domain="aicc")
             elif kind == "pointwise":
@@ -259,9 +259,7 @@ def layout_nhwc(g, *, mode: str = "off", ratio: float = 400.0, qratio: float = 4
                 g.constants[wt] = np.ascontiguousarray(w.reshape(geo.cout, geo.cin).T)
                 new = Node("MatMul", [x, wt] + ([b] if b else []), [], dict(act), name=n.name)
             else:
-                attrs = {"kernel_shape": list(geo.k), "strides": list(geo.stride),
-                         "dilations": list(geo.dil), "pads": list(geo.pad + geo.pad_end),
-                         "group": geo.group, **act}
+                attrs.update(act)
                 if nchw_in:              # reads the NCHW tensor as it is: no transpose of it
                     attrs["aicc_nchw_in"] = 1
                 new = Node("ConvNHWC", [x, n.inputs[1]] + ([b] if b else []), [], attrs,
