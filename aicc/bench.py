@@ -16,7 +16,13 @@ def _stats(ts):
             "runs": int(a.size)}
 
 
-def bench(bundle, model=None, *, seconds: float = 2.0, warmup: int = 5, min_runs: int = 10) -> dict:
+def bench(bundle, model=None, *, seconds: float = 2.0, warmup: int = 5, min_runs: int = 10,
+          ort_isa: str = "native") -> dict:
+    """``ort_isa``: a level of isa_mask.LEVELS (e.g. "avx2") hides newer CPU features from
+    onnxruntime, which must not be loaded in this process yet; "native": what the CPU has."""
+    if model is not None:
+        from .isa_mask import restrict
+        restrict(ort_isa)
     b = load(bundle)
     feeds = random_inputs(b.inputs, 0)
     fns = {"aicc": lambda: b.run(feeds)}
@@ -42,6 +48,8 @@ def bench(bundle, model=None, *, seconds: float = 2.0, warmup: int = 5, min_runs
     if "onnxruntime" in res:
         res["ratio"] = res["aicc"]["median_ms"] / res["onnxruntime"]["median_ms"]
     res["bundle"] = str(bundle)
+    if model is not None:
+        res["ort_isa"] = ort_isa
     return res
 
 

@@ -200,12 +200,16 @@ def golden_check(bundle, golden_dir):
 @click.option("--profile", "top", type=int, default=None, metavar="N",
               help="Per-step times instead (median of 50 hooked runs): the N slowest steps "
                    "(0: all, in order).")
-def bench(bundle, model, seconds, warmup, as_json, top):
+@click.option("--ort-isa", default="native", show_default=True,
+              type=click.Choice(["native", "avx2", "avx512", "avx512-vnni"]),
+              help="Hide newer CPU features from onnxruntime (Linux x86-64 with CPUID "
+                   "faulting), e.g. avx2 to compare an x86-avx2 bundle with its AVX2 kernels.")
+def bench(bundle, model, seconds, warmup, as_json, top, ort_isa):
     """Median and p90 latency of BUNDLE (and of onnxruntime with --model), interleaved."""
     if top is not None:
         return _profile(bundle, warmup, as_json, top)
     from .bench import bench as do_bench
-    res = do_bench(bundle, model, seconds=seconds, warmup=warmup)
+    res = do_bench(bundle, model, seconds=seconds, warmup=warmup, ort_isa=ort_isa)
     if as_json:
         click.echo(json.dumps(res, indent=1, sort_keys=True))
         return
@@ -215,7 +219,8 @@ def bench(bundle, model, seconds, warmup, as_json, top):
             click.echo(f"{k:12s} median {r['median_ms']:.4f} ms  p90 {r['p90_ms']:.4f} ms  "
                        f"({r['runs']} runs)")
     if "ratio" in res:
-        click.echo(f"ratio aicc/onnxruntime: {res['ratio']:.3f}")
+        isa = "" if res["ort_isa"] == "native" else f" (onnxruntime on {res['ort_isa']})"
+        click.echo(f"ratio aicc/onnxruntime: {res['ratio']:.3f}{isa}")
 
 
 def _profile(bundle, warmup, as_json, top):
