@@ -11,6 +11,7 @@ import yaml
 
 from .errors import ConfigError
 from .targets import ROOT, Target, load_target
+from .yamlio import load_yaml
 
 DEFAULT_CONFIG = ROOT / "configs" / "default.yaml"
 
@@ -37,13 +38,13 @@ class Options:
 
     @staticmethod
     def load(target: str = "generic", config=None, overrides: dict | None = None) -> "Options":
-        d = yaml.safe_load(DEFAULT_CONFIG.read_text())
+        d = load_yaml(DEFAULT_CONFIG.read_text())
         if config is not None:
             p = Path(config)
             if not p.is_file():
                 raise ConfigError(f"config file {p}: no such file")
             try:
-                user = yaml.safe_load(p.read_text()) or {}
+                user = load_yaml(p.read_text()) or {}
             except yaml.YAMLError as e:
                 raise ConfigError(f"config file {p.name}: {' '.join(str(e).split())}") from None
             if not isinstance(user, dict):

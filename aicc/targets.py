@@ -6,9 +6,9 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
 
 from .errors import ConfigError
+from .yamlio import load_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS_DIR = ROOT / "configs" / "targets"
@@ -100,7 +100,7 @@ def _target_dict(name: str, seen=()) -> dict:
     path = TARGETS_DIR / f"{name}.yaml"
     if not path.is_file():
         raise ConfigError(f"unknown target '{name}' (known: {', '.join(list_targets())})")
-    d = yaml.safe_load(path.read_text()) or {}
+    d = load_yaml(path.read_text()) or {}
     base = d.pop("extends", None)
     if base is None:
         return d
