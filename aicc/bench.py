@@ -69,20 +69,11 @@ void aicc_prof_hook(void *user, uint32_t step, const char *op, int after)
 """
 
 
-def _c_hook(tmp: str):
+def _c_hook():
     """(ffi, lib) of HOOK_C compiled with the host's C compiler ($CC, else cc)."""
-    import os
-    import subprocess
-
-    import cffi
-    src, so = os.path.join(tmp, "hook.c"), os.path.join(tmp, "libaicchook.so")
-    with open(src, "w") as f:
-        f.write(HOOK_C)
-    subprocess.run([os.environ.get("CC", "cc"), "-O2", "-std=gnu99", "-shared", "-fPIC", src,
-                    "-o", so], check=True, capture_output=True)
-    ffi = cffi.FFI()
-    ffi.cdef("void aicc_prof_hook(void *user, uint32_t step, const char *op, int after);")
-    return ffi, ffi.dlopen(so)
+    from .hostc import host_lib
+    return host_lib(HOOK_C, "void aicc_prof_hook(void *user, uint32_t step, const char *op, "
+                            "int after);", "aicchook")
 
 
 def profile(bundle, *, runs: int = 50, warmup: int = 5) -> dict:
@@ -90,28 +81,26 @@ def profile(bundle, *, runs: int = 50, warmup: int = 5) -> dict:
     between its before and after hook calls (a C hook reading CLOCK_MONOTONIC: tens of ns
     per step). ``sum_ms`` is the sum of the step medians, ``hooked_ms`` / ``plain_ms`` the
     median totals of runs with and without the hook; ``share`` is a step's part of sum_ms."""
-    import tempfile
     b = load(bundle)
     feeds = random_inputs(b.inputs, 0)
     steps = b.manifest["steps"]
-    with tempfile.TemporaryDirectory() as tmp:
-        ffi, lib = _c_hook(tmp)
-        buf = ffi.new("int64_t[]", len(steps) + 1)
-        hook = (int(ffi.cast("uintptr_t", ffi.addressof(lib, "aicc_prof_hook"))),
-                int(ffi.cast("uintptr_t", buf)))
-        for _ in range(warmup):
-            b.run(feeds)
-            b.run(feeds, hook=hook)
-        per = np.zeros((max(1, runs), len(steps)))
-        hooked, plain = [], []
-        for r in range(per.shape[0]):
-            t0 = time.perf_counter()
-            b.run(feeds, hook=hook)
-            hooked.append(time.perf_counter() - t0)
-            per[r] = np.frombuffer(ffi.buffer(buf), dtype=np.int64)[1:]
-            t0 = time.perf_counter()
-            b.run(feeds)
-            plain.append(time.perf_counter() - t0)
+    ffi, lib = _c_hook()
+    buf = ffi.new("int64_t[]", len(steps) + 1)
+    hook = (int(ffi.cast("uintptr_t", ffi.addressof(lib, "aicc_prof_hook"))),
+            int(ffi.cast("uintptr_t", buf)))
+    for _ in range(warmup):
+        b.run(feeds)
+        b.run(feeds, hook=hook)
+    per = np.zeros((max(1, runs), len(steps)))
+    hooked, plain = [], []
+    for r in range(per.shape[0]):
+        t0 = time.perf_counter()
+        b.run(feeds, hook=hook)
+        hooked.append(time.perf_counter() - t0)
+        per[r] = np.frombuffer(ffi.buffer(buf), dtype=np.int64)[1:]
+        t0 = time.perf_counter()
+        b.run(feeds)
+        plain.append(time.perf_counter() - t0)
     med = np.median(per, axis=0) * 1e-6 if len(steps) else np.zeros(0)
     total = float(med.sum()) or 1.0
     rows = [{"index": s["index"], "op": s["op"], "node": s["node"], "ms": float(m),

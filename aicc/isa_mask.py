@@ -13,13 +13,11 @@ not use the feature, whatever the OS has enabled.
 """
 from __future__ import annotations
 
-import os
 import platform
-import subprocess
 import sys
-import tempfile
 
 from .errors import AiccError
+from .hostc import host_lib
 
 # CPUID feature bits, as (leaf, subleaf, register 0-3 for EAX EBX ECX EDX, bit)
 _AVX512_BASE = [(7, 0, 1, b) for b in (16, 17, 28, 30, 31)]      # F DQ CD BW VL
@@ -118,17 +116,9 @@ _state: dict = {}
 
 def _lib():
     if "lib" not in _state:
-        import cffi
-        tmp = tempfile.mkdtemp(prefix="aicc_isa_")
-        src, so = os.path.join(tmp, "isa.c"), os.path.join(tmp, "libaiccisa.so")
-        with open(src, "w") as f:
-            f.write(C_SRC)
-        subprocess.run([os.environ.get("CC", "cc"), "-O2", "-std=gnu99", "-shared", "-fPIC", src,
-                        "-o", so], check=True, capture_output=True)
-        ffi = cffi.FFI()
-        ffi.cdef("int aicc_isa_restrict(const unsigned *q, int n); long aicc_isa_traps(void);"
-                 "void aicc_isa_cpuid(unsigned leaf, unsigned sub, unsigned *r);")
-        _state["ffi"], _state["lib"] = ffi, ffi.dlopen(so)
+        _state["ffi"], _state["lib"] = host_lib(
+            C_SRC, "int aicc_isa_restrict(const unsigned *q, int n); long aicc_isa_traps(void);"
+                   "void aicc_isa_cpuid(unsigned leaf, unsigned sub, unsigned *r);", "aiccisa")
     return _state["ffi"], _state["lib"]
 
 
