@@ -159,6 +159,12 @@ def restrict(level: str) -> None:
     _state["level"] = level
 
 
+def traps() -> int:
+    """CPUID instructions answered by the handler so far in this process (0: none, or no
+    restriction): onnxruntime's loading adds some when it reads the masked features."""
+    return int(_lib()[1].aicc_isa_traps()) if "lib" in _state else 0
+
+
 def cpuid(leaf: int, sub: int = 0) -> tuple:
     """(EAX, EBX, ECX, EDX) of CPUID as this process sees it."""
     ffi, lib = _lib()
