@@ -1,6 +1,7 @@
 """aicc.isa_mask: onnxruntime restricted to an older ISA (CPUID faulting) for the benchmarks.
 Each case runs in its own process: the restriction holds for the rest of a process."""
 import json
+import platform
 import subprocess
 import sys
 
@@ -10,7 +11,7 @@ import pytest
 from aicc.isa_mask import LEVELS, quads
 from tests.test_bench_overrides import conv_model
 
-ON_X86_LINUX = sys.platform == "linux" and __import__("platform").machine() == "x86_64"
+ON_X86_LINUX = sys.platform == "linux" and platform.machine() == "x86_64"
 
 CHILD = r"""
 import json, sys
