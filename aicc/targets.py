@@ -6,7 +6,6 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
 from .errors import ConfigError
 from .yamlio import load_yaml
 
