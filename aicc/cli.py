@@ -11,6 +11,7 @@ import numpy as np
 
 from . import __version__
 from .errors import AiccError, ConfigError, InputError, ValidationMismatch
+from .isa_mask import LEVELS as ISA_LEVELS
 from .validate import DEFAULT_ATOL, DEFAULT_RTOL
 
 
@@ -201,7 +202,7 @@ def golden_check(bundle, golden_dir):
               help="Per-step times instead (median of 50 hooked runs): the N slowest steps "
                    "(0: all, in order).")
 @click.option("--ort-isa", default="native", show_default=True,
-              type=click.Choice(["native", "avx2", "avx512", "avx512-vnni"]),
+              type=click.Choice(["native", *ISA_LEVELS]),
               help="Hide newer CPU features from onnxruntime (Linux x86-64 with CPUID "
                    "faulting), e.g. avx2 to compare an x86-avx2 bundle with its AVX2 kernels.")
 def bench(bundle, model, seconds, warmup, as_json, top, ort_isa):
