@@ -162,7 +162,7 @@ def restrict(level: str) -> None:
 def traps() -> int:
     """CPUID instructions answered by the handler so far in this process (0: none, or no
     restriction): onnxruntime's loading adds some when it reads the masked features."""
-    return int(_lib()[1].aicc_isa_traps()) if "lib" in _state else 0
+    return int(_state["lib"].aicc_isa_traps()) if "lib" in _state else 0
 
 
 def cpuid(leaf: int, sub: int = 0) -> tuple:

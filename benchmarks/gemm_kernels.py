@@ -105,7 +105,7 @@ def main(argv=None):
                 us = float(subprocess.run([str(out / "h")], capture_output=True, text=True,
                                           check=True).stdout)
                 gf = 2 * m * 512 * 512 / (us * 1e-6) / 1e9
-                peak = meters["avx512" in t]()
+                peak = meters["avx512" in t]()[0]
                 rows.append((t, m, us, gf, 100 * gf / peak))
                 print(f"{t} M={m}: {us:.2f} us {gf:.1f} GFLOP/s {100 * gf / peak:.0f}% of peak",
                       flush=True)

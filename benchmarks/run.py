@@ -127,9 +127,9 @@ static double l1_loop(void)
 
 
 def peak_meter(avx512: bool, tmp: Path):
-    """A function measuring the best-burst FMA throughput of one core in GFLOP/s now (AVX2,
-    or AVX-512 if asked): the loop compiled once into tmp, best of 3 runs per call. The
-    function's ``l1`` attribute then holds the L1 micro-kernel loop's best rate of that call."""
+    """A function measuring one core now (AVX2, or AVX-512 if asked): (best-burst FMA
+    throughput, the L1 GEMM loop's best rate) in GFLOP/s, the program compiled once into tmp,
+    best of 3 runs per call."""
     flags = ["-mavx512f", "-DW512"] if avx512 else ["-mavx2", "-mfma"]
     src, exe = tmp / "peak.c", tmp / ("peak512" if avx512 else "peak256")
     src.write_text(PEAK_C + L1_LOOP_C)
@@ -138,16 +138,14 @@ def peak_meter(avx512: bool, tmp: Path):
     def meter():
         runs = [subprocess.run([str(exe)], capture_output=True, text=True,
                                check=True).stdout.split() for _ in range(3)]
-        meter.l1 = max(float(r[2]) for r in runs)
-        return max(float(r[0]) for r in runs)
-    meter.l1 = 0.0
+        return max(float(r[0]) for r in runs), max(float(r[2]) for r in runs)
     return meter
 
 
 def fma_peak_gflops(avx512: bool = False) -> float:
     """Best-burst FMA throughput of one core in GFLOP/s (AVX2 by default, AVX-512 if asked)."""
     with tempfile.TemporaryDirectory() as d:
-        return peak_meter(avx512, Path(d))()
+        return peak_meter(avx512, Path(d))()[0]
 
 
 def graph_flops(model_path) -> float:
@@ -204,9 +202,9 @@ def main(argv=None):
             r = bench(out, path, seconds=a.seconds, ort_isa=level)
             # the peak right after the row, in the same machine state (the shared machine's
             # speed drifts by 10-40% over minutes: one peak for the table skewed its %)
-            peak = meter()
+            peak, l1 = meter()
             peaks.append(peak)
-            l1s.append(meter.l1)
+            l1s.append(l1)
             fl = graph_flops(path)
             gf = fl / (r["aicc"]["median_ms"] * 1e-3) / 1e9 if fl else 0.0
             # the ratio aicc would reach running every FLOP at this target's FMA peak
@@ -215,7 +213,7 @@ def main(argv=None):
                 floor = None
             rows.append((label, r["aicc"]["median_ms"], r["onnxruntime"]["median_ms"], r["ratio"],
                          gf, None if floor is None else 100 * gf / peak, floor,
-                         None if floor is None else 100 * gf / meter.l1))
+                         None if floor is None else 100 * gf / l1))
             print(f"{label:40s} aicc {rows[-1][1]:9.3f} ms  ort {rows[-1][2]:9.3f} ms  "
                   f"ratio {rows[-1][3]:6.2f}  {gf:7.1f} GFLOP/s", flush=True)
     cpu = "unknown"

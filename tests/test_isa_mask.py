@@ -81,7 +81,7 @@ def test_restricted_cpuid_and_onnxruntime(level, tmp_path):
     want = ort.InferenceSession(str(model), so, providers=["CPUExecutionProvider"]).run(
         None, {"x": x})[0]
     np.testing.assert_allclose(np.load(str(xfile) + ".y.npy"), want, rtol=1e-5, atol=1e-6)
-    # a second restriction after onnxruntime is loaded is refused, with the reason
+    # another level later in the same process is refused, with the reason
     assert res["late"] and "already restricted" in res["late"]
 
 

@@ -35,13 +35,36 @@ LIGHT = ["light_bvlc_alexnet", "light_densenet121", "light_inception_v1", "light
 HALF_ULPS = 2        # documented bound for float16/bfloat16 outputs (see _compare)
 
 
-def _cases():
+def _collect():
     import warnings
     from onnx.backend.test.case.node import collect_testcases
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         cases = collect_testcases(None)
     return {c.name: c for c in cases}
+
+
+def _cases():
+    """{name: case} of the onnx package's node cases. Collecting them runs every export
+    function of onnx (7-12 s): the first process pickles them for the others (the worker
+    processes here, pytest-xdist's) and later runs, keyed by the onnx package's version and
+    place."""
+    import fcntl
+    import hashlib
+    import pickle
+
+    import onnx
+    key = hashlib.sha256(f"{onnx.__version__} {onnx.__file__}".encode()).hexdigest()[:16]
+    path = Path(tempfile.gettempdir()) / f"aicc-conf-cases-{key}.pkl"
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)          # the other processes wait for the first
+        if path.is_file():
+            return pickle.loads(path.read_bytes())
+        res = _collect()
+        tmp = path.with_suffix(f".{os.getpid()}")
+        tmp.write_bytes(pickle.dumps(res, protocol=pickle.HIGHEST_PROTOCOL))
+        os.replace(tmp, path)
+        return res
 
 
 def _light_case(name):

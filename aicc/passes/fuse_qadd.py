@@ -20,7 +20,8 @@ from .registry import graph_pass
 
 
 def _scalar_consts(g, n, ks) -> list | None:
-    """The node's inputs ks as constant scalars (absent zero point: 0 of dtype), else None."""
+    """The names of the node's inputs ks when each is present and a constant scalar, else
+    None."""
     out = []
     for k in ks:
         t = n.inputs[k] if k < len(n.inputs) else ""
