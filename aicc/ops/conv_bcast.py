@@ -210,7 +210,7 @@ def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False,
     wb = v * L                                   # channels per block
     nb = -(-g.cout // wb)
     lo, hi, act = clamp_of(node)
-    clamp = lo != -math.inf or hi != math.inf
+    clamp = (lo != -math.inf, hi != math.inf)      # the sides applied (Relu: max alone)
     has_b = bias != "NULL"
     ctx.kernel = f"{isa} bcast"
     wp = ctx.const(pack(np.asarray(w, np.float32), v, L), "wbc")

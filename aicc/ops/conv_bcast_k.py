@@ -5,6 +5,7 @@ MAX_UNROLL taps), each input value broadcast into the FMAs of the positions it s
 from __future__ import annotations
 
 from .gemm_simd import ISA
+from .simd_tile import clamp_expr
 
 MAX_UNROLL = 48          # taps per input channel unrolled in full (else ky runs in a loop)
 
@@ -48,13 +49,13 @@ def _row_shared(g, taps, ky: int, r: int, nv: int, acc, wstep: int, src: str, d,
     return o
 
 
-def kernel(isa: str, g, r: int, nv: int, wstep: int, tag: str, bias: bool, clamp: bool,
+def kernel(isa: str, g, r: int, nv: int, wstep: int, tag: str, bias: bool, clamp: tuple,
            mask: int, mstore: bool, nregs: int) -> tuple:
     """(name, C text) of the block kernel of r positions x nv channel vectors: a = the block's
     first position in the (padded) input, w = its channel block (wstep floats per k), b = its
     bias (unless not bias), y = out (position stride ys). mask: lanes of the last vector
     inside Cout (0: all): its bias is a masked load and, when mstore, its store is masked.
-    nregs: the target's vector registers (_shares)."""
+    clamp: (lo finite, hi finite), the sides of [lo, hi] applied. nregs: the target's vector registers (_shares)."""
     d = ISA[isa]
     L, vec = d["lanes"], d["vec"]
     pf = "_mm512" if isa == "avx512" else "_mm256"
@@ -110,11 +111,12 @@ def kernel(isa: str, g, r: int, nv: int, wstep: int, tag: str, bias: bool, clamp
             for i in range(r):
                 ln.append(f"      {acc[i][j]} = {pf}_add_ps({acc[i][j]}, bv);")
             ln.append("    }")
-    if clamp:
-        ln.append(f"    {{ const {vec} vlo = {pf}_set1_ps(lo), vhi = {pf}_set1_ps(hi);")
+    if any(clamp):
+        ln.append("    {" + "".join(f" const {vec} v{s} = {pf}_set1_ps({s});"
+                                     for s, on in zip(("lo", "hi"), clamp) if on))
         for row in acc:
             for c in row:
-                ln.append(f"      {c} = {pf}_min_ps(vhi, {pf}_max_ps(vlo, {c}));")
+                ln.append(f"      {c} = {clamp_expr(c, clamp, pf + '_min_ps', pf + '_max_ps')};")
         ln.append("    }")
     for i in range(r):
         for j in range(nv):

@@ -23,9 +23,9 @@ and its register-block kernels:
   2 vectors x 8 positions) and an L1 budget: when the kh input rows of an output row exceed
   it, the channels are processed in strips (all rows of the image per strip) so the rows
   a strip reads stay in L1 while the next output rows reuse them.
-* Fused activation: Relu / Clip as ``min(hi, max(lo, v))`` in registers (max / min return the
-  second operand when one is NaN, so NaN passes as in the activation table's ``v < lo ? lo
-  : v``); other activations through conv_kernels.epilogue's scalar helper over each
+* Fused activation: Relu / Clip as ``min(hi, max(lo, v))`` in registers, only the finite sides
+  (Relu: the max alone; max / min return the second operand when one is NaN, so NaN passes as
+  in the activation table's ``v < lo ? lo : v``); other activations through conv_kernels.epilogue's scalar helper over each
   finished output row (OW * C contiguous floats; with several strips over each finished
   batch item).
 
@@ -38,6 +38,7 @@ an Inf weight.
 from __future__ import annotations
 
 import hashlib
+import math
 
 import numpy as np
 
@@ -45,6 +46,7 @@ from .conv_kernels import epilogue
 from .conv_simd_gemm import KEY, clamp_of
 from .gemm_simd import _header, flit
 from .simd import include
+from .simd_tile import clamp_expr
 
 # vector flavors: C spellings, lanes L
 FLAVORS = {
@@ -92,8 +94,9 @@ class _Gen:
     prefix = "aicc_dwn"                # driver name prefix
     hkey = f"{KEY}.7.dwn"              # the helpers' order key (after what the text calls)
 
-    def __init__(self, fl, geo):
+    def __init__(self, fl, geo, clamp: tuple = (True, True)):
         f = self.f = FLAVORS[fl]
+        self.clamp = clamp      # the sides of [lo, hi] applied: (lo finite, hi finite)
         self.fl, self.g = fl, geo
         self.L = f["L"]
         self.C = geo.cin
@@ -107,7 +110,7 @@ class _Gen:
         self.sv = max(1, l1 // (rows * geo.w * self.L * 4) // vb) * vb
         self.pbcap = max(1, min(pbmax, (regs - vb * min(geo.kw, 3)) // vb, geo.ow))
         key = (fl, geo.n, geo.h, geo.w, geo.cin, geo.kh, geo.kw, geo.sy, geo.sx, geo.dy, geo.dx,
-               geo.pt, geo.pl, geo.pb, geo.pr, TUNE[fl])
+               geo.pt, geo.pl, geo.pb, geo.pr, TUNE[fl], clamp)
         self.tag = hashlib.sha1(repr(key).encode()).hexdigest()[:10]
         self.name = f"{self.prefix}_{fl}_{self.tag}"
         self.patterns: dict = {}   # block pattern -> index
@@ -120,11 +123,12 @@ class _Gen:
     def stores(self, acc, masked: bool) -> list:
         """A block's accumulators clamped to [lo, hi] and stored at y."""
         f, L, C = self.f, self.L, self.C
-        o = [f"    {{\n        const {f['vec']} vlo = {self.op('set1', 'lo')}, "
-             f"vhi = {self.op('set1', 'hi')};"]
+        o = ["    {"] + (["        (void)lo; (void)hi;"] if not all(self.clamp) else []) + [
+            f"        const {f['vec']} v{s} = {self.op('set1', s)};"
+            for s, on in zip(("lo", "hi"), self.clamp) if on]
         for p, row in enumerate(acc):
             for v, a in enumerate(row):
-                val = self.op("min", "vhi", self.op("max", "vlo", a))
+                val = clamp_expr(a, self.clamp, f"{f['p']}_min_ps", f"{f['p']}_max_ps")
                 ptr = f"y + {p * C + v * L}u"
                 st = (f["mstore"].format(p=ptr, v=val) if masked and v == len(row) - 1
                       else self.op("storeu", ptr, val))
@@ -323,10 +327,10 @@ def operands(ctx, geo, isa: str, wk: int = 1, bk: int = 2) -> tuple:
     return wv, bv
 
 
-def driver(ctx, geo, isa: str, gen: _Gen | None = None) -> str:
-    """Name of the C driver ``f(x, wt, bp, y, lo, hi, ep)`` of this geometry (registered
-    once per geometry; gen: another form's generator, qconv_nhwc.py's)."""
-    gen = gen or _Gen(flavor(geo, isa), geo)
+def driver(ctx, geo, isa: str, gen: _Gen | None = None, clamp: tuple = (True, True)) -> str:
+    """Name of the C driver ``f(x, wt, bp, y, lo, hi, ep)`` of this geometry and clamp sides
+    (registered once per both; gen: another form's generator, qconv_nhwc.py's)."""
+    gen = gen or _Gen(flavor(geo, isa), geo, clamp)
     if gen.fl == "avx2" and gen.tail != gen.L:
         _header(ctx, "avx2")            # the include and the lane mask table
     else:
@@ -339,7 +343,7 @@ def emit(ctx, node, geo, isa: str) -> None:
     wv, bv = operands(ctx, geo, isa)
     lo, hi, act = clamp_of(node)
     ep = epilogue(ctx, node, "float32") if act else "NULL"
-    name = driver(ctx, geo, isa)
+    name = driver(ctx, geo, isa, clamp=(lo != -math.inf, hi != math.inf))
     ctx.kernel = isa
     ctx(f"/* ConvNHWC {geo.describe()}: {flavor(geo, isa)} register-blocked channel-last "
         "kernel */")

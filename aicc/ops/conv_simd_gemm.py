@@ -16,7 +16,8 @@ import math
 from .activations import ACT_ATTRS, fused_epilogue
 from .gemm_simd import (ISA, _header, epilogue as scalar_epilogue, nr_of, panels_at_once,
                         register_clamp, row_counts)
-from .simd_tile import V, _f, column_loops, tile_k_loop, tile_open, tile_store
+from .simd_tile import (V, _f, column_loops, tile_clamp, tile_k_loop, tile_open,
+                         tile_store)
 
 KEY = "gemm_simd.6.cv"           # helper keys sort after gemm_simd's includes and epilogues
 
@@ -59,8 +60,6 @@ def kernel(ctx, isa: str, mr: int, table: bool = False) -> str:
     if mr == 1:
         o.append("    (void)ldy;")
     o.append("    size_t j = 0;")
-    mx, mn = ("_mm256_max_ps", "_mm256_min_ps") if isa == "avx2" else ("_mm512_max_ps",
-                                                                       "_mm512_min_ps")
     add = "_mm256_add_ps" if isa == "avx2" else "_mm512_add_ps"
 
     def body(npb: int, masked: bool, ind: str):
@@ -83,17 +82,13 @@ def kernel(ctx, isa: str, mr: int, table: bool = False) -> str:
                                     m=f"m{c}"),
                     lambda r: f"ak + {r}u")
         o.append(f"{ind}if (lohi) {{")
-        o.append(f"{ind}    const {vec} vlo = {_f(d['bcast'], p='lohi')}, "
-                 f"vhi = {_f(d['bcast'], p='lohi + 1')};")
         o.append(f"{ind}    if (bias) {{")
         for r in range(mr):
             o.append(f"{ind}        const {vec} v{r} = " + _f(d["bcast"], p=f"bias + {r}u") + ";")
             for c in range(cols):
                 o.append(f"{ind}        {accs[r][c]} = {add}({accs[r][c]}, v{r});")
         o.append(f"{ind}    }}")
-        for r in range(mr):
-            o.append(f"{ind}    " + " ".join(f"{x} = {mn}(vhi, {mx}(vlo, {x}));"
-                                            for x in accs[r]))
+        tile_clamp(o, d, ind + "    ", accs)
         o.append(f"{ind}}}")
         tile_store(o, d, ind, accs, masked)
 

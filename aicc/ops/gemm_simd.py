@@ -42,7 +42,8 @@ import numpy as np
 
 from ..emit_c.cwriter import c_literal
 from .activations import ACT_ATTRS, act_expr
-from .simd_tile import V, _f, column_loops, tile_k_loop, tile_open, tile_store
+from .simd_tile import (V, _f, column_loops, tile_clamp, tile_k_loop, tile_open,
+                         tile_store)
 
 # columns per L2 block of B (nc x kc floats): all of M passes each block while it is in L2.
 # With the N panels inside the M blocks instead, a B larger than L2 was streamed from memory
@@ -213,14 +214,8 @@ def _kernel_text(isa: str, mr: int, prefetch: bool = True, v: int = V) -> tuple:
                 o.append(f"{ind}      {accs[r][c]} = {pfx}_add_ps({accs[r][c]}, bv);")
             o.append(f"{ind}    }}")
         o.append(f"{ind}}}")
-        o.append(f"{ind}if (lohi) {{")
-        o.append(f"{ind}    const {vec} vlo = " + _f(d["bcast"], p="lohi") + ", vhi = " +
-                 _f(d["bcast"], p="lohi + 1") + ";")
-        for r in range(mr):
-            for c in range(cols):
-                o.append(f"{ind}    {accs[r][c]} = {pfx}_min_ps(vhi, {pfx}_max_ps(vlo, "
-                         f"{accs[r][c]}));")
-        o.append(f"{ind}}}")
+        o.append(f"{ind}if (lohi)")
+        tile_clamp(o, d, ind + "    ", accs)
         tile_store(o, d, ind, accs, masked)
 
     column_loops(o, body, np_, nr)

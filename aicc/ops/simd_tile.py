@@ -96,6 +96,32 @@ def tile_store(o: list, d: dict, ind: str, accs: list, masked: bool) -> None:
                 o.append(f"{ind}" + _f(d["store"], p=yptr(r, c, L), v=x) + ";")
 
 
+def clamp_expr(x: str, kind: tuple, mn: str, mx: str) -> str:
+    """x clamped by the vectors vlo / vhi with the ISA's min / max (names mn, mx); kind = (lo
+    finite, hi finite): only those sides (max(-inf, v) and min(+inf, v) are v, so Relu is one
+    max). NaN passes either way: max / min return their second operand when one is NaN."""
+    if kind[0]:
+        x = f"{mx}(vlo, {x})"
+    return f"{mn}(vhi, {x})" if kind[1] else x
+
+
+def tile_clamp(o: list, d: dict, ind: str, accs: list, lohi: str = "lohi") -> None:
+    """Clamp the accumulators to [lohi[0], lohi[1]] (a runtime pointer, non-NULL): hi = +inf
+    (Relu) takes the max alone, one branch per tile (Relu: 1 instruction per vector instead of 2,
+    DS-CNN on x86-avx512 -1.2%)."""
+    pfx = "_mm256" if d["lanes"] == 8 else "_mm512"
+    mn, mx = f"{pfx}_min_ps", f"{pfx}_max_ps"
+    xs = [x for row in accs for x in row]
+    o.append(f"{ind}{{ const {d['vec']} vlo = " + _f(d["bcast"], p=lohi) + ";")
+    o.append(f"{ind}  if ({lohi}[1] < HUGE_VALF) {{")
+    o.append(f"{ind}    const {d['vec']} vhi = " + _f(d["bcast"], p=f"{lohi} + 1") + ";")
+    o += [f"{ind}    {x} = {clamp_expr(x, (True, True), mn, mx)};" for x in xs]
+    o.append(f"{ind}  }} else {{")
+    o += [f"{ind}    {x} = {clamp_expr(x, (True, False), mn, mx)};" for x in xs]
+    o.append(f"{ind}  }}")
+    o.append(f"{ind}}}")
+
+
 def column_loops(o: list, body, np_: int, nr: int) -> None:
     """The column walk of a micro-kernel: np_ panels at a time, then one panel, then a masked
     tail; body(panels, masked, indent) appends one step; closes the function."""
