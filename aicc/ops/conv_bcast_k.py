@@ -4,6 +4,9 @@ MAX_UNROLL taps), each input value broadcast into the FMAs of the positions it s
 (see conv_bcast.py for the layout, the epilogue and the rounding). g: conv_bcast._Geo2."""
 from __future__ import annotations
 
+import hashlib
+
+from .conv_bcast_edges import NONE
 from .gemm_simd import ISA
 from .simd_tile import clamp_expr
 
@@ -22,22 +25,24 @@ def _shares(g, r: int, nv: int, nregs: int) -> bool:
 
 
 def _row_shared(g, taps, ky: int, r: int, nv: int, acc, wstep: int, src: str, d,
-                bc) -> list:
+                bc, cols=frozenset()) -> list:
     """One kernel row's taps [(t, kx)] for the r positions, by input value: the row's weight
     vectors loaded once, then each input value the row reads broadcast once and multiplied
     into every (position, tap) it serves, in increasing offset order, so each accumulator
     still takes its taps kx ascending (the FMA chain of the tap-major form, bit for bit).
     Stride 2, 3 taps: 2 r + 1 broadcasts instead of 3 r."""
     L, vec = d["lanes"], d["vec"]
-    o = ["        {"]
-    for t, kx in taps:
-        for j in range(nv):
-            o.append(f"            const {vec} w{kx}_{j} = "
-                     + d["load"].format(p=f"w + {t * wstep + j * L}u") + ";")
     uses = {}
     for i in range(r):
         for _t, kx in taps:
-            uses.setdefault(g.tap(ky, kx) + i * g.sx * g.xs, []).append((i, kx))
+            if (i, kx) not in cols:          # cols: padded (position, kx), left out
+                uses.setdefault(g.tap(ky, kx) + i * g.sx * g.xs, []).append((i, kx))
+    used = {kx for us in uses.values() for _i, kx in us}
+    o = ["        {"]
+    for t, kx in taps:
+        for j in range(nv if kx in used else 0):
+            o.append(f"            const {vec} w{kx}_{j} = "
+                     + d["load"].format(p=f"w + {t * wstep + j * L}u") + ";")
     for off in sorted(uses):
         o.append(f"            {{ const {vec} x = {bc(f'{src}[{off}u]')};")
         for i, kx in uses[off]:
@@ -50,16 +55,20 @@ def _row_shared(g, taps, ky: int, r: int, nv: int, acc, wstep: int, src: str, d,
 
 
 def kernel(isa: str, g, r: int, nv: int, wstep: int, tag: str, bias: bool, clamp: tuple,
-           mask: int, mstore: bool, nregs: int) -> tuple:
+           mask: int, mstore: bool, nregs: int, skip: tuple = NONE) -> tuple:
     """(name, C text) of the block kernel of r positions x nv channel vectors: a = the block's
     first position in the (padded) input, w = its channel block (wstep floats per k), b = its
     bias (unless not bias), y = out (position stride ys). mask: lanes of the last vector
     inside Cout (0: all): its bias is a masked load and, when mstore, its store is masked.
-    clamp: (lo finite, hi finite), the sides of [lo, hi] applied. nregs: the target's vector registers (_shares)."""
+    clamp: (lo finite, hi finite), the sides of [lo, hi] applied. skip: (kernel rows, (position,
+    kx) pairs) on the padding, left out (conv_bcast_edges; rows only with unrolled taps). nregs: the target's vector registers (_shares)."""
     d = ISA[isa]
     L, vec = d["lanes"], d["vec"]
     pf = "_mm512" if isa == "avx512" else "_mm256"
     name = f"aicc_cb_{isa}_{tag}_r{r}v{nv}" + (f"m{mask}{'s' if mstore else ''}" if mask else "")
+    rows, cols = skip
+    if rows or cols:
+        name += "_e" + hashlib.sha1(repr((sorted(rows), sorted(cols))).encode()).hexdigest()[:6]
     bc = (lambda p: f"_mm512_set1_ps({p})") if isa == "avx512" else \
         (lambda p: f"_mm256_broadcast_ss(&{p})")
     acc = [[f"c{i}_{j}" for j in range(nv)] for i in range(r)]
@@ -73,16 +82,21 @@ def kernel(isa: str, g, r: int, nv: int, wstep: int, tag: str, bias: bool, clamp
     body = []
     shared = _shares(g, r, nv, nregs)
     for t, (ky, kx) in enumerate(taps):
+        if ky in rows:
+            continue
         if shared:
             if kx == 0:
                 body += _row_shared(g, [(t + q, q) for q in range(g.kw)], ky, r, nv, acc,
-                                    wstep, src, d, bc)
+                                    wstep, src, d, bc, cols)
+            continue
+        pos = [i for i in range(r) if (i, kx) not in cols]
+        if not pos:
             continue
         body.append("        {")
         for j in range(nv):
             body.append(f"            const {vec} w{j} = "
                         + d["load"].format(p=f"w + {t * wstep + j * L}u") + ";")
-        for i in range(r):
+        for i in pos:
             off = g.tap(ky, kx) + i * g.sx * g.xs
             body.append(f"            {{ const {vec} x = {bc(f'{src}[{off}u]')};")
             for j in range(nv):

@@ -125,11 +125,37 @@ def test_bcast_equals_im2col_bitwise(target, tmp_path):
         assert all(algo in s["kernel"] for s in b.manifest["steps"]), b.manifest["steps"]
         got[algo] = b.run(feeds)
         if algo == "bcast":
-            assert re.search(r"const __m\d+ w2_0 = ", (out / "model.c").read_text())
+            code = (out / "model.c").read_text()
+            assert re.search(r"const __m\d+ w2_0 = ", code)
+            # padded taps left out (conv_bcast_edges): row classes and edge column blocks
+            assert re.search(r"if \(oy == 0u\) \{\n\s*\{ const size_t ox = 0u; aicc_cb_\w+_e", code)
     for k in got["im2col"]:
         assert got["bcast"][k].tobytes() == got["im2col"][k].tobytes(), k
     assert_close(got["bcast"], reference(m, feeds), rtol=1e-4, atol=2e-5)
     assert any(np.isnan(v).any() for v in got["bcast"].values())
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_bcast_inf_weight_keeps_padded_taps(target, tmp_path):
+    """An Inf weight: its products with the zero padding are NaN (as im2col's zero patches), so
+    no padded tap is left out; the outputs equal im2col's bit for bit."""
+    x, w, attrs = edge_data("10x4_cin1")
+    w[3, 0, 0, 0], w[9, 0, 9, 3] = np.inf, -np.inf
+    b = rng(1).normal(size=w.shape[0]).astype(np.float32)
+    m = make_model([helper.make_node("Conv", ["x", "w", "b"], ["y"], name="conv", **attrs)],
+                   {"x": x}, ["y"], {"w": w, "b": b})
+    path = tmp_path / "m.onnx"
+    onnx.save(m, str(path))
+    got = {}
+    for algo in ("bcast", "im2col"):
+        over = {"nodes": {"conv": {"schedule": {"algo": algo}}}}
+        out = aicc.build(path, target=target, out=tmp_path / algo, overrides=over)
+        got[algo] = aicc.load(out, cflags=STRICT_CFLAGS).run({"x": x})["y"]
+        if algo == "bcast":
+            assert not re.search(r"aicc_cb_\w+_e[0-9a-f]{6}\(", (out / "model.c").read_text())
+    assert got["bcast"].tobytes() == got["im2col"].tobytes()
+    # output (0, 0) of channel 3 reads its tap (0, 0) from the padding: 0 * Inf kept
+    assert np.isnan(got["bcast"][:, 3, 0, 0]).all()
 
 
 def test_bcast_auto_choice(tmp_path):
