@@ -77,7 +77,10 @@ BAND_POS = 64            # output positions per band (input rows padded, outputs
 AUTO = {"avx512": dict(small_cin=4, out_max=65536, few_out_max=20480, w_max=2 << 20,
                        nhwc_cin=4, nhwc_nv=None),
         "avx2": dict(small_cin=0, out_max=16384, few_out_max=16384, w_max=2 << 20, nhwc_cin=4,
-                     nhwc_nv=4)}
+                     nhwc_nv=4, nhwc_nv_cin1=8)}
+# nhwc_nv_cin1: one input channel (the band re-broadcast per channel block is one plane):
+# DS-CNN's 1 -> 64 10x4 on x86-avx2 with its padded taps left out (conv_bcast_edges), Intel
+# Xeon, C A/B: the model -2.7% against the im2col ConvNHWC
 # accumulators per register block, leaving room for the V weight vectors and the broadcasts:
 # avx2 has 16 registers (16 -> 32 stride 2: 28.5 us with 12 accumulators, GCC spilled; 23.8
 # with 10); avx512 32 (7x7 stride 2, 3 -> 64 onto 112x112, 4 vectors: 6 positions, 24
@@ -116,11 +119,13 @@ def supports(geo) -> bool:
 def prefer_nhwc(ctx, geo, isa: str) -> bool:
     """ConvNHWC (group 1, not pointwise): few input channels (first convs, where the im2col
     GEMM's K is short: DS-CNN's 10x4 conv of 1 -> 64 channels, 4.3 -> 3.6 us on avx512), on
-    avx2 only up to 4 channel vectors (AUTO: MobileNetV2's 3 -> 32 stride 2, not DS-CNN's)."""
+    avx2 only up to 4 channel vectors (AUTO: MobileNetV2's 3 -> 32 stride 2), 8 for one input
+    channel (DS-CNN's)."""
     a = AUTO[isa]
     L = ISA[vector_isa(ctx, geo, isa)]["lanes"]
     nv = -(-geo.cout // L)
-    return (supports(geo) and geo.cin <= a["nhwc_cin"] and nv <= (a["nhwc_nv"] or nv)
+    nv_max = a.get("nhwc_nv_cin1") if geo.cin == 1 else None
+    return (supports(geo) and geo.cin <= a["nhwc_cin"] and nv <= (nv_max or a["nhwc_nv"] or nv)
             and lanes(geo.cout, L) >= 0.75)
 
 
