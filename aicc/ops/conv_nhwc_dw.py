@@ -131,9 +131,8 @@ class _Gen:
     def stores(self, acc, masked: bool) -> list:
         """A block's accumulators clamped to [lo, hi] and stored at y."""
         f, L, C = self.f, self.L, self.C
-        o = ["    {"] + (["        (void)lo; (void)hi;"] if not all(self.clamp) else []) + [
-            f"        const {f['vec']} v{s} = {self.op('set1', s)};"
-            for s, on in zip(("lo", "hi"), self.clamp) if on]
+        o = ["    {"] + [f"        const {f['vec']} v{s} = {self.op('set1', s)};" if on else
+                          f"        (void){s};" for s, on in zip(("lo", "hi"), self.clamp)]
         for p, row in enumerate(acc):
             for v, a in enumerate(row):
                 val = clamp_expr(a, self.clamp, f"{f['p']}_min_ps", f"{f['p']}_max_ps")
