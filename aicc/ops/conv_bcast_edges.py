@@ -46,6 +46,8 @@ def plan(g, runs: list, unroll: bool, finite: bool) -> tuple:
             start = ox + rr
         if start < x1:
             cols.append((start, x1, rr, frozenset()))
+    if len(cols) > MAX_KERNELS:             # too many edge blocks: the runs as they were
+        cols = [(x0, x1, rr, frozenset()) for x0, x1, rr in runs]
     classes: dict = {}
     if unroll:
         for oy in range(g.oh):

@@ -304,3 +304,23 @@ def test_bcast_same_shape_different_epilogues(target, tmp_path):
     got = b.run({"x": x})
     assert_close(got, reference(m, {"x": x}), rtol=1e-4, atol=2e-5)
     assert (got["y1"] < 0).any()          # no Relu leaked into the second conv
+
+
+def test_bcast_edge_plan():
+    """conv_bcast_edges.plan: DS-CNN's first conv gets its three row classes that save >= 1%
+    (oy 0, 1 and 24: 5, 3 and 4 of the 10 kernel rows on padding; oy 2 and 23 save less) and
+    its one block with the padded (position, kx) pairs; ResNet-18's 7x7 stride 2 on 224 x 224
+    saves too little for any; a non-finite weight or an unpadded input: none."""
+    from types import SimpleNamespace
+    from aicc.ops import conv_bcast_edges as edges
+    ds = SimpleNamespace(kh=10, kw=4, sy=2, sx=2, dy=1, dx=1, oh=25, ow=5, h=49, w=10, pt=5,
+                         pl=1, padded=True)
+    cols, classes = edges.plan(ds, [(0, 5, 5)], True, True)
+    assert cols == [(0, 5, 5, frozenset({(0, 0), (4, 3)}))]
+    assert classes == [(frozenset(range(5)), [0]), (frozenset(range(3)), [1]),
+                       (frozenset(range(6, 10)), [24])]
+    assert edges.plan(ds, [(0, 5, 5)], True, False) == ([(0, 5, 5, frozenset())], [])
+    assert edges.plan(ds, [(0, 5, 5)], False, True)[1] == []     # taps in a loop: no rows
+    r18 = SimpleNamespace(kh=7, kw=7, sy=2, sx=2, dy=1, dx=1, oh=112, ow=112, h=224, w=224,
+                          pt=3, pl=3, padded=True)
+    assert edges.plan(r18, [(0, 112, 14)], True, True) == ([(0, 112, 14, frozenset())], [])
