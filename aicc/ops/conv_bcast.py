@@ -18,8 +18,8 @@ the input rows it reads, zero-padded, copied into a small buffer (rows start 64-
 NHWC as one channel of rows W * C floats wide), or the input itself when every tap is inside
 it. A ConvNHWC with ``aicc_nchw_in`` reads an NCHW input (band copies per channel plane, as
 Conv) and stores channel-last. Output: ConvNHWC stores the vectors into Y (the last vector
-masked). NCHW: the band goes to a scratch tile ``t[position][Cout rounded up to vectors]``, then is transposed into the
-channel planes in L x L register blocks (scalar at the edges).
+masked). NCHW: the band goes to a scratch tile ``t[position][Cout rounded up to vectors]``,
+then is transposed into the channel planes in L x L register blocks (scalar at the edges).
 
 Measured (x86-avx512, C loop, us, against the variant auto chose before): ResNet-8's first
 conv 3 -> 16 @32x32 5.6 vs 9.7 (implicit), 16 -> 32 stride 2 14.3 vs 18.3 (im2col), 32 -> 64

@@ -61,7 +61,8 @@ def kernel(isa: str, g, r: int, nv: int, wstep: int, tag: str, bias: bool, clamp
     bias (unless not bias), y = out (position stride ys). mask: lanes of the last vector
     inside Cout (0: all): its bias is a masked load and, when mstore, its store is masked.
     clamp: (lo finite, hi finite), the sides of [lo, hi] applied. skip: (kernel rows, (position,
-    kx) pairs) on the padding, left out (conv_bcast_edges; rows only with unrolled taps). nregs: the target's vector registers (_shares)."""
+    kx) pairs) on the padding, left out (conv_bcast_edges; rows only with unrolled taps).
+    nregs: the target's vector registers (_shares)."""
     d = ISA[isa]
     L, vec = d["lanes"], d["vec"]
     pf = "_mm512" if isa == "avx512" else "_mm256"

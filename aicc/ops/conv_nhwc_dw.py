@@ -25,9 +25,9 @@ and its register-block kernels:
   a strip reads stay in L1 while the next output rows reuse them.
 * Fused activation: Relu / Clip as ``min(hi, max(lo, v))`` in registers, only the finite sides
   (Relu: the max alone; max / min return the second operand when one is NaN, so NaN passes as
-  in the activation table's ``v < lo ? lo : v``); other activations through conv_kernels.epilogue's scalar helper over each
-  finished output row (OW * C contiguous floats; with several strips over each finished
-  batch item).
+  in the activation table's ``v < lo ? lo : v``); other activations through
+  conv_kernels.epilogue's scalar helper over each finished output row (OW * C contiguous
+  floats; with several strips over each finished batch item).
 
 Rounding: each output is ``fma(x, w, acc)`` over the taps inside the input in (ky, kx)
 order starting from ``acc = bias`` (+0 without bias): one rounding per tap, the same chain as
@@ -70,7 +70,7 @@ TUNE = {"avx2": (1, 8, 14, 24576), "avx512": (2, 8, 29, 20000),
         "avx512y": (1, 12, 29, 24576)}
 # whole channel rows of at most this many vectors in one block, with this register budget
 # (Intel Xeon, x86-avx512, C A/B: DS-CNN's 64 channels as 4 x 5 blocks, one call per output
-# row, -0.8% on the model; MobileNetV2 with 4-vector blocks everywhere: +0.5%)
+# row, -0.8 to -1.0% on the model; MobileNetV2 with 4-vector blocks everywhere: +0.5%)
 WHOLE = {"avx512": (4, 32)}
 
 
