@@ -1,7 +1,6 @@
 """fuse-pw-dw: Before -> Expected structure (layout-nhwc's MatMul + depthwise ConvNHWC become
 one aicc.PwDwNHWC), the unchanged cases, and the numpy interpreter's values of the fused graph
 (PwDwNHWC.reference) against the unfused one."""
-import numpy as np
 import pytest
 
 from tests.passes.helpers import assert_same_outputs, assert_unchanged, build, node, ops, rand, \
