@@ -45,7 +45,7 @@ import numpy as np
 from .conv_kernels import epilogue
 from .conv_simd_gemm import KEY, clamp_of
 from .gemm_simd import _header, flit
-from .simd import include
+from .simd import include, pin
 from .simd_tile import clamp_expr
 
 # vector flavors: C spellings, lanes L
@@ -68,10 +68,10 @@ FLAVORS = {
 # the input rows one output row of a channel strip reads (L1 budget)
 TUNE = {"avx2": (1, 8, 14, 24576), "avx512": (2, 8, 29, 20000),
         "avx512y": (1, 12, 29, 24576)}
-# whole channel rows of at most this many vectors in one block, with this register budget
-# (Intel Xeon, x86-avx512, C A/B: DS-CNN's 64 channels as 4 x 5 blocks, one call per output
-# row, -0.8 to -1.0% on the model; MobileNetV2 with 4-vector blocks everywhere: +0.5%)
-WHOLE = {"avx512": (4, 32)}
+# flavors whose input vectors are pinned in registers (simd.PIN: GCC folded each load into the
+# 2-3 FMAs using it, and the loads set the pace; Intel Xeon, C A/B: DS-CNN x86-avx512 -3%
+# against the unpinned kernels, MobileNetV1-0.25 -0.7%, MobileNetV2 unchanged)
+PIN = {"avx512"}
 
 
 def supports(geo, isa) -> bool:
@@ -97,11 +97,12 @@ class _Gen:
     dparams = "float *restrict y, float lo, float hi,\n    void (*ep)(float *, size_t)"
     prefix = "aicc_dwn"                # driver name prefix
     hkey = f"{KEY}.7.dwn"              # the helpers' order key (after what the text calls)
-    whole = WHOLE                      # whole channel rows in one block (float form only)
+    pin_flavors = PIN                  # flavors whose input vectors are pinned in registers
 
     def __init__(self, fl, geo, clamp: tuple = (True, True)):
         f = self.f = FLAVORS[fl]
         self.clamp = clamp      # the sides of [lo, hi] applied: (lo finite, hi finite)
+        self.pinned = fl in self.pin_flavors
         self.fl, self.g = fl, geo
         self.L = f["L"]
         self.C = geo.cin
@@ -109,9 +110,6 @@ class _Gen:
         self.cp = self.nv * self.L
         self.tail = self.C - (self.nv - 1) * self.L     # lanes of the last vector
         vbmax, pbmax, regs, l1 = TUNE[fl]
-        whole, wregs = self.whole.get(fl, (0, 0))
-        if vbmax < self.nv <= whole:
-            vbmax, regs = self.nv, wregs
         self.vb = vb = min(vbmax, self.nv)
         # channel strip: vectors whose input rows of one output row fit l1 bytes
         rows = (geo.kh - 1) * geo.dy + 1
@@ -203,7 +201,8 @@ class _Gen:
                 for v in range(vb):
                     ptr = f"xi + {q * C + v * L}u"
                     ld = self.load(ptr, masked and v == vb - 1)
-                    o.append(f"        {{ const {vec} s = {ld};")
+                    o.append(f"        {{ {vec} s = {ld}; AICC_PIN(s);" if self.pinned else
+                             f"        {{ const {vec} s = {ld};")
                     for p, kx in users[q]:
                         o.append(f"          {acc[p][v]} = "
                                  f"{self.op('fmadd', 's', f'w{kx}_{v}', acc[p][v])};")
@@ -338,6 +337,8 @@ def driver(ctx, geo, isa: str, gen: _Gen | None = None, clamp: tuple = (True, Tr
     """Name of the C driver ``f(x, wt, bp, y, lo, hi, ep)`` of this geometry and clamp sides
     (registered once per both; gen: another form's generator, qconv_nhwc.py's)."""
     gen = gen or _Gen(flavor(geo, isa), geo, clamp)
+    if gen.pinned:
+        pin(ctx)
     if gen.fl == "avx2" and gen.tail != gen.L:
         _header(ctx, "avx2")            # the include and the lane mask table
     else:

@@ -56,7 +56,7 @@ class _QGen(conv_nhwc_dw._Gen):
     requantization helper ``rq`` turns into the output row."""
     kparams, kargs = "float zp", "zp"
     hkey = "qlinear.5.dwn"       # after the requantization helpers
-    whole: dict = {}             # the tuned blocks (WHOLE measured on float32 only)
+    pin_flavors: set = set()     # no pinned inputs (PIN was measured on float32 only)
 
     def __init__(self, fl, geo, ta: str, yc: str, rq: str):
         self.prefix = f"aicc_qdwn_{ta}_{rq.replace('aicc_qreq_', '')}"

@@ -36,6 +36,23 @@ def include(ctx, isa: str) -> None:
     ctx.helper(f"gemm_{isa}.0.include", "#include <immintrin.h>")
 
 
+PIN = """\
+/* AICC_PIN(v): v is kept in a register (an empty asm that may change it). GCC otherwise folds
+ * the load of a vector that 2-3 FMAs use into each of them, reading it from L1 again each
+ * time, and the loads, not the FMAs, set the pace (conv_nhwc_dw). */
+#if defined(__GNUC__)
+#define AICC_PIN(v) __asm__("" : "+v"(v))
+#else
+#define AICC_PIN(v) ((void)0)
+#endif"""
+
+
+def pin(ctx) -> str:
+    """The AICC_PIN macro (once per bundle); returns its name."""
+    ctx.helper("gemm_0.pin", PIN)
+    return "AICC_PIN"
+
+
 VCOPY = """\
 /* n floats from s to d (not overlapping), n zeros into d: 8-float vector moves. GCC 12
  * expands a memcpy / memset of a constant size of a few hundred bytes (these rows, once
