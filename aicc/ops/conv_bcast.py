@@ -208,7 +208,7 @@ def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False,
     [N, C, H, W] (ConvNHWC's aicc_nchw_in: the kernels read the input by its strides, so
     only the band copy sees the layout)."""
     xin = nhwc and not nchw_in                   # the input's layout is channel-last
-    from .conv_simd import padded_extents
+    from .conv_simd import padded_extents, schedule
     if not supports(geo):
         raise ValueError("conv algo 'bcast' needs a 1-D/2-D conv with group 1")
     w = ctx.in_const(1)
@@ -236,8 +236,10 @@ def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False,
         ctx.helper(f"{KEY}.5.tr_{isa}", transpose_c(isa))
     full = g.ow // r * r
     runs = [(0, full, r)] + ([(full, g.ow, g.ow - full)] if full < g.ow else [])
+    kmax = schedule(isa, (ctx.target.schedule or {}).get("conv"),
+                    node.attrs.get("aicc_schedule"))["edge_kernels"]
     runs, classes = edges.plan(g, runs, len(g.taps) <= MAX_UNROLL,
-                               bool(np.isfinite(np.asarray(w)).all()))
+                               bool(np.isfinite(np.asarray(w)).all()), kmax)
     calls = {}              # padded kernel rows -> [(channel block, ox run, kernel name)]
     for rows in [frozenset()] + [rows for rows, _oys in classes]:
         calls[rows] = []

@@ -44,8 +44,10 @@ none / Relu / Clip, else a scalar pass from the shared activation table). Schedu
 (rows per micro-tile, lowered per node to equal row tiles), ``kc`` (K block), ``jb`` (column
 block), ``tile_kb`` (im2col / patch / output tile budget), ``implicit_pct``, ``wino_m``
 (Winograd output tile 2 or 4; 0 auto), ``wino_kb`` (Winograd tile-block budget), ``wino_chan``
-(Winograd form: 0 tiles vectorized, 2 output channels, 1 auto); defaults in SCHED, target yaml
-``schedule: conv:``, node ``aicc_schedule``.
+(Winograd form: 0 tiles vectorized, 2 output channels, 1 auto), ``edge_kernels`` (the
+broadcast conv's kernels per channel block with padded taps left out, conv_bcast_edges; 0 or
+1: none, for less code); defaults in SCHED, target yaml ``schedule: conv:``, node
+``aicc_schedule``.
 
 Rounding: each output is one FMA chain over k ascending from +0 (K blocks and K tiles store and
 reload the exact partial sums), then + bias, then the activation: the result does not depend
@@ -70,9 +72,9 @@ from .simd import vcopy
 # conv schedule defaults per ISA (target yaml `schedule: conv:` and aicc_schedule override)
 SCHED = {
     "avx2": dict(mr=6, kc=256, jb=64, tile_kb=192, implicit_pct=5, algo="auto", wino_m=0,
-                 wino_kb=768, wino_chan=1),
+                 wino_kb=768, wino_chan=1, edge_kernels=8),
     "avx512": dict(mr=12, kc=256, jb=64, tile_kb=192, implicit_pct=13, algo="auto", wino_m=0,
-                   wino_kb=768, wino_chan=1),
+                   wino_kb=768, wino_chan=1, edge_kernels=8),
 }
 ALGOS = ("auto", "direct", "im2col", "implicit", "depthwise", "dwchan", "transposed",
          "winograd", "bcast")

@@ -321,6 +321,29 @@ def test_bcast_edge_plan():
                        (frozenset(range(6, 10)), [24])]
     assert edges.plan(ds, [(0, 5, 5)], True, False) == ([(0, 5, 5, frozenset())], [])
     assert edges.plan(ds, [(0, 5, 5)], False, True)[1] == []     # taps in a loop: no rows
+    assert edges.plan(ds, [(0, 5, 5)], True, True, 1) == ([(0, 5, 5, frozenset())], [])
+    assert len(edges.plan(ds, [(0, 5, 5)], True, True, 3)[1]) == 2     # 3 kernels: 2 classes
     r18 = SimpleNamespace(kh=7, kw=7, sy=2, sx=2, dy=1, dx=1, oh=112, ow=112, h=224, w=224,
                           pt=3, pl=3, padded=True)
     assert edges.plan(r18, [(0, 112, 14)], True, True) == ([(0, 112, 14, frozenset())], [])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_bcast_edge_kernels_off(target, tmp_path):
+    """The conv schedule's edge_kernels 0 (less code): no kernel leaves padded taps out, and
+    the outputs are the same bits as with them."""
+    x, w, attrs = edge_data("10x4_cin1")
+    b = rng(2).normal(size=w.shape[0]).astype(np.float32)
+    m = make_model([helper.make_node("Conv", ["x", "w", "b"], ["y"], name="conv", **attrs)],
+                   {"x": x}, ["y"], {"w": w, "b": b})
+    path = tmp_path / "m.onnx"
+    onnx.save(m, str(path))
+    got = {}
+    for k in (0, 8):
+        over = {"nodes": {"conv": {"schedule": {"algo": "bcast", "edge_kernels": k}}}}
+        out = aicc.build(path, target=target, out=tmp_path / f"e{k}", overrides=over)
+        code = (out / "model.c").read_text()
+        assert bool(re.search(r"aicc_cb_\w+_e[0-9a-f]{6}\(", code)) == (k > 0)
+        got[k] = aicc.load(out, cflags=STRICT_CFLAGS).run({"x": x})["y"]
+    assert got[0].tobytes() == got[8].tobytes()
+    assert_close({"y": got[0]}, reference(m, {"x": x}), rtol=1e-4, atol=2e-5)
