@@ -136,17 +136,25 @@ def test_bcast_equals_im2col_bitwise(target, tmp_path):
     assert any(np.isnan(v).any() for v in got["bcast"].values())
 
 
-@pytest.mark.parametrize("target", TARGETS)
-def test_bcast_inf_weight_keeps_padded_taps(target, tmp_path):
-    """An Inf weight: its products with the zero padding are NaN (as im2col's zero patches), so
-    no padded tap is left out; the outputs equal im2col's bit for bit."""
+def _ds_conv(tmp_path, w_special=None, seed=1):
+    """DS-CNN's first conv (EDGE 10x4_cin1) as a one-node model "conv" saved in tmp_path:
+    (model, path, x); w_special: {weight index: value} set before saving."""
     x, w, attrs = edge_data("10x4_cin1")
-    w[3, 0, 0, 0], w[9, 0, 9, 3] = np.inf, -np.inf
-    b = rng(1).normal(size=w.shape[0]).astype(np.float32)
+    for i, v in (w_special or {}).items():
+        w[i] = v
+    b = rng(seed).normal(size=w.shape[0]).astype(np.float32)
     m = make_model([helper.make_node("Conv", ["x", "w", "b"], ["y"], name="conv", **attrs)],
                    {"x": x}, ["y"], {"w": w, "b": b})
     path = tmp_path / "m.onnx"
     onnx.save(m, str(path))
+    return m, path, x
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_bcast_inf_weight_keeps_padded_taps(target, tmp_path):
+    """An Inf weight: its products with the zero padding are NaN (as im2col's zero patches), so
+    no padded tap is left out; the outputs equal im2col's bit for bit."""
+    _m, path, x = _ds_conv(tmp_path, {(3, 0, 0, 0): np.inf, (9, 0, 9, 3): -np.inf})
     got = {}
     for algo in ("bcast", "im2col"):
         over = {"nodes": {"conv": {"schedule": {"algo": algo}}}}
@@ -332,12 +340,7 @@ def test_bcast_edge_plan():
 def test_bcast_edge_kernels_off(target, tmp_path):
     """The conv schedule's edge_kernels 0 (less code): no kernel leaves padded taps out, and
     the outputs are the same bits as with them."""
-    x, w, attrs = edge_data("10x4_cin1")
-    b = rng(2).normal(size=w.shape[0]).astype(np.float32)
-    m = make_model([helper.make_node("Conv", ["x", "w", "b"], ["y"], name="conv", **attrs)],
-                   {"x": x}, ["y"], {"w": w, "b": b})
-    path = tmp_path / "m.onnx"
-    onnx.save(m, str(path))
+    m, path, x = _ds_conv(tmp_path, seed=2)
     got = {}
     for k in (0, 8):
         over = {"nodes": {"conv": {"schedule": {"algo": "bcast", "edge_kernels": k}}}}
