@@ -58,6 +58,7 @@ from .conv_simd_gemm import KEY, clamp_of
 from .conv_simd_t import lanes
 from .gemm_simd import ISA, _header, flit
 from .simd import include, vcopy
+from .simd_tile import clamp_sides
 from .transpose_simd import transpose_c
 
 BAND_POS = 64            # output positions per band (input rows padded, outputs transposed)
@@ -208,12 +209,13 @@ def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False,
     [N, C, H, W] (ConvNHWC's aicc_nchw_in: the kernels read the input by its strides, so
     only the band copy sees the layout)."""
     xin = nhwc and not nchw_in                   # the input's layout is channel-last
-    from .conv_simd import padded_extents, schedule
+    from .conv_simd import node_schedule, padded_extents
     if not supports(geo):
         raise ValueError("conv algo 'bcast' needs a 1-D/2-D conv with group 1")
     w = ctx.in_const(1)
     if w is None:
         raise ValueError("conv algo 'bcast' needs constant weights")
+    kmax = node_schedule(ctx, isa)["edge_kernels"]     # before an 8-lane avx512 conv is "avx2"
     isa = vector_isa(ctx, geo, isa)
     L = ISA[isa]["lanes"]
     g = _Geo2(geo, padded_extents(geo), xin)
@@ -221,7 +223,7 @@ def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False,
     wb = v * L                                   # channels per block
     nb = -(-g.cout // wb)
     lo, hi, act = clamp_of(node)
-    clamp = (lo != -math.inf, hi != math.inf)      # the sides applied (Relu: max alone)
+    clamp = clamp_sides(lo, hi)
     has_b = bias != "NULL"
     ctx.kernel = f"{isa} bcast"
     wp = ctx.const(pack(np.asarray(w, np.float32), v, L), "wbc")
@@ -236,8 +238,6 @@ def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False,
         ctx.helper(f"{KEY}.5.tr_{isa}", transpose_c(isa))
     full = g.ow // r * r
     runs = [(0, full, r)] + ([(full, g.ow, g.ow - full)] if full < g.ow else [])
-    kmax = schedule(isa, (ctx.target.schedule or {}).get("conv"),
-                    node.attrs.get("aicc_schedule"))["edge_kernels"]
     runs, classes = edges.plan(g, runs, len(g.taps) <= MAX_UNROLL,
                                bool(np.isfinite(np.asarray(w)).all()), kmax)
     calls = {}              # padded kernel rows -> [(channel block, ox run, kernel name)]

@@ -38,7 +38,6 @@ an Inf weight.
 from __future__ import annotations
 
 import hashlib
-import math
 
 import numpy as np
 
@@ -46,7 +45,7 @@ from .conv_kernels import epilogue
 from .conv_simd_gemm import KEY, clamp_of
 from .gemm_simd import _header, flit
 from .simd import include, pin
-from .simd_tile import clamp_expr
+from .simd_tile import clamp_expr, clamp_sides
 
 # vector flavors: C spellings, lanes L
 FLAVORS = {
@@ -351,7 +350,7 @@ def emit(ctx, node, geo, isa: str) -> None:
     wv, bv = operands(ctx, geo, isa)
     lo, hi, act = clamp_of(node)
     ep = epilogue(ctx, node, "float32") if act else "NULL"
-    name = driver(ctx, geo, isa, clamp=(lo != -math.inf, hi != math.inf))
+    name = driver(ctx, geo, isa, clamp=clamp_sides(lo, hi))
     ctx.kernel = isa
     ctx(f"/* ConvNHWC {geo.describe()}: {flavor(geo, isa)} register-blocked channel-last "
         "kernel */")

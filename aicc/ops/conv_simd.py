@@ -157,6 +157,13 @@ def padded_extents(geo):
     return ext
 
 
+def node_schedule(ctx, isa: str) -> dict:
+    """The conv schedule of ctx's node on isa: SCHED, then the target's ``schedule: conv:``,
+    then the node's ``aicc_schedule``."""
+    return schedule(isa, (ctx.target.schedule or {}).get("conv"),
+                    ctx.node.attrs.get("aicc_schedule"))
+
+
 def plan(ctx, dt):
     """(isa, conv schedule) of the first SIMD variant in the target's kernel list (or the
     node's aicc_kernel), None for the portable kernels (also for float64)."""
@@ -168,8 +175,7 @@ def plan(ctx, dt):
         if forced and name != forced:
             continue
         if name in ISA:
-            return name, schedule(name, (target.schedule or {}).get("conv"),
-                                  node.attrs.get("aicc_schedule"))
+            return name, node_schedule(ctx, name)
         if name == "generic":
             break
     return None

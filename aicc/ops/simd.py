@@ -47,10 +47,9 @@ PIN = """\
 #endif"""
 
 
-def pin(ctx) -> str:
-    """The AICC_PIN macro (once per bundle); returns its name."""
+def pin(ctx) -> None:
+    """The AICC_PIN macro, once per bundle."""
     ctx.helper("gemm_0.pin", PIN)
-    return "AICC_PIN"
 
 
 VCOPY = """\
