@@ -62,10 +62,19 @@ NC_AVX512, NC_AVX2 = 512, 256
 # x86-avx2 (4 per k) M = 1 15.7 / 15.9, so it keeps them.
 PF_AHEAD = 8
 
+# ``pf_next``: the cache level (_MM_HINT_*) of a one-panel kernel's prefetch of the next panel,
+# a whole kernel call ahead. T1 (L2) on avx512: the next panel comes from L3 without holding
+# one of L1's few miss buffers for the whole trip, and a B already in L2 is left to the
+# loads. Intel Xeon (Session 25), x86-avx512, interleaved with onnxruntime, time T1 / T0 (two
+# rounds): GEMM 8 x 512 x 512 0.93-0.94, 16 x 512 x 512 0.95-0.97, 512^3 0.97-0.98,
+# [128 x 768] @ [768 x 3072] 0.96-0.97, ResNet-18 / MobileNetV2 / transformer 0.99, DS-CNN,
+# ResNet-8, MobileNetV1 1.00; x86-avx512-amx's schedule: 0.97-1.00. On x86-avx2 it gained
+# nothing (0.98-1.02), so T0 stays there.
+
 # per instruction set: C spellings and default schedule parameters
 ISA = {
     "avx2": dict(vec="__m256", lanes=8, mr=6, kc=256, mc=144, jb=64, nc=NC_AVX2, prefetch_kb=0,
-                 pf_rows=1,
+                 pf_rows=1, pf_next="T0",
                  load="_mm256_loadu_ps({p})", store="_mm256_storeu_ps({p}, {v})",
                  bcast="_mm256_broadcast_ss({p})", fma="_mm256_fmadd_ps({a}, {b}, {c})",
                  zero="_mm256_setzero_ps()", mtype="__m256i",
@@ -73,7 +82,7 @@ ISA = {
                  mload="_mm256_maskload_ps({p}, {m})",
                  mstore="_mm256_maskstore_ps({p}, {m}, {v})"),
     "avx512": dict(vec="__m512", lanes=16, mr=12, kc=256, mc=48, jb=32, nc=NC_AVX512,
-                   prefetch_kb=0, pf_rows=2,
+                   prefetch_kb=0, pf_rows=2, pf_next="T1",
                    load="_mm512_loadu_ps({p})", store="_mm512_storeu_ps({p}, {v})",
                    bcast="_mm512_set1_ps(*({p}))", fma="_mm512_fmadd_ps({a}, {b}, {c})",
                    zero="_mm512_setzero_ps()", mtype="__mmask16",
@@ -185,16 +194,17 @@ def _kernel_text(isa: str, mr: int, prefetch: bool = True, v: int = V) -> tuple:
         tile_open(o, d, ind, nr, np_b, accs, masked, guard=True)
         # one panel, full: the same rows of the next panel (each of its cache lines: 2 on
         # avx512, where one line per row left [128 x 768] @ [768 x 3072] 3.1 ms against 2.7 ms
-        # interleaved with onnxruntime), toward L1 while this one computes (weights cold in L3
-        # after the rest of a network ran); integer arithmetic: the last panel's "next" is
-        # past the array, a prefetch there is harmless. Only for a B larger than prefetch_kb
-        # (schedule; default 0: always). Intel Xeon, interleaved with onnxruntime: 512^3 (1 MB
-        # of B) 1.25 ms without, 1.32 with; [128 x 768] @ [768 x 3072] (9 MB) 3.2 with, 3.3-3.4
-        # without; MobileNetV2 (pointwise weights <= 1 MB, cold) ratio 0.91 with, 0.94 without
-        # Several panels at once (few rows): their own rows PF_AHEAD k ahead instead.
-        ahead = "bs" if np_b == 1 else f"{PF_AHEAD * nr}u"
+        # interleaved with onnxruntime), toward L1 (avx2) or L2 (avx512: ISA pf_next) while
+        # this one computes (weights cold in L3 after the rest of a network ran); integer
+        # arithmetic: the last panel's "next" is past the array, a prefetch there is
+        # harmless. Only for a B larger than prefetch_kb (schedule; default 0: always). Intel
+        # Xeon (Session 8, to L1), interleaved with onnxruntime: 512^3 (1 MB of B) 1.25 ms
+        # without, 1.32 with; [128 x 768] @ [768 x 3072] (9 MB) 3.2 with, 3.3-3.4 without;
+        # MobileNetV2 (pointwise weights <= 1 MB, cold) ratio 0.91 with, 0.94 without.
+        # Several panels at once (few rows): their own rows PF_AHEAD k ahead instead, to L1.
+        ahead, hint = ("bs", d["pf_next"]) if np_b == 1 else (f"{PF_AHEAD * nr}u", "T0")
         pre = [f"_mm_prefetch((const char *)((uintptr_t)(b{p} + k * {nr}u + {q}u) + "
-               f"{ahead} * sizeof(float)), _MM_HINT_T0);"
+               f"{ahead} * sizeof(float)), _MM_HINT_{hint});"
                for p in range(np_b) for q in range(0, nr, 16)] \
             if prefetch and not masked and (np_b == 1 or mr >= d["pf_rows"]) else []
         # B panels are zero padded past N: plain loads in the masked step too
