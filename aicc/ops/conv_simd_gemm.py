@@ -69,13 +69,15 @@ def kernel(ctx, isa: str, mr: int, table: bool = False) -> str:
         pre = [f"const float *restrict ak = a + k * {mr}u;"]
         pre += [f"const float *restrict bk{p} = b{p} + {brow};" for p in range(npb)]
         if not table and isa == "avx512":
-            # the same row of the next panel, toward L1 while this one computes (as the GEMM
-            # kernels do): weights streamed from memory (ResNet-18's 512-channel 3x3 convs on
-            # 7x7, 9 MB each: 1.34 -> 1.05 ms interleaved with onnxruntime); integer arithmetic,
-            # as the last panel's "next" is past the array. Not on avx2: its 6-row kernels ran
-            # the same layer 1.24 -> 1.82 ms with it (measured on AMD Zen 5)
+            # the same row of the next panel, toward L2 (ISA pf_next) while this one computes
+            # (as the GEMM kernels do): weights streamed from memory (ResNet-18's
+            # 512-channel 3x3 convs on 7x7, 9 MB each: 1.34 -> 1.05 ms interleaved with
+            # onnxruntime, prefetched to L1); to L2 instead of L1: ResNet-18 -2.7 to -3.4%
+            # (Intel Xeon, Session 25), ResNet-8 unchanged. Integer arithmetic, as the last
+            # panel's "next" is past the array. Not on avx2: its 6-row kernels ran the same
+            # layer 1.24 -> 1.82 ms with it (measured on AMD Zen 5)
             pre += [f"_mm_prefetch((const char *)((uintptr_t)(bk{npb - 1} + {q}u) + "
-                    "bs * sizeof(float)), _MM_HINT_T0);" for q in range(0, nr, 16)]
+                    f"bs * sizeof(float)), _MM_HINT_{d['pf_next']});" for q in range(0, nr, 16)]
         # B is not padded (the input itself, or a partial im2col panel): masked loads
         tile_k_loop(o, d, ind, accs, pre,
                     lambda p, c: _f(d["mload"] if masked else d["load"], p=f"bk{p} + {c * L}u",
