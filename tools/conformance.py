@@ -48,13 +48,16 @@ def _cases():
     """{name: case} of the onnx package's node cases. Collecting them runs every export
     function of onnx (7-12 s): the first process pickles them for the others (the worker
     processes here, pytest-xdist's) and later runs, keyed by the onnx package's version and
-    place."""
+    place and the versions of numpy and ml_dtypes, which compute the expected outputs."""
     import fcntl
     import hashlib
     import pickle
 
+    import ml_dtypes
+    import numpy as np
     import onnx
-    key = hashlib.sha256(f"{onnx.__version__} {onnx.__file__}".encode()).hexdigest()[:16]
+    key = hashlib.sha256(f"{onnx.__version__} {onnx.__file__} {np.__version__} "
+                         f"{ml_dtypes.__version__}".encode()).hexdigest()[:16]
     path = Path(tempfile.gettempdir()) / f"aicc-conf-cases-{key}.pkl"
     with open(path.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)          # the other processes wait for the first

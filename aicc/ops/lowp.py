@@ -32,7 +32,8 @@ the float32 exponent rounded per Cast's ``round_mode`` (onnx.numpy_helper.to_flo
 
 Integer targets (int4/uint4/int2/uint2) wrap modulo 2^bits like numpy/ml_dtypes' astype: from
 integers by the low bits, from floats by truncation toward zero then the low bits of the
-integer part (exact, via fmod); NaN and +-Inf give 0.
+integer part (exact, via fmod); NaN and +-Inf give 0. (ml_dtypes 0.7 gives 0 for floats out of
+range and rounds float64 to float8 once; pyproject.toml keeps ml_dtypes below 0.7.)
 """
 from __future__ import annotations
 
