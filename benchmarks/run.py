@@ -126,6 +126,36 @@ static double l1_loop(void)
 """
 
 
+def cpu_name() -> str:
+    """The CPU's model name with its family / model numbers and its L1d / L2 sizes per core
+    (Linux: /proc/cpuinfo, sysfs), e.g. "Intel(R) Xeon(R) Processor (family 6 model 167;
+    L1d 48K, L2 2048K)": the same model name has covered different machines."""
+    info = {}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            k, _, v = line.partition(":")
+            if not line.strip():
+                break                              # the first processor only
+            info.setdefault(k.strip(), v.strip())
+    except OSError:
+        pass
+    caches = []
+    for d in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        try:
+            level, kind, size = ((d / f).read_text().strip() for f in ("level", "type", "size"))
+        except OSError:
+            continue
+        if (level, kind) in (("1", "Data"), ("2", "Unified")):
+            caches.append(f"L{level}{'d' if level == '1' else ''} {size}")
+    extra = []
+    if "cpu family" in info and "model" in info:
+        extra.append(f"family {info['cpu family']} model {info['model']}")
+    if caches:
+        extra.append(", ".join(caches))
+    name = info.get("model name", "unknown")
+    return f"{name} ({'; '.join(extra)})" if extra else name
+
+
 def peak_meter(avx512: bool, tmp: Path):
     """A function measuring one core now (AVX2, or AVX-512 if asked): (best-burst FMA
     throughput, the L1 GEMM loop's best rate) in GFLOP/s, the program compiled once into tmp,
@@ -216,14 +246,7 @@ def main(argv=None):
                          None if floor is None else 100 * gf / l1))
             print(f"{label:40s} aicc {rows[-1][1]:9.3f} ms  ort {rows[-1][2]:9.3f} ms  "
                   f"ratio {rows[-1][3]:6.2f}  {gf:7.1f} GFLOP/s", flush=True)
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_name()
     load_after = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     key, title, cmd, ort_note = a.target, a.target, f"python -m benchmarks.run -t {a.target}", ""
     if level != "native":
