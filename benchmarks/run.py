@@ -133,10 +133,10 @@ def cpu_name() -> str:
     info = {}
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            k, _, v = line.partition(":")
             if not line.strip():
                 break                              # the first processor only
-            info.setdefault(k.strip(), v.strip())
+            k, _, v = line.partition(":")
+            info[k.strip()] = v.strip()
     except OSError:
         pass
     caches = []

@@ -67,9 +67,10 @@ PF_AHEAD = 8
 # one of L1's few miss buffers for the whole trip, and a B already in L2 is left to the
 # loads. Intel Xeon (Session 25), x86-avx512, interleaved with onnxruntime, time T1 / T0 (two
 # rounds): GEMM 8 x 512 x 512 0.93-0.94, 16 x 512 x 512 0.95-0.97, 512^3 0.97-0.98,
-# [128 x 768] @ [768 x 3072] 0.96-0.97, ResNet-18 / MobileNetV2 / transformer 0.99, DS-CNN,
-# ResNet-8, MobileNetV1 1.00; x86-avx512-amx's schedule: 0.97-1.00. On x86-avx2 it gained
-# nothing (0.98-1.02), so T0 stays there.
+# [128 x 768] @ [768 x 3072] 0.96-0.97, ResNet-18 / MobileNetV2 / transformer 0.99, DS-CNN and
+# MobileNetV1 1.00, ResNet-8 1.00-1.01 (its weights stay in L2; with the conv tile GEMM's
+# prefetch as well, Session 24's code against the final: 1.01); x86-avx512-amx's schedule:
+# 0.97-1.00. On x86-avx2 it gained nothing (0.98-1.02), so T0 stays there.
 
 # per instruction set: C spellings and default schedule parameters
 ISA = {
