@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import onnx
 import pytest
-from onnx import helper
+from onnx import helper, numpy_helper
 
 import aicc
 from tests.oracle import STRICT_CFLAGS, make_model, reference, rng
@@ -181,6 +181,38 @@ def test_run_fast_path_first_call_and_lifetime(tmp_path):
         assert ref() is None
     finally:
         gc.enable()
+
+
+def test_run_output_arrays_given_again_only_when_dropped(tmp_path):
+    """The fast path gives an output array again when nothing else holds it (fastpath._FREE):
+    arrays the caller keeps, directly, through a view or through a memoryview, keep their
+    values through later calls; each result matches numpy's for its own input."""
+    path, x = model_file(tmp_path)
+    b = aicc.load(aicc.build(path, out=tmp_path / "b"), cflags=STRICT_CFLAGS)
+    w = numpy_helper.to_array(onnx.load(path).graph.initializer[0])
+
+    def ref(v):
+        a = v * w
+        return np.tanh(a) + a
+    name = b.inputs[0]["name"]
+    xs = [x * np.float32(s) for s in (1.0, -2.0, 0.5, 3.0, -0.25)]
+    kept = b.run({name: xs[0]})["y"]                    # held directly
+    view = b.run({name: xs[1]})["y"][:, ::2]            # only a view of it
+    mv = memoryview(b.run({name: xs[2]})["y"])          # only a memoryview
+    ids = set()
+    for v in xs[3:] * 3:                                # dropped at once: given again
+        got = b.run({name: v})["y"]
+        np.testing.assert_allclose(got, ref(v), rtol=1e-5, atol=1e-6)
+        ids.add(id(got))
+        del got
+    assert len(ids) == 1
+    np.testing.assert_allclose(kept, ref(xs[0]), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(view, ref(xs[1])[:, ::2], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(mv), ref(xs[2]), rtol=1e-5, atol=1e-6)
+    a, c = b.run({name: xs[3]}), b.run({name: xs[4]})   # both results held: two arrays
+    assert a["y"] is not c["y"]
+    np.testing.assert_allclose(a["y"], ref(xs[3]), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(c["y"], ref(xs[4]), rtol=1e-5, atol=1e-6)
 
 
 def test_run_same_input_array_again(tmp_path):

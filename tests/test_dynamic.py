@@ -95,6 +95,21 @@ def test_cnn_dynamic_batch(tmp_path, target):
         _check(sess, b, {"x": rng.standard_normal((n, 3, 12, 12)).astype(np.float32)}, f"batch={n}")
 
 
+def test_output_arrays_kept_through_other_sizes(tmp_path):
+    """The dynamic fast path gives an output array again only when nothing else holds it and
+    its shape is the same: results the caller keeps stay as they were."""
+    path, b = _build(tmp_path, dm.cnn(), {"batch": [1, 2, 4, 8]})
+    sess, rng = _ort(path), np.random.default_rng(4)
+    feeds = [{"x": rng.standard_normal((n, 3, 12, 12)).astype(np.float32)}
+             for n in (3, 3, 5, 3, 8, 3)]
+    kept = [b.run(f) for f in feeds[:3]]
+    for f in feeds[3:] * 2:
+        _check(sess, b, f, f"batch={f['x'].shape[0]}")
+    for f, got in zip(feeds, kept):
+        for o, e in zip(sess.get_outputs(), sess.run(None, f)):
+            np.testing.assert_allclose(got[o.name], e, rtol=1e-4, atol=1e-5, err_msg=o.name)
+
+
 @pytest.mark.parametrize("target", TARGETS)
 def test_fcn_dynamic_height_width(tmp_path, target):
     path, b = _build(tmp_path, dm.fcn(), {"h": [8, 16], "w": [8, 16]}, target)

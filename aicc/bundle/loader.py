@@ -6,7 +6,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-import weakref
 from pathlib import Path
 
 import cffi
@@ -14,6 +13,7 @@ import numpy as np
 
 from ..errors import AiccError, BuildError, InputError
 from ..ir import dtype_from_name
+from .fastpath import dynamic_runner, static_runner
 
 _CDEF = """
 typedef void (*aicc_hook_fn)(void *user, uint32_t step, const char *op, int after);
@@ -179,149 +179,18 @@ class Bundle:
                         for a, d in enumerate(o["max_shape"])])
         return out
 
-    def _prepare_dyn(self) -> None:
-        """Precomputed state for calls of a dynamic bundle: where each dim is read, how each
-        output's shape follows from the dims."""
-        from ..dynamic.extent import Ext
-        ffi = self.ffi
-        names = [x["name"] for x in self.dynamic["dims"]]
-        ins = []
-        for i in self.inputs:
-            ins.append((i["name"], dtype_from_name(i["dtype"]),
-                        [(a, names.index(d)) if isinstance(d, str) else (a, None)
-                         for a, d in enumerate(i["shape"])], [d if isinstance(d, int) else None
-                                                            for d in i["shape"]]))
-        outs = []
-        for o in self.outputs:
-            ext = o.get("extents", {})
-            outs.append((o["name"], dtype_from_name(o["dtype"]),
-                         [Ext.from_json(ext[str(a)]) if str(a) in ext else d
-                          for a, d in enumerate(o["max_shape"])]))
-        self._dyn = (names, [x["max"] for x in self.dynamic["dims"]], ins, outs,
-                     ffi.new("void *[]", max(len(ins), 1)), ffi.new("void *[]", max(len(outs), 1)),
-                     ffi.new("int64_t[]", max(len(names), 1)),
-                     ffi.NULL if self.weights is None else ffi.from_buffer(self.weights),
-                     ffi.from_buffer(self.arena), self.arena.nbytes)
-
-    def _run_dyn_fast(self, feeds):
-        """The common call of a dynamic bundle, or None to take the full path."""
-        names, maxima, ins, outs, in_ptrs, out_ptrs, dv, w, arena, nbytes = self._dyn
-        if len(feeds) != len(ins):
-            return None
-        dims = [None] * len(names)
-        keep = []
-        for k, (name, dt, axes, static) in enumerate(ins):
-            a = feeds.get(name)
-            if (type(a) is not np.ndarray or a.dtype != dt or a.ndim != len(axes)
-                    or not a.flags.c_contiguous or not a.flags.aligned or a.size == 0):
-                return None
-            for (ax, s), st in zip(axes, static):
-                n = a.shape[ax]
-                if s is None:
-                    if n != st:
-                        return None
-                elif dims[s] is None:
-                    if not 1 <= n <= maxima[s]:
-                        return None
-                    dims[s] = n
-                elif dims[s] != n:
-                    return None
-            buf = self.ffi.from_buffer(a)
-            keep.append(buf)
-            in_ptrs[k] = buf
-        for s, d in enumerate(dims):
-            dv[s] = d
-        res = {}
-        for k, (name, dt, shape) in enumerate(outs):
-            o = np.empty([d if isinstance(d, int) else max(d.eval(dims), 0) for d in shape], dt)
-            if o.size == 0:
-                return None
-            buf = self.ffi.from_buffer(o)
-            keep.append(buf)
-            out_ptrs[k] = buf
-            res[name] = o
-        st = self._run_dims(w, arena, nbytes, dv, in_ptrs, out_ptrs, self.ffi.NULL, self.ffi.NULL)
-        if st != 0:
-            return None                 # the full path reports it
-        return res
-
-    def _prepare_fast(self) -> None:
-        """The common call (static shapes, no hook) as a closure over precomputed state,
-        bound as the instance's ``run``: it checks the feeds, runs, and returns the outputs;
-        anything unusual (a hook, other arrays, a failed run) goes to ``_run_full``, which
-        checks, runs again and reports. Locals instead of attribute lookups, and no method
-        in between: after a model's run the interpreter's own code and data are cold, so
-        every step here costs more than it does warm (FC autoencoder, interleaved with
-        onnxruntime: run() 16.4 us, the bare C call from Python 12.5). The last array given
-        for each input keeps its cffi buffer (the buffer export pins the array's memory:
-        numpy refuses to resize it), so the same array again needs only the checks of its
-        (settable) dtype, shape and strides, against those of a C-contiguous array; other
-        arrays take the flags check and a new buffer."""
-        ffi = self.ffi
-        self._fast = None
-        if self.dynamic:
-            self._prepare_dyn()
-            return
-        if self.manifest["memory"].get("io_in_arena"):
-            return
-        ins = [(i["name"], dtype_from_name(i["dtype"]), tuple(i["shape"])) for i in self.inputs]
-        outs = [(o["name"], dtype_from_name(o["dtype"]), tuple(o["shape"])) for o in self.outputs]
-        if any(0 in shape for _n, _d, shape in ins + outs):
-            return                     # empty tensors: the full path passes non-NULL pointers
-        in_ptrs = ffi.new("void *[]", max(len(ins), 1))
-        out_ptrs = ffi.new("void *[]", max(len(outs), 1))
-        w = ffi.NULL if self.weights is None else ffi.from_buffer(self.weights)
-        arena, nbytes = ffi.from_buffer(self.arena), self.arena.nbytes
-        from_buffer, empty, ndarray, run = ffi.from_buffer, np.empty, np.ndarray, self._run
-        wself = weakref.ref(self)       # no cycle through the instance's run attribute
-
-        def full(feeds, hook):
-            return wself()._run_full(feeds, hook)
-        nin = len(ins)
-        ins = [(k, name, np.dtype(dt), shape, np.empty(shape, dt).strides)
-               for k, (name, dt, shape) in enumerate(ins)]
-        outs = [(name, np.dtype(dt), shape) for name, dt, shape in outs]
-        last = [object()] * nin        # the last array of each input (its buffer: in_ptrs[k])
-        bufs = [None] * nin
-
-        def fast(feeds: dict, hook=None):
-            if hook is not None or len(feeds) != nin:
-                return full(feeds, hook)
-            for k, name, dt, shape, strides in ins:
-                a = feeds.get(name)
-                if a is last[k] and a.dtype is dt and a.shape == shape and a.strides == strides:
-                    continue
-                if type(a) is not ndarray or a.dtype != dt or a.shape != shape:
-                    return full(feeds, hook)
-                fl = a.flags
-                if not (fl.c_contiguous and fl.aligned):
-                    return full(feeds, hook)
-                bufs[k] = buf = from_buffer(a)
-                last[k] = a
-                in_ptrs[k] = buf
-            res, keep = {}, []
-            k = 0
-            for name, dt, shape in outs:
-                res[name] = o = empty(shape, dt)
-                keep.append(from_buffer(o))
-                out_ptrs[k] = keep[k]
-                k += 1
-            return res if run(w, arena, nbytes, in_ptrs, out_ptrs) == 0 else full(feeds, hook)
-
-        self._fast = fast
-        self.run = fast
-
     def run(self, feeds: dict, hook=None) -> dict:
         """Run on {input name: array}; returns {output name: array}. ``hook``: a Python
         callable ``hook(step, op, after)`` called before and after every step, or a C hook
         as a tuple (address of an ``aicc_hook_fn``, user pointer) of ints (bench.profile)."""
         if hook is None:
             fast = getattr(self, "_fast", False)
-            if fast is False:
-                self._prepare_fast()
-                fast = self._fast
+            if fast is False:           # the first call: the fast path (fastpath.py)
+                self._fast = fast = (dynamic_runner if self.dynamic else static_runner)(self)
+                if fast is not None and not self.dynamic:
+                    self.run = fast     # it falls back to _run_full itself
             if self.dynamic:
-                res = self._run_dyn_fast(feeds)
+                res = fast(feeds)
                 if res is not None:
                     return res
             elif fast is not None:
