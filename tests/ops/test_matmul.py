@@ -483,7 +483,9 @@ def test_derived_target_gemm_schedule(target, tmp_path):
     g = load_target(target).schedule["gemm"]
     kc = -(-1100 // -(-1100 // g["kc"]))      # K = 1100 in equal blocks of at most kc
     c = next(Path(tmp_path).glob("b*/model.c")).read_text()
-    assert re.search(rf"aicc_sg_avx512_m\d+k{kc}c\d+j\d+n{g['nc']}_", c)
+    # pf1: only the first row tile of the first M block runs the prefetching kernel (45 rows)
+    assert re.search(rf"aicc_sg_avx512_m\d+k{kc}c\d+j\d+n{g['nc']}pf1_", c)
+    assert "if (ic == 0 && ir == 0)" in c
 
 
 # column counts per ISA whose panels are not 2 vectors wide (gemm_simd.panel_vectors): 1 vector
