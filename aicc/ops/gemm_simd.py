@@ -332,9 +332,9 @@ def driver(ctx, isa: str, sched: dict, act, params, m: int, fused: bool = False)
     # the later tiles and M blocks find the block in L2 (NC) and its panel in L1, where the
     # prefetches only took load slots. Intel Xeon (Session 26), interleaved with onnxruntime,
     # x86-avx512, time with / without: GEMM 16 x 512 x 512 0.90, 512^3 0.97, transformer 0.97,
-    # DS-CNN 0.975, MobileNetV2 0.99, MobileNetV1 0.99, ResNet-18, ResNet-8, GEMM 8 (one row
-    # tile) and [128 x 768] @ [768 x 3072] 1.00-1.01. On x86-avx2 (prefetches to L1) GEMM 16
-    # 1.05 and MobileNetV2 1.02, so it keeps them on every tile.
+    # DS-CNN 0.975-1.00, MobileNetV2 0.99, MobileNetV1 0.99, ResNet-18 and [128 x 768] @
+    # [768 x 3072] 1.00-1.01 (GEMM 8, one row tile, is unchanged). On x86-avx2 (prefetches to
+    # L1) GEMM 16 1.05 and MobileNetV2 1.02, so it keeps them on every tile.
     pf_first = prefetch and m > mr_max and ISA[isa]["pf_first"]
     ks = kernels(ctx, isa, rows, prefetch and not pf_first, v)
     if pf_first:
