@@ -1,6 +1,7 @@
 """Float32 exp and tanh on the x86 SIMD targets, and the activations built on them (Exp,
 Sigmoid, Tanh and Gelu(tanh) with vector loops; Erf and Gelu(none) with erf_simd.py's erf;
-Selu, Elu through their exp calls; Log, Softplus and Mish with log_simd.py's log / log1p).
+Log, Softplus and Mish with log_simd.py's log / log1p; Elu, Celu and Selu with expm1_simd.py's
+expm1 and this exp).
 Also the vector forms of HardSigmoid and HardSwish (min / max), whose scalar clamps GCC does
 not vectorize when a multiplication follows them (1x64x56x56 HardSwish, avx2: 104 -> 22 us).
 
@@ -160,9 +161,10 @@ static AICC_UNUSED float {name}(float x)
 
 
 def math_override(ctx, m):
-    """``m`` (activations.math_fn's name mapping) with exp / tanh routed to the lane-0 forms
-    of the vector functions when ctx's node runs on a SIMD ISA; else ``m`` itself."""
-    from . import log_simd
+    """``m`` (activations.math_fn's name mapping) with exp / tanh / erf / log / log1p / expm1
+    routed to the lane-0 forms of the vector functions when ctx's node runs on a SIMD ISA;
+    else ``m`` itself."""
+    from . import expm1_simd, log_simd
     isa = simd_isa(ctx)
     if isa is None:
         return m
@@ -170,6 +172,8 @@ def math_override(ctx, m):
     def routed(f):
         if f in FUNCS:
             return scalar(ctx, isa, f)
+        if f in expm1_simd.FUNCS:
+            return expm1_simd.scalar(ctx, isa, f)
         return log_simd.scalar(ctx, isa, f) if f in log_simd.FUNCS else m(f)
     return routed
 
@@ -177,22 +181,27 @@ def math_override(ctx, m):
 def tag_of(expr: str) -> str:
     """Suffix for a helper name whose C text is ``expr``: the ISA when the expression uses the
     lane-0 forms (the same activation emits different text per ISA)."""
+    from .expm1_simd import FUNCS as EXPM1_FUNCS
     from .log_simd import FUNCS as LOG_FUNCS
     for isa in _I:
-        if any(f"aicc_{f}1_{isa}(" in expr for f in FUNCS + LOG_FUNCS):
+        if any(f"aicc_{f}1_{isa}(" in expr for f in FUNCS + LOG_FUNCS + EXPM1_FUNCS):
             return f"_{isa}"
     return ""
 
 
 HARD = {"HardSigmoid", "HardSwish"}     # clamps: vector min / max (GCC keeps their branches)
-PLAIN = {"Clip", "Sqrt"}                 # min / max (GCC's k-mask code), sqrt (errno checks)
+# min / max (GCC's k-mask code), sqrt (errno checks), a select (GCC 12 keeps LeakyRelu's
+# branch on avx2: 1x64x56x56 868 us against onnxruntime's 101; avx512 52)
+PLAIN = {"Clip", "Sqrt", "LeakyRelu"}
 
 
 def vectorizes(act: str, params: dict) -> bool:
     """Whether vector_expr has a form of this activation: Exp, Sigmoid, Tanh, Erf, Gelu,
-    HardSigmoid, HardSwish, Clip (constant bounds), Sqrt, and log_simd's."""
+    HardSigmoid, HardSwish, Clip (constant bounds), Sqrt, LeakyRelu, log_simd's and
+    expm1_simd's."""
+    from .expm1_simd import VECTOR as EXPM1S
     from .log_simd import VECTOR as LOGS
-    return act in VECTOR | HARD | PLAIN | LOGS | {"Erf", "Gelu"}
+    return act in VECTOR | HARD | PLAIN | LOGS | EXPM1S | {"Erf", "Gelu"}
 
 
 def _clamp01(d, isa, t):
@@ -206,9 +215,11 @@ def vector_expr(ctx, isa: str, act: str, xv: str, params: dict | None = None) ->
     vector variable ``xv``, bit-identical to its scalar expression under math_override (the
     same operations in the same order: ISO C does not contract the scalar form into FMAs
     either)."""
-    from . import erf_simd, log_simd
+    from . import erf_simd, expm1_simd, log_simd
     d = SIMD[isa]
     _include(ctx, isa)
+    if act in expm1_simd.VECTOR:
+        return expm1_simd.vector_expr(ctx, isa, act, xv, params, vexp)
     if act == "Erf" or (act == "Gelu" and (params or {}).get("approximate", "none") != "tanh"):
         return erf_simd.vector_expr(ctx, isa, act, xv)
     if act in log_simd.VECTOR:
@@ -222,6 +233,9 @@ def vector_expr(ctx, isa: str, act: str, xv: str, params: dict | None = None) ->
         if p.get("max") is not None:
             e = f"{_I[isa]['min']}({_k(d, p['max'])}, {e})"
         return e
+    if act == "LeakyRelu":    # x < 0 ? alpha * x : x (NaN: x)
+        ax = f"{d['mul']}({_k(d, (params or {}).get('alpha', 0.01))}, {xv})"
+        return log_simd._L[isa]["sel"].format(a=xv, b=ax, x=xv, y=_k(d, 0.0), p="_CMP_LT_OQ")
     if act in HARD:           # clamp(alpha * x + beta), times x for HardSwish (C's order)
         p = params or {}
         a, b = (1 / 6, 0.5) if act == "HardSwish" else (p.get("alpha", 0.2), p.get("beta", 0.5))
