@@ -1,7 +1,7 @@
 """Float32 exp and tanh on the x86 SIMD targets, and the activations built on them (Exp,
 Sigmoid, Tanh and Gelu(tanh) with vector loops; Erf and Gelu(none) with erf_simd.py's erf;
 Log, Softplus and Mish with log_simd.py's log / log1p; Elu, Celu and Selu with expm1_simd.py's
-expm1 and this exp).
+expm1 and this exp; Sin, Cos, Atan, Asin and Acos with trig_simd.py's functions).
 Also the vector forms of HardSigmoid and HardSwish (min / max), whose scalar clamps GCC does
 not vectorize when a multiplication follows them (1x64x56x56 HardSwish, avx2: 104 -> 22 us).
 
@@ -161,20 +161,19 @@ static AICC_UNUSED float {name}(float x)
 
 
 def math_override(ctx, m):
-    """``m`` (activations.math_fn's name mapping) with exp / tanh / erf / log / log1p / expm1
-    routed to the lane-0 forms of the vector functions when ctx's node runs on a SIMD ISA;
-    else ``m`` itself."""
-    from . import expm1_simd, log_simd
+    """``m`` (activations.math_fn's name mapping) with exp, tanh, erf, log, log1p, expm1,
+    sin, cos, atan, asin and acos routed to the lane-0 forms of the vector functions when
+    ctx's node runs on a SIMD ISA; else ``m`` itself."""
+    from . import expm1_simd, log_simd, trig_simd
     isa = simd_isa(ctx)
     if isa is None:
         return m
 
     def routed(f):
-        if f in FUNCS:
-            return scalar(ctx, isa, f)
-        if f in expm1_simd.FUNCS:
-            return expm1_simd.scalar(ctx, isa, f)
-        return log_simd.scalar(ctx, isa, f) if f in log_simd.FUNCS else m(f)
+        for mod in (expm1_simd, log_simd, trig_simd):
+            if f in mod.FUNCS:
+                return mod.scalar(ctx, isa, f)
+        return scalar(ctx, isa, f) if f in FUNCS else m(f)
     return routed
 
 
@@ -183,8 +182,10 @@ def tag_of(expr: str) -> str:
     lane-0 forms (the same activation emits different text per ISA)."""
     from .expm1_simd import FUNCS as EXPM1_FUNCS
     from .log_simd import FUNCS as LOG_FUNCS
+    from .trig_simd import FUNCS as TRIG_FUNCS
     for isa in _I:
-        if any(f"aicc_{f}1_{isa}(" in expr for f in FUNCS + LOG_FUNCS + EXPM1_FUNCS):
+        if any(f"aicc_{f}1_{isa}(" in expr
+               for f in FUNCS + LOG_FUNCS + EXPM1_FUNCS + TRIG_FUNCS):
             return f"_{isa}"
     return ""
 
@@ -197,11 +198,12 @@ PLAIN = {"Clip", "Sqrt", "LeakyRelu"}
 
 def vectorizes(act: str, params: dict) -> bool:
     """Whether vector_expr has a form of this activation: Exp, Sigmoid, Tanh, Erf, Gelu,
-    HardSigmoid, HardSwish, Clip (constant bounds), Sqrt, LeakyRelu, log_simd's and
-    expm1_simd's."""
+    HardSigmoid, HardSwish, Clip (constant bounds), Sqrt, LeakyRelu, log_simd's,
+    expm1_simd's and trig_simd's."""
     from .expm1_simd import VECTOR as EXPM1S
     from .log_simd import VECTOR as LOGS
-    return act in VECTOR | HARD | PLAIN | LOGS | EXPM1S | {"Erf", "Gelu"}
+    from .trig_simd import VECTOR as TRIGS
+    return act in VECTOR | HARD | PLAIN | LOGS | EXPM1S | TRIGS | {"Erf", "Gelu"}
 
 
 def _clamp01(d, isa, t):
@@ -215,11 +217,13 @@ def vector_expr(ctx, isa: str, act: str, xv: str, params: dict | None = None) ->
     vector variable ``xv``, bit-identical to its scalar expression under math_override (the
     same operations in the same order: ISO C does not contract the scalar form into FMAs
     either)."""
-    from . import erf_simd, expm1_simd, log_simd
+    from . import erf_simd, expm1_simd, log_simd, trig_simd
     d = SIMD[isa]
     _include(ctx, isa)
     if act in expm1_simd.VECTOR:
         return expm1_simd.vector_expr(ctx, isa, act, xv, params, vexp)
+    if act in trig_simd.VECTOR:
+        return trig_simd.vector_expr(ctx, isa, act, xv)
     if act == "Erf" or (act == "Gelu" and (params or {}).get("approximate", "none") != "tanh"):
         return erf_simd.vector_expr(ctx, isa, act, xv)
     if act in log_simd.VECTOR:
