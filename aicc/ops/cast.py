@@ -28,7 +28,7 @@ from onnx import helper
 
 from ..emit_c.cwriter import c_float, ctype
 from .base import Op, register
-from . import lowp
+from . import half_simd, lowp
 from .half import HALF_TYPES, from_float, to_float
 from .lowp import LOWP, LOWP_FLOAT, LOWP_INT
 from .loops import emit_map, numel
@@ -153,6 +153,8 @@ class _CastBase(Op):
             ctx(f"memcpy({ctx.out[0]}, {ctx.inp[0]}, {n * src.itemsize}u);")
             return
         ctx(f"/* Cast {src.name} -> {dst.name} (see aicc/ops/cast.py for edge cases) */")
+        if half_simd.emit(ctx, src, dst, n):
+            return
         sat = bool(self.attr(node, "saturate"))
         rm = self.attr(node, "round_mode") or "up"
         rm = rm.decode() if isinstance(rm, bytes) else str(rm)

@@ -74,7 +74,8 @@ from .registry import graph_pass
 
 SINKABLE = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Relu", "Clip", "LeakyRelu", "Sigmoid",
             "HardSigmoid", "HardSwish", "Tanh", "Elu", "Selu", "Neg", "Abs", "Identity",
-            "DequantizeLinear", "QuantizeLinear"}     # (the latter two: per-tensor scales)
+            "DequantizeLinear", "QuantizeLinear",     # (these two: per-tensor scales)
+            "Cast"}           # (upcast-half's roundings between the convs of float16 models)
 TO_NHWC, TO_NCHW = [0, 2, 3, 1], [0, 3, 1, 2]
 MIN_GEMM_COUT = 16      # auto: a non-pointwise group-1 conv needs this many output channels
 NCHW_IN_CIN = 4         # ... unless it has at most this many input channels (ConvNHWC runs

@@ -7,6 +7,15 @@ computes in float32, and each half output is rounded back by a Cast node (neares
 This is how onnxruntime's CPU kernels treat most half-precision ops (compute in float32,
 round each op's result), so results agree within half precision.
 
+Ops whose value commutes with that rounding (``COMMUTES``: maxima, minima and sign changes
+of their inputs; RNE rounding is monotonic and symmetric, so R(round(t)) = round(R(t))) read
+the float32 result of a wrapped producer itself instead of its rounded half converted back:
+the same values, one Cast pair less, and Conv -> Relu stays a pair that fuse-activation
+fuses; layout-nhwc then runs the convs channel-last through the Casts between them (float16
+DS-CNN, ratio to onnxruntime, x86-avx512 1.03 -> 0.63, x86-avx2 1.41 -> 0.98; MobileNetV1
+0.80 -> 0.40). Their own outputs are still rounded; the producer's rounded output stays where
+something else reads it.
+
 The 8-bit floats (float8_e4m3fn/e4m3fnuz/e5m2/e5m2fnuz) and float4_e2m1fn are treated the
 same way (their Casts round to nearest even, saturating), except in QuantizeLinear and
 DequantizeLinear, which read/write them directly. 4-bit and 2-bit integers are not wrapped:
@@ -14,6 +23,7 @@ data movement copies their bytes; other ops must handle or refuse them.
 """
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 from onnx import TensorProto
 
@@ -28,6 +38,10 @@ HALF = {"float16": TensorProto.FLOAT16, "bfloat16": TensorProto.BFLOAT16,
 LOWP = set(HALF) - {"float16", "bfloat16"}
 # ops that read/write the 8-bit/4-bit float types themselves (but not float16/bfloat16)
 LOWP_NATIVE = {"QuantizeLinear", "DequantizeLinear"}
+# ops with R(round(t)) == round(R(t)) for every float32 t under float16 / bfloat16 rounding
+# (nearest even: monotonic and symmetric; Clip only with bounds of the half type: inputs of
+# it, or attributes it represents). Not for the 8-bit floats (saturating, unsigned zeros).
+COMMUTES = {"Relu", "Abs", "Neg", "Max", "Min", "MaxPool", "GlobalMaxPool", "Clip"}
 
 # ops that handle half types themselves: data movement (copy by bits) and conversions
 HALF_NATIVE = {
@@ -37,6 +51,20 @@ HALF_NATIVE = {
     "SpaceToDepth", "ReverseSequence", "Trilu", "ScatterND", "ScatterElements", "Scatter",
     "EyeLike", "Compress", "Dropout", "BitCast",
 }
+
+
+def _commutes(n, half: str) -> bool:
+    """n's value commutes with rounding to ``half`` (see COMMUTES)."""
+    if n.op_type not in COMMUTES or (n.op_type == "MaxPool" and len(n.outputs) > 1) \
+            or half not in ("float16", "bfloat16"):
+        return False
+    ht = np.float16 if half == "float16" else ml_dtypes.bfloat16
+    bounds = [float(n.attrs[k]) for k in ("min", "max") if k in n.attrs]
+    return all(float(ht(b)) == b for b in bounds)
+
+
+def _half_name(g, name) -> str:
+    return np.dtype(g.types[name].dtype).name
 
 
 def _is_half(g, name, op_type="") -> bool:
@@ -55,13 +83,16 @@ def _is_half(g, name, op_type="") -> bool:
 
 
 @graph_pass("upcast-half")
-def upcast_half(g):
+def upcast_half(g, *, commute: bool = True):
     """Wrap every non-native node touching float16/bfloat16 tensors in Casts to and from
-    float32 (see the module docstring). Graph inputs, outputs and names are unchanged."""
+    float32 (see the module docstring; ``commute``: COMMUTES ops read their producers'
+    float32 values). Graph inputs, outputs and names are unchanged."""
     if not any(_is_half(g, t) for n in g.nodes for t in list(n.inputs) + list(n.outputs)):
         return g
     g = g.copy()
     up = {}            # half tensor -> its float32 twin
+    exact = {}         # half output of a wrapped node -> the float32 value it rounds
+    downs_made = set()
     nodes = []
     for n in g.nodes:
         if n.domain not in ("", "ai.onnx", "ai.onnx.preview") or n.op_type in HALF_NATIVE:
@@ -76,6 +107,9 @@ def upcast_half(g):
         for i in n.inputs:
             if not _is_half(g, i, n.op_type):
                 new_inputs.append(i)
+                continue
+            if commute and i in exact and _commutes(n, _half_name(g, i)):
+                new_inputs.append(exact[i])
                 continue
             if i not in up:
                 twin = f"{i}__aicc_f32"
@@ -97,10 +131,14 @@ def upcast_half(g):
             tmp = f"{o}__aicc_f32out"
             g.types[tmp] = TensorType(np.dtype(np.float32), t.shape)
             new_outputs.append(tmp)
+            exact[o] = tmp
             downs.append(Node("Cast", [tmp], [o], {"to": HALF[np.dtype(t.dtype).name]},
                               f"{n.name}__aicc_down{len(downs)}"))
         m = Node(n.op_type, new_inputs, new_outputs, dict(n.attrs), n.name, n.domain)
         nodes.append(m)
         nodes.extend(downs)
-    g.nodes = nodes
+        downs_made.update(d.outputs[0] for d in downs)
+    # a rounding that only a COMMUTES op read (it reads the float32 value now) goes
+    read = {i for n in nodes for i in n.inputs} | set(g.outputs)
+    g.nodes = [n for n in nodes if n.outputs[0] not in downs_made or n.outputs[0] in read]
     return g
