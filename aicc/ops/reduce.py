@@ -147,6 +147,47 @@ static void {name}(size_t O, size_t D, size_t I, const {ct} *restrict x,
 }}""")
 
 
+def _extremum_rows(ctx, kind, dt, init, acc) -> str:
+    """Float ReduceMax / ReduceMin of contiguous rows with EXT_LANES running extrema (element
+    d goes to lane d mod EXT_LANES, then the lanes in order, then the tail): compilers
+    vectorize the lanes' selects, where the one running value was a serial chain (1x64x56x56
+    over H and W, x86-avx512: 352 us against onnxruntime's 47). The same value as one running
+    extremum (NaN is kept once seen) except which of -0 and +0 a row whose extremum is zero
+    of both signs gives."""
+    ct, L = ctype(dt), EXT_LANES
+    name = f"aicc_{kind.lower()}_rows_{_sfx(dt)}"
+    return ctx.helper(name, f"""\
+/* {kind} of O contiguous rows of D values: {L} running values (lane d mod {L}), then the
+ * lanes in order and the tail (D == 0 gives the identity; NaN once seen stays). */
+static void {name}(size_t O, size_t D, const {ct} *restrict x, {ct} *restrict y)
+{{
+    for (size_t o = 0; o < O; ++o) {{
+        const {ct} *restrict xo = x + o * D;
+        {ct} a = {init};
+        size_t d = 0;
+        if (D >= {L}u) {{
+            {ct} lane[{L}];
+            for (size_t j = 0; j < {L}u; ++j) lane[j] = xo[j];
+            for (d = {L}u; d + {L}u <= D; d += {L}u)
+                for (size_t j = 0; j < {L}u; ++j) {{
+                    const {ct} v = xo[d + j];
+                    lane[j] = {acc.format(a='lane[j]', v='v')};
+                }}
+            for (size_t j = 0; j < {L}u; ++j) a = {acc.format(a='a', v='lane[j]')};
+        }}
+        for (; d < D; ++d) {{
+            const {ct} v = xo[d];
+            a = {acc.format(a='a', v='v')};
+        }}
+        y[o] = a;
+    }}
+}}""")
+
+
+# running extrema of _extremum_rows: 32 (GCC 12 -O3 left 16 lanes unvectorized on avx2)
+EXT_LANES = 32
+
+
 # float reductions that are sums of a term: contiguous rows use sum16's order
 SUM16_TERMS = {"ReduceSum": "sum", "ReduceMean": "sum", "ReduceLogSum": "sum",
                "ReduceSumSquare": "sq", "ReduceL2": "sq", "ReduceL1": "abs"}
@@ -170,6 +211,8 @@ static void {name}(size_t O, size_t D, const {ct} *restrict x, {ct} *restrict y)
         y[o] = {res};
     }}
 }}""")
+    if rows and kind in ("ReduceMax", "ReduceMin") and dt.kind == "f":
+        return _extremum_rows(ctx, kind, dt, init, acc)
     if rows:
         name = f"aicc_{kind.lower()}_rows_{_sfx(dt)}"
         res = fin.format(a="a") if fin else "a"

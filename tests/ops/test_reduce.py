@@ -3,12 +3,15 @@ import numpy as np
 import pytest
 from onnx import helper
 
+from aicc.targets import runnable_targets
 from tests.oracle import (assert_close, check, check_node, compile_and_run, make_model,
                           reference, rng)
 
 REDUCE = ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
           "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp", "ReduceLogSum"]
 
+TARGETS = [t for t in runnable_targets(derived=False) if t in ("generic", "x86-avx2",
+                                                                 "x86-avx512")]
 AXES = [None, [0], [-1], [1], [0, 2], [1, 2], [-3, -1], [0, 1, 2], [2, 0]]
 
 
@@ -115,6 +118,26 @@ def test_reduce_max_nan(op, tmp_path):
             {"x": x}, ["y"], {"axes": np.array([axis], np.int64)}, opset=18)
         got = compile_and_run(node_model, {"x": x}, tmp_path)
         assert_close(got, {"y": fn(x, axis=axis)})
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("op", ["ReduceMax", "ReduceMin"])
+def test_reduce_max_long_rows(op, target, tmp_path):
+    """Contiguous rows of 1 to 1000 values (the 32 running extrema, the lanes and the tail):
+    numpy's values; a NaN anywhere in a row (a lane's first value, later, the tail) gives NaN,
+    +-Inf and the largest floats kept."""
+    fn = np.max if op == "ReduceMax" else np.min
+    for d in (1, 31, 32, 33, 64, 95, 1000):
+        x = rng(d).normal(size=(6, d)).astype(np.float32) * 1e3
+        x[1, -1] = np.nan
+        x[2, 0] = np.nan
+        x[3, d // 2] = np.nan
+        x[4, d - 1] = np.inf if op == "ReduceMax" else -np.inf
+        x[5, :] = np.float32(3.4e38) if op == "ReduceMin" else np.float32(-3.4e38)
+        m = make_model([helper.make_node(op, ["x", "axes"], ["y"], keepdims=0)], {"x": x},
+                       ["y"], {"axes": np.array([1], np.int64)}, opset=18)
+        got = compile_and_run(m, {"x": x}, tmp_path, target=target)["y"]
+        np.testing.assert_array_equal(got, fn(x, axis=1), err_msg=str(d))
 
 
 @pytest.mark.parametrize("op", REDUCE)
