@@ -2,9 +2,10 @@
 
 Rows are the trailing axes from ``axis`` on (R rows of D contiguous values):
 ``y = x / sqrt(mean(x*x) + epsilon) * scale``, written as ``x * inv * scale`` with
-``inv = 1 / sqrt(ms + eps)``, the mean of squares accumulated in the tensor dtype in
-ascending order. stash_type is ignored: float32 computes in float32, float64 in float64
-(float16/bfloat16 are rejected). scale must be unidirectionally broadcastable to X: a scalar
+``inv = 1 / sqrt(ms + eps)``, the sum of squares accumulated in the tensor dtype in sum16's
+order (vectorized; the ascending sum was a serial chain: 196 x 768, x86-avx512 104 -> 36
+us, x86-avx2 111 -> 40, onnxruntime 74-84). stash_type is ignored: float32 computes in
+float32, float64 in float64 (float16/bfloat16 are rejected). scale must be unidirectionally broadcastable to X: a scalar
 or the full normalized shape (leading 1s allowed) is indexed directly in the row loop; any
 other broadcast (e.g. [1, D] over [R, D] with more rows, or a per-row scale) normalizes
 first and multiplies by the broadcast scale in a second pass.
@@ -22,6 +23,7 @@ from .base import Op, register
 from .gemm import empty_body, float_dtype_reason
 from .loops import emit_broadcast
 from .normalization import LayerNormalization, _param_stride
+from .sum16 import sum16
 
 
 def _sfx(dt) -> str:
@@ -32,7 +34,8 @@ def _helper(ctx, dt) -> str:
     ct = ctype(dt)
     name = f"aicc_rmsnorm_{_sfx(dt)}"
     sq = "sqrtf" if dt == np.float32 else "sqrt"
-    z, one = c_literal(0, dt), c_literal(1, dt)
+    one = c_literal(1, dt)
+    total = sum16(ctx, dt, "sq")
     return ctx.helper(name, f"""\
 /* RMS norm of R contiguous rows of D: y = x * (1 / sqrt(mean(x*x) + eps)) * scale[d * ss]
  * (ss = 0: one scale value, 1: a full row of D; scale NULL: no scaling). */
@@ -42,11 +45,11 @@ static void {name}(size_t R, size_t D, const {ct} *restrict x, const {ct} *restr
     for (size_t r = 0; r < R; ++r) {{
         const {ct} *restrict xr = x + r * D;
         {ct} *restrict yr = y + r * D;
-        {ct} acc = {z};
-        for (size_t d = 0; d < D; ++d) acc += xr[d] * xr[d];
-        const {ct} inv = {one} / {sq}(acc / ({ct})D + eps);
-        if (scale) {{
-            for (size_t d = 0; d < D; ++d) yr[d] = xr[d] * inv * scale[d * ss];
+        const {ct} inv = {one} / {sq}({total}(xr, D) / ({ct})D + eps);
+        if (scale && ss) {{
+            for (size_t d = 0; d < D; ++d) yr[d] = xr[d] * inv * scale[d];
+        }} else if (scale) {{
+            for (size_t d = 0; d < D; ++d) yr[d] = xr[d] * inv * scale[0];
         }} else {{
             for (size_t d = 0; d < D; ++d) yr[d] = xr[d] * inv;
         }}

@@ -9,7 +9,7 @@ they differ from a sequential sum (and from onnxruntime's order) by rounding onl
 error grows like a 16-way pairwise sum's. NaN and Inf propagate as in any sum (Inf + -Inf is
 NaN); the first term of an empty sum is the identity 0.
 
-Used by the normalizations (layer / group / instance norm statistics) and the contiguous-row
+Used by the normalizations (layer / group / instance / RMS norm statistics) and the contiguous-row
 reductions (ReduceSum, ReduceMean, ReduceSumSquare, ReduceL1, ReduceL2, ReduceLogSum).
 """
 from __future__ import annotations
