@@ -128,6 +128,32 @@ def quantized_qdq(src: Path, path: Path, per_channel: bool = False) -> Path:
     return path
 
 
+def float16(src: Path, path: Path) -> Path:
+    """``src`` with every float32 initializer, Constant and graph input / output in float16
+    (what a model converted to half precision looks like; both engines compute each op in
+    float32 and round its result)."""
+    import onnx
+    from onnx import TensorProto, numpy_helper
+    m = onnx.load(str(src))
+    g = m.graph
+    for k, t in enumerate(g.initializer):
+        if t.data_type == TensorProto.FLOAT:
+            a = numpy_helper.to_array(t).astype(np.float16)
+            g.initializer[k].CopyFrom(numpy_helper.from_array(a, t.name))
+    for v in list(g.input) + list(g.output):
+        if v.type.tensor_type.elem_type == TensorProto.FLOAT:
+            v.type.tensor_type.elem_type = TensorProto.FLOAT16
+    del g.value_info[:]
+    for n in g.node:
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.TENSOR and a.t.data_type == TensorProto.FLOAT:
+                a.t.CopyFrom(numpy_helper.from_array(
+                    numpy_helper.to_array(a.t).astype(np.float16), a.t.name))
+    onnx.checker.check_model(m)
+    onnx.save(onnx.shape_inference.infer_shapes(m), str(path))
+    return path
+
+
 def all_models(out_dir):
     """[(label, path, flops or None)]"""
     out_dir = Path(out_dir)
@@ -146,6 +172,9 @@ def all_models(out_dir):
         ("GEMM 8x512x512", gemm(out_dir / "gemm8.onnx", 8, 512, 512)),
         ("GEMM 16x512x512", gemm(out_dir / "gemm16.onnx", 16, 512, 512)),
     ]
+    # float16 (no issue target): each op in float32 between the roundings (upcast-half)
+    res.append(("DS-CNN KWS float16", float16(res[0][1], out_dir / "dscnn_f16.onnx")))
+    res.append(("MobileNetV2 float16", float16(res[4][1], out_dir / "mobilenetv2_f16.onnx")))
     # int8 (no issue target; fuse-qdq runs it on the integer kernels on x86-avx512-vnni / -amx)
     res.append(("ResNet-8 int8 (QDQ)", quantized_qdq(res[1][1], out_dir / "resnet8_qdq.onnx")))
     res.append(("MobileNetV2 int8 (QDQ)",
