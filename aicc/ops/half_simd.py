@@ -15,23 +15,29 @@ from __future__ import annotations
 from .simd import simd_isa
 
 RNE = "_MM_FROUND_TO_NEAREST_INT"
-# per ISA: lanes; one vector down / up at x, y; the tail: x86-avx2 one value {x}[i] at a time
-# (a loop over m), x86-avx512 one masked vector of the m values left
+# per ISA: lanes; one vector down / up / round (down and up in registers) at x, y; the tail:
+# x86-avx2 one value {x}[i] at a time (a loop over m), x86-avx512 one masked vector of the m
+# values left
 _V = {
     "avx2": dict(
         L=8, tail_loop=True,
         down="_mm_storeu_si128((__m128i *)({y}), _mm256_cvtps_ph(_mm256_loadu_ps({x}), RNE));",
         up="_mm256_storeu_ps({y}, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)({x}))));",
+        round="_mm256_storeu_ps({y}, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps({x}), RNE)));",
         tail_down="{y}[i] = (uint16_t)_mm_extract_epi16(_mm_cvtps_ph(_mm_set_ss({x}[i]), RNE), 0);",
-        tail_up="{y}[i] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128({x}[i])));"),
+        tail_up="{y}[i] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128({x}[i])));",
+        tail_round="{y}[i] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss({x}[i]), RNE)));"),
     "avx512": dict(
         L=16, tail_loop=False,
         down="_mm256_storeu_si256((__m256i *)({y}), _mm512_cvtps_ph(_mm512_loadu_ps({x}), RNE));",
         up="_mm512_storeu_ps({y}, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)({x}))));",
         tail_down="_mm256_mask_storeu_epi16({y}, {mask}, _mm512_cvtps_ph("
                   "_mm512_maskz_loadu_ps({mask}, {x}), RNE));",
+        round="_mm512_storeu_ps({y}, _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_loadu_ps({x}), RNE)));",
         tail_up="_mm512_mask_storeu_ps({y}, {mask}, _mm512_cvtph_ps("
-                "_mm256_maskz_loadu_epi16({mask}, {x})));"),
+                "_mm256_maskz_loadu_epi16({mask}, {x})));",
+        tail_round="_mm512_mask_storeu_ps({y}, {mask}, _mm512_cvtph_ps(_mm512_cvtps_ph("
+                   "_mm512_maskz_loadu_ps({mask}, {x}), RNE)));"),
 }
 
 
@@ -42,8 +48,22 @@ def emit(ctx, src, dst, n: int) -> bool:
     pair = (src.name, dst.name)
     if isa not in _V or pair not in (("float32", "float16"), ("float16", "float32")):
         return False
+    _emit(ctx, isa, "down" if pair[0] == "float32" else "up", n)
+    return True
+
+
+def emit_round(ctx, n: int) -> bool:
+    """Emit float32 values rounded to float16 and back (the Cast pair's values) when on an
+    x86 SIMD target (True), else nothing (False)."""
+    isa = simd_isa(ctx)
+    if isa not in _V:
+        return False
+    _emit(ctx, isa, "round", n)
+    return True
+
+
+def _emit(ctx, isa, way, n):
     v = _V[isa]
-    way = "down" if pair[0] == "float32" else "up"
     x, y, L = ctx.inp[0], ctx.out[0], v["L"]
     ctx.kernel = isa
     ctx.helper(f"0.{isa}.0.include", "#include <immintrin.h>")
@@ -52,7 +72,7 @@ def emit(ctx, src, dst, n: int) -> bool:
         with ctx.block(f"for (size_t i = 0; i < {full}u; i += {L}u)"):
             ctx(v[way].format(x=f"{x} + i", y=f"{y} + i").replace("RNE", RNE))
     if full == n:
-        return True
+        return
     m, tx, ty = n - full, f"({x} + {full}u)", f"({y} + {full}u)"
     mask = f"(__mmask16)((1u << {m}u) - 1u)"
     tail = v[f"tail_{way}"].format(x=tx, y=ty, mask=mask).replace("RNE", RNE)
@@ -61,4 +81,3 @@ def emit(ctx, src, dst, n: int) -> bool:
             ctx(tail)
     else:
         ctx(tail)
-    return True

@@ -76,6 +76,7 @@ SINKABLE = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Relu", "Clip", "LeakyRelu
             "HardSigmoid", "HardSwish", "Tanh", "Elu", "Selu", "Neg", "Abs", "Identity",
             "DequantizeLinear", "QuantizeLinear",     # (these two: per-tensor scales)
             "Cast"}           # (upcast-half's roundings between the convs of float16 models)
+AICC_SINKABLE = {"RoundHalf"}   # element-wise aicc ops (the same roundings in one step)
 TO_NHWC, TO_NCHW = [0, 2, 3, 1], [0, 3, 1, 2]
 MIN_GEMM_COUT = 16      # auto: a non-pointwise group-1 conv needs this many output channels
 NCHW_IN_CIN = 4         # ... unless it has at most this many input channels (ConvNHWC runs
@@ -152,7 +153,8 @@ def _spatial_mean(n, g) -> bool:
 
 
 def _sinkable(n, g) -> bool:
-    return n.op_type in SINKABLE and std_domain(n) and len(n.outputs) == 1
+    ours = n.domain == "aicc" and n.op_type in AICC_SINKABLE
+    return (ours or n.op_type in SINKABLE and std_domain(n)) and len(n.outputs) == 1
 
 
 def _components(g, kinds) -> dict:

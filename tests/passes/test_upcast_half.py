@@ -54,18 +54,22 @@ def test_commuting_ops_read_float32():
     # Slice moves half bits: Max reads the Cast of its half output, and Clip's rounded value
     assert by_op["Max"].inputs[0] == by_op["Clip"].outputs[0]
     assert after.producers()[by_op["Max"].inputs[1]].op_type == "Cast"
-    # LeakyRelu reads the rounded conv output (its Cast pair stays); the Relu's rounding
-    # stays for the graph output r, the MaxPool's (read by nothing but Clip) is gone
+    # LeakyRelu reads the rounded conv output: one RoundHalf (the conv's half output has
+    # only float32 readers); the Relu's rounding stays a Cast for the graph output r; the
+    # MaxPool's (read by nothing but Clip) is gone; Neg's half output feeds Slice (bits)
     lk = after.producers()[by_op["LeakyRelu"].inputs[0]]
-    assert lk.op_type == "Cast" and after.producers()[lk.inputs[0]].op_type == "Cast"
+    assert lk.op_type == "RoundHalf" and lk.inputs == [conv32] and lk.domain == "aicc"
     downs = {n.inputs[0] for n in after.nodes if n.op_type == "Cast"}
-    assert by_op["Relu"].outputs[0] in downs and by_op["MaxPool"].outputs[0] not in downs
+    assert by_op["Relu"].outputs[0] in downs and by_op["Neg"].outputs[0] in downs
+    assert by_op["MaxPool"].outputs[0] not in downs and ops(after).count("RoundHalf") == 1
+    assert "c" not in after.types          # no half tensor of the conv's output left
     off = run_pass("upcast-half", g, commute=False)
     assert ops(off).count("Cast") > ops(after).count("Cast")
 
 
 def _config(tmp_path, commute):
-    pipe = [{n: ({"commute": False} if n == "upcast-half" and not commute else o)} if
+    off = {"commute": False, "round_op": False}
+    pipe = [{n: (off if n == "upcast-half" and not commute else o)} if
             (o or n == "upcast-half" and not commute) else n
             for n, o in Options.load("generic").pipeline]
     p = tmp_path / f"commute_{commute}.yaml"
@@ -76,8 +80,8 @@ def _config(tmp_path, commute):
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("half", [np.float16, "bfloat16"])
 def test_same_bits_as_without_commute(half, target, tmp_path):
-    """The outputs of the build are those of the build with every rounding in place, bit for
-    bit (boundary values: halfway cases of the half type in x), and close to onnxruntime's
+    """The outputs of the build are those of the build with every rounding in place as a Cast
+    pair (commute and round_op off), bit for bit (boundary values: halfway cases of the half type in x), and close to onnxruntime's
     (float16)."""
     import ml_dtypes
     ht = ml_dtypes.bfloat16 if half == "bfloat16" else np.float16
