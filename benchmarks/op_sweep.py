@@ -5,6 +5,8 @@ line per case with both medians and the ratio; cases slower than onnxruntime are
 
     .venv/bin/python -m benchmarks.op_sweep [-t x86-avx512] [-k softmax] [--fixtures] [-s 0.5]
 
+The cases here, then benchmarks/op_sweep_more.py's.
+
 Nothing here is a test: the figures go into the notes of docs/PERFORMANCE.md by hand.
 """
 from __future__ import annotations
@@ -290,7 +292,8 @@ def main(argv=None):
         cases = {f"{n}_{e}": (lambda n=n, e=e: onnx.load(load_fixture(n, e)))
                  for n, e in list_fixtures()}
     else:
-        cases = CASES
+        from benchmarks.op_sweep_more import CASES as MORE
+        cases = {**CASES, **MORE}
     print(f"{'case':28s} {'aicc us':>9s} {'ort us':>9s} {'ratio':>6s}   ({a.target})")
     with tempfile.TemporaryDirectory() as tmp:
         for name, make in cases.items():
