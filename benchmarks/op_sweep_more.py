@@ -38,6 +38,11 @@ def _conv2(cin, cout, hw, k, **a):
     return _one("Conv", shape, attrs, {"w": _w(cout, cin // attrs["group"], kh, kw), "b": _w(cout)})
 
 
+def _conv1d(cin, cout, n, k, pads, dil=1, group=1):
+    attrs = dict(kernel_shape=[k], pads=pads, dilations=[dil], group=group)
+    return _one("Conv", (1, cin, n), attrs, {"w": _w(cout, cin // group, k), "b": _w(cout)})
+
+
 CASES = {
     "div_ch": lambda: _bin("Div", ACT, (1, 64, 1, 1), True),
     "div_same": lambda: _bin("Div", ACT, ACT),
@@ -184,18 +189,8 @@ CASES = {
     "conv_1x1_2048": lambda: _conv2(1024, 2048, 7, 1),
     "conv_3x3_1ch": lambda: _conv2(1, 16, 128, 3),
     "conv_rect_in": lambda: _conv2(32, 32, (20, 100), 3),
-    "conv1d_k9": lambda: _one(
-        "Conv",
-        (1, 64, 1000),
-        dict(kernel_shape=[9], pads=[4, 4]),
-        {"w": _w(64, 64, 9), "b": _w(64)},
-    ),
-    "conv1d_dw_k31": lambda: _one(
-        "Conv",
-        (1, 256, 500),
-        dict(kernel_shape=[31], pads=[15, 15], group=256),
-        {"w": _w(256, 1, 31), "b": _w(256)},
-    ),
+    "conv1d_k9": lambda: _conv1d(64, 64, 1000, 9, [4, 4]),
+    "conv1d_dw_k31": lambda: _conv1d(256, 256, 500, 31, [15, 15], group=256),
     "resize_cubic": lambda: make_model(
         [helper.make_node("Resize", ["x", "", "s"], ["y"], mode="cubic")],
         {"x": _x(1, 3, 128, 128)},
@@ -290,24 +285,9 @@ CASES = {
         ["y"],
         {"w": _w(256, 256)},
     ),
-    "conv1d_dil8": lambda: _one(
-        "Conv",
-        (1, 64, 1000),
-        dict(kernel_shape=[3], pads=[8, 8], dilations=[8]),
-        {"w": _w(64, 64, 3), "b": _w(64)},
-    ),
-    "conv1d_dil1": lambda: _one(
-        "Conv",
-        (1, 64, 1000),
-        dict(kernel_shape=[3], pads=[1, 1]),
-        {"w": _w(64, 64, 3), "b": _w(64)},
-    ),
-    "conv1d_causal_dil4": lambda: _one(
-        "Conv",
-        (1, 128, 2000),
-        dict(kernel_shape=[2], pads=[4, 0], dilations=[4]),
-        {"w": _w(128, 128, 2), "b": _w(128)},
-    ),
+    "conv1d_dil8": lambda: _conv1d(64, 64, 1000, 3, [8, 8], dil=8),
+    "conv1d_dil1": lambda: _conv1d(64, 64, 1000, 3, [1, 1]),
+    "conv1d_causal_dil4": lambda: _conv1d(128, 128, 2000, 2, [4, 0], dil=4),
     "conv_dil1_256": lambda: _conv2(256, 256, 33, 3),
     "dw_dil2_384": lambda: _conv2(384, 384, 33, 3, dil=2, group=384),
     "dw_dil4_576": lambda: _conv2(576, 576, 33, 3, dil=4, group=576),
