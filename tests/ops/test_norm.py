@@ -177,6 +177,43 @@ def test_softmax(op, shape, axis, opset, tmp_path):
     check_node(op, {"x": x}, tmp_path, attrs=attrs, opset=opset)
 
 
+def _hardmax_sequential(x):
+    """The running argmax (x[d] > x[best]) of each row, as one-hot rows."""
+    y = np.zeros_like(x)
+    for r, row in enumerate(x):
+        best = 0
+        for d in range(1, len(row)):
+            if row[d] > row[best]:
+                best = d
+        y[r, best] = 1
+    return y
+
+
+@pytest.mark.parametrize("d", [1, 31, 32, 33, 100, 1000])
+def test_hardmax_rows(d, tmp_path):
+    """Contiguous rows (32 running maxima, then the first index of the maximum): the running
+    argmax's index with ties of the maximum (the first wins, -0 and +0 tie), NaN anywhere (it
+    never wins; a NaN first element keeps index 0), all -Inf, and onnxruntime's values."""
+    x = np.round(rng(d).normal(size=(9, d)) * 3).astype(np.float32)
+    x[1, 0] = np.nan
+    x[2, d // 2] = np.nan
+    x[3, :] = -np.inf
+    x[4, :] = np.nan
+    x[5, :] = 0.0
+    x[5, d - 1:] = -0.0
+    x[6, -1] = 50.0
+    x[7, 0] = -np.inf
+    if d > 1:
+        x[8, 1:] = np.nan
+    m = make_model([helper.make_node("Hardmax", ["x"], ["y"], axis=1)], {"x": x}, ["y"],
+                   opset=13)
+    got = compile_and_run(m, {"x": x}, tmp_path)["y"]
+    np.testing.assert_array_equal(got, _hardmax_sequential(x))
+    ok = ~np.isnan(x).any(axis=1)
+    check(make_model([helper.make_node("Hardmax", ["x"], ["y"], axis=1)], {"x": x[ok]}, ["y"],
+                     opset=13), {"x": x[ok]}, tmp_path)
+
+
 @pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
 def test_softmax_inf_nan(op, tmp_path):
     x = np.array([[-np.inf, 1, 2], [-np.inf, -np.inf, -np.inf], [np.inf, 0, 1],
