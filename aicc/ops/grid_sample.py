@@ -68,94 +68,134 @@ static void aicc_gs_cubic_SFX(TYPE t, TYPE c[4])
     c[3] = ((A * x3 - 5 * A) * x3 + 8 * A) * x3 - 4 * A;
 }
 
-/* GridSample: per output position, the taps of each spatial dim (index, or -1 for a zero
- * padding tap, and weight) are computed once from the grid, then every channel sums the
- * products of the tap weights times the input values. Unused leading dims (r < 3) have one
- * tap at index 0 with weight 1. */
+/* The taps of one output position (grid point g): per spatial dim the index (-1 for a zero
+ * padding tap) and weight of each tap, cnt taps per dim; unused leading dims (r < 3) have one
+ * tap at index 0 with weight 1. Returns 1 for a NaN coordinate (the position's outputs are
+ * NaN). */
+static int aicc_gs_taps_SFX(const aicc_gs_params *p, const TYPE *g, int64_t idx[3][4],
+                            TYPE w[3][4], int cnt[3])
+{
+    const int nt = p->mode == 0 ? 1 : (p->mode == 1 ? 2 : 4);
+    const TYPE big = (TYPE)1e7;
+    int isnan_ = 0;
+    for (size_t d = 0; d < 3; ++d) {
+        const TYPE sz = (TYPE)p->in[d];
+        const TYPE lo = p->align ? (TYPE)0 : (TYPE)-0.5;
+        const TYPE hi = p->align ? sz - 1 : sz - (TYPE)0.5;
+        TYPE v, f;
+        int64_t i0;
+        if (d < 3 - p->r) {
+            idx[d][0] = 0;
+            w[d][0] = 1;
+            cnt[d] = 1;
+            continue;
+        }
+        v = g[2 - d];                       /* grid is (x, y, z): reversed dims */
+        if (v != v) {
+            isnan_ = 1;
+            v = 0;
+        }
+        v = p->align ? (v + 1) / 2 * (sz - 1) : ((v + 1) * sz - 1) / 2;
+        if (p->mode == 0)
+            v = RINT(v);
+        v = v < -big ? -big : (v > big ? big : v);
+        if (v < lo || v > hi) {
+            if (p->pad == 1 && p->mode != 2)
+                v = v < 0 ? 0 : (v > sz - 1 ? sz - 1 : v);
+            else if (p->pad == 2)
+                v = aicc_gs_reflect_SFX(v, lo, hi);
+        }
+        f = FLOOR(v);
+        i0 = (int64_t)f - (p->mode == 2 ? 1 : 0);
+        if (p->mode == 0) {
+            i0 = (int64_t)v;                /* rounded already; truncation as reference */
+            w[d][0] = 1;
+        } else if (p->mode == 1) {
+            w[d][0] = 1 - (v - f);
+            w[d][1] = v - f;
+        } else {
+            aicc_gs_cubic_SFX(v - f, w[d]);
+        }
+        cnt[d] = nt;
+        for (int t = 0; t < nt; ++t) {
+            int64_t i = i0 + t;
+            const int64_t last = (int64_t)p->in[d] - 1;
+            if (i < 0 || i > last) {
+                if (p->pad == 0)
+                    i = -1;
+                else if (p->pad == 1)
+                    i = i < 0 ? 0 : last;
+                else
+                    i = (int64_t)aicc_gs_reflect_SFX((TYPE)i, lo, hi);
+            }
+            idx[d][t] = i;
+        }
+    }
+    return isnan_;
+}
+
+/* GridSample by blocks of 64 output positions: their taps computed once, then every channel
+ * sums the products of the tap weights times the input values for the block and stores 64
+ * contiguous outputs (one position at a time across all channels, stored 16 KB apart, and
+ * the tap loops not unrolled for 2-D linear: 1x32x64x64, x86-avx512, 442-458 -> 337-352 us;
+ * onnxruntime 285-420 in the same runs, depending on what ran before it). */
 static void aicc_grid_sample_SFX(const aicc_gs_params *p, const TYPE *restrict x,
                                  const TYPE *restrict grid, TYPE *restrict y)
 {
     const size_t X = p->in[0] * p->in[1] * p->in[2];
-    const int nt = p->mode == 0 ? 1 : (p->mode == 1 ? 2 : 4);
-    const TYPE big = (TYPE)1e7;
     for (size_t n = 0; n < p->batch; ++n)
-        for (size_t o = 0; o < p->outp; ++o) {
-            const TYPE *g = grid + (n * p->outp + o) * p->r;
-            int64_t idx[3][4];
-            TYPE w[3][4];
-            int cnt[3], isnan_ = 0;
-            for (size_t d = 0; d < 3; ++d) {
-                const TYPE sz = (TYPE)p->in[d];
-                const TYPE lo = p->align ? (TYPE)0 : (TYPE)-0.5;
-                const TYPE hi = p->align ? sz - 1 : sz - (TYPE)0.5;
-                TYPE v, f;
-                int64_t i0;
-                if (d < 3 - p->r) {
-                    idx[d][0] = 0;
-                    w[d][0] = 1;
-                    cnt[d] = 1;
-                    continue;
-                }
-                v = g[2 - d];                       /* grid is (x, y, z): reversed dims */
-                if (v != v) {
-                    isnan_ = 1;
-                    v = 0;
-                }
-                v = p->align ? (v + 1) / 2 * (sz - 1) : ((v + 1) * sz - 1) / 2;
-                if (p->mode == 0)
-                    v = RINT(v);
-                v = v < -big ? -big : (v > big ? big : v);
-                if (v < lo || v > hi) {
-                    if (p->pad == 1 && p->mode != 2)
-                        v = v < 0 ? 0 : (v > sz - 1 ? sz - 1 : v);
-                    else if (p->pad == 2)
-                        v = aicc_gs_reflect_SFX(v, lo, hi);
-                }
-                f = FLOOR(v);
-                i0 = (int64_t)f - (p->mode == 2 ? 1 : 0);
-                if (p->mode == 0) {
-                    i0 = (int64_t)v;                /* rounded already; truncation as reference */
-                    w[d][0] = 1;
-                } else if (p->mode == 1) {
-                    w[d][0] = 1 - (v - f);
-                    w[d][1] = v - f;
-                } else {
-                    aicc_gs_cubic_SFX(v - f, w[d]);
-                }
-                cnt[d] = nt;
-                for (int t = 0; t < nt; ++t) {
-                    int64_t i = i0 + t;
-                    const int64_t last = (int64_t)p->in[d] - 1;
-                    if (i < 0 || i > last) {
-                        if (p->pad == 0)
-                            i = -1;
-                        else if (p->pad == 1)
-                            i = i < 0 ? 0 : last;
-                        else
-                            i = (int64_t)aicc_gs_reflect_SFX((TYPE)i, lo, hi);
-                    }
-                    idx[d][t] = i;
-                }
-            }
+        for (size_t o0 = 0; o0 < p->outp; o0 += 64u) {
+            const size_t nb = p->outp - o0 < 64u ? p->outp - o0 : 64u;
+            int64_t idx[64][3][4];
+            TYPE w[64][3][4];
+            int cnt[3], isnan_[64];
+            for (size_t b = 0; b < nb; ++b)
+                isnan_[b] = aicc_gs_taps_SFX(p, grid + (n * p->outp + o0 + b) * p->r, idx[b],
+                                             w[b], cnt);
             for (size_t c = 0; c < p->chans; ++c) {
                 const TYPE *xc = x + (n * p->chans + c) * X;
-                TYPE s = 0;
-                for (int a = 0; a < cnt[0]; ++a) {
-                    if (idx[0][a] < 0)
-                        continue;
-                    for (int b = 0; b < cnt[1]; ++b) {
-                        TYPE sb = 0;
-                        const TYPE *row;
-                        if (idx[1][b] < 0)
-                            continue;
-                        row = xc + ((size_t)idx[0][a] * p->in[1] + (size_t)idx[1][b]) * p->in[2];
-                        for (int e = 0; e < cnt[2]; ++e)
-                            if (idx[2][e] >= 0)
-                                sb += w[2][e] * row[idx[2][e]];
-                        s += w[0][a] * w[1][b] * sb;
+                TYPE *yc = y + (n * p->chans + c) * p->outp + o0;
+                if (p->r == 2 && p->mode == 1) {        /* 2-D linear: the loops below, unrolled */
+                    for (size_t b = 0; b < nb; ++b) {
+                        const int64_t *iy = idx[b][1], *ix = idx[b][2];
+                        const TYPE *wy = w[b][1], *wx = w[b][2];
+                        TYPE s = 0;
+                        for (int e1 = 0; e1 < 2; ++e1) {
+                            TYPE sb = 0;
+                            const TYPE *row;
+                            if (iy[e1] < 0)
+                                continue;
+                            row = xc + (size_t)iy[e1] * p->in[2];
+                            if (ix[0] >= 0)
+                                sb += wx[0] * row[ix[0]];
+                            if (ix[1] >= 0)
+                                sb += wx[1] * row[ix[1]];
+                            s += w[b][0][0] * wy[e1] * sb;
+                        }
+                        yc[b] = isnan_[b] ? (TYPE)NAN : s;
                     }
+                    continue;
                 }
-                y[(n * p->chans + c) * p->outp + o] = isnan_ ? (TYPE)NAN : s;
+                for (size_t b = 0; b < nb; ++b) {
+                    TYPE s = 0;
+                    for (int a = 0; a < cnt[0]; ++a) {
+                        if (idx[b][0][a] < 0)
+                            continue;
+                        for (int e1 = 0; e1 < cnt[1]; ++e1) {
+                            TYPE sb = 0;
+                            const TYPE *row;
+                            if (idx[b][1][e1] < 0)
+                                continue;
+                            row = xc + ((size_t)idx[b][0][a] * p->in[1] + (size_t)idx[b][1][e1])
+                                  * p->in[2];
+                            for (int e = 0; e < cnt[2]; ++e)
+                                if (idx[b][2][e] >= 0)
+                                    sb += w[b][2][e] * row[idx[b][2][e]];
+                            s += w[b][0][a] * w[b][1][e1] * sb;
+                        }
+                    }
+                    yc[b] = isnan_[b] ? (TYPE)NAN : s;
+                }
             }
         }
 }"""
