@@ -19,7 +19,7 @@ import numpy as np
 from ..emit_c.cwriter import c_literal
 from .activations import ERF_BIG, ERF_MID, ERF_SMALL, GELU_K
 from .exp_simd import _include
-from .simd import SIMD
+from .simd import SIMD, vpoly
 
 # blend(a, b, m): b where the compare mask m holds, else a; cmp(x, c, pred) the mask
 _SEL = {
@@ -32,14 +32,6 @@ _SEL = {
                        "_mm512_castps_si512({b})))",
                    any_big="(lt4 & (__mmask16)~lt2) != 0"),
 }
-
-
-def _horner(d, u: str, coefs) -> str:
-    """coefs[0] + u * (coefs[1] + u * (...)), one FMA per step."""
-    e = f"{d['set1']}({c_literal(coefs[-1], np.float32)})"
-    for c in coefs[-2::-1]:
-        e = f"{d['fma']}({e}, {u}, {d['set1']}({c_literal(c, np.float32)}))"
-    return e
 
 
 def verf(ctx, isa: str) -> str:
@@ -63,16 +55,16 @@ static AICC_UNUSED {v} {name}({v} x)
 {{
     const {v} t = {bit('andnot', sign, 'x')};
     const {v} u = {d['mul']}(x, x);
-    const {v} sm = {d['mul']}(x, {_horner(d, 'u', ERF_SMALL)});
+    const {v} sm = {d['mul']}(x, {vpoly(d, 'u', ERF_SMALL)});
     const {v} um = {d['sub']}(t, {d['set1']}(1.5625f));
-    const {v} mid = {d['sub']}({one}, {_horner(d, 'um', ERF_MID)});
+    const {v} mid = {d['sub']}({one}, {vpoly(d, 'um', ERF_MID)});
     const {s['mask']} lt4 = {cmp('t', '4.0f', '_CMP_LT_OQ')};
     const {s['mask']} lt2 = {cmp('t', '2.25f', '_CMP_LT_OQ')};
     const {s['mask']} small = {cmp('t', '0.875f', '_CMP_NGE_UQ')};
     {v} h = {one};
     if ({s['any_big']}) {{   /* a lane in [2.25, 4): the third piece (rare for activations) */
         const {v} ub = {d['sub']}(t, {d['set1']}(3.125f));
-        const {v} big = {d['sub']}({one}, {_horner(d, 'ub', ERF_BIG)});
+        const {v} big = {d['sub']}({one}, {vpoly(d, 'ub', ERF_BIG)});
         h = {s['blend'].format(a=one, b='big', m='lt4')};
     }}
     h = {s['blend'].format(a='h', b='mid', m='lt2')};

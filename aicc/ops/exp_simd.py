@@ -33,8 +33,7 @@ import hashlib
 
 import numpy as np
 
-from ..emit_c.cwriter import c_literal
-from .simd import SIMD, simd_isa
+from .simd import SIMD, simd_isa, vconst, vpoly
 
 VECTOR = {"Exp", "Sigmoid", "Tanh"}      # standalone ops with a vector loop here
 FUNCS = ("exp", "tanh", "erf")          # the libm names act_expr routes here (erf: erf_simd)
@@ -45,7 +44,6 @@ _I = {
                  sub="_mm256_sub_epi32", add="_mm256_add_epi32", slli="_mm256_slli_epi32",
                  c127="_mm256_set1_epi32(127)", cast="_mm256_castsi256_ps",
                  min="_mm256_min_ps", bit="_mm256_{op}_ps({a}, {b})",
-                 sel="_mm256_blendv_ps({a}, {b}, _mm256_cmp_ps({x}, {y}, _CMP_GE_OQ))",
                  lane0="_mm256_cvtss_f32", scalef=None),
     "avx512": dict(vi="__m512i", cvt="_mm512_cvtps_epi32", srai="_mm512_srai_epi32",
                    sub="_mm512_sub_epi32", add="_mm512_add_epi32", slli="_mm512_slli_epi32",
@@ -53,7 +51,6 @@ _I = {
                    min="_mm512_min_ps",      # float and/or/xor are AVX512DQ: integer ones
                    bit="_mm512_castsi512_ps(_mm512_{op}_si512(_mm512_castps_si512({a}), "
                        "_mm512_castps_si512({b})))",
-                   sel="_mm512_mask_blend_ps(_mm512_cmp_ps_mask({x}, {y}, _CMP_GE_OQ), {a}, {b})",
                    lane0="_mm512_cvtss_f32",
                    scalef="_mm512_scalef_ps({p}, {n})"),   # p * 2^n, rounded once
 }
@@ -64,9 +61,6 @@ _TANH_P = (-5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2, 1.33314422036
            -3.33332819422e-1)
 
 
-def _k(d, v) -> str:
-    return f"{d['set1']}({c_literal(v, np.float32)})"
-
 
 def _include(ctx, isa):
     ctx.helper(f"0.{isa}.0.include", "#include <immintrin.h>")
@@ -76,7 +70,8 @@ def vexp(ctx, isa: str) -> str:
     """Name of the vector exp ``V aicc_exp_ISA(V x)`` (registered once)."""
     d, i = SIMD[isa], _I[isa]
     v, fma, fnma, mul = d["v"], d["fma"], d["fnma"], d["mul"]
-    c = {k: _k(d, val) for k, val in _EXP_C}
+    c = {k: vconst(d, val) for k, val in _EXP_C}
+    c89 = vconst(d, 89.0)
     name = f"aicc_exp_{isa}"
     _include(ctx, isa)
 
@@ -96,7 +91,7 @@ def vexp(ctx, isa: str) -> str:
  * FLT_MAX gives +Inf). NaN stays NaN. */
 static {v} {name}({v} x)
 {{
-    const {v} xc = {i['min']}({_k(d, 89.0)}, {d['max']}({_k(d, -104.0)}, x));   /* NaN stays */
+    const {v} xc = {i['min']}({c89}, {d['max']}({vconst(d, -104.0)}, x));   /* NaN stays */
     const {v} n = {d['rnd'].format(x=f"{mul}(xc, {c['l2e']})")};
     const {v} r = {fnma}(n, {c['c2']}, {fnma}(n, {c['c1']}, xc));
     {v} p = {fma}({c['p0']}, r, {c['p1']});
@@ -104,7 +99,7 @@ static {v} {name}({v} x)
     p = {fma}(p, r, {c['p3']});
     p = {fma}(p, r, {c['p4']});
     p = {fma}(p, r, {c['p5']});
-    p = {fma}(p, {mul}(r, r), {d['add']}(r, {_k(d, 1.0)}));
+    p = {fma}(p, {mul}(r, r), {d['add']}(r, {vconst(d, 1.0)}));
     {scale}
 }}""")
     return name
@@ -116,13 +111,12 @@ def vtanh(ctx, isa: str) -> str:
     v, fma, mul = d["v"], d["fma"], d["mul"]
     e = vexp(ctx, isa)
     name = f"aicc_tanh_{isa}"
-    one, sign = _k(d, 1.0), _k(d, -0.0)
-    p = _k(d, _TANH_P[0])
-    for cf in _TANH_P[1:]:
-        p = f"{fma}({p}, z, {_k(d, cf)})"
+    one, sign = vconst(d, 1.0), vconst(d, -0.0)
+    p = vpoly(d, "z", _TANH_P[::-1])
     def bit(op, a, b):
         return i["bit"].format(op=op, a=a, b=b)
-    big = f"{d['sub']}({one}, {d['div']}({_k(d, 2.0)}, {d['add']}({e}({d['add']}(ax, ax)), {one})))"
+    two = vconst(d, 2.0)
+    big = f"{d['sub']}({one}, {d['div']}({two}, {d['add']}({e}({d['add']}(ax, ax)), {one})))"
     ctx.helper(f"0.{isa}.2.{name}", f"""\
 /* tanh of {d['L']} floats (exp_simd.py), on |x| with the sign of x put back: |x| < 0.625:
  * |x| + |x|^3 P(x^2) (Cephes' tanhf), else 1 - 2 / (exp(2|x|) + 1). NaN takes the polynomial
@@ -133,7 +127,7 @@ static {v} {name}({v} x)
     const {v} z = {mul}(x, x);
     const {v} small = {fma}({mul}({p}, z), ax, ax);
     const {v} big = {big};
-    const {v} t = {i['sel'].format(a='small', b='big', x='ax', y=_k(d, 0.625))};
+    const {v} t = {d['sel'].format(a='small', b='big', x='ax', y=vconst(d, 0.625), p='_CMP_GE_OQ')};
     return {bit('or', 't', bit('and', sign, 'x'))};
 }}""")
     return name
@@ -209,7 +203,7 @@ def vectorizes(act: str, params: dict) -> bool:
 def _clamp01(d, isa, t):
     """min(1, max(0, t)) with the constant first: a NaN t is returned (max / min give their
     second operand when unordered), -0 stays -0: activations._clamp01's values."""
-    return f"{_I[isa]['min']}({_k(d, 1.0)}, {d['max']}({_k(d, 0.0)}, {t}))"
+    return f"{_I[isa]['min']}({vconst(d, 1.0)}, {d['max']}({vconst(d, 0.0)}, {t}))"
 
 
 def vector_expr(ctx, isa: str, act: str, xv: str, params: dict | None = None) -> str:
@@ -229,21 +223,21 @@ def vector_expr(ctx, isa: str, act: str, xv: str, params: dict | None = None) ->
     if act in log_simd.VECTOR:
         return log_simd.vector_expr(ctx, isa, act, xv, vexp, vtanh)
     if act == "Sqrt":         # IEEE square root: sqrtf's value (NaN below 0, -0 stays)
-        return f"{'_mm256' if isa == 'avx2' else '_mm512'}_sqrt_ps({xv})"
+        return f"{d['sqrt']}({xv})"
     if act == "Clip":         # activations._clip's selects: max(lo, x) then min(hi, .)
         p, e = params or {}, xv
         if p.get("min") is not None:
-            e = f"{d['max']}({_k(d, p['min'])}, {e})"
+            e = f"{d['max']}({vconst(d, p['min'])}, {e})"
         if p.get("max") is not None:
-            e = f"{_I[isa]['min']}({_k(d, p['max'])}, {e})"
+            e = f"{_I[isa]['min']}({vconst(d, p['max'])}, {e})"
         return e
     if act == "LeakyRelu":    # x < 0 ? alpha * x : x (NaN: x)
-        ax = f"{d['mul']}({_k(d, (params or {}).get('alpha', 0.01))}, {xv})"
-        return log_simd._L[isa]["sel"].format(a=xv, b=ax, x=xv, y=_k(d, 0.0), p="_CMP_LT_OQ")
+        ax = f"{d['mul']}({vconst(d, (params or {}).get('alpha', 0.01))}, {xv})"
+        return d["sel"].format(a=xv, b=ax, x=xv, y=vconst(d, 0.0), p="_CMP_LT_OQ")
     if act in HARD:           # clamp(alpha * x + beta), times x for HardSwish (C's order)
         p = params or {}
         a, b = (1 / 6, 0.5) if act == "HardSwish" else (p.get("alpha", 0.2), p.get("beta", 0.5))
-        t = _clamp01(d, isa, f"{d['add']}({d['mul']}({_k(d, a)}, {xv}), {_k(d, b)})")
+        t = _clamp01(d, isa, f"{d['add']}({d['mul']}({vconst(d, a)}, {xv}), {vconst(d, b)})")
         return f"{d['mul']}({xv}, {t})" if act == "HardSwish" else t
     if act == "Exp":
         return f"{vexp(ctx, isa)}({xv})"
@@ -251,12 +245,12 @@ def vector_expr(ctx, isa: str, act: str, xv: str, params: dict | None = None) ->
         return f"{vtanh(ctx, isa)}({xv})"
     if act == "Gelu":         # 0.5 * x * (1 + tanh(c * (x + k * x * x * x))), C's order
         mul, add = d["mul"], d["add"]
-        cube = f"{mul}({mul}({mul}({_k(d, 0.044715)}, {xv}), {xv}), {xv})"
-        inner = f"{mul}({_k(d, 0.7978845608028654)}, {add}({xv}, {cube}))"
-        return (f"{mul}({mul}({_k(d, 0.5)}, {xv}), "
-                f"{add}({_k(d, 1.0)}, {vtanh(ctx, isa)}({inner})))")
-    one = _k(d, 1.0)          # 1 / (1 + exp(-x)); -x flips the sign bit, as C's negation
-    neg = _I[isa]["bit"].format(op="xor", a=xv, b=_k(d, -0.0))
+        cube = f"{mul}({mul}({mul}({vconst(d, 0.044715)}, {xv}), {xv}), {xv})"
+        inner = f"{mul}({vconst(d, 0.7978845608028654)}, {add}({xv}, {cube}))"
+        return (f"{mul}({mul}({vconst(d, 0.5)}, {xv}), "
+                f"{add}({vconst(d, 1.0)}, {vtanh(ctx, isa)}({inner})))")
+    one = vconst(d, 1.0)          # 1 / (1 + exp(-x)); -x flips the sign bit, as C's negation
+    neg = _I[isa]["bit"].format(op="xor", a=xv, b=vconst(d, -0.0))
     return f"{d['div']}({one}, {d['add']}({one}, {vexp(ctx, isa)}({neg})))"
 
 
@@ -264,7 +258,7 @@ def swish_vector(ctx, isa: str, xv: str, alpha: float) -> str:
     """x * (1 / (1 + exp(-(alpha * x)))) of the vector variable ``xv``, in swish.swish_expr's
     order (alpha == 1: no multiplication)."""
     d = SIMD[isa]
-    ax = xv if alpha == 1.0 else f"{d['mul']}({_k(d, alpha)}, {xv})"
+    ax = xv if alpha == 1.0 else f"{d['mul']}({vconst(d, alpha)}, {xv})"
     return f"{d['mul']}({xv}, {vector_expr(ctx, isa, 'Sigmoid', ax)})"
 
 

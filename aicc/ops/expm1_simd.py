@@ -21,19 +21,13 @@ rounding (a few ulp).
 """
 from __future__ import annotations
 
-import numpy as np
-
-from ..emit_c.cwriter import c_literal
 from .log_simd import _L
-from .simd import SIMD
+from .simd import SIMD, vconst, vpoly
 
 FUNCS = ("expm1",)
 VECTOR = {"Elu", "Celu", "Selu"}
 _TAYLOR = (1 / 5040, 1 / 720, 1 / 120, 1 / 24, 1 / 6, 1 / 2)   # e = r + r^2 P(r), P's terms
 
-
-def _k(d, v) -> str:
-    return f"{d['set1']}({c_literal(v, np.float32)})"
 
 
 def vexpm1(ctx, isa: str) -> str:
@@ -41,10 +35,9 @@ def vexpm1(ctx, isa: str) -> str:
     from .exp_simd import _EXP_C, _I
     d, i, li = SIMD[isa], _I[isa], _L[isa]
     v, fma, fnma, mul = d["v"], d["fma"], d["fnma"], d["mul"]
-    c = {k: _k(d, val) for k, val in _EXP_C}
-    p = _k(d, _TAYLOR[0])
-    for cf in _TAYLOR[1:]:
-        p = f"{fma}({p}, r, {_k(d, cf)})"
+    c = {k: vconst(d, val) for k, val in _EXP_C}
+    p = vpoly(d, "r", _TAYLOR[::-1])
+    hi = vconst(d, 89.0)
     name = f"aicc_expm1_{isa}"
     ctx.helper(f"0.{isa}.0.include", "#include <immintrin.h>")
     ctx.helper(f"0.{isa}.1.{name}", f"""\
@@ -54,13 +47,13 @@ def vexpm1(ctx, isa: str) -> str:
  * NaN stays NaN. */
 static {v} {name}({v} x)
 {{
-    const {v} xc = {i['min']}({_k(d, 89.0)}, {d['max']}({_k(d, -30.0)}, x));   /* NaN stays */
+    const {v} xc = {i['min']}({hi}, {d['max']}({vconst(d, -30.0)}, x));   /* NaN stays */
     const {v} n = {d['rnd'].format(x=f"{mul}(xc, {c['l2e']})")};
     const {v} r = {fnma}(n, {c['c2']}, {fnma}(n, {c['c1']}, xc));
     const {v} e = {fma}({mul}(r, r), {p}, r);
     const {v} h = {i['cast']}({i['slli']}({i['add']}({i['cvt']}(n), {li['set1']}(126)), 23));
-    const {v} y = {fma}(h, e, {d['sub']}(h, {_k(d, 0.5)}));
-    return {li['sel'].format(a=f"{d['add']}(y, y)", b='e', x='n', y=_k(d, 0.0), p='_CMP_EQ_OQ')};
+    const {v} y = {fma}(h, e, {d['sub']}(h, {vconst(d, 0.5)}));
+    return {d['sel'].format(a=f"{d['add']}(y, y)", b='e', x='n', y=vconst(d, 0.0), p='_CMP_EQ_OQ')};
 }}""")
     return name
 
@@ -76,10 +69,10 @@ def vector_expr(ctx, isa: str, act: str, xv: str, params: dict, vexp) -> str:
     d = SIMD[isa]
 
     def sel(a, b, p):         # b where xv p 0 holds, else a (NaN: a, the branch of x)
-        return _L[isa]["sel"].format(a=a, b=b, x=xv, y=_k(d, 0.0), p=p)
-    alpha = _k(d, params["alpha"])
+        return d["sel"].format(a=a, b=b, x=xv, y=vconst(d, 0.0), p=p)
+    alpha = vconst(d, params["alpha"])
     if act == "Selu":
-        gamma = _k(d, params["gamma"])
+        gamma = vconst(d, params["gamma"])
         ex = f"{d['mul']}({alpha}, {vexp(ctx, isa)}({xv}))"
         neg = f"{d['mul']}({gamma}, {d['sub']}({ex}, {alpha}))"
         return sel(f"{d['mul']}({gamma}, {xv})", neg, "_CMP_LE_OQ")

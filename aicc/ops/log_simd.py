@@ -20,31 +20,23 @@ rounding (a few ulp).
 """
 from __future__ import annotations
 
-import numpy as np
-
-from ..emit_c.cwriter import c_literal
-from .simd import SIMD
+from .simd import SIMD, vconst, vpoly
 
 FUNCS = ("log", "log1p")
 VECTOR = {"Log", "Softplus", "Mish"}
 _LOG_P = (7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1,
           1.4249322787e-1, -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1,
           3.3333331174e-1)
-# per ISA: the integer and compare-select spellings log needs
+# per ISA: the integer spellings log needs (and expm1_simd / trig_simd)
 _L = {
     "avx2": dict(vi="__m256i", bits="_mm256_castps_si256", flt="_mm256_castsi256_ps",
                  srli="_mm256_srli_epi32", sub="_mm256_sub_epi32", set1="_mm256_set1_epi32",
-                 band="_mm256_and_si256", bor="_mm256_or_si256", cvt="_mm256_cvtepi32_ps",
-                 sel="_mm256_blendv_ps({a}, {b}, _mm256_cmp_ps({x}, {y}, {p}))"),
+                 band="_mm256_and_si256", bor="_mm256_or_si256", cvt="_mm256_cvtepi32_ps"),
     "avx512": dict(vi="__m512i", bits="_mm512_castps_si512", flt="_mm512_castsi512_ps",
                    srli="_mm512_srli_epi32", sub="_mm512_sub_epi32", set1="_mm512_set1_epi32",
-                   band="_mm512_and_si512", bor="_mm512_or_si512", cvt="_mm512_cvtepi32_ps",
-                   sel="_mm512_mask_blend_ps(_mm512_cmp_ps_mask({x}, {y}, {p}), {a}, {b})"),
+                   band="_mm512_and_si512", bor="_mm512_or_si512", cvt="_mm512_cvtepi32_ps"),
 }
 
-
-def _k(d, v) -> str:
-    return f"{d['set1']}({c_literal(v, np.float32)})"
 
 
 def vlog(ctx, isa: str) -> str:
@@ -54,10 +46,9 @@ def vlog(ctx, isa: str) -> str:
     name = f"aicc_log_{isa}"
 
     def sel(a, b, x, y, p):        # b where x p y holds, else a
-        return i["sel"].format(a=a, b=b, x=x, y=y, p=p)
-    poly = _k(d, _LOG_P[0])
-    for c in _LOG_P[1:]:
-        poly = f"{fma}({poly}, f, {_k(d, c)})"
+        return d["sel"].format(a=a, b=b, x=x, y=y, p=p)
+    poly = vpoly(d, "f", _LOG_P[::-1])
+    tiny = vconst(d, 1.17549435e-38)      # FLT_MIN: below it, x is scaled by 2^23 first
     ctx.helper(f"0.{isa}.0.include", "#include <immintrin.h>")
     ctx.helper(f"0.{isa}.1.{name}", f"""\
 /* log of {d['L']} floats (log_simd.py): x = m 2^e, m in [sqrt(1/2), sqrt(2)) (subnormal x
@@ -65,33 +56,33 @@ def vlog(ctx, isa: str) -> str:
  * NaN give NaN, +-0 gives -Inf, +Inf gives +Inf. */
 static {v} {name}({v} x)
 {{
-    const {v} xs = {sel('x', f'{mul}(x, {_k(d, 8388608.0)})', 'x', _k(d, 1.17549435e-38), '_CMP_LT_OQ')};
-    const {v} eadj = {sel(_k(d, 0.0), _k(d, -23.0), 'x', _k(d, 1.17549435e-38), '_CMP_LT_OQ')};
+    const {v} xs = {sel('x', f'{mul}(x, {vconst(d, 8388608.0)})', 'x', tiny, '_CMP_LT_OQ')};
+    const {v} eadj = {sel(vconst(d, 0.0), vconst(d, -23.0), 'x', tiny, '_CMP_LT_OQ')};
     const {i['vi']} b = {i['bits']}(xs);
     {v} m = {i['flt']}({i['bor']}({i['band']}(b, {i['set1']}(0x007fffff)), {i['set1']}(0x3f800000)));
     {v} e = {add}({i['cvt']}({i['sub']}({i['srli']}(b, 23), {i['set1']}(127))), eadj);
-    const {v} big = {sel(_k(d, 0.0), _k(d, 1.0), 'm', _k(d, 1.41421356), '_CMP_GT_OQ')};
-    m = {sel('m', f'{mul}(m, {_k(d, 0.5)})', 'm', _k(d, 1.41421356), '_CMP_GT_OQ')};
+    const {v} big = {sel(vconst(d, 0.0), vconst(d, 1.0), 'm', vconst(d, 1.41421356), '_CMP_GT_OQ')};
+    m = {sel('m', f'{mul}(m, {vconst(d, 0.5)})', 'm', vconst(d, 1.41421356), '_CMP_GT_OQ')};
     e = {add}(e, big);
-    const {v} f = {sub}(m, {_k(d, 1.0)});
+    const {v} f = {sub}(m, {vconst(d, 1.0)});
     const {v} z = {mul}(f, f);
     {v} y = {mul}({mul}(f, z), {poly});
-    y = {fma}(e, {_k(d, -2.12194440e-4)}, y);
-    y = {d['fnma']}(z, {_k(d, 0.5)}, y);
-    {v} r = {fma}(e, {_k(d, 0.693359375)}, {add}(f, y));
-    r = {sel('r', _k(d, float('inf')), 'x', _k(d, float('inf')), '_CMP_EQ_OQ')};
-    r = {sel('r', _k(d, float('-inf')), 'x', _k(d, 0.0), '_CMP_EQ_OQ')};
-    return {sel('r', _k(d, float('nan')), 'x', _k(d, 0.0), '_CMP_NGE_UQ')};
+    y = {fma}(e, {vconst(d, -2.12194440e-4)}, y);
+    y = {d['fnma']}(z, {vconst(d, 0.5)}, y);
+    {v} r = {fma}(e, {vconst(d, 0.693359375)}, {add}(f, y));
+    r = {sel('r', vconst(d, float('inf')), 'x', vconst(d, float('inf')), '_CMP_EQ_OQ')};
+    r = {sel('r', vconst(d, float('-inf')), 'x', vconst(d, 0.0), '_CMP_EQ_OQ')};
+    return {sel('r', vconst(d, float('nan')), 'x', vconst(d, 0.0), '_CMP_NGE_UQ')};
 }}""")
     return name
 
 
 def vlog1p(ctx, isa: str) -> str:
     """Name of ``V aicc_log1p_ISA(V u)`` for u >= 0 (see the module docstring)."""
-    d, i = SIMD[isa], _L[isa]
+    d = SIMD[isa]
     name = f"aicc_log1p_{isa}"
     lg = vlog(ctx, isa)
-    one = _k(d, 1.0)
+    one = vconst(d, 1.0)
     corr = f"{d['div']}({d['sub']}(u, {d['sub']}(w, {one})), w)"
     r = f"{d['add']}({lg}(w), {corr})"
     ctx.helper(f"0.{isa}.2.{name}", f"""\
@@ -101,7 +92,7 @@ static {d['v']} {name}({d['v']} u)
 {{
     const {d['v']} w = {d['add']}({one}, u);
     const {d['v']} r = {r};
-    return {i['sel'].format(a='r', b='u', x='u', y=_k(d, float('inf')), p='_CMP_EQ_OQ')};
+    return {d['sel'].format(a='r', b='u', x='u', y=vconst(d, float('inf')), p='_CMP_EQ_OQ')};
 }}""")
     return name
 
@@ -118,8 +109,9 @@ def vector_expr(ctx, isa: str, act: str, xv: str, vexp, vtanh) -> str:
     if act == "Log":
         return f"{vlog(ctx, isa)}({xv})"
     # max(x, 0) + log1p(exp(-|x|)); max(0, x) keeps a NaN x (the second operand)
-    negabs = f"{d['sub']}({_k(d, 0.0)}, {SIMD[isa]['max']}({xv}, {d['sub']}({_k(d, 0.0)}, {xv})))"
-    sp = (f"{d['add']}({d['max']}({_k(d, 0.0)}, {xv}), "
+    zero = vconst(d, 0.0)
+    negabs = f"{d['sub']}({zero}, {SIMD[isa]['max']}({xv}, {d['sub']}({zero}, {xv})))"
+    sp = (f"{d['add']}({d['max']}({vconst(d, 0.0)}, {xv}), "
           f"{vlog1p(ctx, isa)}({vexp(ctx, isa)}({negabs})))")
     if act == "Softplus":
         return sp

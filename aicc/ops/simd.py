@@ -1,20 +1,40 @@
 """The x86 SIMD vocabulary shared by the element-wise kernels (softmax rows, erf/gelu,
 normalization rows): per ISA the vector type, lane count and intrinsic names, and the
-target's choice of ISA for a node."""
+target's choice of ISA for a node; a vector constant and a polynomial in that vocabulary.
+``sel``: {b} where {x} {p} {y} holds (a _CMP_ predicate), else {a}."""
 from __future__ import annotations
+
+import numpy as np
+
+from ..emit_c.cwriter import c_literal
 
 SIMD = {
     "avx2": dict(v="__m256", L=8, set1="_mm256_set1_ps", add="_mm256_add_ps", sub="_mm256_sub_ps",
                  mul="_mm256_mul_ps", div="_mm256_div_ps", fma="_mm256_fmadd_ps",
                  fnma="_mm256_fnmadd_ps", max="_mm256_max_ps", ld="_mm256_loadu_ps",
-                 st="_mm256_storeu_ps", zero="_mm256_setzero_ps()",
+                 st="_mm256_storeu_ps", zero="_mm256_setzero_ps()", sqrt="_mm256_sqrt_ps",
+                 sel="_mm256_blendv_ps({a}, {b}, _mm256_cmp_ps({x}, {y}, {p}))",
                  rnd="_mm256_round_ps({x}, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)"),
     "avx512": dict(v="__m512", L=16, set1="_mm512_set1_ps", add="_mm512_add_ps", sub="_mm512_sub_ps",
                    mul="_mm512_mul_ps", div="_mm512_div_ps", fma="_mm512_fmadd_ps",
                    fnma="_mm512_fnmadd_ps", max="_mm512_max_ps", ld="_mm512_loadu_ps",
-                   st="_mm512_storeu_ps", zero="_mm512_setzero_ps()",
+                   st="_mm512_storeu_ps", zero="_mm512_setzero_ps()", sqrt="_mm512_sqrt_ps",
+                   sel="_mm512_mask_blend_ps(_mm512_cmp_ps_mask({x}, {y}, {p}), {a}, {b})",
                    rnd="_mm512_roundscale_ps({x}, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)"),
 }
+
+
+def vconst(d, v) -> str:
+    """The float32 constant v broadcast to a vector of ``d`` (an entry of SIMD)."""
+    return f"{d['set1']}({c_literal(v, np.float32)})"
+
+
+def vpoly(d, u: str, coefs) -> str:
+    """coefs[0] + u * (coefs[1] + u * (...)) of the vector u, one FMA per step (Horner)."""
+    e = vconst(d, coefs[-1])
+    for c in coefs[-2::-1]:
+        e = f"{d['fma']}({e}, {u}, {vconst(d, c)})"
+    return e
 
 
 def simd_isa(ctx):

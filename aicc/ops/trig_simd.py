@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..emit_c.cwriter import c_literal
-from .simd import SIMD
+from .simd import SIMD, vconst, vpoly
 
 FUNCS = ("sin", "cos", "atan", "asin", "acos")
 VECTOR = {"Sin", "Cos", "Atan", "Asin", "Acos"}
@@ -39,24 +39,13 @@ _ASIN = (4.2163199048e-2, 2.4181311049e-2, 4.5470025998e-2, 7.4953002686e-2, 1.6
 _PIO2 = (1.5707963705062866, -4.371139000186243e-08)      # float(pi/2) and the rest
 _PIO4 = 0.7853981852531433
 BIG = 8192.0                  # sin / cos: larger |x| go to the C library
-# per ISA: truncating float -> int32, square root, the lanes of a float compare as a bit mask
+# per ISA: truncating float -> int32, the lanes of a float compare as a bit mask
 _T = {
-    "avx2": dict(cvtt="_mm256_cvttps_epi32", sqrt="_mm256_sqrt_ps",
+    "avx2": dict(cvtt="_mm256_cvttps_epi32",
                  any="_mm256_movemask_ps(_mm256_cmp_ps({x}, {y}, _CMP_GT_OQ))"),
-    "avx512": dict(cvtt="_mm512_cvttps_epi32", sqrt="_mm512_sqrt_ps",
-                   any="_mm512_cmp_ps_mask({x}, {y}, _CMP_GT_OQ)"),
+    "avx512": dict(cvtt="_mm512_cvttps_epi32", any="_mm512_cmp_ps_mask({x}, {y}, _CMP_GT_OQ)"),
 }
 
-
-def _k(d, v) -> str:
-    return f"{d['set1']}({c_literal(v, np.float32)})"
-
-
-def _horner(d, coefs, z) -> str:
-    p = _k(d, coefs[0])
-    for c in coefs[1:]:
-        p = f"{d['fma']}({p}, {z}, {_k(d, c)})"
-    return p
 
 
 def _spell(isa):
@@ -68,7 +57,7 @@ def _spell(isa):
         return i["bit"].format(op=op, a=a, b=b)
 
     def sel(a, b, x, y, p):   # b where x p y holds, else a
-        return li["sel"].format(a=a, b=b, x=x, y=y, p=p)
+        return d["sel"].format(a=a, b=b, x=x, y=y, p=p)
     return d, i, li, bit, sel
 
 
@@ -89,14 +78,14 @@ def vsincos(ctx, isa: str, fn: str) -> str:
     """Name of ``V aicc_sin_ISA(V x)`` / cos (fn)."""
     d, i, li, bit, sel = _spell(isa)
     v, L = d["v"], d["L"]
-    sign = _k(d, -0.0)
+    sign = vconst(d, -0.0)
     r = "ax"
     for c in _DP:
-        r = f"{d['fnma']}(y, {_k(d, c)}, {r})"
+        r = f"{d['fnma']}(y, {vconst(d, c)}, {r})"
     # sin: the sine polynomial where bit 1 of j is clear; cos: where it is set
-    cosp = (f"{d['add']}({d['fnma']}(z, {_k(d, 0.5)}, {_k(d, 1.0)}), "
-            f"{d['mul']}({d['mul']}({_horner(d, _COS, 'z')}, z), z))")
-    sinp = f"{d['fma']}({d['mul']}({_horner(d, _SIN, 'z')}, z), r, r)"
+    cosp = (f"{d['add']}({d['fnma']}(z, {vconst(d, 0.5)}, {vconst(d, 1.0)}), "
+            f"{d['mul']}({d['mul']}({vpoly(d, 'z', _COS[::-1])}, z), z))")
+    sinp = f"{d['fma']}({d['mul']}({vpoly(d, 'z', _SIN[::-1])}, z), r, r)"
     first, second = (sinp, cosp) if fn == "sin" else (cosp, sinp)
     # the sign bit: negated for j mod 8 in 4, 6 (sin; and once more for x < 0), in 2, 4 (cos:
     # bit 2 of j + 2)
@@ -106,15 +95,15 @@ def vsincos(ctx, isa: str, fn: str) -> str:
         flip = bit("xor", flip, bit("and", sign, "x"))
     body = f"""\
     const {v} ax = {bit('andnot', sign, 'x')};
-    {li['vi']} j = {_T[isa]['cvtt']}({d['mul']}(ax, {_k(d, 4 / np.pi)}));
+    {li['vi']} j = {_T[isa]['cvtt']}({d['mul']}(ax, {vconst(d, 4 / np.pi)}));
     j = {li['band']}({i['add']}(j, {li['set1']}(1)), {li['set1']}(~1));
     const {v} y = {li['cvt']}(j);
     const {v} r = {r};
     const {v} z = {d['mul']}(r, r);
     const {v} q = {li['cvt']}({li['band']}(j, {li['set1']}(2)));
-    {v} res = {sel(first, second, 'q', _k(d, 0.0), '_CMP_NEQ_OQ')};
+    {v} res = {sel(first, second, 'q', vconst(d, 0.0), '_CMP_NEQ_OQ')};
     res = {bit('xor', 'res', flip)};
-    if ({_T[isa]['any'].format(x='ax', y=_k(d, BIG))}) {{   /* large |x|, +-Inf: the C library */
+    if ({_T[isa]['any'].format(x='ax', y=vconst(d, BIG))}) {{   /* large |x|, +-Inf: libm */
         float a[{L}], o[{L}];
         {d['st']}(a, x);
         {d['st']}(o, res);
@@ -132,18 +121,18 @@ def vatan(ctx, isa: str) -> str:
     """Name of ``V aicc_atan_ISA(V x)``."""
     d, i, li, bit, sel = _spell(isa)
     v = d["v"]
-    sign = _k(d, -0.0)
-    one = _k(d, 1.0)
-    t8, t38 = _k(d, 0.4142135623730950), _k(d, 2.414213562373095)   # tan(pi/8), tan(3pi/8)
+    sign = vconst(d, -0.0)
+    one = vconst(d, 1.0)
+    t8, t38 = vconst(d, 0.4142135623730950), vconst(d, 2.414213562373095)   # tan(pi/8), tan(3pi/8)
     mid = f"{d['div']}({d['sub']}(ax, {one}), {d['add']}(ax, {one}))"
     body = f"""\
     const {v} ax = {bit('andnot', sign, 'x')};
     {v} t = {sel('ax', mid, 'ax', t8, '_CMP_GT_OQ')};
-    {v} y0 = {sel(_k(d, 0.0), _k(d, _PIO4), 'ax', t8, '_CMP_GT_OQ')};
-    t = {sel('t', f"{d['div']}({_k(d, -1.0)}, ax)", 'ax', t38, '_CMP_GT_OQ')};
-    y0 = {sel('y0', _k(d, _PIO2[0]), 'ax', t38, '_CMP_GT_OQ')};
+    {v} y0 = {sel(vconst(d, 0.0), vconst(d, _PIO4), 'ax', t8, '_CMP_GT_OQ')};
+    t = {sel('t', f"{d['div']}({vconst(d, -1.0)}, ax)", 'ax', t38, '_CMP_GT_OQ')};
+    y0 = {sel('y0', vconst(d, _PIO2[0]), 'ax', t38, '_CMP_GT_OQ')};
     const {v} z = {d['mul']}(t, t);
-    const {v} y = {d['add']}({d['fma']}({d['mul']}({_horner(d, _ATAN, 'z')}, z), t, t), y0);
+    const {v} y = {d['add']}({d['fma']}({d['mul']}({vpoly(d, 'z', _ATAN[::-1])}, z), t, t), y0);
     return {bit('or', 'y', bit('and', sign, 'x'))};"""
     return _register(ctx, isa, "atan", "Cephes' atanf on |x| reduced below tan(pi/8), the "
                      "sign of x put back", body)
@@ -151,28 +140,28 @@ def vatan(ctx, isa: str) -> str:
 
 def _asin_core(d, s, zz):
     """s + s^3 P(s^2) for |s| <= 1/2 (z = s^2 given)."""
-    return f"{d['fma']}({d['mul']}({_horner(d, _ASIN, zz)}, {zz}), {s}, {s})"
+    return f"{d['fma']}({d['mul']}({vpoly(d, zz, _ASIN[::-1])}, {zz}), {s}, {s})"
 
 
 def vasin(ctx, isa: str) -> str:
     """Name of ``V aicc_asin_ISA(V x)``."""
     d, i, li, bit, sel = _spell(isa)
     v = d["v"]
-    sign = _k(d, -0.0)
-    half = _k(d, 0.5)
-    far = f"{d['add']}({d['sub']}({_k(d, _PIO2[1])}, {d['add']}(p, p)), {_k(d, _PIO2[0])})"
+    sign = vconst(d, -0.0)
+    half = vconst(d, 0.5)
+    far = f"{d['add']}({d['sub']}({vconst(d, _PIO2[1])}, {d['add']}(p, p)), {vconst(d, _PIO2[0])})"
 
     def where_big(a, b):
-        return sel(a, b, "big", _k(d, 0.0), "_CMP_NEQ_OQ")
+        return sel(a, b, "big", vconst(d, 0.0), "_CMP_NEQ_OQ")
     body = f"""\
     const {v} ax = {bit('andnot', sign, 'x')};
-    const {v} zb = {d['mul']}({half}, {d['sub']}({_k(d, 1.0)}, ax));
-    const {v} big = {sel(_k(d, 0.0), _k(d, 1.0), 'ax', half, '_CMP_GT_OQ')};
-    const {v} s = {where_big('ax', f"{_T[isa]['sqrt']}(zb)")};
+    const {v} zb = {d['mul']}({half}, {d['sub']}({vconst(d, 1.0)}, ax));
+    const {v} big = {sel(vconst(d, 0.0), vconst(d, 1.0), 'ax', half, '_CMP_GT_OQ')};
+    const {v} s = {where_big('ax', f"{d['sqrt']}(zb)")};
     const {v} z = {where_big(f"{d['mul']}(ax, ax)", 'zb')};
     const {v} p = {_asin_core(d, 's', 'z')};
     {v} y = {where_big('p', far)};
-    y = {sel('y', _k(d, float('nan')), 'ax', _k(d, 1.0), '_CMP_GT_OQ')};
+    y = {sel('y', vconst(d, float('nan')), 'ax', vconst(d, 1.0), '_CMP_GT_OQ')};
     return {bit('or', 'y', bit('and', sign, 'x'))};"""
     return _register(ctx, isa, "asin", "Cephes' asinf, pi/2 - 2 asin(sqrt((1 - |x|) / 2)) "
                      "above 1/2; |x| > 1 gives NaN", body)
@@ -182,21 +171,21 @@ def vacos(ctx, isa: str) -> str:
     """Name of ``V aicc_acos_ISA(V x)``."""
     d, i, li, bit, sel = _spell(isa)
     v = d["v"]
-    half, one = _k(d, 0.5), _k(d, 1.0)
-    hi, lo = _k(d, _PIO2[0]), _k(d, _PIO2[1])
+    half, one = vconst(d, 0.5), vconst(d, 1.0)
+    hi, lo = vconst(d, _PIO2[0]), vconst(d, _PIO2[1])
     body = f"""\
-    const {v} ax = {bit('andnot', _k(d, -0.0), 'x')};
-    const {v} big = {sel(_k(d, 0.0), _k(d, 1.0), 'ax', half, '_CMP_GT_OQ')};
+    const {v} ax = {bit('andnot', vconst(d, -0.0), 'x')};
+    const {v} big = {sel(vconst(d, 0.0), vconst(d, 1.0), 'ax', half, '_CMP_GT_OQ')};
     const {v} zb = {d['mul']}({half}, {d['sub']}({one}, ax));
-    const {v} s = {sel('x', f"{_T[isa]['sqrt']}(zb)", 'big', _k(d, 0.0), '_CMP_NEQ_OQ')};
-    const {v} z = {sel(f"{d['mul']}(x, x)", 'zb', 'big', _k(d, 0.0), '_CMP_NEQ_OQ')};
+    const {v} s = {sel('x', f"{d['sqrt']}(zb)", 'big', vconst(d, 0.0), '_CMP_NEQ_OQ')};
+    const {v} z = {sel(f"{d['mul']}(x, x)", 'zb', 'big', vconst(d, 0.0), '_CMP_NEQ_OQ')};
     const {v} p = {_asin_core(d, 's', 'z')};
     const {v} mid = {d['add']}({d['sub']}({lo}, p), {hi});
     const {v} pos = {d['add']}(p, p);
     const {v} neg = {d['add']}({d['sub']}({d['add']}({lo}, {lo}), pos), {d['add']}({hi}, {hi}));
     {v} y = {sel('mid', 'pos', 'x', half, '_CMP_GT_OQ')};
-    y = {sel('y', 'neg', 'x', _k(d, -0.5), '_CMP_LT_OQ')};
-    return {sel('y', _k(d, float('nan')), 'ax', one, '_CMP_GT_OQ')};"""
+    y = {sel('y', 'neg', 'x', vconst(d, -0.5), '_CMP_LT_OQ')};
+    return {sel('y', vconst(d, float('nan')), 'ax', one, '_CMP_GT_OQ')};"""
     return _register(ctx, isa, "acos", "pi/2 - asin(x) for |x| <= 1/2, else 2 asin(sqrt((1 "
                      "-+ x) / 2)) (pi minus that below -1/2); |x| > 1 gives NaN", body)
 
