@@ -147,45 +147,56 @@ static void {name}(size_t O, size_t D, size_t I, const {ct} *restrict x,
 }}""")
 
 
-def _extremum_rows(ctx, kind, dt, init, acc) -> str:
-    """Float ReduceMax / ReduceMin of contiguous rows with EXT_LANES running extrema (element
-    d goes to lane d mod EXT_LANES, then the lanes in order, then the tail): compilers
-    vectorize the lanes' selects, where the one running value was a serial chain (1x64x56x56
-    over H and W, x86-avx512: 352 us against onnxruntime's 47). The same value as one running
-    extremum (NaN is kept once seen) except which of -0 and +0 a row whose extremum is zero
-    of both signs gives."""
+# running values of row_extremum: 32 (GCC 12 -O3 left 16 lanes unvectorized on avx2)
+EXT_LANES = 32
+
+
+def row_extremum(ctx, dt, tag: str, init: str, acc: str) -> str:
+    """Name of ``static T aicc_rowext_<tag>_<t>(const T *x, size_t n)``: ``acc`` (a template of
+    {a} and {v}, a maximum or minimum) folded over x[0 .. n) from ``init`` through EXT_LANES
+    running values (element d in lane d mod EXT_LANES), then the lanes in order, then the
+    tail. Compilers vectorize the lanes' selects, where one running value was a serial chain
+    (ReduceMin of 1x64x56x56 over H and W, x86-avx512: 352 -> 20 us, onnxruntime 47). The
+    value of one running fold, except which of -0 and +0 a row whose extremum is zero of both
+    signs gives (and which NaN, for a fold that keeps NaN)."""
     ct, L = ctype(dt), EXT_LANES
+    name = f"aicc_rowext_{tag}_{_sfx(dt)}"
+    ctx.helper(f"aicc_0_{name}", f"""\
+/* {tag} of x[0 .. n) by {L} running values (lane d mod {L}), then the lanes in order and
+ * the tail; n == 0 gives {init}. */
+static {ct} {name}(const {ct} *restrict x, size_t n)
+{{
+    const size_t nb = n - n % {L}u;
+    {ct} a = {init}, lane[{L}];
+    for (size_t j = 0; j < {L}u; ++j) lane[j] = {init};
+    for (size_t d = 0; d < nb; d += {L}u)
+        for (size_t j = 0; j < {L}u; ++j) {{
+            const {ct} v = x[d + j];
+            lane[j] = {acc.format(a='lane[j]', v='v')};
+        }}
+    for (size_t j = 0; j < {L}u; ++j) a = {acc.format(a='a', v='lane[j]')};
+    for (size_t d = nb; d < n; ++d) {{
+        const {ct} v = x[d];
+        a = {acc.format(a='a', v='v')};
+    }}
+    return a;
+}}""")
+    return name
+
+
+def _extremum_rows(ctx, kind, dt, init, acc) -> str:
+    """Float ReduceMax / ReduceMin of contiguous rows through row_extremum (NaN once seen
+    stays)."""
+    ct = ctype(dt)
     name = f"aicc_{kind.lower()}_rows_{_sfx(dt)}"
+    ext = row_extremum(ctx, dt, kind[6:].lower(), init, acc)
     return ctx.helper(name, f"""\
-/* {kind} of O contiguous rows of D values: {L} running values (lane d mod {L}), then the
- * lanes in order and the tail (D == 0 gives the identity; NaN once seen stays). */
+/* {kind} of O contiguous rows of D values ({ext}; D == 0 gives the identity) */
 static void {name}(size_t O, size_t D, const {ct} *restrict x, {ct} *restrict y)
 {{
-    for (size_t o = 0; o < O; ++o) {{
-        const {ct} *restrict xo = x + o * D;
-        {ct} a = {init};
-        size_t d = 0;
-        if (D >= {L}u) {{
-            {ct} lane[{L}];
-            for (size_t j = 0; j < {L}u; ++j) lane[j] = xo[j];
-            for (d = {L}u; d + {L}u <= D; d += {L}u)
-                for (size_t j = 0; j < {L}u; ++j) {{
-                    const {ct} v = xo[d + j];
-                    lane[j] = {acc.format(a='lane[j]', v='v')};
-                }}
-            for (size_t j = 0; j < {L}u; ++j) a = {acc.format(a='a', v='lane[j]')};
-        }}
-        for (; d < D; ++d) {{
-            const {ct} v = xo[d];
-            a = {acc.format(a='a', v='v')};
-        }}
-        y[o] = a;
-    }}
+    for (size_t o = 0; o < O; ++o)
+        y[o] = {ext}(x + o * D, D);
 }}""")
-
-
-# running extrema of _extremum_rows: 32 (GCC 12 -O3 left 16 lanes unvectorized on avx2)
-EXT_LANES = 32
 
 
 # float reductions that are sums of a term: contiguous rows use sum16's order

@@ -29,6 +29,7 @@ from ..emit_c.cwriter import c_literal, ctype
 from .base import Op, register_many
 from .gemm import empty_body, float_dtype_reason
 from .loops import numel
+from .reduce import row_extremum
 from .simd import SIMD, simd_isa
 
 
@@ -231,32 +232,25 @@ static void {name}(size_t O, size_t D, size_t I, const {ct} *restrict x, {ct} *r
 
 
 def _hardmax_rows_helper(ctx, dt) -> str:
-    """Hardmax of contiguous rows (I = 1): the row maximum with 32 running maxima (the
-    compilers vectorize them; the running argmax was a branch per element: 64 x 1000,
-    x86-avx512 87 -> 31 us, x86-avx2 31, onnxruntime 48-49), then the first index holding
-    it. The same index as the running argmax: NaN never wins, except that a NaN first element
-    keeps index 0."""
+    """Hardmax of contiguous rows (I = 1): the row maximum of the non-NaN values by
+    reduce.row_extremum (the running argmax was a branch per element: 64 x 1000, x86-avx512
+    87 -> 31 us, x86-avx2 31, onnxruntime 48-49), then the first index holding it. The same
+    index as the running argmax: NaN never wins, except that a NaN first element keeps index
+    0."""
     ct = ctype(dt)
     name = f"aicc_hardmax_rows_{_sfx(dt)}"
-    z, one, ninf = c_literal(0, dt), c_literal(1, dt), c_literal(float("-inf"), dt)
+    z, one = c_literal(0, dt), c_literal(1, dt)
+    mx = row_extremum(ctx, dt, "maxnum", c_literal(float("-inf"), dt), "({v} > {a} ? {v} : {a})")
     return ctx.helper(name, f"""\
 /* Hardmax of O contiguous rows of D >= 1: 1 at the first maximum (NaN never wins; a NaN first
- * element keeps index 0), else 0. The maximum by 32 running maxima, then the first index. */
+ * element keeps index 0), else 0. */
 static void {name}(size_t O, size_t D, const {ct} *restrict x, {ct} *restrict y)
 {{
     for (size_t o = 0; o < O; ++o) {{
         const {ct} *restrict xo = x + o * D;
         {ct} *restrict yo = y + o * D;
-        {ct} m = {ninf}, lane[32];
-        size_t best = 0, d = 0;
-        for (size_t j = 0; j < 32u; ++j) lane[j] = {ninf};
-        for (; d + 32u <= D; d += 32u)
-            for (size_t j = 0; j < 32u; ++j) {{
-                const {ct} v = xo[d + j];
-                lane[j] = v > lane[j] ? v : lane[j];
-            }}
-        for (; d < D; ++d) m = xo[d] > m ? xo[d] : m;
-        for (size_t j = 0; j < 32u; ++j) m = lane[j] > m ? lane[j] : m;
+        const {ct} m = {mx}(xo, D);
+        size_t best = 0;
         if (xo[0] == xo[0])
             while (xo[best] != m) ++best;
         for (size_t k = 0; k < D; ++k) yo[k] = {z};
