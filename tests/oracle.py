@@ -73,6 +73,21 @@ def reference(model: onnx.ModelProto, feeds: dict) -> dict:
         return dict(zip(names, ReferenceEvaluator(model).run(None, feeds)))
 
 
+def pipeline_yaml(path, options: dict, extra: dict | None = None, target: str = "generic"):
+    """Write a build YAML at ``path``: the default pipeline of ``target`` with the passes named
+    in ``options`` given those options (the others keep theirs), plus the ``extra`` sections;
+    returns the path."""
+    import yaml
+    from aicc.config import Options
+    pipe = []
+    for name, opts in Options.load(target).pipeline:
+        opts = options.get(name, opts)
+        pipe.append({name: opts} if opts else name)
+    path = Path(path)
+    path.write_text(yaml.safe_dump({"pipeline": pipe, **(extra or {})}))
+    return path
+
+
 def compile_and_run(model: onnx.ModelProto, feeds: dict, tmp_path, target: str = "generic",
                     config=None, **kw) -> dict:
     tmp_path = Path(tmp_path)

@@ -5,10 +5,10 @@ Rows are the trailing axes from ``axis`` on (R rows of D contiguous values):
 ``inv = 1 / sqrt(ms + eps)``, the sum of squares accumulated in the tensor dtype in sum16's
 order (vectorized; the ascending sum was a serial chain: 196 x 768, x86-avx512 104 -> 36
 us, x86-avx2 111 -> 40, onnxruntime 74-84). stash_type is ignored: float32 computes in
-float32, float64 in float64 (float16/bfloat16 are rejected). scale must be unidirectionally broadcastable to X: a scalar
-or the full normalized shape (leading 1s allowed) is indexed directly in the row loop; any
-other broadcast (e.g. [1, D] over [R, D] with more rows, or a per-row scale) normalizes
-first and multiplies by the broadcast scale in a second pass.
+float32, float64 in float64 (float16/bfloat16 are rejected). scale must be unidirectionally
+broadcastable to X: a scalar or the full normalized shape (leading 1s allowed) is indexed
+directly in the row loop; any other broadcast (e.g. [1, D] over [R, D] with more rows, or a
+per-row scale) normalizes first and multiplies by the broadcast scale in a second pass.
 
 NaN/Inf: a NaN or Inf in a row makes the whole row's output NaN (or 0 * Inf = NaN); a row
 of zeros gives 0 (inv = 1/sqrt(eps)); scale NaN/Inf only affect their own positions. Empty

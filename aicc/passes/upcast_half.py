@@ -141,7 +141,7 @@ def upcast_half(g, *, commute: bool = True, round_op: bool = True):
                 new_outputs.append(o)
                 continue
             t = g.types[o]
-            half = np.dtype(t.dtype).name
+            half = _half_name(g, o)
             tmp = f"{o}__aicc_f32out"
             g.types[tmp] = TensorType(np.dtype(np.float32), t.shape)
             new_outputs.append(tmp)

@@ -5,13 +5,12 @@ from one row per band to one band."""
 import numpy as np
 import onnx
 import pytest
-import yaml
 from onnx import helper
 
 import aicc
-from aicc.config import Options
 from aicc.targets import runnable_targets
-from tests.oracle import STRICT_CFLAGS, assert_close, make_model, reference, rng
+from tests.oracle import (STRICT_CFLAGS, assert_close, make_model, pipeline_yaml,
+                          reference, rng)
 
 TARGETS = runnable_targets(derived=False)
 
@@ -55,16 +54,10 @@ def model(i, pw_act="Clip", dw_act="Clip", pw_bias=True, dw_bias=True):
 
 
 def config(tmp_path, fuse: bool, band_kb: int):
-    pipe = []
-    for name, opts in Options.load("generic").pipeline:
-        if name == "layout-nhwc":
-            opts = {"mode": "all"}
-        elif name == "fuse-pw-dw":
-            opts = {"mode": "auto" if fuse else "off", "min_kb": 0}
-        pipe.append({name: opts} if opts else name)
-    p = tmp_path / f"c_{int(fuse)}_{band_kb}.yaml"
-    p.write_text(yaml.safe_dump({"pipeline": pipe, "schedule": {"conv": {"pwdw_kb": band_kb}}}))
-    return p
+    opts = {"layout-nhwc": {"mode": "all"},
+            "fuse-pw-dw": {"mode": "auto" if fuse else "off", "min_kb": 0}}
+    return pipeline_yaml(tmp_path / f"c_{int(fuse)}_{band_kb}.yaml", opts,
+                         {"schedule": {"conv": {"pwdw_kb": band_kb}}})
 
 
 def run(m, feeds, tmp_path, target, fuse, band_kb, tag):

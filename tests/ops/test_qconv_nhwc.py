@@ -12,12 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 from onnx import helper
 
-from aicc.config import Options
 from aicc.targets import runnable_targets
-from tests.oracle import compile_and_run, make_model, rng
+from tests.oracle import compile_and_run, make_model, pipeline_yaml, rng
 from tests.ops.test_qgemm_simd import _qconv_ref
 from tests.ops.test_qlinear import _conv_ref, _rand
 
@@ -33,14 +31,7 @@ CASES = {   # x shape [N, C, H, W], expanded channels E, the depthwise conv's at
 
 
 def _config(tmp_path, mode):
-    pipe = []
-    for name, opts in Options.load("generic").pipeline:
-        if name == "layout-nhwc":
-            opts = {"mode": mode}
-        pipe.append({name: opts} if opts else name)
-    p = Path(tmp_path) / f"layout_{mode}.yaml"
-    p.write_text(yaml.safe_dump({"pipeline": pipe}))
-    return p
+    return pipeline_yaml(Path(tmp_path) / f"layout_{mode}.yaml", {"layout-nhwc": {"mode": mode}})
 
 
 def _layer(r, name, x, cout, k, attrs, xt, wt, per_channel, bias):

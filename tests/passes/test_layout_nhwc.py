@@ -3,12 +3,11 @@ cases, and compiled numerics against onnxruntime on generic and the host's SIMD 
 (portable and SIMD ConvNHWC / MatMul kernels, mode all and the targets' auto)."""
 import numpy as np
 import pytest
-import yaml
 
 from aicc.config import Options
 from aicc.errors import ConfigError
 from aicc.targets import runnable_targets
-from tests.oracle import check, make_model
+from tests.oracle import check, make_model, pipeline_yaml
 from tests.passes.helpers import assert_same_outputs, assert_unchanged, build, node, ops, rand, run_pass
 
 TARGETS = ["generic"] + [t for t in runnable_targets() if t in ("x86-avx2", "x86-avx512")]
@@ -48,14 +47,8 @@ def block(c=16, hw=6, opset=17, mean="gap", extra_out=False, cin=3):
 
 
 def config(tmp_path, mode="all", ratio=None):
-    pipe = []
-    for name, opts in Options.load("generic").pipeline:
-        if name == "layout-nhwc":
-            opts = {"mode": mode, **({"ratio": ratio} if ratio is not None else {})}
-        pipe.append({name: opts} if opts else name)
-    p = tmp_path / "layout.yaml"
-    p.write_text(yaml.safe_dump({"pipeline": pipe}))
-    return p
+    opts = {"mode": mode, **({"ratio": ratio} if ratio is not None else {})}
+    return pipeline_yaml(tmp_path / "layout.yaml", {"layout-nhwc": opts})
 
 
 def fused(nodes, feeds, outs, inits, opset):

@@ -7,13 +7,11 @@ import io
 import numpy as np
 import onnx
 import pytest
-import yaml
 from onnx import TensorProto, helper
 
 import aicc
-from aicc.config import Options
 from aicc.targets import runnable_targets
-from tests.oracle import STRICT_CFLAGS, check, compile_and_run, make_model
+from tests.oracle import STRICT_CFLAGS, check, compile_and_run, make_model, pipeline_yaml
 from tests.passes.helpers import build, node, ops, run_pass
 
 TARGETS = ["generic"] + [t for t in runnable_targets() if t in ("x86-avx2", "x86-avx512")]
@@ -68,13 +66,8 @@ def test_commuting_ops_read_float32():
 
 
 def _config(tmp_path, commute):
-    off = {"commute": False, "round_op": False}
-    pipe = [{n: (off if n == "upcast-half" and not commute else o)} if
-            (o or n == "upcast-half" and not commute) else n
-            for n, o in Options.load("generic").pipeline]
-    p = tmp_path / f"commute_{commute}.yaml"
-    p.write_text(yaml.safe_dump({"pipeline": pipe}))
-    return p
+    off = {} if commute else {"upcast-half": {"commute": False, "round_op": False}}
+    return pipeline_yaml(tmp_path / f"commute_{commute}.yaml", off)
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -147,10 +140,8 @@ def test_float16_chain_channel_last(target, tmp_path):
     # channel-last from the input's Transpose to the output's: none between the convs
     assert ir.count("ConvNHWC(") == 2 and ir.count("Transpose(") == 2 and "Relu(" not in ir
     got = aicc.load(out, cflags=STRICT_CFLAGS).run({"x": x})["y"]
-    nchw = tmp_path / "nchw.yaml"
-    nchw.write_text(yaml.safe_dump({"pipeline": [
-        {n: ({"mode": "off"} if n == "layout-nhwc" else o)} if (o or n == "layout-nhwc") else n
-        for n, o in Options.load(target).pipeline]}))
+    nchw = pipeline_yaml(tmp_path / "nchw.yaml", {"layout-nhwc": {"mode": "off"}},
+                         target=target)
     want = compile_and_run(m, {"x": x}, tmp_path, target=target, config=nchw)["y"]
     np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2e-3,
                                atol=2e-3)
