@@ -44,9 +44,10 @@ def test_checked_bundle_runs_clean_and_matches(tmp_path):
 
 
 def _inject(out: Path, step: int, code: str) -> None:
-    """Add a line at the end of step `step`'s function in model.c."""
+    """Add a line at the end of step `step`'s kernel function in model.c (the first of its
+    two functions: the one with the pointer parameters)."""
     src = (out / "model.c").read_text()
-    m = re.search(rf"static void step{step}_\w+\(const aicc_frame \*f\)\n\{{\n", src)
+    m = re.search(rf"static void step{step}_\w+\(const aicc_frame \*f[,)][^{{]*\{{\n", src)
     end = src.index("\n}\n", m.end())
     (out / "model.c").write_text(src[:end] + "\n    " + code + src[end:])
 

@@ -148,6 +148,59 @@ def source_helpers(w, helpers: dict) -> None:
         w()
 
 
+# C99 guarantees 127 parameters; steps with more pointers keep them as locals
+MAX_STEP_PARAMS = 100
+
+
+def _step_fn(w, s, fn: str) -> None:
+    """A step's function ``fn(const aicc_frame *f)``. Its pointers are the restrict
+    parameters of a kernel function ``fn_k`` that it calls: GCC honours restrict on
+    parameters, not on local pointers, so without them -O2 vectorizes no loop that writes
+    memory (its cheap cost model does not version loops for aliasing) and -O3 versions each.
+    In-place steps have no restrict, nor have pointers to the same place; a step with more
+    than MAX_STEP_PARAMS pointers (a wide Concat) declares them as locals."""
+    where = [(kind, off) for _, kind, off, *_ in s.args]
+    decl = []
+    for var, kind, off, ct, const, comment in s.args:
+        # not on in-place steps, nor on pointers to the same place (one tensor read twice,
+        # an empty tensor at another's offset: GCC's -Wrestrict rejects those calls)
+        r = "restrict " if s.ctx.restrict and where.count((kind, off)) == 1 else ""
+        decl.append((f"{'const ' if const else ''}{ct} *{r}{var}", comment,
+                     _ptr_expr(kind, off, ct, const)))
+    unused = [var for var, *_ in s.args if not re.search(rf"\b{var}\b", s.body)]
+    body = s.body.rstrip("\n")
+    if not decl or len(decl) > MAX_STEP_PARAMS:
+        w(f"static void {fn}(const aicc_frame *f)")
+        w("{")
+        for d, comment, expr in decl:
+            w(f"    {d} = {expr};  /* {comment} */")
+        for var in unused:
+            w(f"    (void){var};")
+        if not decl:
+            w("    (void)f;")
+        w(body)
+        w("}")
+        w()
+        return
+    w(f"static void {fn}_k(const aicc_frame *f,")
+    for i, (d, comment, _) in enumerate(decl):
+        w(f"    {d}{',' if i + 1 < len(decl) else ')'}  /* {comment} */")
+    w("{")
+    w("    (void)f;")
+    for var in unused:
+        w(f"    (void){var};")
+    w(body)
+    w("}")
+    w()
+    w(f"static void {fn}(const aicc_frame *f)")
+    w("{")
+    w(f"    {fn}_k(f,")
+    for i, (_, _, expr) in enumerate(decl):
+        w(f"        {expr}{',' if i + 1 < len(decl) else ');'}")
+    w("}")
+    w()
+
+
 def source_steps(w, prog, plan_sym: str, embedded: bool, weights_sym: str,
                  fn_prefix: str = "", static: bool = True) -> None:
     """The step functions of one program, its step table and its aicc_plan ``plan_sym``."""
@@ -157,20 +210,7 @@ def source_steps(w, prog, plan_sym: str, embedded: bool, weights_sym: str,
         ins = ", ".join(str(g.type_of(i)) if i else "-" for i in n.inputs)
         outs = ", ".join(str(g.type_of(o)) for o in n.outputs if o)
         w(f"/* step {s.index}: {_label(n.op_type)}({ins}) -> {outs} */")
-        w(f"static void {fn_prefix}{_step_fn_name(s)}(const aicc_frame *f)")
-        w("{")
-        restrict = "restrict " if s.ctx.restrict else ""      # not on in-place steps
-        for var, kind, off, ct, const, comment in s.args:
-            q = "const " if const else ""
-            w(f"    {q}{ct} *{restrict}{var} = {_ptr_expr(kind, off, ct, const)};  /* {comment} */")
-        for var, *_ in s.args:
-            if not re.search(rf"\b{var}\b", s.body):
-                w(f"    (void){var};")
-        if not s.args:
-            w("    (void)f;")
-        w(s.body.rstrip("\n"))
-        w("}")
-        w()
+        _step_fn(w, s, f"{fn_prefix}{_step_fn_name(s)}")
     base = plan_sym[:-len("_plan_data")] if plan_sym.endswith("_plan_data") else plan_sym
     w(f"static const aicc_step {base}_steps[{max(len(prog.steps), 1)}] = {{")
     for s in prog.steps:

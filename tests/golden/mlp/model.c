@@ -103,12 +103,13 @@ static void aicc_gemm_f32_nb8(size_t M, size_t N, size_t K,
 }
 
 /* step 0: MatMul(float32[4,20], float32[20,32], float32[32]) -> float32[4,32] */
-static void step0_matmul(const aicc_frame *f)
+static void step0_matmul_k(const aicc_frame *f,
+    const float *restrict in0,  /* float32[4,20] */
+    const float *restrict in2,  /* float32[32] */
+    float *restrict out0,  /* float32[4,32] */
+    const float *restrict pk0)  /* float32[1, 1, 20, 32] derived */
 {
-    const float *restrict in0 = (const float *)f->inputs[0];  /* float32[4,20] */
-    const float *restrict in2 = (const float *)(f->weights + 0u);  /* float32[32] */
-    float *restrict out0 = (float *)(f->arena + 0u);  /* float32[4,32] */
-    const float *restrict pk0 = (const float *)(f->weights + 128u);  /* float32[1, 1, 20, 32] derived */
+    (void)f;
     aicc_gemm_f32_nb32(4u, 32u, 20u, in0, 20u, 1u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0);
     /* fused Relu */
@@ -118,13 +119,23 @@ static void step0_matmul(const aicc_frame *f)
     }
 }
 
-/* step 1: MatMul(float32[4,32], float32[32,5], float32[5]) -> float32[4,5] */
-static void step1_matmul(const aicc_frame *f)
+static void step0_matmul(const aicc_frame *f)
 {
-    const float *restrict in0 = (const float *)(f->arena + 0u);  /* float32[4,32] */
-    const float *restrict in2 = (const float *)(f->weights + 2688u);  /* float32[5] */
-    float *restrict out0 = (float *)f->outputs[0];  /* float32[4,5] */
-    const float *restrict pk0 = (const float *)(f->weights + 2752u);  /* float32[1, 1, 32, 8] derived */
+    step0_matmul_k(f,
+        (const float *)f->inputs[0],
+        (const float *)(f->weights + 0u),
+        (float *)(f->arena + 0u),
+        (const float *)(f->weights + 128u));
+}
+
+/* step 1: MatMul(float32[4,32], float32[32,5], float32[5]) -> float32[4,5] */
+static void step1_matmul_k(const aicc_frame *f,
+    const float *restrict in0,  /* float32[4,32] */
+    const float *restrict in2,  /* float32[5] */
+    float *restrict out0,  /* float32[4,5] */
+    const float *restrict pk0)  /* float32[1, 1, 32, 8] derived */
+{
+    (void)f;
     aicc_gemm_f32_nb8(4u, 5u, 32u, in0, 32u, 1u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0);
     /* fused Sigmoid */
@@ -132,6 +143,15 @@ static void step1_matmul(const aicc_frame *f)
         const float v = out0[e];
         out0[e] = (1.0f / (1.0f + expf(-v)));
     }
+}
+
+static void step1_matmul(const aicc_frame *f)
+{
+    step1_matmul_k(f,
+        (const float *)(f->arena + 0u),
+        (const float *)(f->weights + 2688u),
+        (float *)f->outputs[0],
+        (const float *)(f->weights + 2752u));
 }
 
 static const aicc_step model_steps[2] = {

@@ -311,12 +311,13 @@ static void aicc_ep_f32_sigmoid(float *y, size_t n)
 }
 
 /* step 0: Conv(float32[1,3,12,12], float32[4,3,3,3]) -> float32[1,4,6,6] */
-static void step0_conv(const aicc_frame *f)
+static void step0_conv_k(const aicc_frame *f,
+    const float *restrict in0,  /* float32[1,3,12,12] */
+    float *restrict out0,  /* float32[1,4,6,6] */
+    const float *restrict wpack0,  /* float32[1, 1, 27, 4] derived */
+    float *restrict col0)  /* scratch 4320 bytes */
 {
-    const float *restrict in0 = (const float *)f->inputs[0];  /* float32[1,3,12,12] */
-    float *restrict out0 = (float *)(f->arena + 4608u);  /* float32[1,4,6,6] */
-    const float *restrict wpack0 = (const float *)(f->weights + 0u);  /* float32[1, 1, 27, 4] derived */
-    float *restrict col0 = (float *)(f->arena + 0u);  /* scratch 4320 bytes */
+    (void)f;
     /* Conv 3x3 kernel, stride 2x2, pads [1, 1, 1, 1]: im2col tiles of 40 positions x K=27 + GEMM */
     static const aicc_conv_params prm = {
         1u, 1u, 3u, 4u,
@@ -327,15 +328,25 @@ static void step0_conv(const aicc_frame *f)
     aicc_conv_gemm_f32(&prm, in0, wpack0, NULL, out0, col0, aicc_ep_f32_relu);
 }
 
-/* step 1: ConvTranspose(float32[1,4,6,6], float32[4,4,2,2], float32[4]) -> float32[1,4,12,12] */
-static void step1_convtranspose(const aicc_frame *f)
+static void step0_conv(const aicc_frame *f)
 {
-    const float *restrict in0 = (const float *)(f->arena + 4608u);  /* float32[1,4,6,6] */
-    const float *restrict in2 = (const float *)(f->weights + 448u);  /* float32[4] */
-    float *restrict out0 = (float *)(f->arena + 0u);  /* float32[1,4,12,12] */
-    const float *restrict wpack0 = (const float *)(f->weights + 512u);  /* float32[1, 4, 4, 4] derived */
-    float *restrict col0 = (float *)(f->arena + 2304u);  /* scratch 640 bytes */
-    float *restrict rows1 = (float *)(f->arena + 2944u);  /* scratch 640 bytes */
+    step0_conv_k(f,
+        (const float *)f->inputs[0],
+        (float *)(f->arena + 4608u),
+        (const float *)(f->weights + 0u),
+        (float *)(f->arena + 0u));
+}
+
+/* step 1: ConvTranspose(float32[1,4,6,6], float32[4,4,2,2], float32[4]) -> float32[1,4,12,12] */
+static void step1_convtranspose_k(const aicc_frame *f,
+    const float *restrict in0,  /* float32[1,4,6,6] */
+    const float *restrict in2,  /* float32[4] */
+    float *restrict out0,  /* float32[1,4,12,12] */
+    const float *restrict wpack0,  /* float32[1, 4, 4, 4] derived */
+    float *restrict col0,  /* scratch 640 bytes */
+    float *restrict rows1)  /* scratch 640 bytes */
+{
+    (void)f;
     /* ConvTranspose 2x2 kernel, stride 2x2, pads [0, 0, 0, 0], 1 group(s): GEMM over tiles of 40 input positions + col2im */
     static const aicc_conv_params prm = {
         1u, 1u, 4u, 4u,
@@ -346,17 +357,29 @@ static void step1_convtranspose(const aicc_frame *f)
     aicc_convt_gemm_f32(&prm, in0, wpack0, in2, out0, col0, rows1, NULL);
 }
 
-/* step 2: Resize(float32[1,4,6,6], float32[0], float32[4]) -> float32[1,4,12,12] */
-static void step2_resize(const aicc_frame *f)
+static void step1_convtranspose(const aicc_frame *f)
 {
-    const float *restrict in0 = (const float *)(f->arena + 4608u);  /* float32[1,4,6,6] */
-    float *restrict out0 = (float *)(f->arena + 2304u);  /* float32[1,4,12,12] */
-    const uint32_t *restrict lo2_0 = (const uint32_t *)(f->weights + 768u);  /* uint32[12] derived */
-    const uint32_t *restrict hi2_1 = (const uint32_t *)(f->weights + 832u);  /* uint32[12] derived */
-    const float *restrict wlo2_2 = (const float *)(f->weights + 896u);  /* float32[12] derived */
-    const float *restrict whi2_3 = (const float *)(f->weights + 960u);  /* float32[12] derived */
-    const uint32_t *restrict lo3_4 = (const uint32_t *)(f->weights + 1024u);  /* uint32[12] derived */
-    const uint32_t *restrict hi3_5 = (const uint32_t *)(f->weights + 1088u);  /* uint32[12] derived */
+    step1_convtranspose_k(f,
+        (const float *)(f->arena + 4608u),
+        (const float *)(f->weights + 448u),
+        (float *)(f->arena + 0u),
+        (const float *)(f->weights + 512u),
+        (float *)(f->arena + 2304u),
+        (float *)(f->arena + 2944u));
+}
+
+/* step 2: Resize(float32[1,4,6,6], float32[0], float32[4]) -> float32[1,4,12,12] */
+static void step2_resize_k(const aicc_frame *f,
+    const float *restrict in0,  /* float32[1,4,6,6] */
+    float *restrict out0,  /* float32[1,4,12,12] */
+    const uint32_t *restrict lo2_0,  /* uint32[12] derived */
+    const uint32_t *restrict hi2_1,  /* uint32[12] derived */
+    const float *restrict wlo2_2,  /* float32[12] derived */
+    const float *restrict whi2_3,  /* float32[12] derived */
+    const uint32_t *restrict lo3_4,  /* uint32[12] derived */
+    const uint32_t *restrict hi3_5)  /* uint32[12] derived */
+{
+    (void)f;
     /* Resize linear, half_pixel: scales [1.0, 1.0, 2.0, 2.0]; per-dim source tables */
     size_t o = 0;
     for (size_t i0 = 0; i0 < 4u; ++i0) {
@@ -377,13 +400,27 @@ static void step2_resize(const aicc_frame *f)
     }
 }
 
-/* step 3: Concat(float32[1,4,12,12], float32[1,4,12,12], float32[1,3,12,12]) -> float32[1,11,12,12] */
-static void step3_concat(const aicc_frame *f)
+static void step2_resize(const aicc_frame *f)
 {
-    const float *restrict in0 = (const float *)(f->arena + 0u);  /* float32[1,4,12,12] */
-    const float *restrict in1 = (const float *)(f->arena + 2304u);  /* float32[1,4,12,12] */
-    const float *restrict in2 = (const float *)f->inputs[0];  /* float32[1,3,12,12] */
-    float *restrict out0 = (float *)(f->arena + 57024u);  /* float32[1,11,12,12] */
+    step2_resize_k(f,
+        (const float *)(f->arena + 4608u),
+        (float *)(f->arena + 2304u),
+        (const uint32_t *)(f->weights + 768u),
+        (const uint32_t *)(f->weights + 832u),
+        (const float *)(f->weights + 896u),
+        (const float *)(f->weights + 960u),
+        (const uint32_t *)(f->weights + 1024u),
+        (const uint32_t *)(f->weights + 1088u));
+}
+
+/* step 3: Concat(float32[1,4,12,12], float32[1,4,12,12], float32[1,3,12,12]) -> float32[1,11,12,12] */
+static void step3_concat_k(const aicc_frame *f,
+    const float *restrict in0,  /* float32[1,4,12,12] */
+    const float *restrict in1,  /* float32[1,4,12,12] */
+    const float *restrict in2,  /* float32[1,3,12,12] */
+    float *restrict out0)  /* float32[1,11,12,12] */
+{
+    (void)f;
     /* input 0 -> output[0:4] along axis 1 */
     memcpy(out0 + 0u, in0 + 0u, 576u * sizeof(float));
     /* input 1 -> output[4:8] along axis 1 */
@@ -392,13 +429,23 @@ static void step3_concat(const aicc_frame *f)
     memcpy(out0 + 1152u, in2 + 0u, 432u * sizeof(float));
 }
 
-/* step 4: Conv(float32[1,11,12,12], float32[2,11,3,3]) -> float32[1,2,12,12] */
-static void step4_conv(const aicc_frame *f)
+static void step3_concat(const aicc_frame *f)
 {
-    const float *restrict in0 = (const float *)(f->arena + 57024u);  /* float32[1,11,12,12] */
-    float *restrict out0 = (float *)(f->arena + 63360u);  /* float32[1,2,12,12] */
-    const float *restrict wpack0 = (const float *)(f->weights + 1152u);  /* float32[1, 1, 99, 4] derived */
-    float *restrict col0 = (float *)(f->arena + 0u);  /* scratch 57024 bytes */
+    step3_concat_k(f,
+        (const float *)(f->arena + 0u),
+        (const float *)(f->arena + 2304u),
+        (const float *)f->inputs[0],
+        (float *)(f->arena + 57024u));
+}
+
+/* step 4: Conv(float32[1,11,12,12], float32[2,11,3,3]) -> float32[1,2,12,12] */
+static void step4_conv_k(const aicc_frame *f,
+    const float *restrict in0,  /* float32[1,11,12,12] */
+    float *restrict out0,  /* float32[1,2,12,12] */
+    const float *restrict wpack0,  /* float32[1, 1, 99, 4] derived */
+    float *restrict col0)  /* scratch 57024 bytes */
+{
+    (void)f;
     /* Conv 3x3 kernel, pads [1, 1, 1, 1]: im2col tiles of 144 positions x K=99 + GEMM */
     static const aicc_conv_params prm = {
         1u, 1u, 11u, 2u,
@@ -409,13 +456,30 @@ static void step4_conv(const aicc_frame *f)
     aicc_conv_gemm_f32(&prm, in0, wpack0, NULL, out0, col0, aicc_ep_f32_sigmoid);
 }
 
-/* step 5: Reshape(float32[1,2,12,12], int64[3]) -> float32[1,2,144] */
-static void step5_reshape(const aicc_frame *f)
+static void step4_conv(const aicc_frame *f)
 {
-    const float *restrict in0 = (const float *)(f->arena + 63360u);  /* float32[1,2,12,12] */
-    float *restrict out0 = (float *)f->outputs[0];  /* float32[1,2,144] */
+    step4_conv_k(f,
+        (const float *)(f->arena + 57024u),
+        (float *)(f->arena + 63360u),
+        (const float *)(f->weights + 1152u),
+        (float *)(f->arena + 0u));
+}
+
+/* step 5: Reshape(float32[1,2,12,12], int64[3]) -> float32[1,2,144] */
+static void step5_reshape_k(const aicc_frame *f,
+    const float *restrict in0,  /* float32[1,2,12,12] */
+    float *restrict out0)  /* float32[1,2,144] */
+{
+    (void)f;
     /* Reshape: same bytes, new shape */
     memcpy(out0, in0, 1152u);
+}
+
+static void step5_reshape(const aicc_frame *f)
+{
+    step5_reshape_k(f,
+        (const float *)(f->arena + 63360u),
+        (float *)f->outputs[0]);
 }
 
 static const aicc_step model_steps[6] = {

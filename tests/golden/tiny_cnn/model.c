@@ -516,13 +516,14 @@ static void aicc_global_pool_f32(size_t planes, size_t n, int avg, const float *
 }
 
 /* step 0: Conv(float32[1,3,16,16], float32[8,3,3,3], float32[8]) -> float32[1,8,16,16] */
-static void step0_conv(const aicc_frame *f)
+static void step0_conv_k(const aicc_frame *f,
+    const float *restrict in0,  /* float32[1,3,16,16] */
+    const float *restrict in2,  /* float32[8] */
+    float *restrict out0,  /* float32[1,8,16,16] */
+    const float *restrict wpack0,  /* float32[1, 2, 27, 4] derived */
+    float *restrict col0)  /* scratch 27648 bytes */
 {
-    const float *restrict in0 = (const float *)f->inputs[0];  /* float32[1,3,16,16] */
-    const float *restrict in2 = (const float *)(f->weights + 0u);  /* float32[8] */
-    float *restrict out0 = (float *)(f->arena + 27648u);  /* float32[1,8,16,16] */
-    const float *restrict wpack0 = (const float *)(f->weights + 64u);  /* float32[1, 2, 27, 4] derived */
-    float *restrict col0 = (float *)(f->arena + 0u);  /* scratch 27648 bytes */
+    (void)f;
     /* Conv 3x3 kernel, pads [1, 1, 1, 1]: im2col tiles of 256 positions x K=27 + GEMM */
     static const aicc_conv_params prm = {
         1u, 1u, 3u, 8u,
@@ -533,11 +534,22 @@ static void step0_conv(const aicc_frame *f)
     aicc_conv_gemm_f32(&prm, in0, wpack0, in2, out0, col0, aicc_ep_f32_relu);
 }
 
-/* step 1: MaxPool(float32[1,8,16,16]) -> float32[1,8,8,8] */
-static void step1_maxpool(const aicc_frame *f)
+static void step0_conv(const aicc_frame *f)
 {
-    const float *restrict in0 = (const float *)(f->arena + 27648u);  /* float32[1,8,16,16] */
-    float *restrict out0 = (float *)(f->arena + 0u);  /* float32[1,8,8,8] */
+    step0_conv_k(f,
+        (const float *)f->inputs[0],
+        (const float *)(f->weights + 0u),
+        (float *)(f->arena + 27648u),
+        (const float *)(f->weights + 64u),
+        (float *)(f->arena + 0u));
+}
+
+/* step 1: MaxPool(float32[1,8,16,16]) -> float32[1,8,8,8] */
+static void step1_maxpool_k(const aicc_frame *f,
+    const float *restrict in0,  /* float32[1,8,16,16] */
+    float *restrict out0)  /* float32[1,8,8,8] */
+{
+    (void)f;
     /* MaxPool 2x2 window, stride 2x2, pads [0, 0, 0, 0] */
     static const aicc_conv_params prm = {
         1u, 1u, 8u, 8u,
@@ -548,13 +560,21 @@ static void step1_maxpool(const aicc_frame *f)
     aicc_pool_f32(&prm, 0, in0, out0);
 }
 
-/* step 2: Conv(float32[1,8,8,8], float32[8,1,3,3], float32[8]) -> float32[1,8,8,8] */
-static void step2_conv(const aicc_frame *f)
+static void step1_maxpool(const aicc_frame *f)
 {
-    const float *restrict in0 = (const float *)(f->arena + 0u);  /* float32[1,8,8,8] */
-    const float *restrict in1 = (const float *)(f->weights + 960u);  /* float32[8,1,3,3] */
-    const float *restrict in2 = (const float *)(f->weights + 1280u);  /* float32[8] */
-    float *restrict out0 = (float *)(f->arena + 2048u);  /* float32[1,8,8,8] */
+    step1_maxpool_k(f,
+        (const float *)(f->arena + 27648u),
+        (float *)(f->arena + 0u));
+}
+
+/* step 2: Conv(float32[1,8,8,8], float32[8,1,3,3], float32[8]) -> float32[1,8,8,8] */
+static void step2_conv_k(const aicc_frame *f,
+    const float *restrict in0,  /* float32[1,8,8,8] */
+    const float *restrict in1,  /* float32[8,1,3,3] */
+    const float *restrict in2,  /* float32[8] */
+    float *restrict out0)  /* float32[1,8,8,8] */
+{
+    (void)f;
     /* Conv 3x3 kernel, pads [1, 1, 1, 1], 8 groups (depthwise): direct row kernel */
     static const aicc_conv_params prm = {
         1u, 8u, 1u, 1u,
@@ -565,15 +585,25 @@ static void step2_conv(const aicc_frame *f)
     aicc_conv_direct_f32(&prm, in0, in1, in2, out0, aicc_ep_f32_clip_98aeae5d);
 }
 
-/* step 3: Conv(float32[1,8,8,8], float32[8,8,1,1], float32[8], float32[1,8,8,8]) -> float32[1,8,8,8] */
-static void step3_conv(const aicc_frame *f)
+static void step2_conv(const aicc_frame *f)
 {
-    const float *restrict in0 = (const float *)(f->arena + 2048u);  /* float32[1,8,8,8] */
-    const float *restrict in2 = (const float *)(f->weights + 1344u);  /* float32[8] */
-    const float *restrict in3 = (const float *)(f->arena + 0u);  /* float32[1,8,8,8] */
-    float *restrict out0 = (float *)(f->arena + 4096u);  /* float32[1,8,8,8] */
-    const float *restrict wpack0 = (const float *)(f->weights + 1408u);  /* float32[1, 2, 8, 4] derived */
-    float *restrict col0 = (float *)(f->arena + 6144u);  /* scratch 2048 bytes */
+    step2_conv_k(f,
+        (const float *)(f->arena + 0u),
+        (const float *)(f->weights + 960u),
+        (const float *)(f->weights + 1280u),
+        (float *)(f->arena + 2048u));
+}
+
+/* step 3: Conv(float32[1,8,8,8], float32[8,8,1,1], float32[8], float32[1,8,8,8]) -> float32[1,8,8,8] */
+static void step3_conv_k(const aicc_frame *f,
+    const float *restrict in0,  /* float32[1,8,8,8] */
+    const float *restrict in2,  /* float32[8] */
+    const float *restrict in3,  /* float32[1,8,8,8] */
+    float *restrict out0,  /* float32[1,8,8,8] */
+    const float *restrict wpack0,  /* float32[1, 2, 8, 4] derived */
+    float *restrict col0)  /* scratch 2048 bytes */
+{
+    (void)f;
     /* Conv 1x1 kernel: im2col tiles of 64 positions x K=8 + GEMM */
     static const aicc_conv_params prm = {
         1u, 1u, 8u, 8u,
@@ -587,32 +617,69 @@ static void step3_conv(const aicc_frame *f)
         out0[i] += in3[i];
 }
 
-/* step 4: GlobalAveragePool(float32[1,8,8,8]) -> float32[1,8,1,1] */
-static void step4_globalaveragepoo(const aicc_frame *f)
+static void step3_conv(const aicc_frame *f)
 {
-    const float *restrict in0 = (const float *)(f->arena + 4096u);  /* float32[1,8,8,8] */
-    float *restrict out0 = (float *)(f->arena + 64u);  /* float32[1,8,1,1] */
+    step3_conv_k(f,
+        (const float *)(f->arena + 2048u),
+        (const float *)(f->weights + 1344u),
+        (const float *)(f->arena + 0u),
+        (float *)(f->arena + 4096u),
+        (const float *)(f->weights + 1408u),
+        (float *)(f->arena + 6144u));
+}
+
+/* step 4: GlobalAveragePool(float32[1,8,8,8]) -> float32[1,8,1,1] */
+static void step4_globalaveragepoo_k(const aicc_frame *f,
+    const float *restrict in0,  /* float32[1,8,8,8] */
+    float *restrict out0)  /* float32[1,8,1,1] */
+{
+    (void)f;
     /* GlobalAveragePool over 8 planes of 64 elements */
     aicc_global_pool_f32(8u, 64u, 1, in0, out0);
 }
 
-/* step 5: Gemm(float32[1,8], float32[10,8], float32[10]) -> float32[1,10] */
-static void step5_gemm(const aicc_frame *f)
+static void step4_globalaveragepoo(const aicc_frame *f)
 {
-    const float *restrict in0 = (const float *)(f->arena + 64u);  /* float32[1,8] */
-    const float *restrict in2 = (const float *)(f->weights + 1664u);  /* float32[10] */
-    float *restrict out0 = (float *)(f->arena + 0u);  /* float32[1,10] */
-    const float *restrict pk0 = (const float *)(f->weights + 1728u);  /* float32[1, 8, 16] derived */
+    step4_globalaveragepoo_k(f,
+        (const float *)(f->arena + 4096u),
+        (float *)(f->arena + 64u));
+}
+
+/* step 5: Gemm(float32[1,8], float32[10,8], float32[10]) -> float32[1,10] */
+static void step5_gemm_k(const aicc_frame *f,
+    const float *restrict in0,  /* float32[1,8] */
+    const float *restrict in2,  /* float32[10] */
+    float *restrict out0,  /* float32[1,10] */
+    const float *restrict pk0)  /* float32[1, 8, 16] derived */
+{
+    (void)f;
     aicc_gemm_f32_nb16(1u, 10u, 8u, in0, 8u, 1u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0);
 }
 
+static void step5_gemm(const aicc_frame *f)
+{
+    step5_gemm_k(f,
+        (const float *)(f->arena + 64u),
+        (const float *)(f->weights + 1664u),
+        (float *)(f->arena + 0u),
+        (const float *)(f->weights + 1728u));
+}
+
 /* step 6: Softmax(float32[1,10]) -> float32[1,10] */
+static void step6_softmax_k(const aicc_frame *f,
+    const float *restrict in0,  /* float32[1,10] */
+    float *restrict out0)  /* float32[1,10] */
+{
+    (void)f;
+    aicc_softmax_rows_f32(1u, 10u, in0, out0);
+}
+
 static void step6_softmax(const aicc_frame *f)
 {
-    const float *restrict in0 = (const float *)(f->arena + 0u);  /* float32[1,10] */
-    float *restrict out0 = (float *)f->outputs[0];  /* float32[1,10] */
-    aicc_softmax_rows_f32(1u, 10u, in0, out0);
+    step6_softmax_k(f,
+        (const float *)(f->arena + 0u),
+        (float *)f->outputs[0]);
 }
 
 static const aicc_step model_steps[7] = {
