@@ -18,7 +18,7 @@ from .base import Op, register
 from .loops import numel, strides_of
 from .simd import include, simd_isa
 
-TILE = 16           # tile edge of the blocked 2-D transposition (elements)
+C_BLOCK = 4         # block edge of the portable 2-D transposition (elements)
 
 
 def dtype_reason(g, names) -> str | None:
@@ -75,7 +75,7 @@ def emit_copy(ctx, dims, out_strides, in_strides, ct, out_var=None, in_var=None,
     tile, avx = None, ct in ("float", "uint8_t", "int8_t") and _avx(ctx)
     if n >= 2 and abs(is_[-1]) != 1 and os_[-1] == 1:
         cand = [d for d in range(n - 1) if is_[d] == 1]
-        least = (8 if ct == "float" else 16) if avx else 2 * TILE    # register blocks
+        least = (8 if ct == "float" else 16) if avx else 2 * C_BLOCK    # register blocks
         if cand and dims[cand[0]] >= least and dims[-1] >= least:
             tile = cand[0]
     with _Nest(w) as nest:
@@ -95,14 +95,8 @@ def emit_copy(ctx, dims, out_strides, in_strides, ct, out_var=None, in_var=None,
                   f" {is_[b]}u, (uint8_t *)({out_var} + {ob}), {os_[a]}u);")
         elif tile is not None:
             a, b = tile, last
-            nest.open(f"for (size_t t{a} = 0; t{a} < {dims[a]}u; t{a} += {TILE}u)")
-            nest.open(f"for (size_t t{b} = 0; t{b} < {dims[b]}u; t{b} += {TILE}u)")
-            w(f"const size_t e{a} = t{a} + {TILE}u < {dims[a]}u ? t{a} + {TILE}u : {dims[a]}u;")
-            w(f"const size_t e{b} = t{b} + {TILE}u < {dims[b]}u ? t{b} + {TILE}u : {dims[b]}u;")
-            nest.open(f"for (size_t i{a} = t{a}; i{a} < e{a}; ++i{a})")
-            nest.open(f"for (size_t i{b} = t{b}; i{b} < e{b}; ++i{b})")
-            w(f"{out_var}[{_cat(ob, f'i{a}', os_[a], f'i{b}', os_[b])}] = "
-              f"{in_var}[{_cat(ib, f'i{a}', is_[a], f'i{b}', is_[b])}];")
+            w(f"{c_helper(ctx, ct)}({dims[b]}u, {dims[a]}u, {in_var} + {ib}, {is_[b]}u, "
+              f"{out_var} + {ob}, {os_[a]}u);")
         elif os_[last] == 1 and is_[last] == 1 and dims[last] > 1:
             w(f"memcpy({out_var} + {ob}, {in_var} + {ib}, {dims[last]}u * sizeof({ct}));")
         else:
@@ -116,7 +110,27 @@ def _avx(ctx) -> bool:
     return simd_isa(ctx) is not None
 
 
-def _blocked(ctx, name: str, et: str, bs: int, doc: str, block: str) -> str:
+def c_helper(ctx, ct: str) -> str:
+    """Portable 2-D transposition of elements ``ct`` in 4 x 4 blocks: 16 loads (four rows of
+    four contiguous elements) into locals, then 16 stores (four rows of four). Element by
+    element through 16 x 16 tiles, GCC 12 -O2 took 143 us for 64 x 3136 floats, the blocks
+    81 us. Any C type (bits moved unchanged)."""
+    name = f"aicc_tr_{ct.replace('_t', '')}_c4"
+    loads = "\n".join(f"                const {ct} " + ", ".join(
+        f"a{r}{c} = s[{f'{r}u * ss + ' if r else ''}{c}u]" for c in range(C_BLOCK)) + ";"
+        for r in range(C_BLOCK))
+    stores = "\n".join("                " + " ".join(
+        f"d[{f'{c}u * ds + ' if c else ''}{r}u] = a{r}{c};" for r in range(C_BLOCK))
+        for c in range(C_BLOCK))
+    return _blocked(ctx, name, ct, C_BLOCK, f"""\
+/* 2-D transposition dst[c * ds + r] = src[r * ss + c] (r < R, c < C) of {ct} in 4 x 4 blocks
+ * of locals (portable C: four contiguous loads per source row, four contiguous stores per
+ * destination row), scalar edges; column panels of 64 as aicc_tr_f32_avx. */""",
+                    "\n".join((loads, stores)), isa=None)
+
+
+def _blocked(ctx, name: str, et: str, bs: int, doc: str, block: str,
+             isa: str | None = "avx2") -> str:
     """Register the 2-D transposition helper ``name(R, C, src, ss, dst, ds)``: dst[c * ds + r]
     = src[r * ss + c] on elements et, ``block`` (C text over s, d) moving each bs x bs block
     of the column panels of 64, each panel through all rows, then the scalar edges."""
@@ -143,7 +157,8 @@ static void {name}(size_t R, size_t C, const {et} *restrict src, size_t ss,
         for (size_t c = 0; c < C; ++c)
             dst[c * ds + r] = src[r * ss + c];
 }}"""
-    include(ctx, "avx2")
+    if isa:
+        include(ctx, isa)
     ctx.helper(f"transpose.1.{name}", code)
     return name
 
