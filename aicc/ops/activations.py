@@ -192,7 +192,11 @@ def act_expr(name: str, params: dict, x: str, dtype, ctx=None) -> str:
     m = math_fn(dt)
     if ctx is not None and dt == np.float32:
         from .exp_simd import math_override
-        m = math_override(ctx, m)
+        from .math_c import PORTABLE, act_form
+        form = act_form(ctx, name, params, x)
+        if form is not None:
+            return form
+        m = math_override(ctx, m, portable=name in PORTABLE)
     return ACT[name](x, params, m, lambda v: c_literal(v, dt))
 
 

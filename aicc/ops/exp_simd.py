@@ -24,8 +24,9 @@ P(x^2); else 1 - 2 / (exp(2|x|) + 1) (exp overflow gives 1). Relative error abou
 +-Inf -> +-1, -0 -> -0, NaN -> NaN. Sigmoid is 1 / (1 + exp(-x)) with these exp values
 (x < -88.7: 0; NaN: NaN).
 
-The generic target keeps the C library's expf / tanhf: results differ between targets by
-rounding (a few ulp), never by more than the tests' tolerance against onnxruntime.
+Nodes without a SIMD ISA (the generic target) use math_c.py's portable exp / tanh / erf: results
+differ between targets by rounding (a few ulp), never by more than the tests' tolerance
+against onnxruntime.
 """
 from __future__ import annotations
 
@@ -154,14 +155,15 @@ static AICC_UNUSED float {name}(float x)
     return name
 
 
-def math_override(ctx, m):
-    """``m`` (activations.math_fn's name mapping) with exp, tanh, erf, log, log1p, expm1,
-    sin, cos, atan, asin and acos routed to the lane-0 forms of the vector functions when
-    ctx's node runs on a SIMD ISA; else ``m`` itself."""
-    from . import expm1_simd, log_simd, trig_simd
+def math_override(ctx, m, portable: bool = True):
+    """``m`` (activations.math_fn's float32 name mapping) with exp, tanh, erf, log, log1p,
+    expm1, sin, cos, atan, asin and acos routed to the lane-0 forms of the vector functions
+    when ctx's node runs on a SIMD ISA; else (``portable``) with exp, tanh and erf routed to
+    math_c.py's portable forms, or ``m`` itself."""
+    from . import expm1_simd, log_simd, math_c, trig_simd
     isa = simd_isa(ctx)
     if isa is None:
-        return m
+        return math_c.override(ctx, m) if portable else m
 
     def routed(f):
         for mod in (expm1_simd, log_simd, trig_simd):

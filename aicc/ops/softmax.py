@@ -41,13 +41,26 @@ def _m(dt, fn) -> str:
     return fn + "f" if np.dtype(dt) == np.float32 else fn
 
 
+def _exp(ctx, dt) -> tuple:
+    """(exp function, helper-name suffix) of the portable helpers: math_c.py's exp for
+    float32 on a node without a SIMD ISA (loops of it vectorize), else the C library's."""
+    if np.dtype(dt) == np.float32 and simd_isa(ctx) is None:
+        from .math_c import portable
+        return portable(ctx, "exp"), "_c"
+    return _m(dt, "exp"), ""
+
+
 def _row_helper(ctx, kind, dt) -> str:
+    """Contiguous rows: the maximum (reduce.row_extremum: NaN never wins, and a NaN anywhere
+    in the row makes the row NaN all the same), exp(x - max) into y (a loop compilers
+    vectorize with math_c's exp), their sum in order, then the scaling or the log."""
     ct = ctype(dt)
-    name = f"aicc_{kind.lower()}_rows_{_sfx(dt)}"
+    exp, sfx = _exp(ctx, dt)
+    name = f"aicc_{kind.lower()}_rows_{_sfx(dt)}{sfx}"
+    mx = row_extremum(ctx, dt, "maxnum", c_literal(float("-inf"), dt), "({v} > {a} ? {v} : {a})")
     if kind == "Softmax":
-        store, tail = "\n            yr[d] = e;", "for (size_t d = 0; d < D; ++d) yr[d] = yr[d] / sum;"
+        tail = "for (size_t d = 0; d < D; ++d) yr[d] = yr[d] / sum;"
     else:
-        store = ""
         tail = (f"const {ct} ls = {_m(dt, 'log')}(sum);\n"
                 f"        for (size_t d = 0; d < D; ++d) yr[d] = xr[d] - mx - ls;")
     return ctx.helper(name, f"""\
@@ -57,13 +70,12 @@ static void {name}(size_t R, size_t D, const {ct} *restrict x, {ct} *restrict y)
     for (size_t r = 0; r < R; ++r) {{
         const {ct} *restrict xr = x + r * D;
         {ct} *restrict yr = y + r * D;
-        {ct} mx = xr[0], sum = {c_literal(0, dt)};
-        for (size_t d = 1; d < D; ++d)
-            if (xr[d] > mx) mx = xr[d];
-        for (size_t d = 0; d < D; ++d) {{
-            const {ct} e = {_m(dt, 'exp')}(xr[d] - mx);{store}
-            sum += e;
-        }}
+        const {ct} mx = {mx}(xr, D);
+        {ct} sum = {c_literal(0, dt)};
+        for (size_t d = 0; d < D; ++d)
+            yr[d] = {exp}(xr[d] - mx);
+        for (size_t d = 0; d < D; ++d)
+            sum += yr[d];
         {tail}
     }}
 }}""")
@@ -192,7 +204,8 @@ static void {name}(size_t R, size_t D, const float *restrict x, float *restrict 
 
 def _strided_helper(ctx, kind, dt) -> str:
     ct = ctype(dt)
-    name = f"aicc_{kind.lower()}_strided_{_sfx(dt)}"
+    exp, sfx = _exp(ctx, dt)
+    name = f"aicc_{kind.lower()}_strided_{_sfx(dt)}{sfx}"
     if kind == "Softmax":
         store = "\n                yo[d * I + i] = e;"
         fin = """\
@@ -223,7 +236,7 @@ static void {name}(size_t O, size_t D, size_t I, const {ct} *restrict x, {ct} *r
                 if (xo[d * I + i] > mx[i]) mx[i] = xo[d * I + i];
         for (size_t d = 0; d < D; ++d)
             for (size_t i = 0; i < I; ++i) {{
-                const {ct} e = {_m(dt, 'exp')}(xo[d * I + i] - mx[i]);{store}
+                const {ct} e = {exp}(xo[d * I + i] - mx[i]);{store}
                 sm[i] += e;
             }}
 {fin}

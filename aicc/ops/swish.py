@@ -6,7 +6,8 @@ and B of identical shape (no broadcasting).
 
 On the x86 SIMD targets float32 Swish runs on exp_simd's vector exp (the tail through its
 lane-0 form), the same bits as the Sigmoid -> Mul chain there (pass fuse-silu writes Swish,
-``aicc.Swish`` below opset 24).
+``aicc.Swish`` below opset 24); elsewhere on math_c's portable exp, as Sigmoid there. SwiGLU
+uses the same exp functions (lane 0 on the SIMD targets).
 
 NaN propagates. ``x = -inf`` gives ``-inf * 0 = NaN`` (as numpy); large negative x gives -0
 (exp overflows to +inf, the sigmoid to 0). float16/bfloat16 run in float32 (upcast-half
@@ -30,6 +31,14 @@ def swish_expr(x: str, alpha: float, dt, exp: str | None = None) -> str:
     e = exp or ("expf" if np.dtype(dt) == np.float32 else "exp")
     ax = x if alpha == 1.0 else f"{L(alpha)} * {x}"
     return f"{x} * ({L(1)} / ({L(1)} + {e}(-({ax}))))"
+
+
+def _exp(ctx, dt) -> str | None:
+    """The float32 exp of ctx's node (exp_simd.math_override: the lane-0 vector exp on a SIMD
+    target, math_c's portable exp, whose loops vectorize, elsewhere); None: the C library's."""
+    if np.dtype(dt) != np.float32:
+        return None
+    return exp_simd.math_override(ctx, lambda f: f + "f")("exp")
 
 
 def _float_reason(g, names) -> str | None:
@@ -67,7 +76,7 @@ class Swish(Op):
             if full == n:
                 return
         else:
-            full = 0
+            full, exp = 0, _exp(ctx, dt)
         with ctx.block(f"for (size_t i = {full}u; i < {n}u; ++i)"):
             ctx(f"const {ctype(dt)} x = {ctx.inp[0]}[i];")
             ctx(f"{ctx.out[0]}[i] = {swish_expr('x', alpha, dt, exp)};")
@@ -103,4 +112,5 @@ class SwiGLU(Op):
         alpha = float(self.attr(node, "alpha"))
         with ctx.block(f"for (size_t i = 0; i < {n}u; ++i)"):
             ctx(f"const {ctype(dt)} a = {ctx.inp[0]}[i];")
-            ctx(f"{ctx.out[0]}[i] = ({swish_expr('a', alpha, dt)}) * {ctx.inp[1]}[i];")
+            ctx(f"{ctx.out[0]}[i] = ({swish_expr('a', alpha, dt, _exp(ctx, dt))}) * "
+                f"{ctx.inp[1]}[i];")

@@ -1,7 +1,8 @@
-"""Elu, Celu and Selu (expm1_simd.py on the x86 SIMD targets, the C library on generic), and the
-select forms of LeakyRelu (exp_simd.py) and PRelu (pointwise.py): accuracy against float64 and
-numpy, special values, the vector body and the lane-0 tail giving the same bits, fused
-epilogues giving the standalone op's bits, and onnxruntime on real values."""
+"""Elu, Celu and Selu (expm1_simd.py on the x86 SIMD targets; on generic the C library, Selu
+through math_c.py's exp), and the select forms of LeakyRelu (exp_simd.py) and PRelu
+(pointwise.py): accuracy against float64 and numpy, special values, the vector body and the
+lane-0 tail giving the same bits, fused epilogues giving the standalone op's bits, and
+onnxruntime on real values."""
 import numpy as np
 import pytest
 from onnx import helper

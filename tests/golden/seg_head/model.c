@@ -14,6 +14,30 @@
 
 extern const unsigned char model_weights[];   /* model_weights.S */
 
+/* exp(x) in portable C without branches or calls (math_c.py): clamp to [-104, 89], n = x log2 e
+ * rounded to an integer by +- 1.5 * 2^23, Cody-Waite r = x - n ln2, Cephes' expf polynomial,
+ * times 2^(n - n/2) (exact) and 2^(n/2) (one rounding). NaN -> NaN. */
+static AICC_UNUSED float aicc_expf_c(float x)
+{
+    float xc = x < -104.0f ? -104.0f : x;
+    xc = xc > 89.0f ? 89.0f : xc;
+    xc = x != x ? x : xc;       /* (keeps GCC from threading the clamps into branches) */
+    const float t = xc * 1.4426950216293335f;
+    const float tb = t + 12582912.0f;
+    const float n = tb - 12582912.0f;
+    const float r = (xc - n * 0.693359375f) - n * -0.00021219444170128554f;
+    const float p = ((((((0.00019875691214110702f * r + 0.001398199936375022f) * r + 0.008333452045917511f) * r + 0.04166579619050026f) * r + 0.1666666567325592f) * r + 0.5f) * (r * r)) + (r + 1.0f);
+    uint32_t m, e1, e2;
+    float s1, s2;
+    memcpy(&m, &tb, sizeof m);
+    m = m - 0x4B400000u + 256u;       /* n + 256 (tb's low bits hold n) */
+    e1 = ((m >> 1) - 1u) << 23;       /* 2^(n/2), n/2 rounded down */
+    e2 = (m - (m >> 1) - 1u) << 23;   /* 2^(n - n/2) */
+    memcpy(&s1, &e1, sizeof s1);
+    memcpy(&s2, &e2, sizeof s2);
+    return p * s2 * s1;
+}
+
 /* Geometry of one convolution or pooling node. 1-D and 2-D nodes are 3-D nodes with
  * leading unit spatial dims; spatial arrays are ordered D, H, W. Pooling uses cin_g for
  * the channels (group 1). pad: leading padding, pad_end: trailing padding. */
@@ -306,7 +330,7 @@ static void aicc_ep_f32_sigmoid(float *y, size_t n)
 {
     for (size_t i = 0; i < n; ++i) {
         const float v = y[i];
-        y[i] = (1.0f / (1.0f + expf(-v)));
+        y[i] = (1.0f / (1.0f + aicc_expf_c(-v)));
     }
 }
 

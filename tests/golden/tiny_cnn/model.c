@@ -14,6 +14,50 @@
 
 extern const unsigned char model_weights[];   /* model_weights.S */
 
+/* exp(x) in portable C without branches or calls (math_c.py): clamp to [-104, 89], n = x log2 e
+ * rounded to an integer by +- 1.5 * 2^23, Cody-Waite r = x - n ln2, Cephes' expf polynomial,
+ * times 2^(n - n/2) (exact) and 2^(n/2) (one rounding). NaN -> NaN. */
+static AICC_UNUSED float aicc_expf_c(float x)
+{
+    float xc = x < -104.0f ? -104.0f : x;
+    xc = xc > 89.0f ? 89.0f : xc;
+    xc = x != x ? x : xc;       /* (keeps GCC from threading the clamps into branches) */
+    const float t = xc * 1.4426950216293335f;
+    const float tb = t + 12582912.0f;
+    const float n = tb - 12582912.0f;
+    const float r = (xc - n * 0.693359375f) - n * -0.00021219444170128554f;
+    const float p = ((((((0.00019875691214110702f * r + 0.001398199936375022f) * r + 0.008333452045917511f) * r + 0.04166579619050026f) * r + 0.1666666567325592f) * r + 0.5f) * (r * r)) + (r + 1.0f);
+    uint32_t m, e1, e2;
+    float s1, s2;
+    memcpy(&m, &tb, sizeof m);
+    m = m - 0x4B400000u + 256u;       /* n + 256 (tb's low bits hold n) */
+    e1 = ((m >> 1) - 1u) << 23;       /* 2^(n/2), n/2 rounded down */
+    e2 = (m - (m >> 1) - 1u) << 23;   /* 2^(n - n/2) */
+    memcpy(&s1, &e1, sizeof s1);
+    memcpy(&s2, &e2, sizeof s2);
+    return p * s2 * s1;
+}
+
+/* maxnum of x[0 .. n) by 32 running values (lane d mod 32), then the lanes in order and
+ * the tail; n == 0 gives (-INFINITY). */
+static float aicc_rowext_maxnum_f32(const float *restrict x, size_t n)
+{
+    const size_t nb = n - n % 32u;
+    float a = (-INFINITY), lane[32];
+    for (size_t j = 0; j < 32u; ++j) lane[j] = (-INFINITY);
+    for (size_t d = 0; d < nb; d += 32u)
+        for (size_t j = 0; j < 32u; ++j) {
+            const float v = x[d + j];
+            lane[j] = (v > lane[j] ? v : lane[j]);
+        }
+    for (size_t j = 0; j < 32u; ++j) a = (lane[j] > a ? lane[j] : a);
+    for (size_t d = nb; d < n; ++d) {
+        const float v = x[d];
+        a = (v > a ? v : a);
+    }
+    return a;
+}
+
 /* GEMM (panel width 16): Y[M,N] = alpha * (A @ B) + beta * C. A(i, k) = A[i*ars + k*acs];
  * B packed in column panels (aicc_pack_b_f32_nb16); C(i, j) = C[i*crs + j*ccs], C may
  * be NULL; Y dense row-major. 4 x 16 accumulators, k ascending, per output element. */
@@ -59,19 +103,17 @@ static void aicc_gemm_f32_nb16(size_t M, size_t N, size_t K,
 }
 
 /* Softmax over R contiguous rows of D values (D >= 1): max, exp(x - max) and its sum. */
-static void aicc_softmax_rows_f32(size_t R, size_t D, const float *restrict x, float *restrict y)
+static void aicc_softmax_rows_f32_c(size_t R, size_t D, const float *restrict x, float *restrict y)
 {
     for (size_t r = 0; r < R; ++r) {
         const float *restrict xr = x + r * D;
         float *restrict yr = y + r * D;
-        float mx = xr[0], sum = 0.0f;
-        for (size_t d = 1; d < D; ++d)
-            if (xr[d] > mx) mx = xr[d];
-        for (size_t d = 0; d < D; ++d) {
-            const float e = expf(xr[d] - mx);
-            yr[d] = e;
-            sum += e;
-        }
+        const float mx = aicc_rowext_maxnum_f32(xr, D);
+        float sum = 0.0f;
+        for (size_t d = 0; d < D; ++d)
+            yr[d] = aicc_expf_c(xr[d] - mx);
+        for (size_t d = 0; d < D; ++d)
+            sum += yr[d];
         for (size_t d = 0; d < D; ++d) yr[d] = yr[d] / sum;
     }
 }
@@ -672,7 +714,7 @@ static void step6_softmax_k(const aicc_frame *f,
     float *restrict out0)  /* float32[1,10] */
 {
     (void)f;
-    aicc_softmax_rows_f32(1u, 10u, in0, out0);
+    aicc_softmax_rows_f32_c(1u, 10u, in0, out0);
 }
 
 static void step6_softmax(const aicc_frame *f)
