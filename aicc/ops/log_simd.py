@@ -15,8 +15,8 @@ Softplus(x) = max(x, 0) + log1p(exp(-|x|)), which is activations' two-branch for
 signs (x + log1p(exp(-x)) for x > 0, log1p(exp(x)) otherwise) evaluated without a branch;
 Mish(x) = x * tanh(Softplus(x)). NaN stays NaN.
 
-The generic target keeps the C library's logf / log1pf: results differ between targets by
-rounding (a few ulp).
+Nodes without a SIMD ISA use math_c.py's portable log and log1p (the same steps without FMA):
+results differ between targets by rounding (a few ulp).
 """
 from __future__ import annotations
 
