@@ -53,12 +53,18 @@ static void aicc_gemm_f32_nb32(size_t M, size_t N, size_t K,
             float acc[4][32];
             for (size_t r = 0; r < 4u; ++r)
                 for (size_t j = 0; j < 32u; ++j) acc[r][j] = 0.0f;
-            if (mr == 4u) {
+            if (mr == 4u) {     /* the rows written out: 4 products per load of b[j] */
                 for (size_t k = 0; k < K; ++k) {
                     const float *restrict b = bp + k * 32u;
-                    for (size_t r = 0; r < 4u; ++r) {
-                        const float a = A[(i + r) * ars + k * acs];
-                        for (size_t j = 0; j < 32u; ++j) acc[r][j] += a * b[j];
+                    const float a0 = A[(i + 0u) * ars + k * acs];
+                    const float a1 = A[(i + 1u) * ars + k * acs];
+                    const float a2 = A[(i + 2u) * ars + k * acs];
+                    const float a3 = A[(i + 3u) * ars + k * acs];
+                    for (size_t j = 0; j < 32u; ++j) {
+                        acc[0][j] += a0 * b[j];
+                        acc[1][j] += a1 * b[j];
+                        acc[2][j] += a2 * b[j];
+                        acc[3][j] += a3 * b[j];
                     }
                 }
             } else {
@@ -97,12 +103,18 @@ static void aicc_gemm_f32_nb8(size_t M, size_t N, size_t K,
             float acc[4][8];
             for (size_t r = 0; r < 4u; ++r)
                 for (size_t j = 0; j < 8u; ++j) acc[r][j] = 0.0f;
-            if (mr == 4u) {
+            if (mr == 4u) {     /* the rows written out: 4 products per load of b[j] */
                 for (size_t k = 0; k < K; ++k) {
                     const float *restrict b = bp + k * 8u;
-                    for (size_t r = 0; r < 4u; ++r) {
-                        const float a = A[(i + r) * ars + k * acs];
-                        for (size_t j = 0; j < 8u; ++j) acc[r][j] += a * b[j];
+                    const float a0 = A[(i + 0u) * ars + k * acs];
+                    const float a1 = A[(i + 1u) * ars + k * acs];
+                    const float a2 = A[(i + 2u) * ars + k * acs];
+                    const float a3 = A[(i + 3u) * ars + k * acs];
+                    for (size_t j = 0; j < 8u; ++j) {
+                        acc[0][j] += a0 * b[j];
+                        acc[1][j] += a1 * b[j];
+                        acc[2][j] += a2 * b[j];
+                        acc[3][j] += a3 * b[j];
                     }
                 }
             } else {
