@@ -13,7 +13,8 @@ On the x86-avx2 / x86-avx512 targets (the target's ``kernels:`` list, ``aicc_ker
 node), float32 Softmax and LogSoftmax over contiguous rows use vector code: exp_simd's vector
 exp (about 1 ulp), lane-wise sums (a different summation order: results agree to rounding)
 and, for Softmax, a multiplication by 1 / sum instead of a division per value (onnxruntime
-scales the same way; one more rounding, within 1.5 ulp).
+scales the same way; one more rounding, within 1.5 ulp). Elsewhere float32 uses math_c.py's
+portable exp (loops of it vectorize); rows store exp(x - max), then sum it in order.
 
 NaN/Inf: a NaN in a softmax row makes the whole row NaN. -Inf inputs give 0 (Softmax) or -Inf
 (LogSoftmax) as long as one value in the row is finite; a row of all -Inf, or with a +Inf,
