@@ -38,7 +38,6 @@ from .activations import ERF_BIG, ERF_MID, ERF_SMALL, _horner
 from .exp_simd import _EXP_C, _TANH_P
 from .log_simd import _LOG_P
 
-FUNCS = ("exp", "tanh", "erf", "log")
 # the activations that use them (activations.act_expr): loops of these vectorize. The others
 # keep the C library's functions: in a loop that stays scalar (a log1pf call, an exp in one
 # arm of a ?:) glibc's expf is faster than this one.
@@ -49,24 +48,28 @@ def _L(v) -> str:
     return c_literal(v, np.float32)
 
 
-def sel(ctx) -> str:
-    """Name of ``float aicc_sel_c(int c, float a, float b)``: c ? a : b as a bit select."""
-    ctx.helper("0.c.0.sel", """\
-/* c ? a : b of floats as a bit select (math_c.py). GCC vectorizes loops of it; a float ?:
+def sel(ctx, dt=np.float32) -> str:
+    """Name of ``T aicc_sel_c(int c, T a, T b)`` (float32; float64: aicc_sel_c64): c ? a : b as
+    a bit select (also PRelu's, pointwise.py)."""
+    f64 = np.dtype(dt) == np.float64
+    name, ct, ut, what = ("aicc_sel_c64", "double", "uint64_t", "doubles") if f64 else \
+        ("aicc_sel_c", "float", "uint32_t", "floats")
+    ctx.helper(f"0.c.0.sel{'64' if f64 else ''}", f"""\
+/* c ? a : b of {what} as a bit select (math_c.py). GCC vectorizes loops of it; a float ?:
  * whose operands are computed for it alone keeps its branch (GCC sinks their arithmetic into
  * the branches, which -ftrapping-math then keeps from being if-converted). */
-static inline float aicc_sel_c(int c, float a, float b)
-{
-    const uint32_t m = 0u - (uint32_t)(c != 0);
-    uint32_t ab, bb, r;
-    float y;
+static inline {ct} {name}(int c, {ct} a, {ct} b)
+{{
+    const {ut} m = 0u - ({ut})(c != 0);
+    {ut} ab, bb, r;
+    {ct} y;
     memcpy(&ab, &a, sizeof ab);
     memcpy(&bb, &b, sizeof bb);
     r = (ab & m) | (bb & ~m);
     memcpy(&y, &r, sizeof y);
     return y;
-}""")
-    return "aicc_sel_c"
+}}""")
+    return name
 
 
 def _exp(ctx) -> str:
@@ -210,7 +213,7 @@ def act_form(ctx, name: str, params: dict, x: str) -> str | None:
 
 
 def portable(ctx, f: str) -> str:
-    """Name of the portable float32 function f (one of FUNCS), registered in ctx."""
+    """Name of the portable float32 function f (exp, tanh, erf or log), registered in ctx."""
     return _FN[f](ctx)
 
 

@@ -4,7 +4,7 @@
   float64 give bool (uint8_t 0/1). float16/bfloat16 reach them through upcast-half (exact).
 - PRelu: ``x < 0 ? slope * x : x`` with slope broadcast to x's shape (numpy rules; the
   output has x's shape). NaN x stays NaN. Floats compute the product, then select its bits
-  or x's by the comparison (an inline helper): GCC 12 kept a branch per element for the
+  or x's by the comparison (math_c.sel): GCC 12 kept a branch per element for the
   conditional product and did not vectorize (1x64x56x56: x86-avx2 896 -> 55 us). Integer x
   (int32/int64 and the others): the product wraps modulo 2^bits (uint64_t arithmetic);
   unsigned x is copied (never negative).
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..emit_c.cwriter import c_literal, ctype
+from ..emit_c.cwriter import c_literal
 from .base import Op, register
 from .cast import cast_expr
 from .loops import emit_broadcast, emit_map, numel
@@ -95,27 +95,11 @@ class PRelu(Op):
             expr = lambda ix: (f"({x}[{ix[0]}] < 0 ? " + cast_expr(  # noqa: E731
                 ctx, U64, dt, f"((uint64_t){s}[{ix[1]}] * (uint64_t){x}[{ix[0]}])")
                 + f" : {x}[{ix[0]}])")
-        else:
-            fn = f"aicc_prelu_{dt.name}"
-            ct, ut = ctype(dt), "uint32_t" if dt == np.float32 else "uint64_t"
-            ctx.helper(f"pointwise.prelu.{dt.name}", f"""\
-/* PRelu of one value, x < 0 ? s * x : x as a bit select of the product and x (compilers
- * vectorize loops of it; GCC 12 keeps the branch of a float select) */
-static inline {ct} {fn}({ct} x, {ct} s)
-{{
-    const {ct} p = s * x;
-    {ut} xb, pb, r;
-    {ct} y;
-    memcpy(&xb, &x, sizeof xb);
-    memcpy(&pb, &p, sizeof pb);
-    {{
-        const {ut} m = ({ut})0 - ({ut})(x < {c_literal(0, dt)});
-        r = (pb & m) | (xb & ~m);
-    }}
-    memcpy(&y, &r, sizeof y);
-    return y;
-}}""")
-            expr = lambda ix: f"{fn}({x}[{ix[0]}], {s}[{ix[1]}])"  # noqa: E731
+        else:         # the product, then a bit select of it or x (math_c.sel)
+            from .math_c import sel
+            fn, z = sel(ctx, dt), c_literal(0, dt)
+            expr = lambda ix: (  # noqa: E731
+                f"{fn}({x}[{ix[0]}] < {z}, {s}[{ix[1]}] * {x}[{ix[0]}], {x}[{ix[0]}])")
         emit_broadcast(ctx, ctx.out_shape(0), [ctx.in_shape(0), ctx.in_shape(1)], expr)
 
 
