@@ -14,8 +14,11 @@ DEFAULT_ATOL = 1e-5
 
 
 def random_inputs(specs: list, seed: int = 0, dims: dict | None = None) -> dict:
-    """Seeded inputs for manifest input specs: floats ~ N(0, 1), integers in [0, 10),
-    bools uniform. dims: values of a dynamic bundle's dims (by name)."""
+    """Seeded inputs for manifest input specs: floats ~ N(0, 1), 8-bit integers uniform over
+    their whole range (quantized tensors: values in [0, 10) would sit far from a zero point of
+    128 and saturate every output, which also hides data-dependent branches from aicc bench),
+    other integers in [0, 10) (indices, sizes), bools uniform. dims: values of a dynamic
+    bundle's dims (by name)."""
     rng = np.random.default_rng(seed)
     feeds = {}
     for s in specs:
@@ -28,6 +31,9 @@ def random_inputs(specs: list, seed: int = 0, dims: dict | None = None) -> dict:
             feeds[s["name"]] = rng.standard_normal(shape).astype(dt)
         elif dt.kind == "b":
             feeds[s["name"]] = rng.random(shape) < 0.5
+        elif dt.itemsize == 1:
+            info = np.iinfo(dt)
+            feeds[s["name"]] = rng.integers(info.min, int(info.max) + 1, size=shape).astype(dt)
         else:
             feeds[s["name"]] = rng.integers(0, 10, size=shape).astype(dt)
     return feeds
