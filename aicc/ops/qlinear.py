@@ -30,12 +30,14 @@ from .gemm import empty_body
 from .loops import collapse, collapsed_strides, numel
 from .matmul import _dims
 from .quantize import round_helper
-from . import qgemm_conv, qgemm_simd
+from . import qgemm_c, qgemm_conv, qgemm_simd
 from .qgemm_simd import scalar, zp_const, zp_expr
 from .qrequant_simd import WRAP, Requant, irange, sums_fit
 from .qround import multipliers, requant_mult
 
 INT8 = ("uint8", "int8")
+DOT_ROWS, DOT_MACS = 4, 64   # convs take qgemm_c's dot kernel from 4 output channels per group
+                             # or 64 products per output position and group (not depthwise)
 
 ROW = """\
 /* One row of an integer matrix product: acc[n] = sum_k (a[k] - azp) * (b[k, n] - bzp[n * bzs])
@@ -51,7 +53,7 @@ static void aicc_imm_row_SFX(size_t N, size_t K, const TA *restrict a, int32_t a
         const TB *restrict bk = b + k * N;
         if (av == 0)
             continue;
-        if (bzs == 0) {           /* one zero point: a contiguous loop that vectorizes */
+        if (bzs == 0) {           /* one zero point: a contiguous loop (vectorized at -O3) */
             const int32_t bz = (int32_t)bzp[0];
             for (size_t n = 0; n < N; ++n)
                 acc[n] += (uint32_t)(av * ((int32_t)bk[n] - bz));
@@ -88,22 +90,35 @@ static void aicc_iconv_SFX(const aicc_conv_params *p, const TA *restrict x, int3
             aicc_valid_range(f0, p->stride[0], p->in[0], p->out[0], &l0, &h0);
             aicc_valid_range(f1, p->stride[1], p->in[1], p->out[1], &l1, &h1);
             aicc_valid_range(f2, p->stride[2], p->in[2], p->out[2], &l2, &h2);
+            const size_t s2 = p->stride[2], n2 = h2 - l2;
+            const int16_t w16 = (int16_t)wv;    /* |w - wzp|, |x - xzp| <= 255: int16 */
+            if (n2 == 0u)
+                continue;
             for (size_t o0 = l0; o0 < h0; ++o0) {
                 const size_t i0 = (size_t)((int64_t)(o0 * p->stride[0]) + f0);
                 for (size_t o1 = l1; o1 < h1; ++o1) {
                     const size_t i1 = (size_t)((int64_t)(o1 * p->stride[1]) + f1);
-                    const TA *restrict xr = xc + (i0 * p->in[1] + i1) * p->in[2];
-                    uint32_t *restrict ar = acc + (o0 * o1n + o1) * o2n;
-                    if (p->stride[2] == 1 && l2 < h2) {   /* contiguous: vectorizes */
-                        const TA *restrict xs = xr + (size_t)((int64_t)l2 + f2);
-                        for (size_t j = 0; j < h2 - l2; ++j)
-                            ar[l2 + j] += (uint32_t)(wv * ((int32_t)xs[j] - xzp));
-                        continue;
+                    const TA *restrict xs = xc + (i0 * p->in[1] + i1) * p->in[2] +
+                                            (size_t)((int64_t)(l2 * s2) + f2);
+                    uint32_t *restrict as = acc + (o0 * o1n + o1) * o2n + l2;
+                    size_t j = 0;
+                    if (s2 == 1u) {       /* blocks of 16 and 8: vectorized at -O2 */
+                        for (; j + 16u <= n2; j += 16u)
+                            for (size_t u = 0; u < 16u; ++u)
+                                as[j + u] += (uint32_t)(w16 * (int16_t)((int32_t)xs[j + u] - xzp));
+                        for (; j + 8u <= n2; j += 8u)
+                            for (size_t u = 0; u < 8u; ++u)
+                                as[j + u] += (uint32_t)(w16 * (int16_t)((int32_t)xs[j + u] - xzp));
+                    } else if (s2 == 2u) {
+                        for (; j + 8u <= n2; j += 8u) {
+                            const TA *restrict xj = xs + 2u * j;
+                            uint32_t *restrict aj = as + j;
+                            for (size_t u = 0; u < 8u; ++u)
+                                aj[u] += (uint32_t)(w16 * (int16_t)((int32_t)xj[2u * u] - xzp));
+                        }
                     }
-                    for (size_t o2 = l2; o2 < h2; ++o2) {
-                        const size_t i2 = (size_t)((int64_t)(o2 * p->stride[2]) + f2);
-                        ar[o2] += (uint32_t)(wv * ((int32_t)xr[i2] - xzp));
-                    }
+                    for (; j < n2; ++j)
+                        as[j] += (uint32_t)(w16 * (int16_t)((int32_t)xs[j * s2] - xzp));
                 }
             }
         }
@@ -193,13 +208,32 @@ class _MatMulBase(Op):
                         f"per-tensor or per-column [{n}] only")
         return None
 
-    def emit_mm(self, node, ctx, post):
-        """Loops over output matrices and rows; ``post(yrow, nvar)`` writes one output row
-        from ``acc`` (N uint32)."""
+    def emit_mm(self, node, ctx, value, dot_post=None):
+        """Loops over output matrices and rows; ``value(acc, j)`` gives (declarations for
+        output column j, the C expression of its output from its uint32 sum acc). The dot
+        kernel's path writes through ``dot_post(ch, src, cnt, dst, step, tile)`` when given
+        (qgemm_c.emit_matmul's post; tile: the most rows of one call), else value's."""
         ta, tb = ctx.in_dtype(self.A), ctx.in_dtype(self.B)
         pa, pb, bo, m, k, n = _dims(ctx.in_shape(self.A), ctx.in_shape(self.B))
         if numel(bo) * m * n == 0:
             empty_body(ctx)
+            return
+        if self._dot_usable(ctx, pb, numel(bo) * m, k, n):
+            b = np.asarray(ctx.in_const(self.B)).reshape(k, n)
+
+            tile = qgemm_c.tile_rows(k, numel(bo) * m)
+
+            def post(ch, src, cnt, dst, step):
+                if dot_post is not None:
+                    dot_post(ch, src, cnt, dst, step, tile)
+                    return
+                decls, v = value(f"{src}[q]", ch)
+                for d in decls:
+                    ctx(d)
+                with ctx.block(f"for (size_t q = 0; q < {cnt}; ++q)"):
+                    ctx(f"{ctx.out[0]}[{dst} + q * {step}] = {v};")
+            qgemm_c.emit_matmul(ctx, self, numel(bo) * m, k, n, 1, np.ascontiguousarray(b.T),
+                                post)
             return
         ctx.helper("qlinear.0.wrap", WRAP)
         ctx.helper(f"qlinear.1.row{_sfx(ta, tb)}", _typed(ROW, ta, tb))
@@ -228,11 +262,24 @@ class _MatMulBase(Op):
         with ctx.block(f"for (size_t i = 0; i < {m}u; ++i)"):
             ctx(f"{row}({n}u, {k}u, {ctx.inp[self.A]} + (ia * {m}u + i) * {k}u, azp, "
                 f"{ctx.inp[self.B]} + ib * {k * n}u, {bz}, {bzs}u, {acc});")
-            post(f"(ob * {m}u + i) * {n}u", acc, n)
+            decls, v = value(f"{acc}[j]", "j")
+            with ctx.block(f"for (size_t j = 0; j < {n}u; ++j)"):
+                for d in decls:
+                    ctx(d)
+                ctx(f"{ctx.out[0]}[(ob * {m}u + i) * {n}u + j] = {v};")
         ctx("++ob;")
         for _ in range(nd):
             ctx.w.level -= 1
             ctx("}")
+
+    def _dot_usable(self, ctx, pb, rows, k, n) -> bool:
+        """qgemm_c's dot kernel: b constant, one matrix for all of a's rows, at least 2 of
+        them, and no sum that can overflow int32."""
+        bz = ctx.in_const(self.BZ) if ctx.has_input(self.BZ) else 0
+        if ctx.in_const(self.B) is None or bz is None or numel(pb) != 1 or rows < 2:
+            return False
+        return qgemm_c.bound(ctx, self.B, self.BZ, n, k, self.A, self.AZ,
+                             w_rows=lambda w: w.reshape(k, n).T) <= qgemm_c.LIMIT
 
 
 @register("MatMulInteger", since=10)
@@ -248,10 +295,7 @@ class MatMulInteger(_MatMulBase):
             qgemm_simd.emit_matmul(self, node, ctx, None)
             return
 
-        def post(base, acc, n):
-            with ctx.block(f"for (size_t j = 0; j < {n}u; ++j)"):
-                ctx(f"{ctx.out[0]}[{base} + j] = aicc_u32_i32({acc}[j]);")
-        self.emit_mm(node, ctx, post)
+        self.emit_mm(node, ctx, lambda acc, j: ([], f"aicc_u32_i32({acc})"))
 
 
 @register("QLinearMatMul", since=10)
@@ -283,13 +327,19 @@ class QLinearMatMul(_MatMulBase):
                                                             rform=nt, mcol=mcol))
             return
 
-        def post(base, acc, n):
-            with ctx.block(f"for (size_t j = 0; j < {n}u; ++j)"):
-                bs = f"{ctx.inp[4]}[j]" if bss else f"{ctx.inp[4]}[0]"
-                ctx(f"const float mlt = sa * {bs} / ys;")
-                ctx(f"{ctx.out[0]}[{base} + j] = ({yct}){rnd}((double)aicc_u32_i32({acc}[j]) * "
-                    f"(double)mlt, yzp, {lo}, {hi});")
-        self.emit_mm(node, ctx, post)
+        def value(acc, j):
+            bs = f"{ctx.inp[4]}[{j if bss else '0'}]"
+            return ([f"const float mlt = sa * {bs} / ys;"],
+                    f"({yct}){rnd}((double)aicc_u32_i32({acc}) * (double)mlt, yzp, {lo}, {hi})")
+
+        def dot_post(ch, src, cnt, dst, step, tile):     # one output column of a tile
+            rq = qgemm_c.requant_row(ctx, ydt)
+            tq = ctx.scratch(tile, yct, "tq")
+            ctx(value(src, ch)[0][0])
+            ctx(f"{rq}({cnt}, {src}, 0u, mlt, yzp, {lo}, {hi}, {tq});")
+            with ctx.block(f"for (size_t q = 0; q < {cnt}; ++q)"):
+                ctx(f"{ctx.out[0]}[{dst} + q * {step}] = {tq}[q];")
+        self.emit_mm(node, ctx, value, dot_post)
 
 
 class _ConvBase(Op):
@@ -324,11 +374,18 @@ class _ConvBase(Op):
         return None
 
     def emit_conv(self, node, ctx, post):
+        """``post(ch, src, cnt, dst)`` writes cnt outputs of output channel ch from their
+        uint32 sums src[q] to out[dst + q]."""
         ta, tb = ctx.in_dtype(self.X), ctx.in_dtype(self.W)
         geo = ConvGeometry(self, node, ctx.in_shape(self.X), ctx.in_shape(self.W))
         P = numel(geo.out)
         if geo.batch * geo.cout * P == 0:
             empty_body(ctx)
+            return
+        K = geo.cin_g * numel(geo.k)
+        if (geo.cout_g >= DOT_ROWS or geo.cout_g * K >= DOT_MACS) and qgemm_c.bound(
+                ctx, self.W, self.WZ, geo.cout, K, self.X, self.XZ) <= qgemm_c.LIMIT:
+            qgemm_c.emit_conv(ctx, self, geo, post)
             return
         ctx.helper("conv.0.params", PARAMS)
         ctx.helper("conv.1.range", RANGE)
@@ -350,7 +407,7 @@ class _ConvBase(Op):
                 xoff = f"(nb * {geo.cin}u + gi * {geo.cin_g}u) * {inP}u"
                 ctx(f"{fn}(&prm, {ctx.inp[self.X]} + {xoff}, xzp, {ctx.inp[self.W]} + oc * {K}u, "
                     f"{wz or '0'}, {acc});")
-                post(f"(nb * {geo.cout}u + oc) * {P}u", acc, P)
+                post("oc", acc, f"{P}u", f"(nb * {geo.cout}u + oc) * {P}u")
 
 
 @register("ConvInteger", since=10)
@@ -366,9 +423,9 @@ class ConvInteger(_ConvBase):
             qgemm_conv.emit_conv(self, node, ctx, None)
             return
 
-        def post(base, acc, P):
-            with ctx.block(f"for (size_t q = 0; q < {P}u; ++q)"):
-                ctx(f"{ctx.out[0]}[{base} + q] = aicc_u32_i32({acc}[q]);")
+        def post(ch, src, cnt, dst):
+            with ctx.block(f"for (size_t q = 0; q < {cnt}; ++q)"):
+                ctx(f"{ctx.out[0]}[{dst} + q] = aicc_u32_i32({src}[q]);")
         self.emit_conv(node, ctx, post)
 
 
@@ -399,7 +456,6 @@ class QLinearConv(_ConvBase):
         ctx("/* QLinearConv: y = saturate(rint((acc + bias) * (x_scale * w_scale / y_scale)) + "
             "yzp), acc = conv(x - xzp, w - wzp) in int32 */")
         _requant_prelude(ctx, 1, 6, 7)
-        yct = ctype(ydt)
         bias = ctx.inp[8] if ctx.has_input(8) else None
         if _simd_conv(self, node, ctx):
             geo = ConvGeometry(self, node, ctx.in_shape(self.X), ctx.in_shape(self.W))
@@ -413,12 +469,10 @@ class QLinearConv(_ConvBase):
                 chan_mult=wsn > 1, rform=nt))
             return
 
-        def post(base, acc, P):
-            ctx(f"const float mlt = sa * {ctx.inp[4]}[{'oc' if wsn > 1 else '0'}] / ys;")
-            if bias:
-                ctx(f"const uint32_t bv = (uint32_t){bias}[oc];")
-            add = " + bv" if bias else ""
-            with ctx.block(f"for (size_t q = 0; q < {P}u; ++q)"):
-                ctx(f"{ctx.out[0]}[{base} + q] = ({yct}){rnd}((double)aicc_u32_i32({acc}[q]{add}) "
-                    f"* (double)mlt, yzp, {lo}, {hi});")
+        rq = qgemm_c.requant_row(ctx, ydt)      # rnd's values, in vectorized blocks
+
+        def post(ch, src, cnt, dst):
+            ctx(f"const float mlt = sa * {ctx.inp[4]}[{ch if wsn > 1 else '0'}] / ys;")
+            bv = f"(uint32_t){bias}[{ch}]" if bias else "0u"
+            ctx(f"{rq}({cnt}, {src}, {bv}, mlt, yzp, {lo}, {hi}, {ctx.out[0]} + {dst});")
         self.emit_conv(node, ctx, post)
