@@ -18,11 +18,12 @@ from tests.oracle import compile_and_run, make_model, rng
 from tests.passes.helpers import ops, run_pass
 
 X86 = [t for t in runnable_targets() if t.startswith("x86-")]
+TARGETS = ["generic"] + X86     # generic: the portable integer kernels (ops/qgemm_c.py)
 # targets whose pass_options turn the pass on for every conv, and those where it is auto
 # (depthwise and 1x1 convs only; configs/targets/*.yaml)
-MODE = {t: load_target(t).pass_options.get("fuse-qdq", {}).get("mode") for t in X86}
-FUSED = {t for t in X86 if MODE[t] in ("on", True)}
-AUTO = {t for t in X86 if MODE[t] == "auto"}
+MODE = {t: load_target(t).pass_options.get("fuse-qdq", {}).get("mode") for t in TARGETS}
+FUSED = {t for t in TARGETS if MODE[t] in ("on", True)}
+AUTO = {t for t in TARGETS if MODE[t] == "auto"}
 
 
 def _conv_model(per_channel=True, bias=True, bias_scale=1.0, extra_use=False, const_w=True,
@@ -132,7 +133,7 @@ def test_off_by_default():
     assert ops(run_pass("fuse-qdq", g)) == ops(g)
 
 
-@pytest.mark.parametrize("target", X86)
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("per_channel", [True, False])
 @pytest.mark.parametrize("xdt", [np.uint8, np.int8])
 def test_conv_numerics(per_channel, xdt, target, tmp_path):
@@ -140,7 +141,7 @@ def test_conv_numerics(per_channel, xdt, target, tmp_path):
     _check_numerics(model, feeds, tmp_path, target, "QLinearConv")
 
 
-@pytest.mark.parametrize("target", X86)
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("per_col", [True, False])
 def test_matmul_numerics(per_col, target, tmp_path):
     model, feeds = _matmul_model(per_col)
@@ -149,7 +150,7 @@ def test_matmul_numerics(per_col, target, tmp_path):
     _check_numerics(model, feeds, tmp_path, target, "QLinearMatMul")
 
 
-@pytest.mark.parametrize("target", ["generic"] + [t for t in X86 if t not in FUSED])
+@pytest.mark.parametrize("target", [t for t in TARGETS if t not in FUSED])
 def test_float_chain_by_default(target, tmp_path):
     model, feeds = _conv_model()
     got = compile_and_run(model, feeds, tmp_path, target=target)["y"]
@@ -210,7 +211,7 @@ def test_float_out_left_alone():
     assert "Gemm" in ops(after) and "MatMulInteger" not in ops(after)
 
 
-@pytest.mark.parametrize("target", X86)
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("op,per_channel,xdt", [("Gemm", True, np.uint8), ("Gemm", False, np.int8),
                                                 ("MatMul", True, np.int8)])
 def test_float_out_numerics(op, per_channel, xdt, target, tmp_path):
