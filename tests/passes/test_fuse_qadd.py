@@ -96,3 +96,33 @@ def test_compiled_same_bytes(shape, ta, tb, ty, target, tmp_path):
     np.testing.assert_array_equal(got, _chain_ref(feeds, c))
     i = np.iinfo(ty)
     assert (got == i.min).any() and (got == i.max).any() and ((got > i.min) & (got < i.max)).any()
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("which,value", [("sy", 0.0), ("sa", np.inf), ("sb", -np.inf),
+                                         ("sa", np.nan), ("sy", np.inf), ("sa", 3e38),
+                                         ("sy", 1e-38)])
+def test_compiled_special_scales(which, value, target, tmp_path):
+    """Scales that make values NaN or infinite (0 / 0, Inf - Inf, Inf * 0, overflow): NaN
+    gives the zero point, +-Inf saturate, as the chain's QuantizeLinear (generic: the scalar
+    rounding, not the vector blocks, when a NaN is possible)."""
+    shape = (1, 3, 7, 5)                                 # 105: six blocks of 16 and a tail
+    feeds = _feeds(shape, seed=3)
+    c = {**_consts(), which: np.array(value, np.float32)}
+    feeds["a"][0, 0, 0, :3], feeds["b"][0, 0, 0, :3] = c["za"], c["zb"]     # sums of 0 (0 / 0)
+    model = make_model(_nodes(), feeds, ["y"], c, opset=13)
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    fused = aicc.load(aicc.build(path, target=target, out=tmp_path / "f"), cflags=STRICT_CFLAGS)
+    assert [s["op"] for s in fused.manifest["steps"]] == ["QAdd"]
+    got = fused.run(feeds)["y"]
+
+    def dq(x, s, z):
+        return ((x.astype(np.int32) - z.astype(np.int32)).astype(np.float32)
+                * s).astype(np.float32)
+    with np.errstate(all="ignore"):
+        v = (dq(feeds["a"], c["sa"], c["za"]) + dq(feeds["b"], c["sb"], c["zb"]))
+        q = np.rint((v / c["sy"]).astype(np.float32)).astype(np.float64)
+    i, zy = np.iinfo(np.uint8), float(c["zy"])
+    want = np.clip(np.where(np.isnan(q), zy, q + zy), i.min, i.max).astype(np.uint8)
+    np.testing.assert_array_equal(got, want)
