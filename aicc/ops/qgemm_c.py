@@ -4,7 +4,7 @@ qgemm_simd / qgemm_conv do not take).
 
 Form: every output is a dot product over k of two int16 rows, ``a[k] = w - w_zp`` (weights)
 and ``b[k] = x - x_zp`` (the input), both in [-255, 255], zero-padded to Kp (a multiple of
-GRAN). ``aicc_idot4`` computes blocks of 4 x 2 outputs in eight int32 sums over k: plain C
+the target's int16 lanes, ``gran``: 8 on 16-byte vectors). ``aicc_idot4`` computes blocks of 4 x 2 outputs in eight int32 sums over k: plain C
 that GCC -O2 vectorizes as dot products (x86 SSE2 ``pmaddwd``: 8 products per instruction;
 AArch64 ``smlal``/``smlal2``; Cortex-M4 keeps the sums in registers, one ``mla`` each), six
 row loads per 8 k for 64 products. The weights stay in their 1-byte type in read-only memory:
@@ -27,25 +27,25 @@ from .loops import numel
 from .qgemm_simd import zp_expr
 from .qrequant_simd import WRAP, irange
 
-GRAN = 16           # Kp = K rounded up to this: the dot loop's count is a multiple of the
-                    # vector length (8 int16 in 16 bytes, 16 in 32), as GCC -O2 needs
+GRAN_MAX = 32       # Kp = K rounded up to the target's int16 lanes (gran): the dot loop's
+                    # count is then a multiple of the vector length, as GCC -O2 needs
 COL_ELEMS = 1 << 15  # input rows per tile: at most 64 KiB of int16 (at least 2 rows)
 LIMIT = (1 << 31) - 1
 
 DOT = """\
 /* acc[r * ldc + j] = sum over k < Kp of a[r * Kp + k] * b[j * Kp + k], for r < 4, j < n
- * (Kp = kb * 16): 4 weight rows against n input rows, 4 x 2 outputs at a time in int32
+ * (Kp = kb * GRAN): 4 weight rows against n input rows, 4 x 2 outputs at a time in int32
  * sums (the caller proved that none overflows), stored as uint32. */
 static void aicc_idot4(size_t kb, const int16_t *restrict a, const int16_t *restrict b,
                        size_t n, uint32_t *restrict acc, size_t ldc)
 {
-    const size_t Kp = kb * 16u;
+    const size_t Kp = kb * GRANu;
     const int16_t *a0 = a, *a1 = a + Kp, *a2 = a + 2u * Kp, *a3 = a + 3u * Kp;
     size_t j = 0;
     for (; j + 2u <= n; j += 2u) {
         const int16_t *b0 = b + j * Kp, *b1 = b0 + Kp;
         int32_t s00 = 0, s01 = 0, s10 = 0, s11 = 0, s20 = 0, s21 = 0, s30 = 0, s31 = 0;
-        for (size_t k = 0; k < kb * 16u; ++k) {
+        for (size_t k = 0; k < kb * GRANu; ++k) {
             const int32_t x0 = b0[k], x1 = b1[k];
             s00 += a0[k] * x0;
             s01 += a0[k] * x1;
@@ -68,7 +68,7 @@ static void aicc_idot4(size_t kb, const int16_t *restrict a, const int16_t *rest
     if (j < n) {
         const int16_t *b0 = b + j * Kp;
         int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        for (size_t k = 0; k < kb * 16u; ++k) {
+        for (size_t k = 0; k < kb * GRANu; ++k) {
             const int32_t x0 = b0[k];
             s0 += a0[k] * x0;
             s1 += a1[k] * x0;
@@ -194,6 +194,11 @@ def requant_row(ctx, ydt) -> str:
     return _typed(ctx, "4.rqrow", RQROW.replace("YT", ctype(ydt)), ydt)
 
 
+def _dot(ctx) -> None:
+    g = gran(ctx)
+    ctx.helper(f"qlinear.3.dot.g{g}", DOT.replace("GRAN", str(g)))
+
+
 def _sfx(dt) -> str:
     return "_u8" if np.dtype(dt).name == "uint8" else "_s8"
 
@@ -230,13 +235,19 @@ def bound(ctx, w_k: int, wz_k: int, rows: int, k: int, x_k: int, xz_k: int,
     return int(np.abs(w - z).sum(axis=1).max(initial=0)) * dx
 
 
-def _kp(k: int) -> int:
-    return -(-k // GRAN) * GRAN
+def gran(ctx) -> int:
+    """K's padding: the target's int16 lanes (8 on 16-byte vectors), at least 2 (Cortex-M4:
+    no vectors, little waste for short K), at most GRAN_MAX."""
+    return max(2, min(GRAN_MAX, ctx.target.vector_bytes // 2))
 
 
-def tile_rows(k: int, n: int) -> int:
+def _kp(k: int, g: int) -> int:
+    return -(-k // g) * g
+
+
+def tile_rows(ctx, k: int, n: int) -> int:
     """Input rows (positions) per tile for K = k and n rows in all."""
-    return max(2, min(n, COL_ELEMS // _kp(k)))
+    return max(2, min(n, COL_ELEMS // _kp(k, gran(ctx))))
 
 
 def _emit_blocks(ctx, rows: int, kp: int, nt: str, tile: int, w_rows: str, zp: tuple,
@@ -247,7 +258,7 @@ def _emit_blocks(ctx, rows: int, kp: int, nt: str, tile: int, w_rows: str, zp: t
     with ctx.block(f"for (size_t m0 = 0; m0 < {rows}u; m0 += 4u)"):
         ctx(f"const size_t mr = {rows}u - m0 < 4u ? {rows}u - m0 : 4u;")
         ctx(f"{rows16}(K, {kp}u, mr, 4u, {w_rows} + m0 * K, K, {zp[0]}, {zp[1]}, {wv});")
-        ctx(f"aicc_idot4({kp // GRAN}u, {wv}, {col}, {nt}, {acc}, {tile}u);")
+        ctx(f"aicc_idot4({kp // gran(ctx)}u, {wv}, {col}, {nt}, {acc}, {tile}u);")
         with ctx.block("for (size_t r = 0; r < mr; ++r)"):
             store("r", f"({acc} + r * {tile}u)")
 
@@ -268,12 +279,12 @@ def emit_conv(ctx, op, geo, post) -> None:
     output channel ch (C expressions)."""
     ta, tb = ctx.in_dtype(op.X), ctx.in_dtype(op.W)
     K, P = geo.cin_g * numel(geo.k), numel(geo.out)
-    kp, tile = _kp(K), tile_rows(K, P)
+    kp, tile = _kp(K, gran(ctx)), tile_rows(ctx, K, P)
     ctx.kernel = "generic idot4"
     ctx.helper("conv.0.params", PARAMS)
     ctx.helper("conv.1.range", RANGE)
     ctx.helper("qlinear.0.wrap", WRAP)
-    ctx.helper("qlinear.3.dot", DOT)
+    _dot(ctx)
     cols = _typed(ctx, "cols16", COLS16, ta)
     col = ctx.scratch(tile * kp * 2, "int16_t", "col")
     wv = ctx.scratch(4 * kp * 2, "int16_t", "wv")
@@ -307,10 +318,10 @@ def emit_matmul(ctx, op, m: int, k: int, n: int, mats: int, b_t: np.ndarray, pos
     every matrix (b_t: b transposed, [n][k]); ``post(ch, src, cnt, dst, step)`` writes cnt
     outputs for column ch from src[q] to out[dst + q * step]."""
     ta, tb = ctx.in_dtype(op.A), ctx.in_dtype(op.B)
-    kp, tile = _kp(k), tile_rows(k, m)
+    kp, tile = _kp(k, gran(ctx)), tile_rows(ctx, k, m)
     ctx.kernel = "generic idot4"
     ctx.helper("qlinear.0.wrap", WRAP)
-    ctx.helper("qlinear.3.dot", DOT)
+    _dot(ctx)
     rows16a = _typed(ctx, "rows16", ROWS16, ta)
     bt = ctx.const(b_t, "bt")
     col = ctx.scratch(tile * kp * 2, "int16_t", "col")

@@ -221,7 +221,7 @@ class _MatMulBase(Op):
         if self._dot_usable(ctx, pb, numel(bo) * m, k, n):
             b = np.asarray(ctx.in_const(self.B)).reshape(k, n)
 
-            tile = qgemm_c.tile_rows(k, numel(bo) * m)
+            tile = qgemm_c.tile_rows(ctx, k, numel(bo) * m)
 
             def post(ch, src, cnt, dst, step):
                 if dot_post is not None:

@@ -1,7 +1,7 @@
 """The portable integer GEMM (ops/qgemm_c.py: int16 dot products in int32 sums) of
 QLinearConv, ConvInteger, QLinearMatMul and MatMulInteger on the generic target: exact against
 the numpy / onnx.reference values (and onnxruntime within one unit of the requantized outputs)
-on shapes that reach every part of it: K not a multiple of the 16-value padding, output
+on shapes that reach every part of it: K not a multiple of the 8-value padding, output
 channel blocks of 4 with 1-3 rows left, tiles of positions (rows) with an odd count left (the
 4 x 1 tail), several tiles, groups, batches, strides, padding, dilation, 1-D and 3-D, per-channel
 zero points, the extremes |w - w_zp| = |x - x_zp| = 255; and the sums that could overflow
@@ -72,8 +72,8 @@ CONV = {
     "dilated": ((1, 8, 12, 12), (6, 8, 3, 3), {"dilations": [2, 3], "pads": [2, 3, 2, 3]}),
     # groups of 8 -> 6 channels (4 + 2), K 72
     "group": ((1, 16, 9, 9), (12, 8, 3, 3), {"group": 2, "pads": [1, 1, 1, 1]}),
-    # the 1x1 stride-1 gather; K 40 -> Kp 48; 819 positions = 682 + 137 over 2 tiles
-    "1x1": ((1, 40, 21, 39), (9, 40, 1, 1), {}),
+    # the 1x1 stride-1 gather; K 40 (Kp 40 on generic: 8 lanes); 840 = 819 + 21 positions
+    "1x1": ((1, 40, 21, 40), (9, 40, 1, 1), {}),
     "1x1_s2": ((1, 40, 9, 9), (8, 40, 1, 1), {"strides": [2, 2]}),
     "1d": ((2, 12, 37), (4, 12, 5), {"pads": [2, 1]}),
     "3d": ((1, 4, 5, 6, 4), (5, 4, 2, 3, 2), {"pads": [1, 0, 1, 0, 1, 1]}),
