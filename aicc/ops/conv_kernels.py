@@ -117,6 +117,55 @@ static void aicc_pack8_SFX(const TYPE *restrict x, size_t rows, size_t ld, size_
     }
 }"""
 
+# The patch loops of an im2col (aicc_im2col here, qgemm_c's aicc_icols16): per patch entry k
+# (channel ic, taps kz, ky, kx) the positions [p0, p0 + nt) one output row segment at a time,
+# the valid columns [a, b) read from row xr, the rest zero. ELEM: the input's C type; COLPTR:
+# the declaration of c (entry k's first position); DST: position j's slot of entry k; VALUE:
+# the store of SRC (the input value); TAIL: after each entry's positions.
+PATCH_LOOPS = """\
+    for (size_t ic = 0; ic < p->cin_g; ++ic)
+        for (size_t kz = 0; kz < p->k[0]; ++kz)
+            for (size_t ky = 0; ky < p->k[1]; ++ky)
+                for (size_t kx = 0; kx < p->k[2]; ++kx, ++k) {
+                    const int64_t ox = aicc_tap_off(p, 2, kx);
+COLPTR
+                    size_t lo, hi, j = 0, q = p0;
+                    aicc_valid_range(ox, SW, p->in[2], OW, &lo, &hi);
+                    while (q < p0 + nt) {   /* one output row segment [x0, x1) per pass */
+                        const size_t x0 = q % OW;
+                        const size_t x1 = OW - x0 < p0 + nt - q ? OW : x0 + (p0 + nt - q);
+                        const int64_t iz = aicc_pos(p, 0, q / OHW, kz);
+                        const int64_t iy = aicc_pos(p, 1, q / OW % p->out[1], ky);
+                        const ELEM *xr = x;
+                        size_t a = x0, b = x0, o = x0;   /* valid columns [a, b) */
+                        if (aicc_inside(iz, p->in[0]) && aicc_inside(iy, p->in[1])) {
+                            a = lo > x0 ? (lo < x1 ? lo : x1) : x0;
+                            b = hi < x1 ? hi : x1;
+                            b = b < a ? a : b;
+                            xr = x + ic * X + ((size_t)iz * p->in[1] + (size_t)iy) * p->in[2];
+                        }
+                        for (; o < a; ++o, ++j)
+                            DST = 0;
+                        for (; o < b; ++o, ++j)
+VALUE
+                        for (; o < x1; ++o, ++j)
+                            DST = 0;
+                        q += x1 - x0;
+                    }
+TAIL                }
+"""
+
+
+def patch_loops(elem: str, colptr: str, dst: str, value: str, tail: str = "") -> str:
+    """PATCH_LOOPS with its placeholders filled (value: an expression of SRC)."""
+    src = "xr[(size_t)((int64_t)(o * SW) + ox)]"
+    store = f"{dst} = {value.replace('SRC', src)};"
+    if len(store) > 72:      # wrapped after the "=" (C lines within 100 columns)
+        store = f"{dst} =\n                                {value.replace('SRC', src)};"
+    return (PATCH_LOOPS.replace("COLPTR", " " * 20 + colptr).replace("ELEM", elem)
+            .replace("VALUE", " " * 28 + store).replace("DST", dst).replace("TAIL", tail))
+
+
 IM2COL = """\
 /* im2col of output positions [p0, p0 + nt) of one group: the patch values in panels of 8
  * positions, col[(j / 8) * K * 8 + k * 8 + j % 8] with k = ((ic * kD + z) * kH + y) * kW + x.
@@ -133,39 +182,9 @@ static void aicc_im2col_SFX(const aicc_conv_params *p, const TYPE *restrict x, s
         aicc_pack8_SFX(x, p->cin_g, X, p0, nt, col);   /* 1x1, stride 1, unpadded */
         return;
     }
-    for (size_t ic = 0; ic < p->cin_g; ++ic)
-        for (size_t kz = 0; kz < p->k[0]; ++kz)
-            for (size_t ky = 0; ky < p->k[1]; ++ky)
-                for (size_t kx = 0; kx < p->k[2]; ++kx, ++k) {
-                    const int64_t ox = aicc_tap_off(p, 2, kx);
-                    TYPE *c = col + k * 8;
-                    size_t lo, hi, j = 0, q = p0;
-                    aicc_valid_range(ox, SW, p->in[2], OW, &lo, &hi);
-                    while (q < p0 + nt) {   /* one output row segment [x0, x1) per pass */
-                        const size_t x0 = q % OW;
-                        const size_t x1 = OW - x0 < p0 + nt - q ? OW : x0 + (p0 + nt - q);
-                        const int64_t iz = aicc_pos(p, 0, q / OHW, kz);
-                        const int64_t iy = aicc_pos(p, 1, q / OW % p->out[1], ky);
-                        const TYPE *xr = x;
-                        size_t a = x0, b = x0, o = x0;   /* valid columns [a, b) */
-                        if (aicc_inside(iz, p->in[0]) && aicc_inside(iy, p->in[1])) {
-                            a = lo > x0 ? (lo < x1 ? lo : x1) : x0;
-                            b = hi < x1 ? hi : x1;
-                            b = b < a ? a : b;
-                            xr = x + ic * X + ((size_t)iz * p->in[1] + (size_t)iy) * p->in[2];
-                        }
-                        for (; o < a; ++o, ++j)
-                            c[(j >> 3) * K8 + (j & 7)] = 0;
-                        for (; o < b; ++o, ++j)
-                            c[(j >> 3) * K8 + (j & 7)] = xr[(size_t)((int64_t)(o * SW) + ox)];
-                        for (; o < x1; ++o, ++j)
-                            c[(j >> 3) * K8 + (j & 7)] = 0;
-                        q += x1 - x0;
-                    }
-                    for (; j < ntp; ++j)
-                        c[(j >> 3) * K8 + (j & 7)] = 0;
-                }
-}"""
+""" + patch_loops(
+    "TYPE", "TYPE *c = col + k * 8;", "c[(j >> 3) * K8 + (j & 7)]", "SRC",
+    "                    for (; j < ntp; ++j)\n                        c[(j >> 3) * K8 + (j & 7)] = 0;\n") + "}"
 
 TILE = """\
 /* 4x8 register tile of the conv GEMM: acc[r][u] = sum over k of wp[k * 4 + r] * col[k * 8 + u]

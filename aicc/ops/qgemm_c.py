@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..emit_c.cwriter import ctype
-from .conv_kernels import PARAMS, RANGE
+from .conv_kernels import PARAMS, RANGE, patch_loops
 from .loops import numel
 from .qgemm_simd import zp_expr
 from .qrequant_simd import WRAP, irange
@@ -125,38 +125,8 @@ static void aicc_icols16_SFX(const aicc_conv_params *p, const T *restrict x, int
         }
         return;
     }
-    for (size_t ic = 0; ic < p->cin_g; ++ic)
-        for (size_t kz = 0; kz < p->k[0]; ++kz)
-            for (size_t ky = 0; ky < p->k[1]; ++ky)
-                for (size_t kx = 0; kx < p->k[2]; ++kx, ++k) {
-                    const int64_t ox = aicc_tap_off(p, 2, kx);
-                    int16_t *restrict c = col + k;
-                    size_t lo, hi, j = 0, q = p0;
-                    aicc_valid_range(ox, SW, p->in[2], OW, &lo, &hi);
-                    while (q < p0 + nt) {   /* one output row segment [x0, x1) per pass */
-                        const size_t x0 = q % OW;
-                        const size_t x1 = OW - x0 < p0 + nt - q ? OW : x0 + (p0 + nt - q);
-                        const int64_t iz = aicc_pos(p, 0, q / OHW, kz);
-                        const int64_t iy = aicc_pos(p, 1, q / OW % p->out[1], ky);
-                        const T *xr = x;
-                        size_t a = x0, b = x0, o = x0;   /* valid columns [a, b) */
-                        if (aicc_inside(iz, p->in[0]) && aicc_inside(iy, p->in[1])) {
-                            a = lo > x0 ? (lo < x1 ? lo : x1) : x0;
-                            b = hi < x1 ? hi : x1;
-                            b = b < a ? a : b;
-                            xr = x + ic * X + ((size_t)iz * p->in[1] + (size_t)iy) * p->in[2];
-                        }
-                        for (; o < a; ++o, ++j)
-                            c[j * Kp] = 0;
-                        for (; o < b; ++o, ++j)
-                            c[j * Kp] = (int16_t)((int32_t)xr[(size_t)((int64_t)(o * SW) + ox)]
-                                                  - xzp);
-                        for (; o < x1; ++o, ++j)
-                            c[j * Kp] = 0;
-                        q += x1 - x0;
-                    }
-                }
-}"""
+""" + patch_loops("T", "int16_t *restrict c = col + k;", "c[j * Kp]",
+                  "(int16_t)((int32_t)SRC - xzp)") + "}"
 
 RQROW = """\
 /* Requantization of n uint32 sums (portable): y[q] = saturate(rint(int32(acc[q] + bias) * m)
