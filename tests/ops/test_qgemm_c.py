@@ -135,7 +135,7 @@ def test_convinteger_overflow_keeps_wrapping_loop(tmp_path):
 
 
 MM = [((2, 65, 300), (300, 7)),     # 130 rows: tiles of 107 + 23 (odd); 7 columns = 4 + 3
-      ((3, 20), (20, 4)), ((1, 2, 16), (16, 9))]
+      ((3, 20), (20, 4)), ((1, 2, 16), (16, 9)), ((1, 37), (37, 5))]   # one row: the 4 x 1 tail
 
 
 @pytest.mark.parametrize("sa,sb", MM)
