@@ -469,9 +469,8 @@ class QLinearConv(_ConvBase):
                 chan_mult=wsn > 1, rform=nt))
             return
 
-        rq = qgemm_c.requant_row(ctx, ydt)      # rnd's values, in vectorized blocks
-
         def post(ch, src, cnt, dst):
+            rq = qgemm_c.requant_row(ctx, ydt)      # rnd's values, in vectorized blocks
             ctx(f"const float mlt = sa * {ctx.inp[4]}[{ch if wsn > 1 else '0'}] / ys;")
             bv = f"(uint32_t){bias}[{ch}]" if bias else "0u"
             ctx(f"{rq}({cnt}, {src}, {bv}, mlt, yzp, {lo}, {hi}, {ctx.out[0]} + {dst});")
