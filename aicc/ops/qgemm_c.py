@@ -24,8 +24,8 @@ import numpy as np
 from ..emit_c.cwriter import ctype
 from .conv_kernels import PARAMS, RANGE, patch_loops
 from .loops import numel
-from .qgemm_simd import zp_expr
-from .qrequant_simd import WRAP, irange
+from .qgemm_simd import zp_const, zp_expr
+from .qrequant_simd import WRAP, irange, span
 
 GRAN_MAX = 32       # Kp = K rounded up to the target's int16 lanes (gran): the dot loop's
                     # count is then a multiple of the vector length, as GCC -O2 needs
@@ -180,20 +180,11 @@ def _typed(ctx, key: str, code: str, dt) -> str:
     return name
 
 
-def _dx(ctx, x_k: int, xz_k: int) -> int:
-    """The largest |x - x_zp| over the input's dtype (the zero point's value when constant)."""
-    lo, hi = irange(ctx.in_dtype(x_k).name)
-    z = ctx.in_const(xz_k) if ctx.has_input(xz_k) else np.zeros(())
-    if z is None:
-        return hi - lo
-    return max(int(np.asarray(z).reshape(-1)[0]) - lo, hi - int(np.asarray(z).reshape(-1)[0]))
-
-
 def bound(ctx, w_k: int, wz_k: int, rows: int, k: int, x_k: int, xz_k: int,
           w_rows=None) -> int:
     """The largest |sum over k of (w - w_zp)(x - x_zp)| of any output. w_rows(w): the constant
     weights as [rows, k] (default: a reshape)."""
-    dx = _dx(ctx, x_k, xz_k)
+    dx = span(ctx.in_dtype(x_k).name, zp_const(ctx, xz_k))
     w = ctx.in_const(w_k)
     z = ctx.in_const(wz_k) if ctx.has_input(wz_k) else np.zeros((1,), np.int64)
     if w is None or z is None:
@@ -283,9 +274,9 @@ def emit_conv(ctx, op, geo, post) -> None:
                              acc, wv, col, store)
 
 
-def emit_matmul(ctx, op, m: int, k: int, n: int, mats: int, b_t: np.ndarray, post) -> None:
-    """y[mats][m][n] = a[mats][m][k] @ b through the dot kernel, b constant and shared by
-    every matrix (b_t: b transposed, [n][k]); ``post(ch, src, cnt, dst, step)`` writes cnt
+def emit_matmul(ctx, op, m: int, k: int, n: int, b_t: np.ndarray, post) -> None:
+    """y[m][n] = a[m][k] @ b through the dot kernel (m: every row of a's matrices, which
+    share the constant b; b_t: b transposed, [n][k]); ``post(ch, src, cnt, dst, step)`` writes cnt
     outputs for column ch from src[q] to out[dst + q * step]."""
     ta, tb = ctx.in_dtype(op.A), ctx.in_dtype(op.B)
     kp, tile = _kp(k, gran(ctx)), tile_rows(ctx, k, m)
@@ -297,19 +288,17 @@ def emit_matmul(ctx, op, m: int, k: int, n: int, mats: int, b_t: np.ndarray, pos
     col = ctx.scratch(tile * kp * 2, "int16_t", "col")
     wv = ctx.scratch(4 * kp * 2, "int16_t", "wv")
     acc = ctx.scratch(4 * tile * 4, "uint32_t", "acc")
-    ctx(f"/* int16 dot products: [{m} x {k}] @ [{k} x {n}] per matrix, b transposed at build "
+    ctx(f"/* int16 dot products: [{m} x {k}] @ [{k} x {n}], b transposed at build "
         f"time, tiles of {tile} rows (K padded to {kp}) */")
     ctx(f"const size_t K = {k}u;")
     az, _ = _zp_ptr(ctx, op.AZ, ta, 1, "az0")
     bz, bzs = _zp_ptr(ctx, op.BZ, tb, n, "bz0")
-    with ctx.block(f"for (size_t ob = 0; ob < {mats}u; ++ob)"):
-        with ctx.block(f"for (size_t i0 = 0; i0 < {m}u; i0 += {tile}u)"):
-            ctx(f"const size_t nt = {m}u - i0 < {tile}u ? {m}u - i0 : {tile}u;")
-            ctx(f"{rows16a}(K, {kp}u, nt, nt, {ctx.inp[op.A]} + (ob * {m}u + i0) * K, K, "
-                f"{az}, 0u, {col});")
+    with ctx.block(f"for (size_t i0 = 0; i0 < {m}u; i0 += {tile}u)"):
+        ctx(f"const size_t nt = {m}u - i0 < {tile}u ? {m}u - i0 : {tile}u;")
+        ctx(f"{rows16a}(K, {kp}u, nt, nt, {ctx.inp[op.A]} + i0 * K, K, {az}, 0u, {col});")
 
-            def store(r, src):
-                ctx(f"const size_t j = m0 + {r};")
-                post("j", src, "nt", f"(ob * {m}u + i0) * {n}u + j", f"{n}u")
-            _emit_blocks(ctx, n, kp, "nt", tile, bt, (f"{bz} + m0 * {bzs}", bzs), tb, acc, wv,
-                         col, store)
+        def store(r, src):
+            ctx(f"const size_t j = m0 + {r};")
+            post("j", src, "nt", f"i0 * {n}u + j", f"{n}u")
+        _emit_blocks(ctx, n, kp, "nt", tile, bt, (f"{bz} + m0 * {bzs}", bzs), tb, acc, wv,
+                     col, store)

@@ -232,7 +232,7 @@ class _MatMulBase(Op):
                     ctx(d)
                 with ctx.block(f"for (size_t q = 0; q < {cnt}; ++q)"):
                     ctx(f"{ctx.out[0]}[{dst} + q * {step}] = {v};")
-            qgemm_c.emit_matmul(ctx, self, numel(bo) * m, k, n, 1, np.ascontiguousarray(b.T),
+            qgemm_c.emit_matmul(ctx, self, numel(bo) * m, k, n, np.ascontiguousarray(b.T),
                                 post)
             return
         ctx.helper("qlinear.0.wrap", WRAP)

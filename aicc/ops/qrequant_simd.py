@@ -121,6 +121,12 @@ def irange(dt: str) -> tuple:
     return int(i.min), int(i.max)
 
 
+def span(xdt: str, xzp) -> int:
+    """The largest |x - xzp| over integer dtype xdt (xzp None: not constant, any in range)."""
+    lo, hi = irange(xdt)
+    return hi - lo if xzp is None else max(int(xzp) - lo, hi - int(xzp))
+
+
 def sums_fit(w, xdt: str, xzp, bias) -> bool:
     """Whether |sum over k of (x - xzp) w[oc, k] + bias[oc]| <= 2^24 for every x of dtype
     xdt (the helper's ``_f32`` form is then exact). w: the constant weights minus their zero
@@ -128,8 +134,7 @@ def sums_fit(w, xdt: str, xzp, bias) -> bool:
     bias: constant int32 [cout], None when absent, False when not constant."""
     if bias is False or np.dtype(xdt).kind not in "iu":
         return False
-    lo, hi = irange(xdt)
-    dx = hi - lo if xzp is None else max(int(xzp) - lo, hi - int(xzp))
+    dx = span(xdt, xzp)
     s = np.abs(np.asarray(w, np.int64)).reshape(len(w), -1).sum(axis=1) * dx
     if bias is not None:
         s = s + np.abs(np.asarray(bias, np.int64).reshape(-1))
