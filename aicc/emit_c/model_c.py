@@ -157,16 +157,27 @@ def _step_fn(w, s, fn: str) -> None:
     parameters of a kernel function ``fn_k`` that it calls: GCC honours restrict on
     parameters, not on local pointers, so without them -O2 vectorizes no loop that writes
     memory (its cheap cost model does not version loops for aliasing) and -O3 versions each.
-    In-place steps have no restrict, nor have pointers to the same place; a step with more
-    than MAX_STEP_PARAMS pointers (a wide Concat) declares them as locals."""
-    where = [(kind, off) for _, kind, off, *_ in s.args]
-    decl = []
+    Pointers to one place (an in-place step's input and output) are one parameter and
+    locals derived from it; a step with more than MAX_STEP_PARAMS pointers (a wide Concat)
+    declares them as locals."""
+    # one pointer per place: a tensor read twice, an in-place step's input and output, an
+    # empty tensor at another's offset. The place's first writable pointer (else its first)
+    # is the parameter, restrict where the step allows it; the others are locals derived
+    # from it, so GCC knows they are the same pointer (an in-place loop vectorizes at -O2)
+    # and two restrict pointers never name one place (GCC's -Wrestrict rejects such calls).
+    rep = {}
+    for var, kind, off, ct, const, _ in s.args:
+        if (kind, off) not in rep or (not const and rep[(kind, off)][2]):
+            rep[(kind, off)] = (var, ct, const)
+    decl, alias = [], []
     for var, kind, off, ct, const, comment in s.args:
-        # not on in-place steps, nor on pointers to the same place (one tensor read twice,
-        # an empty tensor at another's offset: GCC's -Wrestrict rejects those calls)
-        r = "restrict " if s.ctx.restrict and where.count((kind, off)) == 1 else ""
-        decl.append((f"{'const ' if const else ''}{ct} *{r}{var}", comment,
-                     _ptr_expr(kind, off, ct, const)))
+        q = "const " if const else ""
+        rvar = rep[(kind, off)][0]
+        if rvar != var:
+            alias.append(f"    {q}{ct} *{var} = ({q}{ct} *){rvar};  /* {comment} */")
+            continue
+        r = "restrict " if s.ctx.restrict else ""
+        decl.append((f"{q}{ct} *{r}{var}", comment, _ptr_expr(kind, off, ct, const)))
     unused = [var for var, *_ in s.args if not re.search(rf"\b{var}\b", s.body)]
     body = s.body.rstrip("\n")
     if not decl or len(decl) > MAX_STEP_PARAMS:
@@ -174,6 +185,8 @@ def _step_fn(w, s, fn: str) -> None:
         w("{")
         for d, comment, expr in decl:
             w(f"    {d} = {expr};  /* {comment} */")
+        for ln in alias:
+            w(ln)
         for var in unused:
             w(f"    (void){var};")
         if not decl:
@@ -187,6 +200,8 @@ def _step_fn(w, s, fn: str) -> None:
         w(f"    {d}{',' if i + 1 < len(decl) else ')'}  /* {comment} */")
     w("{")
     w("    (void)f;")
+    for ln in alias:
+        w(ln)
     for var in unused:
         w(f"    (void){var};")
     w(body)

@@ -121,6 +121,5 @@ class Sharing:
             if self.group_last(r, last) != step.index:
                 continue
             self.parent[out] = name
-            step.ctx.restrict = False
             return True
         return False

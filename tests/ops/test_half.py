@@ -46,6 +46,54 @@ def test_all_float16_subnormals_and_normals_round_trip(tmp_path):
     np.testing.assert_array_equal(got["y0"], x.astype(np.float32))
 
 
+def _boundary_floats():
+    """float32 bit patterns at every exponent with the mantissas where rounding to float16 /
+    bfloat16 turns (the dropped bits just below, at and above half a step, odd and even kept
+    bits), both signs, NaN payloads and seeded random patterns."""
+    mant = np.array([0, 1, 0xFFF, 0x1000, 0x1001, 0x1FFF, 0x2000, 0x3000, 0x5000, 0x7FFF,
+                     0x8000, 0x8001, 0x18000, 0x3FF000, 0x400000, 0x7FE000, 0x7FF000, 0x7FFFFF],
+                    np.uint32)
+    exps = np.arange(256, dtype=np.uint32) << 23
+    bits = (exps[:, None] | mant[None, :]).ravel()
+    bits = np.concatenate([bits, rng(7).integers(0, 2**31, 4000, dtype=np.uint32)])
+    bits = np.concatenate([bits, bits | np.uint32(0x80000000)])
+    return bits.view(np.float32)
+
+
+@pytest.mark.parametrize("target", ["generic", "x86-avx2"])
+def test_float_to_float16_at_every_boundary(target, tmp_path):
+    """The branch-free conversion (half.py) against numpy's rounding, bit for bit; NaN: quiet,
+    the sign and the payload's top 9 bits kept."""
+    x = _boundary_floats()
+    got, _ = check_node("Cast", {"x": x}, tmp_path, attrs={"to": TensorProto.FLOAT16},
+                        target=target)
+    got = _bits(got["y0"])
+    nan = np.isnan(x)
+    np.testing.assert_array_equal(got[~nan], _bits(x[~nan].astype(np.float16)))
+    xb = x[nan].view(np.uint32)
+    want = ((xb >> 16) & 0x8000) | 0x7E00 | ((xb >> 13) & 0x3FF)
+    if target == "generic":
+        np.testing.assert_array_equal(got[nan], want.astype(np.uint16))
+    assert np.isnan(got[nan].view(np.float16)).all()
+
+
+def test_float_to_bfloat16_at_every_boundary(tmp_path):
+    x = _boundary_floats()
+    got, _ = check_node("Cast", {"x": x}, tmp_path, attrs={"to": TensorProto.BFLOAT16})
+    got = _bits(got["y0"])
+    nan = np.isnan(x)
+    np.testing.assert_array_equal(got[~nan], _bits(x[~nan].astype(BF16)))
+    xb = x[nan].view(np.uint32)
+    np.testing.assert_array_equal(got[nan], ((xb >> 16) | 0x40).astype(np.uint16))
+
+
+def test_every_float16_to_float32(tmp_path):
+    """All 65536 float16 bit patterns, NaN payloads and signs included, bit for bit."""
+    x = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    got, _ = check_node("Cast", {"x": x}, tmp_path, attrs={"to": TensorProto.FLOAT})
+    np.testing.assert_array_equal(got["y0"].view(np.uint32), x.astype(np.float32).view(np.uint32))
+
+
 @pytest.mark.parametrize("op", ["Add", "Mul", "Div"])
 def test_binary_float16(op, tmp_path):
     a = rng(2).normal(size=(3, 8)).astype(np.float16)
