@@ -166,9 +166,9 @@ def _step_fn(w, s, fn: str) -> None:
     # from it, so GCC knows they are the same pointer (an in-place loop vectorizes at -O2)
     # and two restrict pointers never name one place (GCC's -Wrestrict rejects such calls).
     rep = {}
-    for var, kind, off, ct, const, _ in s.args:
-        if (kind, off) not in rep or (not const and rep[(kind, off)][2]):
-            rep[(kind, off)] = (var, ct, const)
+    for var, kind, off, _, const, _ in s.args:
+        if (kind, off) not in rep or (not const and rep[(kind, off)][1]):
+            rep[(kind, off)] = (var, const)
     decl, alias = [], []
     for var, kind, off, ct, const, comment in s.args:
         q = "const " if const else ""

@@ -106,7 +106,6 @@ class QAdd(Op):
         else:
             ctx.kernel = "generic"
             yct = ctype(ydt)
-            one = f"aicc_qadd_one({ctx.inp[0]}[{{k}}], {ctx.inp[3]}[{{k}}], za, zb, sa, sb)"
-            emit_blocks(ctx, n, lambda k: f"{one.format(k=k)} / sy", ctx.out[0], yct, lo, hi,
-                        rnd)
+            emit_blocks(ctx, n, lambda k: f"aicc_qadd_one({ctx.inp[0]}[{k}], {ctx.inp[3]}[{k}], "
+                        f"za, zb, sa, sb) / sy", ctx.out[0], yct, lo, hi, rnd)
         ctx.helper("qadd.one", ONE)

@@ -40,6 +40,7 @@ from ..emit_c.cwriter import c_float, c_int, ctype
 from . import lowp, quantize_simd
 from .base import Op, register
 from .lowp import E8M0, LOWP_INT
+from .math_c import sel
 from .lowp import LOWP_FLOAT as _LF
 
 LOWP_FLOAT = _LF - {E8M0}     # float8_e8m0fnu is not a quantized type
@@ -178,7 +179,6 @@ def emit_blocks(ctx, n: int, value, out: str, yct: str, lo: int, hi: int, rnd: s
     rounded to nearest even by the 1.5 * 2^23 shift (exact below 2^22); NaN selects 0 by a bit
     select (-> zp), +-Inf saturate. A never-true NaN select after the clamps keeps GCC from
     turning clamps with constant bounds into branches (which stop the vectorizer)."""
-    from .math_c import sel
     pick = sel(ctx)
     n16 = n // 16 * 16
     if n16:
@@ -246,14 +246,14 @@ class QuantizeLinear(Op):
         if gr.mode == "tensor":
             ctx(f"const {fct} s = ({fct}){_scalar(ctx, 1, sdt)};")
             ctx(f"const int32_t zp = {f'(int32_t){_scalar(ctx, 2, ydt)}' if has_zp else '0'};")
-            isa = simd_isa(ctx)
-            if isa and xdt == np.float32 and ft == np.float32 and ydt.name in quantize_simd.TYPES:
-                quantize_simd.emit(ctx, isa, ydt.name, n, ctx.inp[0], ctx.out[0], "s", "zp",
-                                   lo, hi, rnd)
-                return
             if xdt == np.float32 and ft == np.float32 and ydt.name in quantize_simd.TYPES:
-                emit_blocks(ctx, n, lambda k: f"{ctx.inp[0]}[{k}] / s", ctx.out[0], yct, lo, hi,
-                            rnd)
+                isa = simd_isa(ctx)
+                if isa:
+                    quantize_simd.emit(ctx, isa, ydt.name, n, ctx.inp[0], ctx.out[0], "s", "zp",
+                                       lo, hi, rnd)
+                else:
+                    emit_blocks(ctx, n, lambda k: f"{ctx.inp[0]}[{k}] / s", ctx.out[0], yct,
+                                lo, hi, rnd)
                 return
             sx, zx = "s", "zp"
         else:
