@@ -5,9 +5,11 @@ fused residual Add (``aicc_residual``, input 3: conv_residual.py).
 Weights and bias may be compile-time constants or run-time tensors. The GEMM kernel wants
 the weights packed: constant weights are packed at compile time (no run-time cost), run-time
 weights are packed into step scratch at the start of the step (``aicc_packw``). Kernels (C
-text in conv_kernels.py): depthwise and single-output-channel groups use the direct row
-kernel (weights in their ONNX layout), everything else im2col + GEMM (1x1 stride-1 unpadded
-convs gather with a plain copy). That is the portable path (generic target, float64); on the
+text in conv_kernels.py): 1-D / 2-D convs with one input channel per group (depthwise,
+channel multipliers, single-channel inputs) sum over the stride phases of the padded plane
+(conv_planes.py), 3-D ones and single-output-channel groups use the direct row kernel
+(weights in their ONNX layout), everything else im2col + GEMM (1x1 stride-1 unpadded convs
+gather with a plain copy). That is the portable path (generic target, float64); on the
 x86 SIMD targets float32 convs run conv_simd.py's kernel variants (packed SIMD GEMM:
 direct 1x1, im2col, implicit, transposed; depthwise kernels; Winograd F(2x2,3x3) /
 F(4x4,3x3) for 3x3 stride-1 convs, conv_winograd.py), chosen per node from the target's
@@ -31,7 +33,7 @@ from .activations import apply_epilogue, unfused
 from .base import Op, register
 from .conv_kernels import (AXPY, DIRECT, GEMM, IM2COL, PACK8, TILE, act_check, epilogue,
                            pack_weights, params_c, suffix, tile_size, use)
-from . import conv_residual, conv_simd
+from . import conv_planes, conv_residual, conv_simd
 from .loops import numel
 from .reference import run_onnx_reference
 
@@ -234,6 +236,9 @@ class Conv(ConvLike):
         sfx = suffix(dt)
         ep = epilogue(ctx, node, dt)
         K = geo.cin_g * numel(geo.k)
+        if conv_planes.supports(geo):
+            conv_planes.emit(ctx, geo, dt, bias, ep)
+            return
         if geo.cin_g == 1 or geo.cout_g == 1:
             use(ctx, dt, AXPY, DIRECT)
             kind = "depthwise" if geo.cin_g == 1 else "one output channel per group"

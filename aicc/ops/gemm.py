@@ -75,48 +75,68 @@ def packed_elems(k: int, n: int, nb: int) -> int:
     return ((n + nb - 1) // nb) * k * nb
 
 
+def _block(ct: str, rows, cols: int, a_of, ind: str) -> str:
+    """C text: a rows x cols block of the panel (columns jj..jj + cols) summed over k in
+    arrays of 4 (a loop of 4 is one 16-byte vector at -O2, held in a register; wider arrays
+    were vectorized as loops whose sums GCC kept in memory), then stored to acc."""
+    rs, hs = list(rows), range(cols // 4)
+    decl = "\n".join(f"{ind}{ct} " + ", ".join(f"s{r}_{h}[4] = {{0}}" for h in hs) + ";"
+                      for r in rs)
+    loads = "\n".join(f"{ind}    const {ct} a{r} = {a_of(r)};" for r in rs)
+    fmas = "\n".join(f"{ind}        s{r}_{h}[u] += a{r} * b[{4 * h}u + u];" for r in rs for h in hs)
+    stores = "\n".join(f"{ind}    acc[{r}][jj + {4 * h}u + u] = s{r}_{h}[u];" for r in rs for h in hs)
+    return f"""{decl}
+{ind}for (size_t k = 0; k < K; ++k) {{
+{ind}    const {ct} *restrict b = bp + k * NB + jj;
+{loads}
+{ind}    for (size_t u = 0; u < 4u; ++u) {{
+{fmas}
+{ind}    }}
+{ind}}}
+{ind}for (size_t u = 0; u < 4u; ++u) {{
+{stores}
+{ind}}}"""
+
+
 def gemm_helper(ctx, dt, nb: int) -> str:
     """The portable kernel. Its full row blocks have the MR rows written out, each row's
     value of A read once per k: GCC 12 -O2 kept the row loop, and reloaded b[j] for each row
-    (197 x 768 x 3072: 53-85 ms, depending on where the code landed, against 40-44)."""
+    (197 x 768 x 3072: 53-85 ms, depending on where the code landed, against 40-44). The
+    panel is computed in column blocks whose sums stay in registers: MR x 8 (8 vectors of 4,
+    with 4 broadcasts and 2 loads of B: 14 of SSE2's 16 registers), and rows past the last
+    full block one at a time, 1 x 16 (GEMM 512^3 on generic, SSE2: 10.8 -> ms)."""
     ct = ctype(dt)
     name = f"aicc_gemm_{_sfx(dt)}_nb{nb}"
     z = c_literal(0, dt)
-    a_loads = "\n".join(f"                    const {ct} a{r} = A[(i + {r}u) * ars + k * acs];"
-                         for r in range(MR))
-    fmas = "\n".join(f"                        acc[{r}][j] += a{r} * b[j];" for r in range(MR))
+    sub, sub1 = min(nb, 8), min(nb, 16)
+    full = _block(ct, range(MR), sub, lambda r: f"A[(i + {r}u) * ars + k * acs]", " " * 20)
+    one = _block(ct, [0], sub1, lambda r: "A[(i + r) * ars + k * acs]", " " * 24)
+    one = one.replace("acc[0][", "acc[r][")
     code = f"""\
 /* GEMM (panel width {nb}): Y[M,N] = alpha * (A @ B) + beta * C. A(i, k) = A[i*ars + k*acs];
  * B packed in column panels (aicc_pack_b_{_sfx(dt)}_nb{nb}); C(i, j) = C[i*crs + j*ccs], C may
- * be NULL; Y dense row-major. {MR} x {nb} accumulators, k ascending, per output element. */
+ * be NULL; Y dense row-major. Blocks of {MR} x {sub} sums in registers (rows past the last
+ * block of {MR}: 1 x {sub1}), k ascending from 0, one sum per output element. */
 static void {name}(size_t M, size_t N, size_t K,
     const {ct} *restrict A, size_t ars, size_t acs, const {ct} *restrict Bp, {ct} alpha,
     const {ct} *restrict C, size_t crs, size_t ccs, {ct} beta, {ct} *restrict Y)
 {{
-    for (size_t j0 = 0; j0 < N; j0 += {nb}u) {{
-        const size_t nb = N - j0 < {nb}u ? N - j0 : {nb}u;
-        const {ct} *restrict bp = Bp + (j0 / {nb}u) * K * {nb}u;
+    const size_t NB = {nb}u;
+    for (size_t j0 = 0; j0 < N; j0 += NB) {{
+        const size_t nb = N - j0 < NB ? N - j0 : NB;
+        const {ct} *restrict bp = Bp + (j0 / NB) * K * NB;
         for (size_t i = 0; i < M; i += {MR}u) {{
             const size_t mr = M - i < {MR}u ? M - i : {MR}u;
             {ct} acc[{MR}][{nb}];
-            for (size_t r = 0; r < {MR}u; ++r)
-                for (size_t j = 0; j < {nb}u; ++j) acc[r][j] = {z};
-            if (mr == {MR}u) {{     /* the rows written out: {MR} products per load of b[j] */
-                for (size_t k = 0; k < K; ++k) {{
-                    const {ct} *restrict b = bp + k * {nb}u;
-{a_loads}
-                    for (size_t j = 0; j < {nb}u; ++j) {{
-{fmas}
-                    }}
+            if (mr == {MR}u) {{     /* the rows written out: {MR} products per load of b */
+                for (size_t jj = 0; jj < NB; jj += {sub}u) {{
+{full}
                 }}
             }} else {{
-                for (size_t k = 0; k < K; ++k) {{
-                    const {ct} *restrict b = bp + k * {nb}u;
-                    for (size_t r = 0; r < mr; ++r) {{
-                        const {ct} a = A[(i + r) * ars + k * acs];
-                        for (size_t j = 0; j < {nb}u; ++j) acc[r][j] += a * b[j];
+                for (size_t r = 0; r < mr; ++r)
+                    for (size_t jj = 0; jj < NB; jj += {sub1}u) {{
+{one}
                     }}
-                }}
             }}
             for (size_t r = 0; r < mr; ++r) {{
                 {ct} *restrict y = Y + (i + r) * N + j0;

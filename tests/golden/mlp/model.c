@@ -40,41 +40,74 @@ static inline AICC_UNUSED float aicc_expf_c(float x)
 
 /* GEMM (panel width 32): Y[M,N] = alpha * (A @ B) + beta * C. A(i, k) = A[i*ars + k*acs];
  * B packed in column panels (aicc_pack_b_f32_nb32); C(i, j) = C[i*crs + j*ccs], C may
- * be NULL; Y dense row-major. 4 x 32 accumulators, k ascending, per output element. */
+ * be NULL; Y dense row-major. Blocks of 4 x 8 sums in registers (rows past the last
+ * block of 4: 1 x 16), k ascending from 0, one sum per output element. */
 static void aicc_gemm_f32_nb32(size_t M, size_t N, size_t K,
     const float *restrict A, size_t ars, size_t acs, const float *restrict Bp, float alpha,
     const float *restrict C, size_t crs, size_t ccs, float beta, float *restrict Y)
 {
-    for (size_t j0 = 0; j0 < N; j0 += 32u) {
-        const size_t nb = N - j0 < 32u ? N - j0 : 32u;
-        const float *restrict bp = Bp + (j0 / 32u) * K * 32u;
+    const size_t NB = 32u;
+    for (size_t j0 = 0; j0 < N; j0 += NB) {
+        const size_t nb = N - j0 < NB ? N - j0 : NB;
+        const float *restrict bp = Bp + (j0 / NB) * K * NB;
         for (size_t i = 0; i < M; i += 4u) {
             const size_t mr = M - i < 4u ? M - i : 4u;
             float acc[4][32];
-            for (size_t r = 0; r < 4u; ++r)
-                for (size_t j = 0; j < 32u; ++j) acc[r][j] = 0.0f;
-            if (mr == 4u) {     /* the rows written out: 4 products per load of b[j] */
-                for (size_t k = 0; k < K; ++k) {
-                    const float *restrict b = bp + k * 32u;
-                    const float a0 = A[(i + 0u) * ars + k * acs];
-                    const float a1 = A[(i + 1u) * ars + k * acs];
-                    const float a2 = A[(i + 2u) * ars + k * acs];
-                    const float a3 = A[(i + 3u) * ars + k * acs];
-                    for (size_t j = 0; j < 32u; ++j) {
-                        acc[0][j] += a0 * b[j];
-                        acc[1][j] += a1 * b[j];
-                        acc[2][j] += a2 * b[j];
-                        acc[3][j] += a3 * b[j];
+            if (mr == 4u) {     /* the rows written out: 4 products per load of b */
+                for (size_t jj = 0; jj < NB; jj += 8u) {
+                    float s0_0[4] = {0}, s0_1[4] = {0};
+                    float s1_0[4] = {0}, s1_1[4] = {0};
+                    float s2_0[4] = {0}, s2_1[4] = {0};
+                    float s3_0[4] = {0}, s3_1[4] = {0};
+                    for (size_t k = 0; k < K; ++k) {
+                        const float *restrict b = bp + k * NB + jj;
+                        const float a0 = A[(i + 0u) * ars + k * acs];
+                        const float a1 = A[(i + 1u) * ars + k * acs];
+                        const float a2 = A[(i + 2u) * ars + k * acs];
+                        const float a3 = A[(i + 3u) * ars + k * acs];
+                        for (size_t u = 0; u < 4u; ++u) {
+                            s0_0[u] += a0 * b[0u + u];
+                            s0_1[u] += a0 * b[4u + u];
+                            s1_0[u] += a1 * b[0u + u];
+                            s1_1[u] += a1 * b[4u + u];
+                            s2_0[u] += a2 * b[0u + u];
+                            s2_1[u] += a2 * b[4u + u];
+                            s3_0[u] += a3 * b[0u + u];
+                            s3_1[u] += a3 * b[4u + u];
+                        }
+                    }
+                    for (size_t u = 0; u < 4u; ++u) {
+                        acc[0][jj + 0u + u] = s0_0[u];
+                        acc[0][jj + 4u + u] = s0_1[u];
+                        acc[1][jj + 0u + u] = s1_0[u];
+                        acc[1][jj + 4u + u] = s1_1[u];
+                        acc[2][jj + 0u + u] = s2_0[u];
+                        acc[2][jj + 4u + u] = s2_1[u];
+                        acc[3][jj + 0u + u] = s3_0[u];
+                        acc[3][jj + 4u + u] = s3_1[u];
                     }
                 }
             } else {
-                for (size_t k = 0; k < K; ++k) {
-                    const float *restrict b = bp + k * 32u;
-                    for (size_t r = 0; r < mr; ++r) {
-                        const float a = A[(i + r) * ars + k * acs];
-                        for (size_t j = 0; j < 32u; ++j) acc[r][j] += a * b[j];
+                for (size_t r = 0; r < mr; ++r)
+                    for (size_t jj = 0; jj < NB; jj += 16u) {
+                        float s0_0[4] = {0}, s0_1[4] = {0}, s0_2[4] = {0}, s0_3[4] = {0};
+                        for (size_t k = 0; k < K; ++k) {
+                            const float *restrict b = bp + k * NB + jj;
+                            const float a0 = A[(i + r) * ars + k * acs];
+                            for (size_t u = 0; u < 4u; ++u) {
+                                s0_0[u] += a0 * b[0u + u];
+                                s0_1[u] += a0 * b[4u + u];
+                                s0_2[u] += a0 * b[8u + u];
+                                s0_3[u] += a0 * b[12u + u];
+                            }
+                        }
+                        for (size_t u = 0; u < 4u; ++u) {
+                            acc[r][jj + 0u + u] = s0_0[u];
+                            acc[r][jj + 4u + u] = s0_1[u];
+                            acc[r][jj + 8u + u] = s0_2[u];
+                            acc[r][jj + 12u + u] = s0_3[u];
+                        }
                     }
-                }
             }
             for (size_t r = 0; r < mr; ++r) {
                 float *restrict y = Y + (i + r) * N + j0;
@@ -90,41 +123,70 @@ static void aicc_gemm_f32_nb32(size_t M, size_t N, size_t K,
 
 /* GEMM (panel width 8): Y[M,N] = alpha * (A @ B) + beta * C. A(i, k) = A[i*ars + k*acs];
  * B packed in column panels (aicc_pack_b_f32_nb8); C(i, j) = C[i*crs + j*ccs], C may
- * be NULL; Y dense row-major. 4 x 8 accumulators, k ascending, per output element. */
+ * be NULL; Y dense row-major. Blocks of 4 x 8 sums in registers (rows past the last
+ * block of 4: 1 x 8), k ascending from 0, one sum per output element. */
 static void aicc_gemm_f32_nb8(size_t M, size_t N, size_t K,
     const float *restrict A, size_t ars, size_t acs, const float *restrict Bp, float alpha,
     const float *restrict C, size_t crs, size_t ccs, float beta, float *restrict Y)
 {
-    for (size_t j0 = 0; j0 < N; j0 += 8u) {
-        const size_t nb = N - j0 < 8u ? N - j0 : 8u;
-        const float *restrict bp = Bp + (j0 / 8u) * K * 8u;
+    const size_t NB = 8u;
+    for (size_t j0 = 0; j0 < N; j0 += NB) {
+        const size_t nb = N - j0 < NB ? N - j0 : NB;
+        const float *restrict bp = Bp + (j0 / NB) * K * NB;
         for (size_t i = 0; i < M; i += 4u) {
             const size_t mr = M - i < 4u ? M - i : 4u;
             float acc[4][8];
-            for (size_t r = 0; r < 4u; ++r)
-                for (size_t j = 0; j < 8u; ++j) acc[r][j] = 0.0f;
-            if (mr == 4u) {     /* the rows written out: 4 products per load of b[j] */
-                for (size_t k = 0; k < K; ++k) {
-                    const float *restrict b = bp + k * 8u;
-                    const float a0 = A[(i + 0u) * ars + k * acs];
-                    const float a1 = A[(i + 1u) * ars + k * acs];
-                    const float a2 = A[(i + 2u) * ars + k * acs];
-                    const float a3 = A[(i + 3u) * ars + k * acs];
-                    for (size_t j = 0; j < 8u; ++j) {
-                        acc[0][j] += a0 * b[j];
-                        acc[1][j] += a1 * b[j];
-                        acc[2][j] += a2 * b[j];
-                        acc[3][j] += a3 * b[j];
+            if (mr == 4u) {     /* the rows written out: 4 products per load of b */
+                for (size_t jj = 0; jj < NB; jj += 8u) {
+                    float s0_0[4] = {0}, s0_1[4] = {0};
+                    float s1_0[4] = {0}, s1_1[4] = {0};
+                    float s2_0[4] = {0}, s2_1[4] = {0};
+                    float s3_0[4] = {0}, s3_1[4] = {0};
+                    for (size_t k = 0; k < K; ++k) {
+                        const float *restrict b = bp + k * NB + jj;
+                        const float a0 = A[(i + 0u) * ars + k * acs];
+                        const float a1 = A[(i + 1u) * ars + k * acs];
+                        const float a2 = A[(i + 2u) * ars + k * acs];
+                        const float a3 = A[(i + 3u) * ars + k * acs];
+                        for (size_t u = 0; u < 4u; ++u) {
+                            s0_0[u] += a0 * b[0u + u];
+                            s0_1[u] += a0 * b[4u + u];
+                            s1_0[u] += a1 * b[0u + u];
+                            s1_1[u] += a1 * b[4u + u];
+                            s2_0[u] += a2 * b[0u + u];
+                            s2_1[u] += a2 * b[4u + u];
+                            s3_0[u] += a3 * b[0u + u];
+                            s3_1[u] += a3 * b[4u + u];
+                        }
+                    }
+                    for (size_t u = 0; u < 4u; ++u) {
+                        acc[0][jj + 0u + u] = s0_0[u];
+                        acc[0][jj + 4u + u] = s0_1[u];
+                        acc[1][jj + 0u + u] = s1_0[u];
+                        acc[1][jj + 4u + u] = s1_1[u];
+                        acc[2][jj + 0u + u] = s2_0[u];
+                        acc[2][jj + 4u + u] = s2_1[u];
+                        acc[3][jj + 0u + u] = s3_0[u];
+                        acc[3][jj + 4u + u] = s3_1[u];
                     }
                 }
             } else {
-                for (size_t k = 0; k < K; ++k) {
-                    const float *restrict b = bp + k * 8u;
-                    for (size_t r = 0; r < mr; ++r) {
-                        const float a = A[(i + r) * ars + k * acs];
-                        for (size_t j = 0; j < 8u; ++j) acc[r][j] += a * b[j];
+                for (size_t r = 0; r < mr; ++r)
+                    for (size_t jj = 0; jj < NB; jj += 8u) {
+                        float s0_0[4] = {0}, s0_1[4] = {0};
+                        for (size_t k = 0; k < K; ++k) {
+                            const float *restrict b = bp + k * NB + jj;
+                            const float a0 = A[(i + r) * ars + k * acs];
+                            for (size_t u = 0; u < 4u; ++u) {
+                                s0_0[u] += a0 * b[0u + u];
+                                s0_1[u] += a0 * b[4u + u];
+                            }
+                        }
+                        for (size_t u = 0; u < 4u; ++u) {
+                            acc[r][jj + 0u + u] = s0_0[u];
+                            acc[r][jj + 4u + u] = s0_1[u];
+                        }
                     }
-                }
             }
             for (size_t r = 0; r < mr; ++r) {
                 float *restrict y = Y + (i + r) * N + j0;

@@ -111,6 +111,9 @@ static void aicc_pack8_f32(const float *restrict x, size_t rows, size_t ld, size
         const float *xr = x + r * ld + p0;
         float *c = col + r * 8;
         size_t j = 0;
+        for (; j + 8 <= nt; j += 8)     /* whole panels: a fixed loop, vectorized */
+            for (size_t u = 0; u < 8; ++u)
+                c[(j >> 3) * K8 + u] = xr[j + u];
         for (; j < nt; ++j)
             c[(j >> 3) * K8 + (j & 7)] = xr[j];
         for (; j < ntp; ++j)
@@ -156,6 +159,16 @@ static void aicc_im2col_f32(const aicc_conv_params *p, const float *restrict x, 
                         }
                         for (; o < a; ++o, ++j)
                             c[(j >> 3) * K8 + (j & 7)] = 0;
+                        if (SW == 1) {
+                            for (; o < b && (j & 7) != 0; ++o, ++j)
+                                c[(j >> 3) * K8 + (j & 7)] = xr[(size_t)((int64_t)o + ox)];
+                            for (; o + 8 <= b; o += 8, j += 8) {
+                                const float *s = xr + (size_t)((int64_t)o + ox);
+                                float *d = c + (j >> 3) * K8;
+                                for (size_t u = 0; u < 8; ++u)
+                                    d[u] = s[u];
+                            }
+                        }
                         for (; o < b; ++o, ++j)
                             c[(j >> 3) * K8 + (j & 7)] = xr[(size_t)((int64_t)(o * SW) + ox)];
                         for (; o < x1; ++o, ++j)
@@ -168,31 +181,43 @@ static void aicc_im2col_f32(const aicc_conv_params *p, const float *restrict x, 
 }
 
 /* 4x8 register tile of the conv GEMM: acc[r][u] = sum over k of wp[k * 4 + r] * col[k * 8 + u]
- * (4 output channels x 8 output positions; the fixed inner loop vectorizes at -O2). The sum
- * runs in blocks of 64 k added to the totals, which keeps rounding error growth with K in
- * check (about onnxruntime's accuracy, which uses FMA). */
+ * (4 output channels x 8 output positions). The accumulators are arrays of 4 (a loop of 4 is
+ * one 16-byte vector at -O2, held in a register; loops of 8 were vectorized as two-pass loops
+ * whose sums GCC kept in memory). The sum runs in blocks of 64 k added to the totals, which
+ * keeps rounding error growth with K in check (about onnxruntime's accuracy, which uses FMA). */
 static void aicc_tile4x8_f32(size_t K, const float *restrict wp, const float *restrict col,
                              float acc[4][8])
 {
     float s0[8] = {0}, s1[8] = {0}, s2[8] = {0}, s3[8] = {0};
     for (size_t kb = 0; kb < K; kb += 64) {
         const size_t ke = K - kb < 64 ? K : kb + 64;
-        float a0[8] = {0}, a1[8] = {0}, a2[8] = {0}, a3[8] = {0};
+        float a0l[4] = {0}, a0h[4] = {0};
+        float a1l[4] = {0}, a1h[4] = {0};
+        float a2l[4] = {0}, a2h[4] = {0};
+        float a3l[4] = {0}, a3h[4] = {0};
         for (size_t k = kb; k < ke; ++k) {
             const float *c = col + k * 8;
             const float w0 = wp[4 * k], w1 = wp[4 * k + 1], w2 = wp[4 * k + 2], w3 = wp[4 * k + 3];
-            for (size_t u = 0; u < 8; ++u) {
-                a0[u] += w0 * c[u];
-                a1[u] += w1 * c[u];
-                a2[u] += w2 * c[u];
-                a3[u] += w3 * c[u];
+            for (size_t u = 0; u < 4; ++u) {
+                a0l[u] += w0 * c[u];
+                a0h[u] += w0 * c[4 + u];
+                a1l[u] += w1 * c[u];
+                a1h[u] += w1 * c[4 + u];
+                a2l[u] += w2 * c[u];
+                a2h[u] += w2 * c[4 + u];
+                a3l[u] += w3 * c[u];
+                a3h[u] += w3 * c[4 + u];
             }
         }
-        for (size_t u = 0; u < 8; ++u) {
-            s0[u] += a0[u];
-            s1[u] += a1[u];
-            s2[u] += a2[u];
-            s3[u] += a3[u];
+        for (size_t u = 0; u < 4; ++u) {
+            s0[u] += a0l[u];
+            s0[4 + u] += a0h[u];
+            s1[u] += a1l[u];
+            s1[4 + u] += a1h[u];
+            s2[u] += a2l[u];
+            s2[4 + u] += a2h[u];
+            s3[u] += a3l[u];
+            s3[4 + u] += a3h[u];
         }
     }
     for (size_t u = 0; u < 8; ++u) {
@@ -230,8 +255,12 @@ static void aicc_conv_gemm_f32(const aicc_conv_params *p, const float *restrict 
                         for (size_t r = 0; r < rows; ++r) {
                             const float bv = bias ? bias[g * p->cout_g + m0 + r] : (float)0;
                             float *yr = yg + (m0 + r) * P + p0 + j;
-                            for (size_t u = 0; u < cols; ++u)
-                                yr[u] = acc[r][u] + bv;
+                            if (cols == 8)      /* a fixed loop, vectorized */
+                                for (size_t u = 0; u < 8; ++u)
+                                    yr[u] = acc[r][u] + bv;
+                            else
+                                for (size_t u = 0; u < cols; ++u)
+                                    yr[u] = acc[r][u] + bv;
                         }
                     }
                     if (ep)
@@ -319,7 +348,13 @@ static void aicc_convt_gemm_f32(const aicc_conv_params *p, const float *restrict
 /* fused epilogue Relu() on n contiguous outputs */
 static void aicc_ep_f32_relu(float *y, size_t n)
 {
-    for (size_t i = 0; i < n; ++i) {
+    size_t i = 0;
+    for (; i + 8u <= n; i += 8u)
+        for (size_t u = 0; u < 8u; ++u) {
+            const float v = y[i + u];
+            y[i + u] = (v < 0.0f ? 0.0f : v);
+        }
+    for (; i < n; ++i) {
         const float v = y[i];
         y[i] = (v < 0.0f ? 0.0f : v);
     }
@@ -328,7 +363,13 @@ static void aicc_ep_f32_relu(float *y, size_t n)
 /* fused epilogue Sigmoid() on n contiguous outputs */
 static void aicc_ep_f32_sigmoid(float *y, size_t n)
 {
-    for (size_t i = 0; i < n; ++i) {
+    size_t i = 0;
+    for (; i + 8u <= n; i += 8u)
+        for (size_t u = 0; u < 8u; ++u) {
+            const float v = y[i + u];
+            y[i + u] = (1.0f / (1.0f + aicc_expf_c(-v)));
+        }
+    for (; i < n; ++i) {
         const float v = y[i];
         y[i] = (1.0f / (1.0f + aicc_expf_c(-v)));
     }

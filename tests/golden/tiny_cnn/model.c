@@ -60,41 +60,74 @@ static float aicc_rowext_maxnum_f32(const float *restrict x, size_t n)
 
 /* GEMM (panel width 16): Y[M,N] = alpha * (A @ B) + beta * C. A(i, k) = A[i*ars + k*acs];
  * B packed in column panels (aicc_pack_b_f32_nb16); C(i, j) = C[i*crs + j*ccs], C may
- * be NULL; Y dense row-major. 4 x 16 accumulators, k ascending, per output element. */
+ * be NULL; Y dense row-major. Blocks of 4 x 8 sums in registers (rows past the last
+ * block of 4: 1 x 16), k ascending from 0, one sum per output element. */
 static void aicc_gemm_f32_nb16(size_t M, size_t N, size_t K,
     const float *restrict A, size_t ars, size_t acs, const float *restrict Bp, float alpha,
     const float *restrict C, size_t crs, size_t ccs, float beta, float *restrict Y)
 {
-    for (size_t j0 = 0; j0 < N; j0 += 16u) {
-        const size_t nb = N - j0 < 16u ? N - j0 : 16u;
-        const float *restrict bp = Bp + (j0 / 16u) * K * 16u;
+    const size_t NB = 16u;
+    for (size_t j0 = 0; j0 < N; j0 += NB) {
+        const size_t nb = N - j0 < NB ? N - j0 : NB;
+        const float *restrict bp = Bp + (j0 / NB) * K * NB;
         for (size_t i = 0; i < M; i += 4u) {
             const size_t mr = M - i < 4u ? M - i : 4u;
             float acc[4][16];
-            for (size_t r = 0; r < 4u; ++r)
-                for (size_t j = 0; j < 16u; ++j) acc[r][j] = 0.0f;
-            if (mr == 4u) {     /* the rows written out: 4 products per load of b[j] */
-                for (size_t k = 0; k < K; ++k) {
-                    const float *restrict b = bp + k * 16u;
-                    const float a0 = A[(i + 0u) * ars + k * acs];
-                    const float a1 = A[(i + 1u) * ars + k * acs];
-                    const float a2 = A[(i + 2u) * ars + k * acs];
-                    const float a3 = A[(i + 3u) * ars + k * acs];
-                    for (size_t j = 0; j < 16u; ++j) {
-                        acc[0][j] += a0 * b[j];
-                        acc[1][j] += a1 * b[j];
-                        acc[2][j] += a2 * b[j];
-                        acc[3][j] += a3 * b[j];
+            if (mr == 4u) {     /* the rows written out: 4 products per load of b */
+                for (size_t jj = 0; jj < NB; jj += 8u) {
+                    float s0_0[4] = {0}, s0_1[4] = {0};
+                    float s1_0[4] = {0}, s1_1[4] = {0};
+                    float s2_0[4] = {0}, s2_1[4] = {0};
+                    float s3_0[4] = {0}, s3_1[4] = {0};
+                    for (size_t k = 0; k < K; ++k) {
+                        const float *restrict b = bp + k * NB + jj;
+                        const float a0 = A[(i + 0u) * ars + k * acs];
+                        const float a1 = A[(i + 1u) * ars + k * acs];
+                        const float a2 = A[(i + 2u) * ars + k * acs];
+                        const float a3 = A[(i + 3u) * ars + k * acs];
+                        for (size_t u = 0; u < 4u; ++u) {
+                            s0_0[u] += a0 * b[0u + u];
+                            s0_1[u] += a0 * b[4u + u];
+                            s1_0[u] += a1 * b[0u + u];
+                            s1_1[u] += a1 * b[4u + u];
+                            s2_0[u] += a2 * b[0u + u];
+                            s2_1[u] += a2 * b[4u + u];
+                            s3_0[u] += a3 * b[0u + u];
+                            s3_1[u] += a3 * b[4u + u];
+                        }
+                    }
+                    for (size_t u = 0; u < 4u; ++u) {
+                        acc[0][jj + 0u + u] = s0_0[u];
+                        acc[0][jj + 4u + u] = s0_1[u];
+                        acc[1][jj + 0u + u] = s1_0[u];
+                        acc[1][jj + 4u + u] = s1_1[u];
+                        acc[2][jj + 0u + u] = s2_0[u];
+                        acc[2][jj + 4u + u] = s2_1[u];
+                        acc[3][jj + 0u + u] = s3_0[u];
+                        acc[3][jj + 4u + u] = s3_1[u];
                     }
                 }
             } else {
-                for (size_t k = 0; k < K; ++k) {
-                    const float *restrict b = bp + k * 16u;
-                    for (size_t r = 0; r < mr; ++r) {
-                        const float a = A[(i + r) * ars + k * acs];
-                        for (size_t j = 0; j < 16u; ++j) acc[r][j] += a * b[j];
+                for (size_t r = 0; r < mr; ++r)
+                    for (size_t jj = 0; jj < NB; jj += 16u) {
+                        float s0_0[4] = {0}, s0_1[4] = {0}, s0_2[4] = {0}, s0_3[4] = {0};
+                        for (size_t k = 0; k < K; ++k) {
+                            const float *restrict b = bp + k * NB + jj;
+                            const float a0 = A[(i + r) * ars + k * acs];
+                            for (size_t u = 0; u < 4u; ++u) {
+                                s0_0[u] += a0 * b[0u + u];
+                                s0_1[u] += a0 * b[4u + u];
+                                s0_2[u] += a0 * b[8u + u];
+                                s0_3[u] += a0 * b[12u + u];
+                            }
+                        }
+                        for (size_t u = 0; u < 4u; ++u) {
+                            acc[r][jj + 0u + u] = s0_0[u];
+                            acc[r][jj + 4u + u] = s0_1[u];
+                            acc[r][jj + 8u + u] = s0_2[u];
+                            acc[r][jj + 12u + u] = s0_3[u];
+                        }
                     }
-                }
             }
             for (size_t r = 0; r < mr; ++r) {
                 float *restrict y = Y + (i + r) * N + j0;
@@ -170,22 +203,6 @@ static AICC_UNUSED int aicc_inside(int64_t i, size_t n)
     return i >= 0 && i < (int64_t)n;
 }
 
-/* y[i * sy] += a * x[i * sx] for i < n: one weighted input row into an output row. With a
- * contiguous y it runs in blocks of 8, which compilers vectorize (unit stride) at -O2. */
-static void aicc_axpy_f32(size_t n, float a, const float *restrict x, size_t sx,
-                          float *restrict y, size_t sy)
-{
-    const size_t n8 = n - n % 8;
-    size_t i = 0;
-    if (sy == 1) {
-        for (; i < n8; i += 8)
-            for (size_t u = 0; u < 8; ++u)
-                y[i + u] += a * x[(i + u) * sx];
-    }
-    for (; i < n; ++i)
-        y[i * sy] += a * x[i * sx];
-}
-
 /* Packs rows [0, rows) x columns [p0, p0 + nt) of a row-major matrix (leading dimension ld)
  * into panels of 8 columns, col[(j / 8) * rows * 8 + r * 8 + j % 8]; the unused lanes of the
  * last panel are zero. */
@@ -197,6 +214,9 @@ static void aicc_pack8_f32(const float *restrict x, size_t rows, size_t ld, size
         const float *xr = x + r * ld + p0;
         float *c = col + r * 8;
         size_t j = 0;
+        for (; j + 8 <= nt; j += 8)     /* whole panels: a fixed loop, vectorized */
+            for (size_t u = 0; u < 8; ++u)
+                c[(j >> 3) * K8 + u] = xr[j + u];
         for (; j < nt; ++j)
             c[(j >> 3) * K8 + (j & 7)] = xr[j];
         for (; j < ntp; ++j)
@@ -242,6 +262,16 @@ static void aicc_im2col_f32(const aicc_conv_params *p, const float *restrict x, 
                         }
                         for (; o < a; ++o, ++j)
                             c[(j >> 3) * K8 + (j & 7)] = 0;
+                        if (SW == 1) {
+                            for (; o < b && (j & 7) != 0; ++o, ++j)
+                                c[(j >> 3) * K8 + (j & 7)] = xr[(size_t)((int64_t)o + ox)];
+                            for (; o + 8 <= b; o += 8, j += 8) {
+                                const float *s = xr + (size_t)((int64_t)o + ox);
+                                float *d = c + (j >> 3) * K8;
+                                for (size_t u = 0; u < 8; ++u)
+                                    d[u] = s[u];
+                            }
+                        }
                         for (; o < b; ++o, ++j)
                             c[(j >> 3) * K8 + (j & 7)] = xr[(size_t)((int64_t)(o * SW) + ox)];
                         for (; o < x1; ++o, ++j)
@@ -254,31 +284,43 @@ static void aicc_im2col_f32(const aicc_conv_params *p, const float *restrict x, 
 }
 
 /* 4x8 register tile of the conv GEMM: acc[r][u] = sum over k of wp[k * 4 + r] * col[k * 8 + u]
- * (4 output channels x 8 output positions; the fixed inner loop vectorizes at -O2). The sum
- * runs in blocks of 64 k added to the totals, which keeps rounding error growth with K in
- * check (about onnxruntime's accuracy, which uses FMA). */
+ * (4 output channels x 8 output positions). The accumulators are arrays of 4 (a loop of 4 is
+ * one 16-byte vector at -O2, held in a register; loops of 8 were vectorized as two-pass loops
+ * whose sums GCC kept in memory). The sum runs in blocks of 64 k added to the totals, which
+ * keeps rounding error growth with K in check (about onnxruntime's accuracy, which uses FMA). */
 static void aicc_tile4x8_f32(size_t K, const float *restrict wp, const float *restrict col,
                              float acc[4][8])
 {
     float s0[8] = {0}, s1[8] = {0}, s2[8] = {0}, s3[8] = {0};
     for (size_t kb = 0; kb < K; kb += 64) {
         const size_t ke = K - kb < 64 ? K : kb + 64;
-        float a0[8] = {0}, a1[8] = {0}, a2[8] = {0}, a3[8] = {0};
+        float a0l[4] = {0}, a0h[4] = {0};
+        float a1l[4] = {0}, a1h[4] = {0};
+        float a2l[4] = {0}, a2h[4] = {0};
+        float a3l[4] = {0}, a3h[4] = {0};
         for (size_t k = kb; k < ke; ++k) {
             const float *c = col + k * 8;
             const float w0 = wp[4 * k], w1 = wp[4 * k + 1], w2 = wp[4 * k + 2], w3 = wp[4 * k + 3];
-            for (size_t u = 0; u < 8; ++u) {
-                a0[u] += w0 * c[u];
-                a1[u] += w1 * c[u];
-                a2[u] += w2 * c[u];
-                a3[u] += w3 * c[u];
+            for (size_t u = 0; u < 4; ++u) {
+                a0l[u] += w0 * c[u];
+                a0h[u] += w0 * c[4 + u];
+                a1l[u] += w1 * c[u];
+                a1h[u] += w1 * c[4 + u];
+                a2l[u] += w2 * c[u];
+                a2h[u] += w2 * c[4 + u];
+                a3l[u] += w3 * c[u];
+                a3h[u] += w3 * c[4 + u];
             }
         }
-        for (size_t u = 0; u < 8; ++u) {
-            s0[u] += a0[u];
-            s1[u] += a1[u];
-            s2[u] += a2[u];
-            s3[u] += a3[u];
+        for (size_t u = 0; u < 4; ++u) {
+            s0[u] += a0l[u];
+            s0[4 + u] += a0h[u];
+            s1[u] += a1l[u];
+            s1[4 + u] += a1h[u];
+            s2[u] += a2l[u];
+            s2[4 + u] += a2h[u];
+            s3[u] += a3l[u];
+            s3[4 + u] += a3h[u];
         }
     }
     for (size_t u = 0; u < 8; ++u) {
@@ -316,8 +358,12 @@ static void aicc_conv_gemm_f32(const aicc_conv_params *p, const float *restrict 
                         for (size_t r = 0; r < rows; ++r) {
                             const float bv = bias ? bias[g * p->cout_g + m0 + r] : (float)0;
                             float *yr = yg + (m0 + r) * P + p0 + j;
-                            for (size_t u = 0; u < cols; ++u)
-                                yr[u] = acc[r][u] + bv;
+                            if (cols == 8)      /* a fixed loop, vectorized */
+                                for (size_t u = 0; u < 8; ++u)
+                                    yr[u] = acc[r][u] + bv;
+                            else
+                                for (size_t u = 0; u < cols; ++u)
+                                    yr[u] = acc[r][u] + bv;
                         }
                     }
                     if (ep)
@@ -328,58 +374,77 @@ static void aicc_conv_gemm_f32(const aicc_conv_params *p, const float *restrict 
         }
 }
 
-/* Direct convolution for depthwise groups (one input channel) and groups with one output
- * channel: each output plane starts at the bias; per kernel tap, the ranges of output
- * rows/columns where the tap lands inside the input are computed once, then every such row
- * accumulates the weighted input row (no per-element bounds tests). w: ONNX layout
- * [M][C/group][kD][kH][kW]. The fused epilogue (ep, may be NULL) runs on the finished plane. */
-static void aicc_conv_direct_f32(const aicc_conv_params *p, const float *restrict x,
+/* Conv with one input channel per group, 1-D / 2-D, as flat sums over stride phases of the
+ * padded plane (see ops/conv_planes.py). xq: phase planes, zeroed by the caller; acc: nf
+ * outputs laid out in rows of wq; off[t]: the offset of tap t from the output's flat index. */
+static void aicc_conv_planes_f32(const aicc_conv_params *p, const float *restrict x,
                                  const float *restrict w, const float *restrict bias,
-                                 float *restrict y, void (*ep)(float *, size_t))
+                                 float *restrict y, float *restrict xq, float *restrict acc,
+                                 const size_t *restrict off, size_t hp, size_t wp, size_t hq,
+                                 size_t wq, void (*ep)(float *, size_t))
 {
-    const size_t X = p->in[0] * p->in[1] * p->in[2], P = p->out[0] * p->out[1] * p->out[2];
-    const size_t KK = p->k[0] * p->k[1] * p->k[2], OW = p->out[2], SW = p->stride[2];
+    const size_t H = p->in[1], W = p->in[2], OH = p->out[1], OW = p->out[2], P = OH * OW;
+    const size_t sh = p->stride[1], sw = p->stride[2], pt = p->pad[1], pl = p->pad[2];
+    const size_t KK = p->k[1] * p->k[2], PQ = hq * wq;
+    const size_t nf = (OH * wq + 15u) / 16u * 16u;
+    const size_t nx = wp > pl ? (W < wp - pl ? W : wp - pl) : 0;
     for (size_t n = 0; n < p->batch; ++n)
-        for (size_t g = 0; g < p->group; ++g)
+        for (size_t g = 0; g < p->group; ++g) {
+            const float *xc = x + (n * p->group + g) * H * W;
+            for (size_t iy = 0; iy < H && iy + pt < hp; ++iy) {
+                const size_t py = iy + pt;
+                float *qr = xq + (py % sh) * sw * PQ + py / sh * wq;
+                const float *xr = xc + iy * W;
+                if (sw == 1)
+                    for (size_t ix = 0; ix < nx; ++ix)
+                        qr[pl + ix] = xr[ix];
+                else
+                    for (size_t ix = 0; ix < nx; ++ix)
+                        qr[(ix + pl) % sw * PQ + (ix + pl) / sw] = xr[ix];
+            }
             for (size_t m = 0; m < p->cout_g; ++m) {
                 const size_t oc = g * p->cout_g + m;
+                const float *wc = w + oc * KK;
                 const float bv = bias ? bias[oc] : (float)0;
                 float *yc = y + (n * p->group * p->cout_g + oc) * P;
-                for (size_t i = 0; i < P; ++i)
-                    yc[i] = bv;
-                for (size_t ic = 0; ic < p->cin_g; ++ic) {
-                    const float *xc = x + ((n * p->group + g) * p->cin_g + ic) * X;
-                    const float *wc = w + (oc * p->cin_g + ic) * KK;
+                for (size_t i = 0; i < nf; i += 16u) {
+                    float a0[4] = {0}, a1[4] = {0}, a2[4] = {0}, a3[4] = {0};
                     for (size_t t = 0; t < KK; ++t) {
-                        const size_t kz = t / (p->k[1] * p->k[2]), ky = t / p->k[2] % p->k[1];
-                        const size_t kx = t % p->k[2];
-                        size_t zlo, zhi, ylo, yhi, lo, hi;
-                        aicc_valid_range(aicc_tap_off(p, 0, kz), p->stride[0], p->in[0],
-                                         p->out[0], &zlo, &zhi);
-                        aicc_valid_range(aicc_tap_off(p, 1, ky), p->stride[1], p->in[1],
-                                         p->out[1], &ylo, &yhi);
-                        aicc_valid_range(aicc_tap_off(p, 2, kx), SW, p->in[2], OW, &lo, &hi);
-                        if (lo == hi)
-                            continue;
-                        for (size_t z = zlo; z < zhi; ++z)
-                            for (size_t r = ylo; r < yhi; ++r) {
-                                const size_t iz = (size_t)aicc_pos(p, 0, z, kz);
-                                const size_t iy = (size_t)aicc_pos(p, 1, r, ky);
-                                const float *xr = xc + (iz * p->in[1] + iy) * p->in[2];
-                                aicc_axpy_f32(hi - lo, wc[t], xr + aicc_pos(p, 2, lo, kx), SW,
-                                              yc + (z * p->out[1] + r) * OW + lo, 1);
-                            }
+                        const float wt = wc[t];
+                        const float *restrict s = xq + off[t] + i;
+                        for (size_t u = 0; u < 4u; ++u) {
+                            a0[u] += wt * s[u];
+                            a1[u] += wt * s[4u + u];
+                            a2[u] += wt * s[8u + u];
+                            a3[u] += wt * s[12u + u];
+                        }
+                    }
+                    for (size_t u = 0; u < 4u; ++u) {
+                        acc[i + u] = a0[u];
+                        acc[i + 4u + u] = a1[u];
+                        acc[i + 8u + u] = a2[u];
+                        acc[i + 12u + u] = a3[u];
                     }
                 }
+                for (size_t r = 0; r < OH; ++r)
+                    for (size_t c = 0; c < OW; ++c)
+                        yc[r * OW + c] = acc[r * wq + c] + bv;
                 if (ep)
                     ep(yc, P);
             }
+        }
 }
 
 /* fused epilogue Clip(max=6.0, min=0.0) on n contiguous outputs */
 static void aicc_ep_f32_clip_98aeae5d(float *y, size_t n)
 {
-    for (size_t i = 0; i < n; ++i) {
+    size_t i = 0;
+    for (; i + 8u <= n; i += 8u)
+        for (size_t u = 0; u < 8u; ++u) {
+            const float v = y[i + u];
+            y[i + u] = ((v < 0.0f ? 0.0f : v) > 6.0f ? 6.0f : (v < 0.0f ? 0.0f : v));
+        }
+    for (; i < n; ++i) {
         const float v = y[i];
         y[i] = ((v < 0.0f ? 0.0f : v) > 6.0f ? 6.0f : (v < 0.0f ? 0.0f : v));
     }
@@ -388,7 +453,13 @@ static void aicc_ep_f32_clip_98aeae5d(float *y, size_t n)
 /* fused epilogue Relu() on n contiguous outputs */
 static void aicc_ep_f32_relu(float *y, size_t n)
 {
-    for (size_t i = 0; i < n; ++i) {
+    size_t i = 0;
+    for (; i + 8u <= n; i += 8u)
+        for (size_t u = 0; u < 8u; ++u) {
+            const float v = y[i + u];
+            y[i + u] = (v < 0.0f ? 0.0f : v);
+        }
+    for (; i < n; ++i) {
         const float v = y[i];
         y[i] = (v < 0.0f ? 0.0f : v);
     }
@@ -620,17 +691,23 @@ static void step2_conv_k(const aicc_frame *f,
     const float *restrict in0,  /* float32[1,8,8,8] */
     const float *restrict in1,  /* float32[8,1,3,3] */
     const float *restrict in2,  /* float32[8] */
-    float *restrict out0)  /* float32[1,8,8,8] */
+    float *restrict out0,  /* float32[1,8,8,8] */
+    float *restrict xq0,  /* scratch 408 bytes */
+    float *restrict acc1)  /* scratch 320 bytes */
 {
     (void)f;
-    /* Conv 3x3 kernel, pads [1, 1, 1, 1], 8 groups (depthwise): direct row kernel */
+    /* Conv 3x3 kernel, pads [1, 1, 1, 1], 8 groups (depthwise): flat sums over 1 stride phase(s) [10][10] of the padded plane */
     static const aicc_conv_params prm = {
         1u, 8u, 1u, 1u,
         { 1u, 8u, 8u }, { 1u, 8u, 8u }, { 1u, 3u, 3u },
         { 1u, 1u, 1u }, { 1u, 1u, 1u }, { 0u, 1u, 1u }, { 0u, 1u, 1u },
         0u, 0
     };
-    aicc_conv_direct_f32(&prm, in0, in1, in2, out0, aicc_ep_f32_clip_98aeae5d);
+    static const size_t off[9] = { 0u, 1u, 2u, 10u, 11u, 12u, 20u, 21u, 22u };
+    for (size_t i = 0; i < 102u; ++i) {
+        xq0[i] = 0;
+    }
+    aicc_conv_planes_f32(&prm, in0, in1, in2, out0, xq0, acc1, off, 10u, 10u, 10u, 10u, aicc_ep_f32_clip_98aeae5d);
 }
 
 static void step2_conv(const aicc_frame *f)
@@ -639,7 +716,9 @@ static void step2_conv(const aicc_frame *f)
         (const float *)(f->arena + 0u),
         (const float *)(f->weights + 960u),
         (const float *)(f->weights + 1280u),
-        (float *)(f->arena + 2048u));
+        (float *)(f->arena + 2048u),
+        (float *)(f->arena + 4096u),
+        (float *)(f->arena + 4544u));
 }
 
 /* step 3: Conv(float32[1,8,8,8], float32[8,8,1,1], float32[8], float32[1,8,8,8]) -> float32[1,8,8,8] */
