@@ -79,6 +79,48 @@ static inline AICC_UNUSED uint16_t aicc_f2bf(float f)
     return (uint16_t)r;
 }"""
 
+# float32 -> the nearest half value -> float32 in one function (RoundHalf; the bits of the
+# conversion pair above for all 2^32 floats, checked once, exhaustively, in C): 1x64x25x5 on
+# generic 15.1 -> 4.9 us
+ROUND_H = """/* float32 rounded to the nearest float16 value (nearest even), as a float32: the bits of
+ * aicc_h2f(aicc_f2h(f)). Normal halves keep 10 mantissa bits (a carry may reach the next
+ * exponent or Inf), half subnormals are multiples of 2^-24 ((|f| + 0.5f) - 0.5f), values
+ * that round past 65504 are Inf, NaN stays NaN (quiet, its top 10 payload bits kept). */
+static inline AICC_UNUSED float aicc_round_h(float f)
+{
+    uint32_t x, a, r, sub, m;
+    float s;
+    memcpy(&x, &f, sizeof x);
+    a = x & 0x7FFFFFFFu;
+    r = (a + 0xFFFu + ((a >> 13) & 1u)) & 0xFFFFE000u;
+    memcpy(&s, &a, sizeof s);
+    s = (s + 0.5f) - 0.5f;
+    memcpy(&sub, &s, sizeof sub);
+    m = 0u - (uint32_t)(a < 0x38800000u);                       /* half subnormal or 0 */
+    r = (r & ~m) | (sub & m);
+    m = 0u - (uint32_t)(a >= 0x477FF000u);                      /* Inf or rounds to Inf */
+    r = (r & ~m) | (0x7F800000u & m);
+    m = 0u - (uint32_t)(a > 0x7F800000u);                       /* NaN */
+    r = (r & ~m) | ((0x7FC00000u | (a & 0x007FE000u)) & m);
+    r |= x & 0x80000000u;
+    memcpy(&s, &r, sizeof s);
+    return s;
+}"""
+
+ROUND_BF = """/* float32 rounded to the nearest bfloat16 value (nearest even), as a float32: the bits of
+ * aicc_bf2f(aicc_f2bf(f)) (NaN stays NaN, quiet). */
+static inline AICC_UNUSED float aicc_round_bf(float f)
+{
+    uint32_t x, r, m;
+    float y;
+    memcpy(&x, &f, sizeof x);
+    r = (x + 0x7FFFu + ((x >> 16) & 1u)) & 0xFFFF0000u;
+    m = 0u - (uint32_t)((x & 0x7FFFFFFFu) > 0x7F800000u);
+    r = (r & ~m) | ((x | 0x00400000u) & 0xFFFF0000u & m);
+    memcpy(&y, &r, sizeof y);
+    return y;
+}"""
+
 HALF_TYPES = {"float16", "bfloat16"}
 
 
@@ -94,3 +136,10 @@ def from_float(ctx, dtype_name: str) -> str:
     if dtype_name == "float16":
         return ctx.helper("aicc_f2h", F2H)
     return ctx.helper("aicc_f2bf", F2BF)
+
+
+def round_float(ctx, dtype_name: str) -> str:
+    """Name of the C function rounding a float to the nearest value of this half dtype."""
+    if dtype_name == "float16":
+        return ctx.helper("aicc_round_h", ROUND_H)
+    return ctx.helper("aicc_round_bf", ROUND_BF)

@@ -3,8 +3,8 @@
 upcast-half writes it where a rounded op result is read only by ops that compute in float32:
 ``Cast(to=float16) -> Cast(to=float32)`` with no use of the half tensor itself. The values
 are the Cast pair's, bit for bit on each target (x86 SIMD: half_simd.py's conversions in
-registers; elsewhere cast.py's expressions), with one pass over float32 memory instead of two
-steps and a half tensor. Attribute ``to``: the half type, float16 or bfloat16 (nearest even).
+registers; elsewhere half.py's aicc_round_h / aicc_round_bf, which round in float32 bits),
+with one pass over float32 memory instead of two steps and a half tensor. Attribute ``to``: the half type, float16 or bfloat16 (nearest even).
 In place.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 from onnx import helper
 
 from .base import Op, register
-from .cast import cast_expr
+from .half import round_float
 from .half_simd import emit_round
 from .loops import emit_map, numel
 
@@ -37,11 +37,12 @@ class RoundHalf(Op):
         if n == 0:
             ctx(f"(void){ctx.out[0]};  /* empty tensor */")
             return
-        half, f32 = self._half(node), np.dtype(np.float32)
+        half = self._half(node)
         ctx(f"/* RoundHalf: float32 -> {half.name} -> float32 */")
         if half == np.float16 and emit_round(ctx, n):
             return
-        emit_map(ctx, n, lambda x: cast_expr(ctx, half, f32, cast_expr(ctx, f32, half, x)))
+        fn = round_float(ctx, half.name)
+        emit_map(ctx, n, lambda x: f"{fn}({x})")
 
     def reference(self, node, g, inputs):
         x = np.asarray(inputs[0], np.float32)

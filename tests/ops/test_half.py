@@ -7,7 +7,7 @@ from onnx import TensorProto, helper
 
 from aicc.frontend import to_graph
 from aicc.passes import run_pipeline
-from tests.oracle import check, check_node, make_model, rng
+from tests.oracle import check, check_node, compile_and_run, make_model, rng
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
@@ -85,6 +85,32 @@ def test_float_to_bfloat16_at_every_boundary(tmp_path):
     np.testing.assert_array_equal(got[~nan], _bits(x[~nan].astype(BF16)))
     xb = x[nan].view(np.uint32)
     np.testing.assert_array_equal(got[nan], ((xb >> 16) | 0x40).astype(np.uint16))
+
+
+@pytest.mark.parametrize("target", ["generic", "x86-avx2"])
+@pytest.mark.parametrize("to", [TensorProto.FLOAT16, TensorProto.BFLOAT16])
+def test_round_half_at_every_boundary(to, target, tmp_path):
+    """aicc.RoundHalf (float32 -> nearest half value -> float32; generic: half.py's
+    aicc_round_h / aicc_round_bf) against numpy / ml_dtypes, bit for bit; NaN stays NaN with
+    its sign (generic: quiet, the payload's top bits kept, as the Cast pair gives)."""
+    x = _boundary_floats()
+    model = helper.make_model(
+        helper.make_graph([helper.make_node("RoundHalf", ["x"], ["y"], domain="aicc", to=to)],
+                          "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, x.shape)]),
+        opset_imports=[helper.make_opsetid("", 19), helper.make_opsetid("aicc", 1)])
+    got = compile_and_run(model, {"x": x}, tmp_path, target=target)["y"].view(np.uint32)
+    nan = np.isnan(x)
+    half = np.float16 if to == TensorProto.FLOAT16 else BF16
+    with np.errstate(over="ignore"):
+        want = x.astype(half).astype(np.float32).view(np.uint32)
+    np.testing.assert_array_equal(got[~nan], want[~nan])
+    xb = x[nan].view(np.uint32)
+    assert np.isnan(got[nan].view(np.float32)).all()
+    np.testing.assert_array_equal(got[nan] >> 31, xb >> 31)
+    if target == "generic":
+        keep = 0x807FE000 if to == TensorProto.FLOAT16 else 0x807F0000
+        np.testing.assert_array_equal(got[nan], (xb & keep) | 0x7FC00000)
 
 
 def test_every_float16_to_float32(tmp_path):
