@@ -104,7 +104,7 @@ def gemm_helper(ctx, dt, nb: int) -> str:
     (197 x 768 x 3072: 53-85 ms, depending on where the code landed, against 40-44). The
     panel is computed in column blocks whose sums stay in registers: MR x 8 (8 vectors of 4,
     with 4 broadcasts and 2 loads of B: 14 of SSE2's 16 registers), and rows past the last
-    full block one at a time, 1 x 16 (GEMM 512^3 on generic, SSE2: 10.8 -> ms)."""
+    full block one at a time, 1 x 16 (GEMM 512^3 on generic, SSE2: 10.8 -> 8.5 ms)."""
     ct = ctype(dt)
     name = f"aicc_gemm_{_sfx(dt)}_nb{nb}"
     z = c_literal(0, dt)
