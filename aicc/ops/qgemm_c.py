@@ -22,10 +22,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..emit_c.cwriter import ctype
+from . import qgemm_cpad
 from .conv_kernels import PARAMS, RANGE, patch_loops
 from .loops import numel
 from .qgemm_simd import zp_const, zp_expr
-from .qrequant_simd import WRAP, irange, span
+from .qrequant_simd import WRAP, irange, span, sums_fit
 
 GRAN_MAX = 32       # Kp = K rounded up to the target's int16 lanes (gran): the dot loop's
                     # count is then a multiple of the vector length, as GCC -O2 needs
@@ -157,6 +158,61 @@ static void aicc_rqrow_c_SFX(size_t n, const uint32_t *restrict acc, uint32_t bi
 }"""
 
 
+RQROW_F = """\
+/* aicc_rqrow_c's values in float32, for sums the build proved within 2^24 in magnitude: the
+ * sum's int32 value from its low 31 bits minus 2^31 times its sign bit in int32 arithmetic
+ * (no implementation-defined conversion), exact in float32; p = fl32(a * m), clamped to
+ * [lo - zp, hi - zp] and rounded half to even by (c + 1.5 * 2^23) - 1.5 * 2^23. For
+ * |m| <= 64 no rounding boundary lies strictly between p and the exact product (the
+ * half-integers below 2^22 are floats), so that is rint(a * m) unless p is itself a
+ * half-integer: a block of 16 with one is redone in float64 (qrequant_simd.py's checked form,
+ * with the block in place of fma's exact error). Four lanes per 16-byte vector instead of
+ * float64's two (MobileNetV2 int8 on generic, SSE2: a third of its time was requantization).
+ * Other multipliers (NaN, Inf, |m| > 64) and the n % 16 rest: aicc_rqrow_c's loop. */
+static void aicc_rqrow_f_SFX(size_t n, const uint32_t *restrict acc, uint32_t bias, float m,
+                             int32_t zp, int32_t lo, int32_t hi, YT *restrict y)
+{
+    const float z = (float)zp, L = (float)(lo - zp), H = (float)(hi - zp);
+    const size_t n16 = m - m == 0.0f && m <= 64.0f && m >= -64.0f ? n / 16u * 16u : 0u;
+    for (size_t q = 0; q < n16; q += 16u) {
+        int tie = 0;
+        for (size_t u = 0; u < 16u; ++u) {
+            const uint32_t a = acc[q + u] + bias;
+            const int32_t neg = (int32_t)(a >> 31), low = (int32_t)(a & 0x7fffffffu);
+            const float v = (float)(low - ((0 - neg) & 0x7fffffff) - neg) * m;
+            const float c0 = v < L ? L : v, c = c0 > H ? H : c0;
+            const float t = c + 0x1.8p23f, r = t - 0x1.8p23f, d = c - r;
+            tie |= d * d == 0.25f;      /* |d| <= 0.5: a half-integer c */
+            y[q + u] = (YT)(int32_t)(r + z);
+        }
+        if (tie)
+            for (size_t u = 0; u < 16u; ++u)
+                y[q + u] = (YT)aicc_qround_double(
+                    (double)aicc_u32_i32(acc[q + u] + bias) * (double)m, zp, lo, hi);
+    }
+    for (size_t q = n16; q < n; ++q)
+        y[q] = (YT)aicc_qround_double((double)aicc_u32_i32(acc[q] + bias) * (double)m, zp, lo,
+                                      hi);
+}"""
+
+
+def float_rows(ctx, op, geo, bias) -> bool:
+    """Whether a QLinearConv's rows may use RQROW_F: its sums fit 2^24 (constant weights,
+    weight and input zero points, and bias when present)."""
+    from .qgemm_simd import conv_weights
+    if ctx.in_const(op.W) is None or (ctx.has_input(op.WZ) and ctx.in_const(op.WZ) is None):
+        return False
+    b = None if bias is None else (False if ctx.in_const(8) is None else ctx.in_const(8))
+    return sums_fit(conv_weights(ctx, op, geo), ctx.in_dtype(op.X).name,
+                    zp_const(ctx, op.XZ), b)
+
+
+def requant_row_f32(ctx, ydt) -> str:
+    """Name of RQROW_F for output dtype ydt (needs the float64 helper, as requant_row)."""
+    ctx.helper("qlinear.0.wrap", WRAP)
+    return _typed(ctx, "4.rqrowf", RQROW_F.replace("YT", ctype(ydt)), ydt)
+
+
 def requant_row(ctx, ydt) -> str:
     """Name of the portable requantization of a row of sums to output dtype ydt (RQROW); needs
     quantize.round_helper's float64 form and WRAP."""
@@ -237,41 +293,62 @@ def _zp_ptr(ctx, k: int, dt, n: int, name: str) -> tuple:
 def emit_conv(ctx, op, geo, post) -> None:
     """Conv through the dot kernel, per batch item, group and tile of output positions;
     ``post(ch, src, n, dst)`` writes n outputs from uint32 sums src[q] to out[dst + q] for
-    output channel ch (C expressions)."""
+    output channel ch (C expressions). Patches from the NCHW input, or from a padded
+    channel-last copy (qgemm_cpad.py) where that applies."""
     ta, tb = ctx.in_dtype(op.X), ctx.in_dtype(op.W)
-    K, P = geo.cin_g * numel(geo.k), numel(geo.out)
+    pad = qgemm_cpad.plan(ctx, op, geo, gran(ctx))
+    K, P = (pad.k if pad else geo.cin_g * numel(geo.k)), numel(geo.out)
     kp, tile = _kp(K, gran(ctx)), tile_rows(ctx, K, P)
     ctx.kernel = "generic idot4"
     ctx.helper("conv.0.params", PARAMS)
     ctx.helper("conv.1.range", RANGE)
     ctx.helper("qlinear.0.wrap", WRAP)
     _dot(ctx)
-    cols = _typed(ctx, "cols16", COLS16, ta)
     col = ctx.scratch(tile * kp * 2, "int16_t", "col")
     wv = ctx.scratch(4 * kp * 2, "int16_t", "wv")
     acc = ctx.scratch(4 * tile * 4, "uint32_t", "acc")
+    how = (f"patches from a padded channel-last copy [{pad.hp}][{pad.wp}][{pad.cp}]" if pad
+           else "patches from the NCHW input")
     ctx(f"/* {geo.describe()}: int16 dot products [{geo.cout_g} x {K}] . [{K}] per output, "
-        f"tiles of {tile} positions (K padded to {kp}) */")
+        f"tiles of {tile} positions (K padded to {kp}), {how} */")
     ctx(geo.params())
     ctx(f"const size_t K = {K}u;")
     ctx(f"const int32_t xzp = {zp_expr(ctx, op.XZ)};")
     zp, zs = _zp_ptr(ctx, op.WZ, tb, geo.cout, "wz0")
     inP = numel(geo.inp)
+    wrows = ctx.inp[op.W]
+    if pad:
+        xpad, colsT = qgemm_cpad.helpers(ctx, _typed, ta, gran(ctx))
+        n_xp = pad.hp * pad.wp * pad.cp
+        xp = ctx.scratch(n_xp * 2, "int16_t", "xp")
+        wrows = ctx.const(pad.weights, "wtap")
+        ctx(f"static const size_t off[{pad.taps}] = {{ "
+            + ", ".join(f"{v}u" for v in pad.off) + " };")
+        with ctx.block(f"for (size_t i = 0; i < {n_xp}u; ++i)"):
+            ctx(f"{xp}[i] = 0;")
+    else:
+        cols = _typed(ctx, "cols16", COLS16, ta)
     with ctx.block(f"for (size_t nb = 0; nb < {geo.batch}u; ++nb)"):
+        if pad:
+            ctx(f"{xpad}(&prm, {ctx.inp[op.X]} + nb * {geo.cin * inP}u, xzp, {pad.cp}u, "
+                f"{pad.hp}u, {pad.wp}u, {xp});")
         with ctx.block(f"for (size_t gi = 0; gi < {geo.group}u; ++gi)"):
             with ctx.block(f"for (size_t p0 = 0; p0 < {P}u; p0 += {tile}u)"):
                 ctx(f"const size_t nt = {P}u - p0 < {tile}u ? {P}u - p0 : {tile}u;")
-                ctx(f"{cols}(&prm, {ctx.inp[op.X]} + (nb * {geo.cin}u + gi * {geo.cin_g}u) * "
-                    f"{inP}u, xzp, p0, nt, {kp}u, {col});")
+                if pad:
+                    ctx(f"{colsT}(&prm, {xp}, off, {pad.taps}u, {pad.cp}u, {pad.wp}u, p0, nt, "
+                        f"{col});")
+                else:
+                    ctx(f"{cols}(&prm, {ctx.inp[op.X]} + (nb * {geo.cin}u + gi * "
+                        f"{geo.cin_g}u) * {inP}u, xzp, p0, nt, {kp}u, {col});")
                 oc0 = f"gi * {geo.cout_g}u"
                 zpb = f"{zp} + ({oc0}) * {zs}"
 
                 def store(r, src):
                     ctx(f"const size_t oc = {oc0} + m0 + {r};")
                     post("oc", src, "nt", f"(nb * {geo.cout}u + oc) * {P}u + p0")
-                _emit_blocks(ctx, geo.cout_g, kp, "nt", tile,
-                             f"{ctx.inp[op.W]} + ({oc0}) * K", (zpb + " + m0 * " + zs, zs), tb,
-                             acc, wv, col, store)
+                _emit_blocks(ctx, geo.cout_g, kp, "nt", tile, f"{wrows} + ({oc0}) * K",
+                             (zpb + " + m0 * " + zs, zs), tb, acc, wv, col, store)
 
 
 def emit_matmul(ctx, op, m: int, k: int, n: int, b_t: np.ndarray, post) -> None:

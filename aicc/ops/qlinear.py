@@ -30,7 +30,7 @@ from .gemm import empty_body
 from .loops import collapse, collapsed_strides, numel
 from .matmul import _dims
 from .quantize import round_helper
-from . import qgemm_c, qgemm_conv, qgemm_simd
+from . import qconv_planes, qgemm_c, qgemm_conv, qgemm_simd
 from .qgemm_simd import scalar, zp_const, zp_expr
 from .qrequant_simd import WRAP, Requant, irange, sums_fit
 from .qround import multipliers, requant_mult
@@ -390,16 +390,20 @@ class _ConvBase(Op):
         ctx.helper("conv.0.params", PARAMS)
         ctx.helper("conv.1.range", RANGE)
         ctx.helper("qlinear.0.wrap", WRAP)
-        fn = f"aicc_iconv{_sfx(ta, tb)}"
-        ctx.helper(f"qlinear.2.conv{_sfx(ta, tb)}", _typed(CONV, ta, tb))
         acc = ctx.scratch(P * 4, "uint32_t", "acc")
-        ctx(f"/* {geo.describe()} */")
-        ctx(geo.params())
         ctx(f"const int32_t xzp = {zp_expr(ctx, self.XZ)};")
         wz = None
         if ctx.has_input(self.WZ):
             wzn = _numel(ctx.g, node.inputs[self.WZ])
             wz = f"(int32_t){ctx.inp[self.WZ]}[{'oc' if wzn > 1 else '0'}]"
+        if qconv_planes.supports(geo):
+            qconv_planes.emit(ctx, lambda code: _typed(code, ta, tb), _sfx(ta, tb), geo,
+                              ctx.inp[self.X], ctx.inp[self.W], wz or "0", acc, post)
+            return
+        fn = f"aicc_iconv{_sfx(ta, tb)}"
+        ctx.helper(f"qlinear.2.conv{_sfx(ta, tb)}", _typed(CONV, ta, tb))
+        ctx(f"/* {geo.describe()} */")
+        ctx(geo.params())
         inP, K = numel(geo.inp), geo.cin_g * numel(geo.k)
         with ctx.block(f"for (size_t nb = 0; nb < {geo.batch}u; ++nb)"):
             with ctx.block(f"for (size_t oc = 0; oc < {geo.cout}u; ++oc)"):
@@ -469,8 +473,12 @@ class QLinearConv(_ConvBase):
                 chan_mult=wsn > 1, rform=nt))
             return
 
+        geo = ConvGeometry(self, node, ctx.in_shape(self.X), ctx.in_shape(self.W))
+        rows_f = qgemm_c.float_rows(ctx, self, geo, bias)
+
         def post(ch, src, cnt, dst):
-            rq = qgemm_c.requant_row(ctx, ydt)      # rnd's values, in vectorized blocks
+            # rnd's values, in vectorized blocks: float32 where the sums fit 2^24
+            rq = (qgemm_c.requant_row_f32 if rows_f else qgemm_c.requant_row)(ctx, ydt)
             ctx(f"const float mlt = sa * {ctx.inp[4]}[{ch if wsn > 1 else '0'}] / ys;")
             bv = f"(uint32_t){bias}[{ch}]" if bias else "0u"
             ctx(f"{rq}({cnt}, {src}, {bv}, mlt, yzp, {lo}, {hi}, {ctx.out[0]} + {dst});")

@@ -111,6 +111,44 @@ def test_convinteger_dot_const_weights(case, tmp_path):
     _check("ConvInteger", feeds, inits, ["x", "w", "xz", "wz"], attrs, tmp_path)
 
 
+# constant weights, one group: patches from the padded channel-last copy (qgemm_cpad.py)
+PADDED = {
+    # 14 channels -> 16 (two zero-point channels per tap), asymmetric padding
+    "c14": ((1, 14, 9, 11), (6, 14, 3, 3), {"pads": [1, 0, 2, 1]}),
+    # stride 2 over an even input without padding: its last row and column are never read
+    "s2_unread": ((2, 16, 10, 10), (5, 16, 3, 3), {"strides": [2, 2]}),
+    "s21_dilated": ((1, 8, 13, 12), (9, 8, 3, 2), {"strides": [2, 1], "dilations": [2, 3],
+                                                   "pads": [2, 3, 1, 0]}),
+    "1x1_s2": ((1, 24, 9, 7), (10, 24, 1, 1), {"strides": [2, 2]}),
+    "1d_s3": ((2, 16, 40), (7, 16, 5), {"strides": [3], "pads": [2, 2]}),
+    # K 576: tiles of 56 positions, 143 = 56 + 56 + 31 (the 4 x 1 tail)
+    "3x3_tiles": CONV["3x3_tiles"],
+}
+
+
+@pytest.mark.parametrize("case", sorted(PADDED))
+@pytest.mark.parametrize("xt,wt", [(np.uint8, np.int8), (np.int8, np.uint8)])
+def test_qlinearconv_dot_padded_volume(case, xt, wt, tmp_path):
+    """Per-channel weight zero points (the padding channels' weights are each row's), exact
+    against the reference."""
+    xs, ws, attrs = PADDED[case]
+    r = rng(len(case) * 5 + (xt == np.int8))
+    m = ws[0]
+    feeds = {"x": _rand(r, xt, xs)}
+    inits = {"xs": np.array(np.float32(0.05)), "xz": np.array(_rand(r, xt, ())),
+             "w": _rand(r, wt, ws), "wz": _rand(r, wt, (m,)), "ys": np.array(np.float32(0.05)),
+             "yz": _mid(xt)}
+    acc = _conv_ref({**feeds, **inits}, None, ["x", "w", "xz", "wz"], attrs).astype(np.float64)
+    acc = np.moveaxis(acc, 1, 0).reshape(m, -1)
+    inits["wsc"] = (r.uniform(0.5, 1.5, size=(m,)) * 40 / (acc.std() + 1)).astype(np.float32)
+    inits["b"] = (r.integers(-50, 50, size=(m,)) - acc.mean(axis=1).round()).astype(np.int32)
+    got = _check("QLinearConv", feeds, inits,
+                 ["x", "xs", "xz", "w", "wsc", "wz", "ys", "yz", "b"], attrs, tmp_path)
+    _live(got)
+    src = sorted(Path(tmp_path).glob("b*/model.c"))[-1].read_text()
+    assert "patches from a padded channel-last copy" in src
+
+
 def test_convinteger_dot_extremes(tmp_path):
     """Every product -255 * 255 (x = 255, x_zp = 0, w = 0, w_zp = 255) and its mirror: the
     int16 operands' ends, sums of 576 * 65025 in int32."""
@@ -204,6 +242,78 @@ def test_qlinearconv_requant_special_scales(group, yt, tmp_path):
     want = _requant_want(acc, wsc, inits["yz"])
     np.testing.assert_array_equal(got, want)
     assert (got[0, 7] != got[0, 7].flat[0]).any()      # the 0.5 channel is not constant
+
+
+@pytest.mark.parametrize("group", [1, 8])       # the dot kernel, and the depthwise loops
+@pytest.mark.parametrize("yt", [np.uint8, np.int8])
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_qlinearconv_requant_float32_rows(group, yt, per_channel, tmp_path):
+    """Constant weights, zero points, scales and bias: the float32 rows (qgemm_c.RQROW_F) give
+    the float64 requantization's values, over sums of both signs that saturate at both ends
+    (vectorized blocks of 16 and the n % 16 rest: 9 x 7 = 63 outputs per channel)."""
+    r = rng(40 + group + 2 * per_channel + 4 * (yt == np.int8))
+    w = r.integers(-127, 128, size=(8, 8 // group, 3, 3)).astype(np.int8)
+    x = r.integers(0, 256, size=(1, 8, 9, 7)).astype(np.uint8)
+    xz = np.uint8(r.integers(100, 156))
+    acc = _conv_ref({"x": x, "w": w, "xz": xz}, None, ["x", "w", "xz"],
+                    {"pads": [1, 1, 1, 1], "group": group}).astype(np.float64)
+    # multipliers putting the sums' spread at about 150 output units: both ends saturate
+    mult = (r.uniform(0.7, 1.3, size=8 if per_channel else 1) * 150 / acc.std())
+    wsc = (mult / 0.5).astype(np.float32)        # x scale 1, y scale 2: m = wsc / 2 exactly
+    bias = r.integers(-3000, 3000, size=8).astype(np.int32)
+    yz = np.array(-5 if yt == np.int8 else 120, yt)
+    inits = {"xs": np.float32(1.0), "xz": xz, "w": w, "wsc": wsc,
+             "wz": np.zeros(8 if per_channel else 1, np.int8), "ys": np.float32(2.0),
+             "yz": yz, "b": bias}
+    attrs = {"pads": [1, 1, 1, 1], "group": group}
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "wsc", "wz", "ys", "yz", "b"],
+                            ["y"], **attrs)
+    got = compile_and_run(make_model([node], {"x": x}, ["y"], inits, opset=10), {"x": x},
+                          tmp_path)["y"]
+    assert "aicc_rqrow_f_" in sorted(Path(tmp_path).glob("b*/model.c"))[-1].read_text()
+    m = np.broadcast_to((wsc / np.float32(2.0)).astype(np.float32), (8,))
+    want = _requant_want(acc + bias.reshape(1, -1, 1, 1), m, yz)
+    np.testing.assert_array_equal(got, want)
+    info = np.iinfo(yt)
+    assert (got == info.min).any() and (got == info.max).any() and (acc < 0).any()
+
+
+# one input channel per group: qconv_planes.py's stride phases of the padded plane
+DEPTHWISE = {
+    "wide_rows_s1": ((1, 4, 5, 43), (4, 1, 3, 3), {"pads": [1, 1, 1, 1]}),
+    "wide_rows_s2": ((1, 4, 5, 86), (4, 1, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),
+    "s23_dilated": ((2, 3, 13, 17), (3, 1, 3, 3), {"strides": [2, 3], "dilations": [2, 1],
+                                                   "pads": [2, 1, 0, 2]}),
+    "s2_unread": ((1, 2, 8, 8), (2, 1, 3, 3), {"strides": [2, 2]}),
+    "multiplier2": ((1, 3, 7, 9), (6, 1, 3, 3), {"pads": [1, 0, 1, 2]}),
+    "1d_s3": ((1, 4, 23), (4, 1, 5), {"strides": [3], "pads": [2, 2]}),
+    # left padding beyond the stride: the phases' first columns
+    "s3_pad4": ((1, 2, 9, 20), (2, 1, 3, 5), {"strides": [1, 3], "pads": [1, 4, 1, 4]}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DEPTHWISE))
+def test_depthwise_phase_planes(case, tmp_path):
+    """Exact int32 sums against the reference (per-channel zero points, run-time weights)."""
+    xs, ws, attrs = DEPTHWISE[case]
+    r = rng(len(case) + 30)
+    attrs = {**attrs, "group": xs[1]}
+    feeds = {"x": _rand(r, np.uint8, xs), "w": _rand(r, np.uint8, ws),
+             "xz": np.array(_rand(r, np.uint8, ())), "wz": _rand(r, np.uint8, (ws[0],))}
+    _check("ConvInteger", feeds, None, ["x", "w", "xz", "wz"], attrs, tmp_path, kernel="")
+    src = sorted(Path(tmp_path).glob("b*/model.c"))[-1].read_text()
+    assert "aicc_iconvq_" in src
+
+
+def test_depthwise_phase_planes_extremes(tmp_path):
+    """|w - w_zp| = |x - x_zp| = 255 at every tap: sums of 9 * 65025 of both signs."""
+    x = np.full((1, 2, 6, 6), 255, np.uint8)
+    w = np.zeros((2, 1, 3, 3), np.uint8)
+    w[1] = 255
+    feeds = {"x": x, "w": w, "xz": np.array(0, np.uint8), "wz": np.array([255, 0], np.uint8)}
+    got = _check("ConvInteger", feeds, None, ["x", "w", "xz", "wz"],
+                 {"group": 2, "pads": [1, 1, 1, 1]}, tmp_path, kernel="")
+    assert got[0, 0].min() == -9 * 255 * 255 and got[0, 1].max() == 9 * 255 * 255
 
 
 @pytest.mark.parametrize("stride", [1, 2])
