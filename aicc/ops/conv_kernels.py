@@ -206,8 +206,8 @@ static void aicc_im2col_SFX(const aicc_conv_params *p, const TYPE *restrict x, s
     }
 """ + patch_loops(
     "TYPE", "TYPE *c = col + k * 8;", "c[(j >> 3) * K8 + (j & 7)]", "SRC",
-    "                    for (; j < ntp; ++j)\n                        c[(j >> 3) * K8 + (j & 7)] = 0;\n",
-    CHUNKS8) + "}"
+    "                    for (; j < ntp; ++j)\n"
+    "                        c[(j >> 3) * K8 + (j & 7)] = 0;\n", CHUNKS8) + "}"
 
 TILE = """\
 /* 4x8 register tile of the conv GEMM: acc[r][u] = sum over k of wp[k * 4 + r] * col[k * 8 + u]

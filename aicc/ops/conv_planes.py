@@ -19,8 +19,9 @@ entries in (nf: OH * Wq rounded up to the block).
 The scratch is zeroed once per step: every channel writes the same interior entries, so the
 padding stays zero. Rounding: each output is the sum of the taps' products in (ky, kx) order
 from 0, then + bias. DS-CNN on generic (SSE2, 1.09 -> 0.28 ms with conv_kernels' tile
-change): its first conv (1 -> 64, 10x4 stride 2) 264 -> 38 us, each depthwise 3x3 84 -> 17. NaN/Inf: IEEE; the padding meets the
-weights as real zeros (0 * Inf = NaN), dropped columns never reach the output.
+change): its first conv (1 -> 64, 10x4 stride 2) 264 -> 38 us, each depthwise 3x3 84 -> 17.
+NaN/Inf: IEEE; the padding meets the weights as real zeros (0 * Inf = NaN), dropped columns
+never reach the output.
 """
 from __future__ import annotations
 
@@ -57,8 +58,12 @@ static void aicc_conv_planes_SFX(const aicc_conv_params *p, const TYPE *restrict
                     for (size_t ix = 0; ix < nx; ++ix)
                         qr[pl + ix] = xr[ix];
                 else
-                    for (size_t ix = 0; ix < nx; ++ix)
-                        qr[(ix + pl) % sw * PQ + (ix + pl) / sw] = xr[ix];
+                    for (size_t b = 0; b < sw; ++b) {{   /* phase b: ix = b - pl (mod sw) */
+                        const size_t i0 = (b + sw - pl % sw) % sw;
+                        TYPE *restrict d = qr + b * PQ + (i0 + pl) / sw;
+                        for (size_t ix = i0, k = 0; ix < nx; ix += sw, ++k)
+                            d[k] = xr[ix];
+                    }}
             }}
             for (size_t m = 0; m < p->cout_g; ++m) {{
                 const size_t oc = g * p->cout_g + m;

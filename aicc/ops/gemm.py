@@ -83,8 +83,10 @@ def _block(ct: str, rows, cols: int, a_of, ind: str) -> str:
     decl = "\n".join(f"{ind}{ct} " + ", ".join(f"s{r}_{h}[4] = {{0}}" for h in hs) + ";"
                       for r in rs)
     loads = "\n".join(f"{ind}    const {ct} a{r} = {a_of(r)};" for r in rs)
-    fmas = "\n".join(f"{ind}        s{r}_{h}[u] += a{r} * b[{4 * h}u + u];" for r in rs for h in hs)
-    stores = "\n".join(f"{ind}    acc[{r}][jj + {4 * h}u + u] = s{r}_{h}[u];" for r in rs for h in hs)
+    fmas = "\n".join(f"{ind}        s{r}_{h}[u] += a{r} * b[{4 * h}u + u];"
+                     for r in rs for h in hs)
+    stores = "\n".join(f"{ind}    acc[{r}][jj + {4 * h}u + u] = s{r}_{h}[u];"
+                       for r in rs for h in hs)
     return f"""{decl}
 {ind}for (size_t k = 0; k < K; ++k) {{
 {ind}    const {ct} *restrict b = bp + k * NB + jj;

@@ -82,10 +82,11 @@ static inline AICC_UNUSED uint16_t aicc_f2bf(float f)
 # float32 -> the nearest half value -> float32 in one function (RoundHalf; the bits of the
 # conversion pair above for all 2^32 floats, checked once, exhaustively, in C): 1x64x25x5 on
 # generic 15.1 -> 4.9 us
-ROUND_H = """/* float32 rounded to the nearest float16 value (nearest even), as a float32: the bits of
- * aicc_h2f(aicc_f2h(f)). Normal halves keep 10 mantissa bits (a carry may reach the next
- * exponent or Inf), half subnormals are multiples of 2^-24 ((|f| + 0.5f) - 0.5f), values
- * that round past 65504 are Inf, NaN stays NaN (quiet, its top 10 payload bits kept). */
+ROUND_H = """/* float32 rounded to the nearest float16 value (nearest even), as a float32: the
+ * bits of aicc_h2f(aicc_f2h(f)). Normal halves keep 10 mantissa bits (a carry may reach
+ * the next exponent or Inf), half subnormals are multiples of 2^-24 ((|f| + 0.5f) - 0.5f),
+ * values that round past 65504 are Inf, NaN stays NaN (quiet, its top 10 payload bits
+ * kept). */
 static inline AICC_UNUSED float aicc_round_h(float f)
 {
     uint32_t x, a, r, sub, m;
@@ -107,8 +108,8 @@ static inline AICC_UNUSED float aicc_round_h(float f)
     return s;
 }"""
 
-ROUND_BF = """/* float32 rounded to the nearest bfloat16 value (nearest even), as a float32: the bits of
- * aicc_bf2f(aicc_f2bf(f)) (NaN stays NaN, quiet). */
+ROUND_BF = """/* float32 rounded to the nearest bfloat16 value (nearest even), as a float32: the
+ * bits of aicc_bf2f(aicc_f2bf(f)) (NaN stays NaN, quiet). */
 static inline AICC_UNUSED float aicc_round_bf(float f)
 {
     uint32_t x, r, m;

@@ -61,6 +61,8 @@ CONV_CASES = {
     "one_in_channel_s2": ((1, 1, 13, 10), (8, 1, 5, 4), {"strides": [2, 2],
                                                          "pads": [2, 1, 2, 1]}),
     "1d_depthwise_s3": ((1, 4, 23), (4, 1, 5), {"group": 4, "strides": [3], "pads": [2, 2]}),
+    "depthwise_s3_pad4": ((1, 2, 9, 20), (2, 1, 3, 5), {"group": 2, "strides": [1, 3],
+                                                         "pads": [1, 4, 1, 4]}),
     "group_one_out": ((1, 6, 8, 8), (2, 3, 3, 3), {"group": 2, "pads": [1, 1, 1, 1]}),
     "one_out_channel": ((1, 16, 9, 10), (1, 16, 1, 1), {}),
     "pointwise": ((1, 13, 7, 7), (9, 13, 1, 1), {}),

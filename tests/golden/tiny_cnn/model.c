@@ -399,8 +399,12 @@ static void aicc_conv_planes_f32(const aicc_conv_params *p, const float *restric
                     for (size_t ix = 0; ix < nx; ++ix)
                         qr[pl + ix] = xr[ix];
                 else
-                    for (size_t ix = 0; ix < nx; ++ix)
-                        qr[(ix + pl) % sw * PQ + (ix + pl) / sw] = xr[ix];
+                    for (size_t b = 0; b < sw; ++b) {   /* phase b: ix = b - pl (mod sw) */
+                        const size_t i0 = (b + sw - pl % sw) % sw;
+                        float *restrict d = qr + b * PQ + (i0 + pl) / sw;
+                        for (size_t ix = i0, k = 0; ix < nx; ix += sw, ++k)
+                            d[k] = xr[ix];
+                    }
             }
             for (size_t m = 0; m < p->cout_g; ++m) {
                 const size_t oc = g * p->cout_g + m;
