@@ -81,7 +81,7 @@ def _exp(ctx) -> str:
 /* exp(x) in portable C without branches or calls (math_c.py): clamp to [-104, 89], n = x log2 e
  * rounded to an integer by +- 1.5 * 2^23, Cody-Waite r = x - n ln2, Cephes' expf polynomial,
  * times 2^(n - n/2) (exact) and 2^(n/2) (one rounding). NaN -> NaN. */
-static inline AICC_UNUSED float aicc_expf_c(float x)
+static inline AICC_UNUSED AICC_INLINE float aicc_expf_c(float x)
 {{
     float xc = x < -104.0f ? -104.0f : x;
     xc = xc > 89.0f ? 89.0f : xc;
@@ -110,7 +110,7 @@ def _tanh(ctx) -> str:
     ctx.helper("0.c.2.tanh", f"""\
 /* tanh(x) in portable C without branches or calls (math_c.py): |x| < 0.625: |x| + |x|^3 P(x^2)
  * (Cephes' tanhf), else 1 - 2 / (exp(2|x|) + 1); the sign of x put back. NaN -> NaN. */
-static inline AICC_UNUSED float aicc_tanhf_c(float x)
+static inline AICC_UNUSED AICC_INLINE float aicc_tanhf_c(float x)
 {{
     const float ax = fabsf(x);
     const float z = x * x;
@@ -130,7 +130,7 @@ def _erf(ctx) -> str:
 /* erf(x) in portable C without branches (math_c.py): activations._erf's pieces, each
  * computed, then selected: |x| < 0.875 (or NaN): x P(x^2); [0.875, 2.25) and [2.25, 4):
  * 1 - Q(|x| - mid) with the sign of x; beyond: +-1. */
-static inline AICC_UNUSED float aicc_erff_c(float x)
+static inline AICC_UNUSED AICC_INLINE float aicc_erff_c(float x)
 {{
     const float t = fabsf(x);
     const float u = x * x;
@@ -151,7 +151,7 @@ def _log(ctx) -> str:
  * m in [sqrt(1/2), sqrt(2)) from the bits (subnormal x scaled by 2^23 first), f = m - 1,
  * Cephes' logf polynomial, + e ln 2 in two parts. x < 0 and NaN -> NaN, +-0 -> -Inf,
  * +Inf -> +Inf. */
-static inline AICC_UNUSED float aicc_logf_c(float x)
+static inline AICC_UNUSED AICC_INLINE float aicc_logf_c(float x)
 {{
     const int tiny = x < 1.17549435e-38f;
     const float xs = {sl}(tiny, x * 8388608.0f, x);
@@ -182,7 +182,7 @@ def _log1p(ctx) -> str:
     ctx.helper("0.c.5.log1p", f"""\
 /* log1p(u) for u in [0, 1] (Softplus' and Mish's exp(-|x|)) in portable C (math_c.py,
  * log_simd.py's form): log(w) for w = 1 + u, plus the rounding of w to first order. */
-static inline AICC_UNUSED float aicc_log1pf_c(float u)
+static inline AICC_UNUSED AICC_INLINE float aicc_log1pf_c(float u)
 {{
     const float w = 1.0f + u;
     return {lg}(w) + (u - (w - 1.0f)) / w;

@@ -8,8 +8,10 @@
 
 #if defined(__GNUC__) || defined(__clang__)
 #define AICC_UNUSED __attribute__((unused))
+#define AICC_INLINE __attribute__((always_inline))
 #else
 #define AICC_UNUSED
+#define AICC_INLINE
 #endif
 
 extern const unsigned char model_weights[];   /* model_weights.S */
@@ -17,7 +19,7 @@ extern const unsigned char model_weights[];   /* model_weights.S */
 /* exp(x) in portable C without branches or calls (math_c.py): clamp to [-104, 89], n = x log2 e
  * rounded to an integer by +- 1.5 * 2^23, Cody-Waite r = x - n ln2, Cephes' expf polynomial,
  * times 2^(n - n/2) (exact) and 2^(n/2) (one rounding). NaN -> NaN. */
-static inline AICC_UNUSED float aicc_expf_c(float x)
+static inline AICC_UNUSED AICC_INLINE float aicc_expf_c(float x)
 {
     float xc = x < -104.0f ? -104.0f : x;
     xc = xc > 89.0f ? 89.0f : xc;
