@@ -180,7 +180,9 @@ static void aicc_rqrow_f_SFX(size_t n, const uint32_t *restrict acc, uint32_t bi
             const uint32_t a = acc[q + u] + bias;
             const int32_t neg = (int32_t)(a >> 31), low = (int32_t)(a & 0x7fffffffu);
             const float v = (float)(low - ((0 - neg) & 0x7fffffff) - neg) * m;
-            const float c0 = v < L ? L : v, c = c0 > H ? H : c0;
+            const float c0 = v < L ? L : v, c1 = c0 > H ? H : c0;
+            const float c = v != v ? v : c1;    /* never NaN: keeps GCC from threading the
+                                                 * clamps into branches (constant L, H) */
             const float t = c + 0x1.8p23f, r = t - 0x1.8p23f, d = c - r;
             tie |= d * d == 0.25f;      /* |d| <= 0.5: a half-integer c */
             y[q + u] = (YT)(int32_t)(r + z);
