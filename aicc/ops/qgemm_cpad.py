@@ -14,8 +14,10 @@ set to the row's zero point (so w - w_zp is 0 there).
 
 Taken for 1-D / 2-D convs of one group with constant weights and weight zero points, when
 the extra channels add at most a quarter to K (``T * Cp <= 5/4`` of K rounded up: not the
-3-channel first convs, whose K = 27 would become 72) and the volume fits in XPAD_BYTES of
-scratch. The products, their sums and the overflow bound are qgemm_c's: the same values.
+3-channel first convs, whose K = 27 would become 72) and the volume fits in the target's
+``schedule: qconv: pad_kb`` KiB of scratch (default 256; cortex-m4 0: its RAM holds the arena,
+and without caches the NCHW gather costs no more there; ResNet-8 int8's arena is 119 KB
+without the volumes, 156 KB with them). The products, their sums and the overflow bound are qgemm_c's: the same values.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-XPAD_BYTES = 256 << 10      # the padded volume's budget (arena scratch during the step)
+PAD_KB = 256       # the padded volume's default budget (arena scratch during the step)
 
 XPAD = """\
 /* One batch item's input as a zero-padded channel-last int16 volume, x - xzp:
@@ -95,7 +97,8 @@ def plan(ctx, op, geo, g: int) -> Plan | None:
     cp = -(-C // g) * g
     hp = (o[0] - 1) * s[0] + (k[0] - 1) * d[0] + 1     # the rows / columns any tap reads
     wp = (o[1] - 1) * s[1] + (k[1] - 1) * d[1] + 1
-    if T * cp * 4 > -(-(T * C) // g) * g * 5 or hp * wp * cp * 2 > XPAD_BYTES:
+    budget = int(((ctx.target.schedule or {}).get("qconv") or {}).get("pad_kb", PAD_KB)) << 10
+    if T * cp * 4 > -(-(T * C) // g) * g * 5 or hp * wp * cp * 2 > budget:
         return None
     m = geo.cout
     w = np.asarray(w)

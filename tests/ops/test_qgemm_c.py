@@ -149,6 +149,28 @@ def test_qlinearconv_dot_padded_volume(case, xt, wt, tmp_path):
     assert "patches from a padded channel-last copy" in src
 
 
+def test_padded_volume_budget(tmp_path):
+    """schedule: qconv: pad_kb bounds the padded copy: 0 gathers from the NCHW input (the
+    same exact values), cortex-m4's default (its RAM holds the arena)."""
+    import aicc
+    xs, ws, attrs = PADDED["c14"]
+    r = rng(77)
+    feeds = {"x": _rand(r, np.uint8, xs), "xz": np.array(_rand(r, np.uint8, ()))}
+    inits = {"w": _rand(r, np.int8, ws), "wz": _rand(r, np.int8, (ws[0],))}
+    node = helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["y"], **attrs)
+    model = make_model([node], feeds, ["y"], inits, opset=10)
+    got = compile_and_run(model, feeds, tmp_path,
+                          overrides={"schedule": {"qconv": {"pad_kb": 0}}})["y"]
+    src = sorted(Path(tmp_path).glob("b*/model.c"))[-1].read_text()
+    assert "patches from the NCHW input" in src and "padded channel-last" not in src
+    np.testing.assert_array_equal(got, _conv_ref({**feeds, **inits}, None,
+                                                 ["x", "w", "xz", "wz"], attrs))
+    import onnx
+    onnx.save(model, str(tmp_path / "m4.onnx"))
+    out = aicc.build(tmp_path / "m4.onnx", target="cortex-m4", out=tmp_path / "m4")
+    assert "patches from the NCHW input" in (Path(out) / "model.c").read_text()
+
+
 def test_convinteger_dot_extremes(tmp_path):
     """Every product -255 * 255 (x = 255, x_zp = 0, w = 0, w_zp = 255) and its mirror: the
     int16 operands' ends, sums of 576 * 65025 in int32."""
