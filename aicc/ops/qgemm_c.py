@@ -202,7 +202,9 @@ def float_rows(ctx, op, geo, bias) -> bool:
     """Whether a QLinearConv's rows may use RQROW_F: its sums fit 2^24 (constant weights,
     weight and input zero points, and bias when present)."""
     from .qgemm_simd import conv_weights
-    if ctx.in_const(op.W) is None or (ctx.has_input(op.WZ) and ctx.in_const(op.WZ) is None):
+    w = ctx.in_const(op.W)
+    if w is None or np.asarray(w).size == 0 or (ctx.has_input(op.WZ) and
+                                                ctx.in_const(op.WZ) is None):
         return False
     b = None if bias is None else (False if ctx.in_const(8) is None else ctx.in_const(8))
     return sums_fit(conv_weights(ctx, op, geo), ctx.in_dtype(op.X).name,

@@ -17,7 +17,8 @@ the extra channels add at most a quarter to K (``T * Cp <= 5/4`` of K rounded up
 3-channel first convs, whose K = 27 would become 72) and the volume fits in the target's
 ``schedule: qconv: pad_kb`` KiB of scratch (default 256; cortex-m4 0: its RAM holds the arena,
 and without caches the NCHW gather costs no more there; ResNet-8 int8's arena is 119 KB
-without the volumes, 156 KB with them). The products, their sums and the overflow bound are qgemm_c's: the same values.
+without the volumes, 156 KB with them). The products, their sums and the overflow bound are
+qgemm_c's: the same values.
 """
 from __future__ import annotations
 

@@ -162,6 +162,7 @@ def _requant_prelude(ctx, ks, ys_k, yzp_k):
     ctx(f"const float sa = {scalar(ctx, ks)};")
     ctx(f"const float ys = {scalar(ctx, ys_k)};")
     ctx(f"const int32_t yzp = {zp_expr(ctx, yzp_k)};")
+    ctx("(void)sa; (void)ys; (void)yzp;   /* unread when the output is empty */")
 
 
 def _const_or_false(ctx, k):

@@ -171,6 +171,19 @@ def test_padded_volume_budget(tmp_path):
     assert "patches from the NCHW input" in (Path(out) / "model.c").read_text()
 
 
+def test_qlinearconv_no_output_channels(tmp_path):
+    """Constant weights of zero output channels: an empty output, no requantization rows (the
+    float32 rows' check of the sums read the empty weights)."""
+    x = rng(5).integers(0, 256, size=(1, 4, 5, 5)).astype(np.uint8)
+    inits = {"xs": np.float32(1), "xz": np.uint8(3), "w": np.zeros((0, 4, 3, 3), np.int8),
+             "ws": np.zeros((0,), np.float32), "wz": np.zeros((0,), np.int8),
+             "ys": np.float32(1), "yz": np.uint8(0)}
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"])
+    got = compile_and_run(make_model([node], {"x": x}, ["y"], inits, opset=10), {"x": x},
+                          tmp_path)["y"]
+    assert got.shape == (1, 0, 3, 3) and got.dtype == np.uint8
+
+
 def test_convinteger_dot_extremes(tmp_path):
     """Every product -255 * 255 (x = 255, x_zp = 0, w = 0, w_zp = 255) and its mirror: the
     int16 operands' ends, sums of 576 * 65025 in int32."""
