@@ -32,6 +32,44 @@ from .conv_kernels import suffix, use
 KEY = "7.planes"
 BLOCK = 16      # outputs per block (the C text's four arrays of 4)
 
+# The phase planes' fill shared with qconv_planes.py: input plane X (element type SRC) into
+# xq (DST), row py = iy + pt of phase (py % sh, column phase b) at (py / sh, (ix + pl) / sw),
+# each value VALUE (of xr[ix]); rows and columns no tap reads (past hp, wp) are skipped.
+PHASE_FILL = """\
+for (size_t iy = 0; iy < H && iy + pt < hp; ++iy) {
+    const size_t py = iy + pt;
+    DST *restrict qr = xq + (py % sh) * sw * PQ + py / sh * wq;
+    const SRC *restrict xr = X + iy * W;
+    if (sw == 1)
+        for (size_t ix = 0; ix < nx; ++ix)
+            qr[pl + ix] = VALUE;
+    else
+        for (size_t b = 0; b < sw; ++b) {   /* phase b: ix = b - pl (mod sw) */
+            const size_t i0 = (b + sw - pl % sw) % sw;
+            DST *restrict d = qr + b * PQ + (i0 + pl) / sw;
+            for (size_t ix = i0, k = 0; ix < nx; ix += sw, ++k)
+                d[k] = VALUE;
+        }
+}
+"""
+
+
+def phase_fill(indent: int, dst: str, src: str, x: str, value: str) -> str:
+    """PHASE_FILL indented, with its element types, input plane and value filled in."""
+    text = (PHASE_FILL.replace("DST", dst).replace("SRC", src).replace("VALUE", value)
+            .replace("X + iy", f"{x} + iy"))
+    return "".join(" " * indent + line for line in text.splitlines(True)).rstrip("\n")
+
+
+def extent(geo) -> tuple:
+    """(k, s, d, o, hp, wp): kernel, strides, dilations, output sizes as 2-D lists (1-D convs
+    with a leading 1) and the padded rows / columns any tap reads."""
+    k, s, d, o = ([1] * (2 - len(geo.k)) + list(v) for v in (geo.k, geo.stride, geo.dil,
+                                                            geo.out))
+    hp, wp = ((o[i] - 1) * s[i] + (k[i] - 1) * d[i] + 1 for i in (0, 1))
+    return k, s, d, o, hp, wp
+
+
 PLANES = f"""\
 /* Conv with one input channel per group, 1-D / 2-D, as flat sums over stride phases of the
  * padded plane (see ops/conv_planes.py). xq: phase planes, zeroed by the caller; acc: nf
@@ -50,21 +88,7 @@ static void aicc_conv_planes_SFX(const aicc_conv_params *p, const TYPE *restrict
     for (size_t n = 0; n < p->batch; ++n)
         for (size_t g = 0; g < p->group; ++g) {{
             const TYPE *xc = x + (n * p->group + g) * H * W;
-            for (size_t iy = 0; iy < H && iy + pt < hp; ++iy) {{
-                const size_t py = iy + pt;
-                TYPE *qr = xq + (py % sh) * sw * PQ + py / sh * wq;
-                const TYPE *xr = xc + iy * W;
-                if (sw == 1)
-                    for (size_t ix = 0; ix < nx; ++ix)
-                        qr[pl + ix] = xr[ix];
-                else
-                    for (size_t b = 0; b < sw; ++b) {{   /* phase b: ix = b - pl (mod sw) */
-                        const size_t i0 = (b + sw - pl % sw) % sw;
-                        TYPE *restrict d = qr + b * PQ + (i0 + pl) / sw;
-                        for (size_t ix = i0, k = 0; ix < nx; ix += sw, ++k)
-                            d[k] = xr[ix];
-                    }}
-            }}
+{phase_fill(12, "TYPE", "TYPE", "xc", "xr[ix]")}
             for (size_t m = 0; m < p->cout_g; ++m) {{
                 const size_t oc = g * p->cout_g + m;
                 const TYPE *wc = w + oc * KK;
@@ -106,12 +130,7 @@ def supports(geo) -> bool:
 
 def geometry(geo):
     """(hp, wp, hq, wq, offsets, scratch elements, nf) of the phase planes."""
-    k = [1] * (2 - len(geo.k)) + list(geo.k)
-    s = [1] * (2 - len(geo.k)) + list(geo.stride)
-    d = [1] * (2 - len(geo.k)) + list(geo.dil)
-    o = [1] * (2 - len(geo.k)) + list(geo.out)
-    hp = (o[0] - 1) * s[0] + (k[0] - 1) * d[0] + 1      # the rows / columns any tap reads
-    wp = (o[1] - 1) * s[1] + (k[1] - 1) * d[1] + 1
+    k, s, d, o, hp, wp = extent(geo)
     hq, wq = -(-hp // s[0]), -(-wp // s[1])
     pq = hq * wq
     off = [((ky * d[0]) % s[0] * s[1] + (kx * d[1]) % s[1]) * pq

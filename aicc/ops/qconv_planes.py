@@ -14,7 +14,8 @@ T * 255^2 < 2^31 (``supports``): the modulo-2^32 sums of aicc_iconv, the same va
 """
 from __future__ import annotations
 
-from .conv_planes import BLOCK, geometry
+from .conv_planes import BLOCK, geometry, phase_fill
+from .loops import numel
 
 KEY = "qlinear.2.planes"
 
@@ -33,21 +34,7 @@ static void aicc_iconvq_SFX(const aicc_conv_params *p, const TA *restrict x, int
     const size_t KK = p->k[1] * p->k[2], PQ = hq * wq;
     const size_t nf = (OH * wq + {BLOCK - 1}u) / {BLOCK}u * {BLOCK}u;
     const size_t nx = wp > pl ? (W < wp - pl ? W : wp - pl) : 0;
-    for (size_t iy = 0; iy < H && iy + pt < hp; ++iy) {{
-        const size_t py = iy + pt;
-        int16_t *restrict qr = xq + (py % sh) * sw * PQ + py / sh * wq;
-        const TA *restrict xr = x + iy * W;
-        if (sw == 1)
-            for (size_t ix = 0; ix < nx; ++ix)
-                qr[pl + ix] = (int16_t)((int32_t)xr[ix] - xzp);
-        else
-            for (size_t b = 0; b < sw; ++b) {{   /* phase b: columns ix = b - pl (mod sw) */
-                const size_t i0 = (b + sw - pl % sw) % sw;
-                int16_t *restrict d = qr + b * PQ + (i0 + pl) / sw;
-                for (size_t ix = i0, k = 0; ix < nx; ix += sw, ++k)
-                    d[k] = (int16_t)((int32_t)xr[ix] - xzp);
-            }}
-    }}
+{phase_fill(4, "int16_t", "TA", "x", "(int16_t)((int32_t)xr[ix] - xzp)")}
     for (size_t i = 0; i < nf; i += {BLOCK}u) {{
         int32_t a0[8] = {{0}}, a1[8] = {{0}};
         for (size_t t = 0; t < KK; ++t) {{
@@ -71,24 +58,19 @@ static void aicc_iconvq_SFX(const aicc_conv_params *p, const TA *restrict x, int
 
 def supports(geo) -> bool:
     """One input channel per group, at most 2 spatial dims, and sums exact in int32."""
-    taps = 1
-    for k in geo.k:
-        taps *= k
-    return geo.cin_g == 1 and len(geo.k) <= 2 and taps * 255 * 255 < 2 ** 31
+    return geo.cin_g == 1 and len(geo.k) <= 2 and numel(geo.k) * 255 * 255 < 2 ** 31
 
 
 def emit(ctx, typed, fn_sfx: str, geo, x: str, w: str, wz: str, acc: str, post) -> None:
     """Per batch item and output channel: the kernel, then ``post`` (qlinear's) on the plane.
     typed: qlinear._typed bound to the operand types; x, w: the input / weight pointers."""
     hp, wp, hq, wq, off, nxq, nf = geometry(geo)
-    in_p = 1
-    for d in geo.inp:
-        in_p *= d
+    in_p = numel(geo.inp)
     fn = f"aicc_iconvq{fn_sfx}"
     ctx.helper(f"{KEY}{fn_sfx}", typed(PLANES))
     xq = ctx.scratch(nxq * 2, "int16_t", "xq")
     at = ctx.scratch(nf * 4, "int32_t", "at")
-    P = geo.out[-1] * (geo.out[-2] if len(geo.out) > 1 else 1)
+    P = numel(geo.out)
     ctx(f"/* {geo.describe()}: flat int32 sums over the stride phases [{hq}][{wq}] of the "
         "padded plane */")
     ctx(geo.params())

@@ -25,7 +25,7 @@ from ..emit_c.cwriter import ctype
 from . import qgemm_cpad
 from .conv_kernels import PARAMS, RANGE, patch_loops
 from .loops import numel
-from .qgemm_simd import zp_const, zp_expr
+from .qgemm_simd import conv_weights, zp_const, zp_expr
 from .qrequant_simd import WRAP, irange, span, sums_fit
 
 GRAN_MAX = 32       # Kp = K rounded up to the target's int16 lanes (gran): the dot loop's
@@ -201,7 +201,6 @@ static void aicc_rqrow_f_SFX(size_t n, const uint32_t *restrict acc, uint32_t bi
 def float_rows(ctx, op, geo, bias) -> bool:
     """Whether a QLinearConv's rows may use RQROW_F: its sums fit 2^24 (constant weights,
     weight and input zero points, and bias when present)."""
-    from .qgemm_simd import conv_weights
     w = ctx.in_const(op.W)
     if w is None or np.asarray(w).size == 0 or (ctx.has_input(op.WZ) and
                                                 ctx.in_const(op.WZ) is None):

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .conv_planes import extent
+
 PAD_KB = 256       # the padded volume's default budget (arena scratch during the step)
 
 XPAD = """\
@@ -90,14 +92,9 @@ def plan(ctx, op, geo, g: int) -> Plan | None:
     z = ctx.in_const(op.WZ) if ctx.has_input(op.WZ) else np.zeros((1,), np.int64)
     if w is None or z is None:
         return None
-    k = [1] * (2 - len(geo.k)) + list(geo.k)
-    s = [1] * (2 - len(geo.k)) + list(geo.stride)
-    d = [1] * (2 - len(geo.k)) + list(geo.dil)
-    o = [1] * (2 - len(geo.k)) + list(geo.out)
+    k, _, d, _, hp, wp = extent(geo)      # hp, wp: the rows / columns any tap reads
     T, C = k[0] * k[1], geo.cin
     cp = -(-C // g) * g
-    hp = (o[0] - 1) * s[0] + (k[0] - 1) * d[0] + 1     # the rows / columns any tap reads
-    wp = (o[1] - 1) * s[1] + (k[1] - 1) * d[1] + 1
     budget = int(((ctx.target.schedule or {}).get("qconv") or {}).get("pad_kb", PAD_KB)) << 10
     if T * cp * 4 > -(-(T * C) // g) * g * 5 or hp * wp * cp * 2 > budget:
         return None

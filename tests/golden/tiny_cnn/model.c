@@ -395,8 +395,8 @@ static void aicc_conv_planes_f32(const aicc_conv_params *p, const float *restric
             const float *xc = x + (n * p->group + g) * H * W;
             for (size_t iy = 0; iy < H && iy + pt < hp; ++iy) {
                 const size_t py = iy + pt;
-                float *qr = xq + (py % sh) * sw * PQ + py / sh * wq;
-                const float *xr = xc + iy * W;
+                float *restrict qr = xq + (py % sh) * sw * PQ + py / sh * wq;
+                const float *restrict xr = xc + iy * W;
                 if (sw == 1)
                     for (size_t ix = 0; ix < nx; ++ix)
                         qr[pl + ix] = xr[ix];
