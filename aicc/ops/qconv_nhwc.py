@@ -183,7 +183,7 @@ class QConvNHWC(Op):
         bias = (np.asarray(ctx.in_const(8)).astype(np.int64).reshape(-1) if _bias(node)
                 else None)
         if isa is not None and pointwise(geo):
-            mc, nt, mcol = multipliers(ctx, wsn > 1, geo.cout, isa)
+            mc, nt, mcol = multipliers(ctx, wsn > 1, geo.cout)
             qgemm_simd.emit_rows(ctx, 0, 2, geo.n * geo.h * geo.w,
                                  w.reshape(geo.cout, geo.cin).T,
                                  Requant(rnd, mc, per_col=wsn > 1, rform=nt, mcol=mcol), bias)
@@ -198,7 +198,7 @@ def _emit_depthwise(ctx, geo, isa, w, bias, rnd, wsn) -> None:
     ctx.kernel = isa
     ta, ydt = ctx.in_dtype(0), ctx.out_dtype(0)
     C, T = geo.cin, geo.kh * geo.kw
-    mc, nt, mcol = multipliers(ctx, wsn > 1, C, isa)
+    mc, nt, mcol = multipliers(ctx, wsn > 1, C)
     fits = (wsn == 1 or mcol) and sums_fit(w.reshape(C, T), ta.name, zp_const(ctx, 2), bias)
     rq = requant_helper(ctx, isa, ydt.name, rnd, fits, rform=nt, mcol=mcol)
     gen = _QGen(conv_nhwc_dw.flavor(geo, isa), geo, ta.name, ctype(ydt), rq)

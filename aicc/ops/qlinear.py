@@ -323,7 +323,7 @@ class QLinearMatMul(_MatMulBase):
         yct = ctype(ydt)
         if _nonempty_mm(ctx, self) and qgemm_simd.matmul_usable(ctx, self.A, self.B, self.BZ):
             n = _dims(ctx.in_shape(0), ctx.in_shape(3))[5]
-            mc, nt, mcol = multipliers(ctx, bool(bss), n, qgemm_simd.isa_for(ctx))
+            mc, nt, mcol = multipliers(ctx, bool(bss), n)
             qgemm_simd.emit_matmul(self, node, ctx, Requant(rnd, mc, per_col=bool(bss),
                                                             rform=nt, mcol=mcol))
             return
@@ -467,8 +467,8 @@ class QLinearConv(_ConvBase):
             fits = sums_fit(qgemm_simd.conv_weights(ctx, self, geo), ctx.in_dtype(self.X).name,
                             zp_const(ctx, self.XZ),
                             None if bias is None else _const_or_false(ctx, 8))
-            mult, nt = (f"sa * {ctx.inp[4]}[oc] / ys", "") if wsn > 1 else \
-                requant_mult(ctx, f"sa * {ctx.inp[4]}[0] / ys")
+            mult = f"sa * {ctx.inp[4]}[oc] / ys" if wsn > 1 else f"sa * {ctx.inp[4]}[0] / ys"
+            nt = requant_mult(ctx, wsn)
             qgemm_conv.emit_conv(self, node, ctx, Requant(
                 rnd, mult, f"(int32_t){bias}[oc]" if bias else None, fits=fits,
                 chan_mult=wsn > 1, rform=nt))

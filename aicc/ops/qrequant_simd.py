@@ -19,11 +19,21 @@ of the float64 form's vector operations (one conversion each way, one product, n
 into halves, no clamp): MobileNetV2 int8's requantization (x86-avx512-amx), 96 x 12544
 outputs in rows of 256, C loop: 250 us (float64) -> 119 us.
 
-For a constant per-tensor multiplier the build can drop the half-integer check (qround.py:
-``_f32n`` with a float32 multiplier proved to round no sum onto a half-integer wrongly,
-``_f32d`` on AVX-512 with floor(fl_down(a m + 0.5)) when no exact tie occurs): three vector
-operations per 16 sums instead of eight and a branch (MobileNetV2 int8, x86-avx512-vnni:
-0.89 -> 0.78 of onnxruntime's time).
+For |m| <= F_MAX (0.75: every requantization multiplier seen in practice) the ``_f32f`` form
+rounds without a check: q = bits(fma(a, m, C)) - bits(C) with C = 1.5 * 2^23. The fused
+multiply-add rounds the exact a m + C once; while |a m| < 2^22 that value lies in [2^23, 2^24),
+where the floats are the integers, so the result is C + rint(a m), half to even (C is even),
+and the integer bits of the floats there are bits(C) plus the integer: rint(a m) itself,
+exactly as the float64 product rounds (a m is exact in float64: 25 + 24 bits). Beyond 2^22
+it only has to saturate: a m + C stays positive (|a m| <= 0.75 * 2^24 = C) and the bits of
+positive floats grow with them, so q lies past +-(2^22 - 1) on the right side and the packs
+saturate it. Three vector operations per 8 (16) sums: one conversion, the fused multiply-add
+and an integer subtraction; the checked form has eight and a branch (MobileNetV2 int8,
+x86-avx2, C loop: per tensor 6.62 -> 6.36 ms, per channel 7.3 -> 6.46 ms). The multiply-add
+rounds to nearest: AVX-512 says so (embedded rounding); AVX2 uses the MXCSR's mode, the C
+default (round to nearest) that all of the float kernels assume. Per-channel multipliers are
+build-time constants, checked against F_MAX at build time; one multiplier is checked at run
+time (beyond F_MAX: the float64 form).
 """
 from __future__ import annotations
 
@@ -67,7 +77,7 @@ class Requant(NamedTuple):
     per_col: bool = False
     fits: bool = False         # sums_fit: the helper's float32 form is exact
     chan_mult: bool = False    # conv: mult differs by output channel (per-channel w scales)
-    rform: str = ""            # float32 rounding: "" checked, "n" / "d" check-free (qround.py)
+    rform: str = ""            # float32 rounding: "" checked, "f" check-free (|m| <= F_MAX)
     mcol: bool = False         # per_col with constant multipliers, each finite and <= MAX_MULT
 
 
@@ -142,32 +152,29 @@ def sums_fit(w, xdt: str, xzp, bias) -> bool:
 
 
 MAX_MULT = 64.0          # |m| <= 2^6: |rint(a * m)| + |yzp| < 2^31 for |a| <= 2^24
+F_MAX = 0.75             # |m| <= F_MAX: the _f32f form (module doc; |a m| <= 1.5 * 2^23)
 
 
 def _rq_f32(isa: str, rform: str = "") -> tuple:
     """(name, C) of the inline float32 rounding of one vector of sums a (|a| <= 2^24, module
     doc): rint(a * m) as int32, for |m| <= MAX_MULT (no overflow; the caller saturates).
-    rform (qround.py): "n", without the half-integer check (a multiplier whose products
-    never round onto one); "d" (AVX-512), floor(a * m + 0.5) with both roundings down (no
-    exact ties: rint's value)."""
-    if rform:
-        name = f"aicc_qrf{rform}_{isa}"
-        v, vi = ("__m512", "__m512i") if isa == "avx512" else ("__m256", "__m256i")
-        rn, rd = ("_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC",
-                  "_MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC")
-        body = {("n", "avx512"): f"_mm512_cvt_roundps_epi32(_mm512_mul_round_ps("
-                                 f"_mm512_cvtepi32_ps(ai), vm, {rn}), {rn})",
-                ("n", "avx2"): f"_mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps("
-                               f"_mm256_cvtepi32_ps(ai), vm), {rn}))",
-                ("d", "avx512"): f"_mm512_cvt_roundps_epi32(_mm512_fmadd_round_ps("
-                                 f"_mm512_cvtepi32_ps(ai), vm, _mm512_set1_ps(0.5f), {rd}), {rd})"
-                }[rform, isa]
-        what = ("a multiplier whose float32 products never round onto a half-integer that the "
-                "exact ones are not" if rform == "n" else
-                "floor(ai * vm + 0.5) rounded down twice: exact, and rint's value as no exact "
-                "tie occurs")
-        C = ["/* rint(ai * vm) as int32 in float32 for |ai| <= 2^24 (qround.py): " + what + ". */",
-             f"static inline {vi} {name}({vi} ai, {v} vm)", "{", f"    return {body};", "}"]
+    rform "f": by the fused multiply-add's rounding, for |m| <= F_MAX (no check)."""
+    if rform == "f":
+        name = f"aicc_qrff_{isa}"
+        if isa == "avx512":
+            v, vi, w = "__m512", "__m512i", "_mm512"
+            fma = ("_mm512_fmadd_round_ps(_mm512_cvtepi32_ps(ai), vm, _mm512_set1_ps(12582912.0f), "
+                   "_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)")
+        else:
+            v, vi, w = "__m256", "__m256i", "_mm256"
+            fma = "_mm256_fmadd_ps(_mm256_cvtepi32_ps(ai), vm, _mm256_set1_ps(12582912.0f))"
+        C = ["/* rint(ai * vm) as int32 for |ai| <= 2^24 and |vm| <= 0.75 (qrequant_simd.py):",
+             " * fma(ai, vm, 1.5 * 2^23) rounds the exact sum once to an integer while |ai vm| < "
+             "2^22, whose", " * float bits are those of 1.5 * 2^23 plus it; beyond, the bits "
+             "still order the values (saturated). */",
+             f"static inline {vi} {name}({vi} ai, {v} vm)", "{",
+             f"    return {w}_sub_epi32({w}_castps_si{w[3:]}({fma}), {w}_set1_epi32(0x4B400000));",
+             "}"]
         return name, "\n".join(C)
     if isa == "avx512":
         rn = "_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC"
@@ -273,9 +280,8 @@ def requant_helper(ctx, isa: str, ydt: str, rnd: str, f32: bool = False,
     took ~1.5 us more each.)"""
     lo, hi = irange(ydt)
     yc = ctype(np.dtype(ydt))
-    if isa != "avx512" and rform == "d":     # (the floor form needs embedded rounding)
-        rform = ""
-    nt = rform if f32 else ""     # the _f32n / _f32d forms: no half-integer check
+    bound = F_MAX if rform == "f" else MAX_MULT      # of one multiplier, checked at run time
+    nt = rform if f32 else ""     # the _f32f form: no half-integer check
     mcol = mcol and f32           # _f32*c: a multiplier per column, each checked at build time
     tag = f"_f32{nt}{'c' if mcol else ''}" if f32 else ""
     name = f"aicc_qreq_{isa}_{ydt}{tag}{'_ra' if per_row else ''}"
@@ -331,9 +337,9 @@ def requant_helper(ctx, isa: str, ydt: str, rnd: str, f32: bool = False,
          f"    const {vd} vzc = {pd}_set1_pd((double)(yzp < {lo} ? {lo} : "
          f"(yzp > {hi} ? {hi} : yzp)));",
          ("    const int finite = 1;  /* per-column multipliers, each finite and at most "
-          f"{MAX_MULT!r} in magnitude\n        (the build checked them): the float32 form */"
+          f"{bound!r} in magnitude\n        (the build checked them): the float32 form */"
           if mcol else "    const int finite = ms == 0u && m[0] - m[0] == 0.0f"
-          + (f"\n        && m[0] <= {MAX_MULT!r}f && m[0] >= -{MAX_MULT!r}f;  /* one multiplier, "
+          + (f"\n        && m[0] <= {bound!r}f && m[0] >= -{bound!r}f;  /* one multiplier, "
              "small: the float32 form */" if f32 else ";  /* one finite multiplier: no NaN */")),
          *["    " + ln for ln in setup],
          "    for (size_t row = 0; row < rows; ++row, acc += sa, y += sy) {"]

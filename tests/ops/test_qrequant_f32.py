@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from onnx import helper
 
-from aicc.ops.qround import exact_ties, tie_free_mult
 from tests.oracle import make_model, rng
 from tests.ops.test_qgemm_simd import SIMD, _both, _qconv_ref, _qmm_ref
 
@@ -46,10 +45,10 @@ def _hard_count(acc: np.ndarray, m: np.ndarray) -> tuple:
 
 
 def _forms(d) -> set:
-    """The float32 requantization forms ('' checked, 'n', 'd': ops/qround.py; 'c' after them:
-    per-column constant multipliers) the builds in d call (_both builds the SIMD one and the
-    generic one)."""
-    return {f for p in d.glob("b*/model.c") for f in re.findall(r"_f32([nd]?c?)\(", p.read_text())}
+    """The float32 requantization forms ('' checked, 'f' by the fused multiply-add: ops/qround.py;
+    'c' after them: per-column constant multipliers) the builds in d call (_both builds the
+    SIMD one and the generic one)."""
+    return {f for p in d.glob("b*/model.c") for f in re.findall(r"_f32(f?c?)\(", p.read_text())}
 
 
 def _uses_f32(d) -> bool:
@@ -130,7 +129,6 @@ def test_qlinearmatmul_requant_f32(ta, target, tmp_path):
 
 # MobileNetV2 int8's multipliers (y zero point): the first two have sums whose float32
 # product rounds onto a half-integer, and no float32 neighbour within 256 ulps avoids them all
-# (AVX-512: the floor form; AVX2: the checked form); the third has a tie-free neighbour
 EDGE_MULTS = [(np.float32(0.0012248824), 114), (np.float32(0.0003111857), 101),
               (np.float32(0.009295096), 0)]
 
@@ -147,43 +145,11 @@ def _edge_sums(m: np.float32, yzp: int, amax: int) -> np.ndarray:
     return a[(a > 0) & (a <= amax)].astype(np.int64)
 
 
-def _emulated(a: np.ndarray, m: np.float32, form: str) -> np.ndarray:
-    """The float32 forms' rint(a m) in numpy: 'n' rint(fl32(a m)); 'd' floor(fl_down(a m +
-    0.5)) (a m + 0.5 exact in float64 here, then rounded down to float32)."""
-    x = a.astype(np.float64) * float(m)
-    if form == "n":
-        return np.rint(x.astype(np.float32).astype(np.float64))
-    x = x + 0.5
-    f = x.astype(np.float32).astype(np.float64)
-    f = np.where(f > x, np.nextafter(f.astype(np.float32), np.float32(-np.inf)).astype(np.float64), f)
-    return np.floor(f)
-
-
-@pytest.mark.parametrize("m,yzp", EDGE_MULTS)
-def test_check_free_forms_every_sum(m, yzp):
-    """Every sum |a| <= 2^24 that is not saturated either way (and a margin): the chosen
-    check-free form's outputs are the float64 reference's (ops/qround.py)."""
-    mt = tie_free_mult(m, "uint8", yzp)
-    amax = min(2**24, int(2 * 300 / float(m)))
-    a = np.arange(-amax, amax + 1, dtype=np.int64)
-    want = np.clip(np.rint(a * float(m)) + yzp, 0, 255)
-    if mt is not None:
-        for form_m in (_emulated(a, mt, "n"), np.rint(a * float(mt))):   # f32n and float64
-            np.testing.assert_array_equal(np.clip(form_m + yzp, 0, 255), want)
-    else:
-        assert not exact_ties(m, "uint8", yzp)
-        np.testing.assert_array_equal(np.clip(_emulated(a, m, "d") + yzp, 0, 255), want)
-        # the forms are needed: m's own float32 products go wrong on some sums
-        assert (np.clip(_emulated(a, m, "n") + yzp, 0, 255) != want).any()
-    assert (mt is None) == (float(m) < 0.002)
-
-
-def _sum_rows(sums: np.ndarray, cols: int) -> tuple:
-    """(a uint8 [len(sums), 17], b int8 [17, cols]): b's rows 1, 127, ..., 127, so that
-    row i of a @ b is sums[i] in every column (sums up to 16 * 127 * 255 + 255)."""
-    k = 17
+def _sum_rows(sums: np.ndarray, cols: int, k: int = 17) -> tuple:
+    """(a uint8 [len(sums), k], b int8 [k, cols]): b's rows 1, 127, ..., 127, so that
+    row i of a @ b is sums[i] in every column (sums up to (k - 1) * 127 * 255 + 255)."""
     rows = np.zeros((len(sums), k), np.int64)
-    q = np.minimum(sums // 127, 16 * 255)
+    q = np.minimum(sums // 127, (k - 1) * 255)
     rows[:, 0] = sums - 127 * q
     for j in range(1, k):
         rows[:, j] = np.minimum(q, 255)
@@ -212,7 +178,7 @@ def _run_qmm(a, b, a_scale, b_scale, yzp, tmp_path, target):
 def test_qlinearmatmul_check_free_forms(m, yzp, target, tmp_path):
     """QLinearMatMul rows whose sums are the edge sums of the multiplier (b = [1, 127, ...]:
     a row's sum is any integer up to 16 * 127 * 255 + 255), 16 columns: the C forms give the
-    reference's values; AVX-512 builds use a check-free form, AVX2 the 'n' one when m' exists."""
+    reference's values, by the fused multiply-add form."""
     amax = 16 * 127 * 255 + 255
     edge = _edge_sums(m, yzp, amax)
     assert len(edge) >= 9
@@ -222,16 +188,14 @@ def test_qlinearmatmul_check_free_forms(m, yzp, target, tmp_path):
     a, b = _sum_rows(a_sums, 16)
     assert np.array_equal(a.astype(np.int64) @ b.astype(np.int64)[:, 0], a_sums)
     _run_qmm(a, b, np.array([m], np.float32), np.array([1], np.float32), yzp, tmp_path, target)
-    mt = tie_free_mult(m, "uint8", yzp)
-    avx512 = "avx512" in target
-    assert _forms(tmp_path) == ({"n"} if mt is not None else {"d"} if avx512 else {""})
+    assert _forms(tmp_path) == {"f"}
 
 
 @pytest.mark.parametrize("target", ALL)
 def test_qlinearmatmul_check_free_per_column(target, tmp_path):
     """Per-column b scales (the three edge multipliers and random ones, one y zero point):
-    the multipliers become build-time constants and the float32 form runs per column
-    (AVX-512: the floor form, 'dc'), on rows whose sums are each multiplier's edge sums."""
+    the multipliers become build-time constants and the fused multiply-add form runs per
+    column ('fc'), on rows whose sums are each multiplier's edge sums."""
     yzp = 114
     amax = 16 * 127 * 255 + 255
     r = rng(11)
@@ -243,4 +207,28 @@ def test_qlinearmatmul_check_free_per_column(target, tmp_path):
     got = _run_qmm(a, b, np.array([1], np.float32), ms, yzp, tmp_path, target)
     assert ((got > 0) & (got < 255)).mean() > 0.3
     forms = _forms(tmp_path)
-    assert forms == ({"dc"} if "avx512" in target else {"c"}) or forms == {"nc"}, forms
+    assert forms == {"fc"}, forms
+
+
+@pytest.mark.parametrize("target", ALL)
+@pytest.mark.parametrize("top", [0.75, 0.76])
+def test_qlinearmatmul_fma_form_range(top, target, tmp_path):
+    """The fused multiply-add form at the edge of its range: per-column multipliers up to
+    +-0.75 (F_MAX) on sums up to 2^24 (the sums_fit bound: 519 terms), where a m + 1.5 * 2^23
+    reaches 0 and 2^24 + 2^23 (saturated outputs), and on small sums whose products are exact
+    ties (m = 0.75, 0.5, 0.25: half to even) or near them. A multiplier above F_MAX (0.76)
+    puts the op on the checked form ('c'): the same values."""
+    k = 519
+    amax = (k - 1) * 127 * 255 + 255
+    assert amax <= 2**24
+    ms = np.array([0.75, -0.75, 0.5, -0.5, 0.25, np.nextafter(np.float32(0.75), np.float32(0)),
+                   top, -top, 1e-3, -3e-4, 0.1, 0.3, -0.6, 0.01, 0.7, 0.05], np.float32)
+    r = rng(12)
+    a_sums = np.unique(np.concatenate([np.arange(0, 700), amax - np.arange(0, 50),
+                                       r.integers(0, amax + 1, size=200),
+                                       np.arange(2**22 - 20, 2**22 + 20) * 4 // 3]))
+    a, b = _sum_rows(a_sums, len(ms), k)
+    assert np.array_equal(a.astype(np.int64) @ b.astype(np.int64)[:, 0], a_sums)
+    got = _run_qmm(a, b, np.array([1], np.float32), ms, 114, tmp_path, target)
+    assert ((got > 0) & (got < 255)).mean() > 0.2 and (got == 0).any() and (got == 255).any()
+    assert _forms(tmp_path) == ({"fc"} if top <= 0.75 else {"c"})
