@@ -29,6 +29,11 @@ def const_mults(ctx, n: int):
         return ((sa * ws).astype(np.float32) / ys).astype(np.float32)
 
 
+def _form(m) -> str:
+    """"f" unless m (build-time multipliers, None: not constants) has one above F_MAX: ""."""
+    return "" if m is not None and not (np.abs(m) <= F_MAX).all() else "f"
+
+
 def requant_mults(ctx, n: int) -> tuple:
     """(C name of the per-channel multipliers as a constant [n] array, float32 rounding form:
     "f" when every |m| <= F_MAX, else "" the checked form), or (None, "") when they are not
@@ -37,7 +42,7 @@ def requant_mults(ctx, n: int) -> tuple:
     m = const_mults(ctx, n)
     if m is None or not (np.isfinite(m).all() and (np.abs(m) <= MAX_MULT).all()):
         return None, ""
-    return ctx.const(m, "qmult"), "f" if (np.abs(m) <= F_MAX).all() else ""
+    return ctx.const(m, "qmult"), _form(m)
 
 
 def requant_mult(ctx, n: int = 1) -> str:
@@ -45,8 +50,7 @@ def requant_mult(ctx, n: int = 1) -> str:
     alone (inputs 1, 4, 6: the scales; n: one per output channel, computed at run time): ""
     (checked) when they are build-time constants and one is above F_MAX, else "f" (the helper
     checks |m| <= F_MAX at run time, else takes the float64 form)."""
-    m = const_mults(ctx, n)
-    return "" if m is not None and not (np.abs(m) <= F_MAX).all() else "f"
+    return _form(const_mults(ctx, n))
 
 
 def multipliers(ctx, per_channel: bool, n: int) -> tuple:

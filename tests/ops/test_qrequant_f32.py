@@ -127,8 +127,8 @@ def test_qlinearmatmul_requant_f32(ta, target, tmp_path):
         assert _uses_f32(tmp_path / str(i))
 
 
-# MobileNetV2 int8's multipliers (y zero point): the first two have sums whose float32
-# product rounds onto a half-integer, and no float32 neighbour within 256 ulps avoids them all
+# MobileNetV2 int8's multipliers (y zero point): each has sums whose float32 product rounds
+# onto a half-integer that the exact product is not
 EDGE_MULTS = [(np.float32(0.0012248824), 114), (np.float32(0.0003111857), 101),
               (np.float32(0.009295096), 0)]
 
