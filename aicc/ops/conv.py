@@ -31,8 +31,9 @@ from __future__ import annotations
 from ..emit_c.cwriter import ctype
 from .activations import apply_epilogue, unfused
 from .base import Op, register
-from .conv_kernels import (AXPY, DIRECT, GEMM, IM2COL, PACK8, TILE, act_check, epilogue,
-                           pack_weights, params_c, suffix, tile_size, use)
+from .conv_gemm_c import GEMM, IM2COL, gemm_tiles
+from .conv_kernels import (AXPY, DIRECT, PACK8, TILE, act_check, epilogue, pack_weights,
+                           params_c, suffix, use)
 from . import conv_planes, conv_residual, conv_simd
 from .loops import numel
 from .reference import run_onnx_reference
@@ -124,7 +125,9 @@ class ConvGeometry:
 
 def static_shapes(g, names):
     ts = [g.type_of(n) for n in names]
-    return None if not all(t.is_static for t in ts) else [tuple(int(d) for d in t.shape) for t in ts]
+    if not all(t.is_static for t in ts):
+        return None
+    return [tuple(int(d) for d in t.shape) for t in ts]
 
 
 PACKW = """\
@@ -247,13 +250,15 @@ class Conv(ConvLike):
             ctx(f"aicc_conv_direct{sfx}(&prm, {ctx.inp[0]}, {ctx.inp[1]}, {bias}, "
                 f"{ctx.out[0]}, {ep});")
             return
-        use(ctx, dt, PACK8, IM2COL, TILE, GEMM)
+        use(ctx, dt, PACK8, ("4.im2col", IM2COL), TILE, ("6.gemm", GEMM))
         P = numel(geo.out)
-        tile = tile_size(K, P)
+        tile, kt = gemm_tiles(K, P)
         wp = packed_weights(ctx, dt, ctx.in_const(1),
                             lambda: pack_weights(ctx.in_const(1), geo.group),
                             geo.group, geo.cout_g, K, (geo.cout_g * K, K, 1))
-        col = ctx.scratch(tile * K * dt.itemsize, ctx.out_ctype(0), "col")
-        ctx(f"/* Conv {geo.describe()}: im2col tiles of {tile} positions x K={K} + GEMM */")
+        col = ctx.scratch(tile * kt * dt.itemsize, ctx.out_ctype(0), "col")
+        blocks = f"blocks of {kt} of K={K}" if kt < K else f"K={K}"
+        ctx(f"/* Conv {geo.describe()}: im2col tiles of {tile} positions x {blocks} + GEMM */")
         ctx(geo.params(tile))
-        ctx(f"aicc_conv_gemm{sfx}(&prm, {ctx.inp[0]}, {wp}, {bias}, {ctx.out[0]}, {col}, {ep});")
+        ctx(f"aicc_conv_gemm{sfx}(&prm, {ctx.inp[0]}, {wp}, {bias}, {ctx.out[0]}, {col}, "
+            f"{kt}u, {ep});")

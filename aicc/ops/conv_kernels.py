@@ -5,8 +5,8 @@ Every node is described by one ``aicc_conv_params`` (a 1-D or 2-D node is a 3-D 
 leading unit spatial dims) and each step is one call of a shared helper with a constant
 params struct. Kernels:
 
-* ``aicc_conv_gemm``: im2col of a tile of output positions into step scratch (panels of 8
-  positions), then a 4x8 register-tiled GEMM with the weights packed at compile time as
+* ``aicc_conv_gemm`` (its im2col and driver in conv_gemm_c.py): im2col tiles into step
+  scratch, then this module's 4x8 register tile with the weights packed at compile time as
   [group][block of 4 output channels][k][4]. 1x1 stride-1 unpadded convs gather with a
   straight copy.
 * ``aicc_conv_direct``: depthwise (one input channel per group) and single-output-channel
@@ -29,8 +29,8 @@ from ..emit_c.cwriter import ctype, sanitize
 from .activations import ACT, ACT_ATTRS, act_expr, fused_epilogue
 from .exp_simd import array_act, tag_of
 
-# im2col tile budget in elements (256 KiB of float32): output positions per tile
-# = COL_BUDGET / K rounded down to a multiple of 8 (at least 8, at most all positions).
+# im2col tile budget in elements (256 KiB of float32): ConvTranspose's tiles (tile_size) and
+# the conv GEMM's (conv_gemm_c.gemm_tiles)
 COL_BUDGET = 1 << 16
 
 PARAMS = """\
@@ -120,11 +120,12 @@ static void aicc_pack8_SFX(const TYPE *restrict x, size_t rows, size_t ld, size_
     }
 }"""
 
-# The patch loops of an im2col (aicc_im2col here, qgemm_c's aicc_icols16): per patch entry k
-# (channel ic, taps kz, ky, kx) the positions [p0, p0 + nt) one output row segment at a time,
-# the valid columns [a, b) read from row xr, the rest zero. ELEM: the input's C type; COLPTR:
-# the declaration of c (entry k's first position); DST: position j's slot of entry k; VALUE:
-# the store of SRC (the input value); TAIL: after each entry's positions.
+# The patch loops of an im2col (conv_gemm_c's aicc_im2col, qgemm_c's aicc_icols16): per
+# patch entry k (channel ic, taps kz, ky, kx) the positions [p0, p0 + nt) one output row
+# segment at a time, the valid columns [a, b) read from row xr, the rest zero. ELEM: the
+# input's C type; COLPTR: the declaration of c (entry k's first position; may skip entry k
+# with continue); DST: position j's slot of entry k; VALUE: the store of SRC (the input
+# value); TAIL: after each entry's positions.
 PATCH_LOOPS = """\
     for (size_t ic = 0; ic < p->cin_g; ++ic)
         for (size_t kz = 0; kz < p->k[0]; ++kz)
@@ -159,22 +160,6 @@ TAIL                }
 """
 
 
-# aicc_im2col's valid runs at stride 1 in whole panels of 8 positions: a fixed-length copy,
-# which -O2 vectorizes (ResNet-8 on generic: 1.18 -> 1.05 ms); the loop after it takes the rest
-CHUNKS8 = """\
-                        if (SW == 1) {
-                            for (; o < b && (j & 7) != 0; ++o, ++j)
-                                c[(j >> 3) * K8 + (j & 7)] = xr[(size_t)((int64_t)o + ox)];
-                            for (; o + 8 <= b; o += 8, j += 8) {
-                                const TYPE *s = xr + (size_t)((int64_t)o + ox);
-                                TYPE *d = c + (j >> 3) * K8;
-                                for (size_t u = 0; u < 8; ++u)
-                                    d[u] = s[u];
-                            }
-                        }
-"""
-
-
 def patch_loops(elem: str, colptr: str, dst: str, value: str, tail: str = "",
                 chunks: str = "") -> str:
     """PATCH_LOOPS with its placeholders filled (value: an expression of SRC; chunks: code
@@ -187,27 +172,6 @@ def patch_loops(elem: str, colptr: str, dst: str, value: str, tail: str = "",
             .replace("VALUE", " " * 28 + store).replace("DST", dst).replace("TAIL", tail)
             .replace("CHUNKS", chunks))
 
-
-IM2COL = """\
-/* im2col of output positions [p0, p0 + nt) of one group: the patch values in panels of 8
- * positions, col[(j / 8) * K * 8 + k * 8 + j % 8] with k = ((ic * kD + z) * kH + y) * kW + x.
- * Padding and the unused lanes of the last panel are zero. */
-static void aicc_im2col_SFX(const aicc_conv_params *p, const TYPE *restrict x, size_t p0,
-                            size_t nt, TYPE *restrict col)
-{
-    const size_t OW = p->out[2], OHW = p->out[1] * OW, SW = p->stride[2];
-    const size_t X = p->in[0] * p->in[1] * p->in[2];
-    const size_t K8 = p->cin_g * p->k[0] * p->k[1] * p->k[2] * 8, ntp = (nt + 7) / 8 * 8;
-    size_t k = 0;
-    if (K8 == p->cin_g * 8 && X == p->out[0] * OHW && p->pad[0] == 0 && p->pad[1] == 0 &&
-        p->pad[2] == 0 && p->stride[0] == 1 && p->stride[1] == 1 && SW == 1) {
-        aicc_pack8_SFX(x, p->cin_g, X, p0, nt, col);   /* 1x1, stride 1, unpadded */
-        return;
-    }
-""" + patch_loops(
-    "TYPE", "TYPE *c = col + k * 8;", "c[(j >> 3) * K8 + (j & 7)]", "SRC",
-    "                    for (; j < ntp; ++j)\n"
-    "                        c[(j >> 3) * K8 + (j & 7)] = 0;\n", CHUNKS8) + "}"
 
 TILE = """\
 /* 4x8 register tile of the conv GEMM: acc[r][u] = sum over k of wp[k * 4 + r] * col[k * 8 + u]
@@ -256,50 +220,6 @@ static void aicc_tile4x8_SFX(size_t K, const TYPE *restrict wp, const TYPE *rest
         acc[2][u] = s2[u];
         acc[3][u] = s3[u];
     }
-}"""
-
-GEMM = """\
-/* Conv as GEMM over im2col tiles (see aicc_im2col): per tile of output positions, every
- * block of 4 output channels is computed as 4x8 register tiles, the bias added and the fused
- * epilogue (ep, may be NULL) applied to the finished rows. wp: weights packed per group and
- * block of 4 output channels as [k][4] (zero weights pad the last block). */
-static void aicc_conv_gemm_SFX(const aicc_conv_params *p, const TYPE *restrict x,
-                               const TYPE *restrict wp, const TYPE *restrict bias,
-                               TYPE *restrict y, TYPE *restrict col, void (*ep)(TYPE *, size_t))
-{
-    const size_t K = p->cin_g * p->k[0] * p->k[1] * p->k[2];
-    const size_t X = p->in[0] * p->in[1] * p->in[2], P = p->out[0] * p->out[1] * p->out[2];
-    const size_t nb = (p->cout_g + 3) / 4;
-    for (size_t n = 0; n < p->batch; ++n)
-        for (size_t g = 0; g < p->group; ++g) {
-            const TYPE *xg = x + (n * p->group + g) * p->cin_g * X;
-            TYPE *yg = y + (n * p->group + g) * p->cout_g * P;
-            for (size_t p0 = 0; p0 < P; p0 += p->tile) {
-                const size_t nt = P - p0 < p->tile ? P - p0 : p->tile;
-                aicc_im2col_SFX(p, xg, p0, nt, col);
-                for (size_t b = 0; b < nb; ++b) {
-                    const size_t m0 = 4 * b, rows = p->cout_g - m0 < 4 ? p->cout_g - m0 : 4;
-                    for (size_t j = 0; j < nt; j += 8) {
-                        const size_t cols = nt - j < 8 ? nt - j : 8;
-                        TYPE acc[4][8];
-                        aicc_tile4x8_SFX(K, wp + (g * nb + b) * K * 4, col + j * K, acc);
-                        for (size_t r = 0; r < rows; ++r) {
-                            const TYPE bv = bias ? bias[g * p->cout_g + m0 + r] : (TYPE)0;
-                            TYPE *yr = yg + (m0 + r) * P + p0 + j;
-                            if (cols == 8)      /* a fixed loop, vectorized */
-                                for (size_t u = 0; u < 8; ++u)
-                                    yr[u] = acc[r][u] + bv;
-                            else
-                                for (size_t u = 0; u < cols; ++u)
-                                    yr[u] = acc[r][u] + bv;
-                        }
-                    }
-                    if (ep)
-                        for (size_t r = 0; r < rows; ++r)
-                            ep(yg + (m0 + r) * P + p0, nt);
-                }
-            }
-        }
 }"""
 
 DIRECT = """\
@@ -377,8 +297,7 @@ def use(ctx, dtype, *parts) -> None:
 
 # fixed helper keys: the sort order puts every function after the ones it calls
 # (conv_transpose.py uses "8.*")
-_KEYS = {AXPY: "2.axpy", PACK8: "3.pack8", IM2COL: "4.im2col", TILE: "5.tile",
-         GEMM: "6.gemm", DIRECT: "7.direct"}
+_KEYS = {AXPY: "2.axpy", PACK8: "3.pack8", TILE: "5.tile", DIRECT: "7.direct"}
 
 
 def to3d(vals, fill) -> tuple:

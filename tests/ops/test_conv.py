@@ -14,6 +14,7 @@ from aicc.config import Options
 from aicc.errors import UnsupportedError
 from aicc.frontend import import_model
 from aicc.ops import load_all, lookup
+from aicc.ops.conv_gemm_c import COL_BUDGET, gemm_tiles
 from tests.oracle import (STRICT_CFLAGS, assert_close, check_node, compile_and_run, make_model,
                           reference, rng)
 
@@ -79,6 +80,12 @@ CONV_CASES = {
     "channels_11_to_13": ((1, 11, 6, 5), (13, 11, 3, 3), {"pads": [1, 1, 1, 1]}),
     "many_tiles": ((1, 64, 14, 14), (16, 64, 3, 3), {"pads": [1, 1, 1, 1]}),
     "big_k_tiles": ((1, 160, 10, 9), (6, 160, 3, 3), {"pads": [1, 1, 1, 1], "strides": [1, 2]}),
+    # K in blocks (conv_gemm_c.gemm_tiles: long K, few positions; KBLOCK_CASES below)
+    "kblocks_3x3": ((1, 160, 6, 7), (6, 160, 3, 3), {"pads": [1, 1, 1, 1]}),
+    "kblocks_pos_tiles": ((1, 130, 12, 12), (7, 130, 3, 3), {"pads": [1, 1, 1, 1]}),
+    "kblocks_pointwise": ((1, 2100, 5, 5), (9, 2100, 1, 1), {}),
+    "kblocks_group_s2": ((2, 480, 9, 11), (6, 240, 3, 3), {"group": 2, "strides": [2, 2],
+                                                           "pads": [1, 0, 1, 1]}),
     "kernel_is_input": ((1, 3, 5, 5), (4, 3, 5, 5), {}),
     "one_pixel": ((1, 3, 1, 1), (4, 3, 1, 1), {}),
     "kernel_shape_attr": ((1, 3, 6, 6), (4, 3, 3, 3), {"kernel_shape": [3, 3]}),
@@ -103,6 +110,23 @@ CONV_CASES = {
 }
 
 
+KBLOCK_CASES = [c for c in CONV_CASES if c.startswith("kblocks")]
+
+
+@pytest.mark.parametrize("case", KBLOCK_CASES)
+def test_conv_kblock_cases_split_k(case):
+    """The kblocks cases run the conv GEMM in several K blocks (and kblocks_pos_tiles in
+    several position tiles too), so test_conv checks the accumulation across blocks."""
+    (n, c, *sp), (m, cg, *k), attrs = CONV_CASES[case]
+    s = attrs.get("strides", [1] * len(sp))
+    pads = attrs.get("pads", [0] * 2 * len(sp))
+    out = [(i + pads[d] + pads[d + len(sp)] - k[d]) // s[d] + 1 for d, i in enumerate(sp)]
+    K, P = cg * int(np.prod(k)), int(np.prod(out))
+    nt, kt = gemm_tiles(K, P)
+    assert kt < K and kt % 64 == 0 and nt * kt <= COL_BUDGET
+    assert (nt < P) == (case == "kblocks_pos_tiles")
+
+
 @pytest.mark.parametrize("case", sorted(CONV_CASES))
 def test_conv(case, tmp_path):
     xs, ws, attrs = CONV_CASES[case]
@@ -115,7 +139,7 @@ def test_conv_no_bias(case, tmp_path):
     _conv(xs, ws, attrs, tmp_path, bias=False)
 
 
-@pytest.mark.parametrize("case", ["stride2_odd", "depthwise_s2", "1d", "3d"])
+@pytest.mark.parametrize("case", ["stride2_odd", "depthwise_s2", "1d", "3d", "kblocks_3x3"])
 def test_conv_float64(case, tmp_path):
     xs, ws, attrs = CONV_CASES[case]
     _conv(xs, ws, attrs, tmp_path, dtype=np.float64)
@@ -282,11 +306,14 @@ def _fused(op, x, w, b, attrs, act, params, tmp_path):
 
 
 @pytest.mark.parametrize("act,params,_", ACTS)
-@pytest.mark.parametrize("path", ["gemm", "direct"])
+@pytest.mark.parametrize("path", ["gemm", "gemm_kblocks", "direct"])
 def test_conv_fused_activation(act, params, _, path, tmp_path):
     r = rng(5)
     x = (r.normal(size=(1, 6, 7, 9)) * 3).astype(np.float32)
-    if path == "gemm":
+    if path == "gemm_kblocks":      # the epilogue after the last of 2 K blocks only
+        x = (r.normal(size=(1, 160, 6, 7)) * 3).astype(np.float32)
+        w, attrs = (r.normal(size=(10, 160, 3, 3)) * 0.05).astype(np.float32), {"pads": [1] * 4}
+    elif path == "gemm":
         w, attrs = r.normal(size=(10, 6, 3, 3)).astype(np.float32), {"pads": [1, 1, 1, 1]}
     else:
         w, attrs = r.normal(size=(6, 1, 3, 3)).astype(np.float32), {"pads": [1, 1, 1, 1],

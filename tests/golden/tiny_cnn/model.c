@@ -226,19 +226,21 @@ static void aicc_pack8_f32(const float *restrict x, size_t rows, size_t ld, size
     }
 }
 
-/* im2col of output positions [p0, p0 + nt) of one group: the patch values in panels of 8
- * positions, col[(j / 8) * K * 8 + k * 8 + j % 8] with k = ((ic * kD + z) * kH + y) * kW + x.
- * Padding and the unused lanes of the last panel are zero. */
+/* im2col of output positions [p0, p0 + nt) and patch entries [k0, k0 + kn) of one group: the
+ * patch values in panels of 8 positions, col[(j / 8) * kn * 8 + (k - k0) * 8 + j % 8] with
+ * k = ((ic * kD + z) * kH + y) * kW + x. Padding and the unused lanes of the last panel are
+ * zero. */
 static void aicc_im2col_f32(const aicc_conv_params *p, const float *restrict x, size_t p0,
-                            size_t nt, float *restrict col)
+                            size_t nt, size_t k0, size_t kn, float *restrict col)
 {
     const size_t OW = p->out[2], OHW = p->out[1] * OW, SW = p->stride[2];
     const size_t X = p->in[0] * p->in[1] * p->in[2];
-    const size_t K8 = p->cin_g * p->k[0] * p->k[1] * p->k[2] * 8, ntp = (nt + 7) / 8 * 8;
+    const size_t taps = p->k[0] * p->k[1] * p->k[2], K8 = kn * 8, ke = k0 + kn;
+    const size_t ntp = (nt + 7) / 8 * 8;
     size_t k = 0;
-    if (K8 == p->cin_g * 8 && X == p->out[0] * OHW && p->pad[0] == 0 && p->pad[1] == 0 &&
+    if (taps == 1 && X == p->out[0] * OHW && p->pad[0] == 0 && p->pad[1] == 0 &&
         p->pad[2] == 0 && p->stride[0] == 1 && p->stride[1] == 1 && SW == 1) {
-        aicc_pack8_f32(x, p->cin_g, X, p0, nt, col);   /* 1x1, stride 1, unpadded */
+        aicc_pack8_f32(x + k0 * X, kn, X, p0, nt, col);   /* 1x1, stride 1, unpadded */
         return;
     }
     for (size_t ic = 0; ic < p->cin_g; ++ic)
@@ -246,7 +248,9 @@ static void aicc_im2col_f32(const aicc_conv_params *p, const float *restrict x, 
             for (size_t ky = 0; ky < p->k[1]; ++ky)
                 for (size_t kx = 0; kx < p->k[2]; ++kx, ++k) {
                     const int64_t ox = aicc_tap_off(p, 2, kx);
-                    float *c = col + k * 8;
+                    if (k < k0 || k >= ke)
+                        continue;
+                    float *c = col + (k - k0) * 8;
                     size_t lo, hi, j = 0, q = p0;
                     aicc_valid_range(ox, SW, p->in[2], OW, &lo, &hi);
                     while (q < p0 + nt) {   /* one output row segment [x0, x1) per pass */
@@ -333,13 +337,16 @@ static void aicc_tile4x8_f32(size_t K, const float *restrict wp, const float *re
     }
 }
 
-/* Conv as GEMM over im2col tiles (see aicc_im2col): per tile of output positions, every
- * block of 4 output channels is computed as 4x8 register tiles, the bias added and the fused
- * epilogue (ep, may be NULL) applied to the finished rows. wp: weights packed per group and
- * block of 4 output channels as [k][4] (zero weights pad the last block). */
+/* Conv as GEMM over im2col tiles (see aicc_im2col and conv_gemm_c.py): per tile of output
+ * positions and block of kt patch entries, every block of 4 output channels is computed as
+ * 4x8 register tiles and stored (first K block, with the bias) or added (the others) into Y;
+ * after the last K block the fused epilogue (ep, may be NULL) runs on the finished rows.
+ * wp: weights packed per group and block of 4 output channels as [k][4] (zero weights pad
+ * the last block). */
 static void aicc_conv_gemm_f32(const aicc_conv_params *p, const float *restrict x,
                                const float *restrict wp, const float *restrict bias,
-                               float *restrict y, float *restrict col, void (*ep)(float *, size_t))
+                               float *restrict y, float *restrict col, size_t kt,
+                               void (*ep)(float *, size_t))
 {
     const size_t K = p->cin_g * p->k[0] * p->k[1] * p->k[2];
     const size_t X = p->in[0] * p->in[1] * p->in[2], P = p->out[0] * p->out[1] * p->out[2];
@@ -350,27 +357,36 @@ static void aicc_conv_gemm_f32(const aicc_conv_params *p, const float *restrict 
             float *yg = y + (n * p->group + g) * p->cout_g * P;
             for (size_t p0 = 0; p0 < P; p0 += p->tile) {
                 const size_t nt = P - p0 < p->tile ? P - p0 : p->tile;
-                aicc_im2col_f32(p, xg, p0, nt, col);
-                for (size_t b = 0; b < nb; ++b) {
-                    const size_t m0 = 4 * b, rows = p->cout_g - m0 < 4 ? p->cout_g - m0 : 4;
-                    for (size_t j = 0; j < nt; j += 8) {
-                        const size_t cols = nt - j < 8 ? nt - j : 8;
-                        float acc[4][8];
-                        aicc_tile4x8_f32(K, wp + (g * nb + b) * K * 4, col + j * K, acc);
-                        for (size_t r = 0; r < rows; ++r) {
-                            const float bv = bias ? bias[g * p->cout_g + m0 + r] : (float)0;
-                            float *yr = yg + (m0 + r) * P + p0 + j;
-                            if (cols == 8)      /* a fixed loop, vectorized */
-                                for (size_t u = 0; u < 8; ++u)
-                                    yr[u] = acc[r][u] + bv;
-                            else
-                                for (size_t u = 0; u < cols; ++u)
-                                    yr[u] = acc[r][u] + bv;
+                for (size_t k0 = 0; k0 < K; k0 += kt) {
+                    const size_t kn = K - k0 < kt ? K - k0 : kt;
+                    aicc_im2col_f32(p, xg, p0, nt, k0, kn, col);
+                    for (size_t b = 0; b < nb; ++b) {
+                        const size_t m0 = 4 * b, rows = p->cout_g - m0 < 4 ? p->cout_g - m0 : 4;
+                        const float *wb = wp + (g * nb + b) * K * 4 + k0 * 4;
+                        for (size_t j = 0; j < nt; j += 8) {
+                            const size_t cols = nt - j < 8 ? nt - j : 8;
+                            float acc[4][8];
+                            aicc_tile4x8_f32(kn, wb, col + j * kn, acc);
+                            for (size_t r = 0; r < rows; ++r) {
+                                float *yr = yg + (m0 + r) * P + p0 + j;
+                                if (k0 > 0) {
+                                    for (size_t u = 0; u < cols; ++u)
+                                        yr[u] += acc[r][u];
+                                    continue;
+                                }
+                                const float bv = bias ? bias[g * p->cout_g + m0 + r] : (float)0;
+                                if (cols == 8)      /* a fixed loop, vectorized */
+                                    for (size_t u = 0; u < 8; ++u)
+                                        yr[u] = acc[r][u] + bv;
+                                else
+                                    for (size_t u = 0; u < cols; ++u)
+                                        yr[u] = acc[r][u] + bv;
+                            }
                         }
+                        if (ep && k0 + kn == K)
+                            for (size_t r = 0; r < rows; ++r)
+                                ep(yg + (m0 + r) * P + p0, nt);
                     }
-                    if (ep)
-                        for (size_t r = 0; r < rows; ++r)
-                            ep(yg + (m0 + r) * P + p0, nt);
                 }
             }
         }
@@ -656,7 +672,7 @@ static void step0_conv_k(const aicc_frame *f,
         { 1u, 1u, 1u }, { 1u, 1u, 1u }, { 0u, 1u, 1u }, { 0u, 1u, 1u },
         256u, 0
     };
-    aicc_conv_gemm_f32(&prm, in0, wpack0, in2, out0, col0, aicc_ep_f32_relu);
+    aicc_conv_gemm_f32(&prm, in0, wpack0, in2, out0, col0, 27u, aicc_ep_f32_relu);
 }
 
 static void step0_conv(const aicc_frame *f)
@@ -744,7 +760,7 @@ static void step3_conv_k(const aicc_frame *f,
         { 1u, 1u, 1u }, { 1u, 1u, 1u }, { 0u, 0u, 0u }, { 0u, 0u, 0u },
         64u, 0
     };
-    aicc_conv_gemm_f32(&prm, in0, wpack0, in2, out0, col0, NULL);
+    aicc_conv_gemm_f32(&prm, in0, wpack0, in2, out0, col0, 8u, NULL);
     /* fused residual Add */
     for (size_t i = 0; i < 512u; ++i)
         out0[i] += in3[i];
