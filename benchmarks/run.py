@@ -36,12 +36,20 @@ PEAK_C = r"""
 #include <immintrin.h>
 #include <stdio.h>
 #include <time.h>
-#ifdef W512
+#if defined(W512)
 #define VT __m512
 #define FMA _mm512_fmadd_ps
 #define SET _mm512_set1_ps
 #define ADD _mm512_add_ps
 #define LANES 16
+#elif defined(W128)
+/* SSE2 (the generic target: -O2, no FMA): a multiply and an add per multiply-add, unfused
+ * (no -ffast-math, no FMA instructions: the compiler keeps them two) */
+#define VT __m128
+#define FMA(a, b, c) _mm_add_ps(_mm_mul_ps(a, b), c)
+#define SET _mm_set1_ps
+#define ADD _mm_add_ps
+#define LANES 4
 #else
 #define VT __m256
 #define FMA _mm256_fmadd_ps
@@ -156,12 +164,28 @@ def cpu_name() -> str:
     return f"{name} ({'; '.join(extra)})" if extra else name
 
 
-def peak_meter(avx512: bool, tmp: Path):
-    """A function measuring one core now (AVX2, or AVX-512 if asked): (best-burst FMA
-    throughput, the L1 GEMM loop's best rate) in GFLOP/s, the program compiled once into tmp,
-    best of 3 runs per call."""
-    flags = ["-mavx512f", "-DW512"] if avx512 else ["-mavx2", "-mfma"]
-    src, exe = tmp / "peak.c", tmp / ("peak512" if avx512 else "peak256")
+# the peak loop's ISA per vector width of a target (configs/targets: vector_bytes)
+ISA_OF_BYTES = {16: "sse2", 32: "avx2", 64: "avx512"}
+ISA_FLAGS = {"sse2": ["-msse2", "-DW128"], "avx2": ["-mavx2", "-mfma"],
+             "avx512": ["-mavx512f", "-DW512"]}
+ISA_LOOP = {"sse2": "SSE2 multiply + add loop", "avx2": "AVX2 FMA loop",
+            "avx512": "AVX-512 FMA loop"}
+
+
+def peak_isa(target: str) -> str:
+    """The peak loop's ISA for a target: its vector width (generic: SSE2, 16 bytes)."""
+    from aicc.targets import load_target
+    return ISA_OF_BYTES.get(int(load_target(target).vector_bytes), "avx2")
+
+
+def peak_meter(isa, tmp: Path):
+    """A function measuring one core now with isa's vectors ("sse2", "avx2", "avx512"; a bool:
+    AVX-512 or AVX2): (best-burst multiply-add throughput, the L1 GEMM loop's best rate) in
+    GFLOP/s, the program compiled once into tmp, best of 3 runs per call."""
+    if isinstance(isa, bool):
+        isa = "avx512" if isa else "avx2"
+    flags = ISA_FLAGS[isa]
+    src, exe = tmp / "peak.c", tmp / f"peak_{isa}"
     src.write_text(PEAK_C + L1_LOOP_C)
     subprocess.run(["cc", "-O2", *flags, str(src), "-o", str(exe)], check=True)
 
@@ -175,7 +199,7 @@ def peak_meter(avx512: bool, tmp: Path):
 def fma_peak_gflops(avx512: bool = False) -> float:
     """Best-burst FMA throughput of one core in GFLOP/s (AVX2 by default, AVX-512 if asked)."""
     with tempfile.TemporaryDirectory() as d:
-        return peak_meter(avx512, Path(d))()[0]
+        return peak_meter("avx512" if avx512 else "avx2", Path(d))()[0]
 
 
 def graph_flops(model_path) -> float:
@@ -220,11 +244,11 @@ def main(argv=None):
     restrict(level)          # before onnxruntime is loaded: it reads the CPU features then
     import onnxruntime as ort
     load_before = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    wide = "avx512" in a.target
-    isa = "AVX-512" if wide else "AVX2"
+    isa = peak_isa(a.target)
+    tile = {"avx512": "12 x 32", "avx2": "6 x 16", "sse2": "6 x 8"}[isa]
     rows, peaks, l1s = [], [], []
     with tempfile.TemporaryDirectory() as d:
-        meter = peak_meter(wide, Path(d))
+        meter = peak_meter(isa, Path(d))
         for label, path in all_models(Path(d) / "models"):
             if a.k and a.k.lower() not in label.lower():
                 continue
@@ -260,11 +284,12 @@ def main(argv=None):
             f"{ort.__version__} CPU provider with all graph optimizations, intra_op_num_threads=1"
             f"{ort_note}).",
             "", f"Machine: {cpu}, {platform.machine()}, Python {platform.python_version()}; "
-            f"measured FMA peak of one core: {min(peaks, default=0):.1f}-"
-            f"{max(peaks, default=0):.1f} GFLOP/s ({isa} FMA loop, best of short bursts, "
+            f"measured {'multiply-add' if isa == 'sse2' else 'FMA'} peak of one core: "
+            f"{min(peaks, default=0):.1f}-"
+            f"{max(peaks, default=0):.1f} GFLOP/s ({ISA_LOOP[isa]}, best of short bursts, "
             "measured after each row; a row's % of peak and ratio at peak use its own). "
             f"L1 GEMM loop: {min(l1s, default=0):.1f}-{max(l1s, default=0):.1f} GFLOP/s, the "
-            f"GEMM micro-kernel's inner loop ({'12 x 32' if wide else '6 x 16'} accumulators, "
+            f"GEMM micro-kernel's inner loop ({tile} accumulators, "
             "broadcasts from A, packed B) on data in L1, measured with the peak: what this "
             "core gives loads + FMAs at that moment; it falls to 60% of the FMA peak when "
             "the shared machine is busy. "
