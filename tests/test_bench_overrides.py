@@ -105,6 +105,14 @@ def test_node_override_errors(tmp_path):
     cfg.write_text("schedule: [conv]\n")
     r = cli("build", model, "-o", tmp_path / "o5", "-c", cfg)
     assert r.returncode == 2 and "schedule" in r.stderr
+    # a variant forced on a conv it cannot take (conv_b is 1x1): the node named, exit 2, no
+    # traceback, no output folder (was exit 3, "a bug in aicc")
+    cfg.write_text("nodes:\n  conv_b: {schedule: {algo: winograd}}\n")
+    for target in ["generic"] + SIMD:
+        r = cli("build", model, "-t", target, "-o", tmp_path / "o6", "-c", cfg)
+        assert r.returncode == 2, (target, r.stderr)
+        assert "conv_b" in r.stderr and "winograd" in r.stderr and "Traceback" not in r.stderr
+        assert not (tmp_path / "o6").exists()
 
 
 def test_bench_and_profile(tmp_path):

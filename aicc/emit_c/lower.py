@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..errors import ModelError, UnsupportedError
+from ..errors import ConfigError, ModelError, UnsupportedError
 from ..ops import load_all, lookup
 from ..passes.memory_plan import Buffer, arena_size, peak_live_bytes, plan
 from .context import StepContext
@@ -109,7 +109,14 @@ def _lower(g, opts, weights, helpers, place: bool) -> Program:
         op = lookup(node, g.opset)
         k = len(steps)
         ctx = StepContext(g, node, k, opts.target, helpers)
-        op.emit(node, ctx)
+        try:
+            op.emit(node, ctx)
+        except ValueError as e:
+            # a kernel or schedule forced on this node (build YAML `nodes:`) that its emitter
+            # refuses: the user's configuration, not a bug in aicc
+            if "aicc_schedule" not in node.attrs and "aicc_kernel" not in node.attrs:
+                raise
+            raise ConfigError(f"node {node.name!r} ({node.op_type}): {e}") from e
         steps.append(Step(k, node, ctx.w.text(), ctx))
 
     # -- lifetimes (per tensor, then per shared buffer) ---------------------------------

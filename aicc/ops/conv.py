@@ -34,7 +34,7 @@ from .base import Op, register
 from .conv_gemm_c import GEMM, IM2COL, gemm_tiles
 from .conv_kernels import (AXPY, DIRECT, PACK8, TILE, act_check, epilogue, pack_weights,
                            params_c, suffix, use)
-from . import conv_planes, conv_residual, conv_simd
+from . import conv_planes, conv_residual, conv_simd, conv_winograd_p
 from .loops import numel
 from .reference import run_onnx_reference
 
@@ -239,6 +239,10 @@ class Conv(ConvLike):
         sfx = suffix(dt)
         ep = epilogue(ctx, node, dt)
         K = geo.cin_g * numel(geo.k)
+        wino = conv_winograd_p.chosen(ctx, geo, dt)
+        if wino is not None:
+            conv_winograd_p.emit(ctx, geo, wino, bias, ep)
+            return
         if conv_planes.supports(geo):
             conv_planes.emit(ctx, geo, dt, bias, ep)
             return
