@@ -8,8 +8,10 @@ weights are packed into step scratch at the start of the step (``aicc_packw``). 
 text in conv_kernels.py): 1-D / 2-D convs with one input channel per group (depthwise,
 channel multipliers, single-channel inputs) sum over the stride phases of the padded plane
 (conv_planes.py), 3-D ones and single-output-channel groups use the direct row kernel
-(weights in their ONNX layout), everything else im2col + GEMM (1x1 stride-1 unpadded convs
-gather with a plain copy). That is the portable path (generic target, float64); on the
+(weights in their ONNX layout), float32 3x3 stride-1 convs Winograd F(2x2, 3x3) where the
+target's ``conv_c`` schedule allows it (conv_winograd_p.py; generic), everything else im2col +
+GEMM (1x1 stride-1 unpadded convs gather with a plain copy). That is the portable path
+(generic target, float64); on the
 x86 SIMD targets float32 convs run conv_simd.py's kernel variants (packed SIMD GEMM:
 direct 1x1, im2col, implicit, transposed; depthwise kernels; Winograd F(2x2,3x3) /
 F(4x4,3x3) for 3x3 stride-1 convs, conv_winograd.py), chosen per node from the target's

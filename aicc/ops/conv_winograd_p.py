@@ -73,14 +73,18 @@ def schedule(ctx) -> dict:
 
 def chosen(ctx, geo, dt) -> dict | None:
     """The schedule when this conv runs as portable Winograd, else None (im2col and the
-    other portable kernels). Forcing it on a conv it cannot take is an error."""
+    other portable kernels). float32 only: other dtypes keep their kernels whatever the
+    schedule says (as on the x86 targets, whose conv schedules apply to float32). Forcing it
+    on a float32 conv it cannot take is an error."""
+    if str(dt) != "float32":
+        return None
     s = schedule(ctx)
     if s["algo"] == "winograd":
-        if str(dt) != "float32" or not supports(geo) or ctx.in_const(1) is None:
-            raise ValueError("conv algo 'winograd' needs float32, a 2-D 3x3 conv, stride 1, "
-                             "dilation 1, group 1 and constant weights")
+        if not supports(geo) or ctx.in_const(1) is None:
+            raise ValueError("conv algo 'winograd' needs a 2-D 3x3 conv, stride 1, dilation "
+                             "1, group 1 and constant weights")
         return s
-    if s["algo"] != "auto" or str(dt) != "float32" or not supports(geo):
+    if s["algo"] != "auto" or not supports(geo):
         return None
     if ctx.in_const(1) is None or min(geo.out) < 2:
         return None

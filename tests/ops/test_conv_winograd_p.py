@@ -102,8 +102,10 @@ def test_portable_winograd_nan_inf(m, tmp_path):
     test_winograd_nan_inf(m, T, tmp_path)
 
 
-def test_portable_winograd_float64_stays_im2col(tmp_path):
-    """float64 convs keep the im2col GEMM (Winograd here is float32 only)."""
+@pytest.mark.parametrize("algo", ["auto", "winograd"])
+def test_portable_winograd_float64_stays_im2col(algo, tmp_path):
+    """float64 convs keep the im2col GEMM whatever the schedule (float32 only, as the x86
+    targets' conv schedules)."""
     import onnx
     from onnx import helper
 
@@ -115,7 +117,9 @@ def test_portable_winograd_float64_stays_im2col(tmp_path):
     model = make_model([helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])],
                        {"x": x}, ["y"], {"w": w})
     onnx.save(model, tmp_path / "m.onnx")
-    out = aicc.build(tmp_path / "m.onnx", target=T, out=tmp_path / "b")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"schedule:\n  conv_c: {{algo: {algo}}}\n")
+    out = aicc.build(tmp_path / "m.onnx", target=T, out=tmp_path / "b", config=cfg)
     assert "Winograd" not in (out / "model.c").read_text()
     got = aicc.load(out).run({"x": x})["y"]
     np.testing.assert_allclose(got, reference(model, {"x": x})["y"], rtol=1e-10, atol=1e-12)
