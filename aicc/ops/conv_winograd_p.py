@@ -124,32 +124,37 @@ def _transform(mat, n_in: int, src, ind: str) -> list:
     return o
 
 
+def _lane_function(mat, t: int, head: list, load, store, pre=(), post=()) -> str:
+    """A C function (head: its comment and signature lines) whose loop over the 8 lanes of a
+    panel loads the t x t inputs (load(a, b): the expression), computes out = mat in mat^T
+    and stores each of its len(mat) x len(mat) values (store(i, j, value): the statement);
+    pre / post: lines before and after the loop."""
+    ind = " " * 8
+    n = len(mat)
+    body = [f"{ind}const float g{a}_{b} = {load(a, b)};" for a in range(t) for b in range(t)]
+    body += _transform(mat, t, lambda r, s: f"g{r}_{s}", ind)
+    body += [f"{ind}{store(i, j, f'o{i}_{j}')}" for i in range(n) for j in range(n)]
+    return "\n".join([*head, "{", *pre, f"    for (size_t l = 0; l < {LANES}u; ++l) {{",
+                      *body, "    }", *post, "}"])
+
+
 def input_transform(m: int) -> tuple:
     """(name, C text): V = B^T d B for the 8 lanes of a panel; d[(a * t + b) * 8 + l] holds
     the patch of lane l, V(xi) of lane l goes to v[xi * vs + l]."""
     bt, _, _ = prog.cook_toom(m)
     t = m + 2
-    ind = " " * 8
     name = f"aicc_wgp{m}_in"
-    body = [f"{ind}const float d{a}_{b} = d[{(a * t + b) * LANES}u + l];"
-            for a in range(t) for b in range(t)]
-    body += _transform(bt, t, lambda r, s: f"d{r}_{s}", ind)
-    body += [f"{ind}w[{(i * t + j) * LANES}u + l] = o{i}_{j};"
-             for i in range(t) for j in range(t)]
-    return name, "\n".join([
+    return name, _lane_function(bt, t, [
         f"/* Winograd F({m}x{m}, 3x3) input transform (conv_winograd_p.py) of one channel's",
         " * panel of 8 tiles: per lane, V = B^T d B, into w (local: the lane loop vectorizes),",
         " * then copied to v + xi * vs. */",
-        f"static void {name}(const float *restrict d, float *restrict v, size_t vs)",
-        "{",
-        f"    float w[{t * t * LANES}u];",
-        f"    for (size_t l = 0; l < {LANES}u; ++l) {{",
-        *body,
-        "    }",
-        f"    for (size_t xi = 0; xi < {t * t}u; ++xi)",
-        f"        for (size_t l = 0; l < {LANES}u; ++l)",
-        f"            v[xi * vs + l] = w[xi * {LANES}u + l];",
-        "}"])
+        f"static void {name}(const float *restrict d, float *restrict v, size_t vs)"],
+        lambda a, b: f"d[{(a * t + b) * LANES}u + l]",
+        lambda i, j, val: f"w[{(i * t + j) * LANES}u + l] = {val};",
+        pre=[f"    float w[{t * t * LANES}u];"],
+        post=[f"    for (size_t xi = 0; xi < {t * t}u; ++xi)",
+              f"        for (size_t l = 0; l < {LANES}u; ++l)",
+              f"            v[xi * vs + l] = w[xi * {LANES}u + l];"])
 
 
 def output_transform(m: int) -> tuple:
@@ -157,22 +162,13 @@ def output_transform(m: int) -> tuple:
     (mb[(xi * 4 + r) * 8 + l]); y[(a * m + b) * 8 + l] the m x m outputs of lane l."""
     _, _, at = prog.cook_toom(m)
     t = m + 2
-    ind = " " * 8
     name = f"aicc_wgp{m}_out"
-    body = [f"{ind}const float g{a}_{b} = mb[{((a * t + b) * 4) * LANES}u + r * {LANES}u + l];"
-            for a in range(t) for b in range(t)]
-    body += _transform(at, t, lambda r, s: f"g{r}_{s}", ind)
-    body += [f"{ind}y[{(i * m + j) * LANES}u + l] = o{i}_{j} + bv;"
-             for i in range(m) for j in range(m)]
-    return name, "\n".join([
+    return name, _lane_function(at, t, [
         f"/* Winograd F({m}x{m}, 3x3) output transform (conv_winograd_p.py) of row r of a",
         " * panel's M buffer: per lane, Y = A^T M A + bv. */",
-        f"static void {name}(const float *restrict mb, size_t r, float bv, float *restrict y)",
-        "{",
-        f"    for (size_t l = 0; l < {LANES}u; ++l) {{",
-        *body,
-        "    }",
-        "}"])
+        f"static void {name}(const float *restrict mb, size_t r, float bv, float *restrict y)"],
+        lambda a, b: f"mb[{((a * t + b) * 4) * LANES}u + r * {LANES}u + l]",
+        lambda i, j, val: f"y[{(i * m + j) * LANES}u + l] = {val} + bv;")
 
 
 DRIVER = """\

@@ -206,9 +206,12 @@ def test_winograd_auto_skips(target, tmp_path):
           marker=None, absent="Winograd")
 
 
-@pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("case", ["stride2", "group2", "dilation2", "1d", "5x5", "runtime_w"])
-def test_winograd_forced_refused(case, target, tmp_path):
+REFUSED = ["stride2", "group2", "dilation2", "1d", "5x5", "runtime_w"]
+
+
+def refused(case: str) -> tuple:
+    """(x shape, w shape, attrs) of a conv Winograd cannot take (REFUSED; runtime_w: the
+    weights are a graph input)."""
     x, w, attrs = (1, 4, 9, 9), (4, 4, 3, 3), dict(P1)
     if case == "stride2":
         attrs["strides"] = [2, 2]
@@ -220,6 +223,13 @@ def test_winograd_forced_refused(case, target, tmp_path):
         x, w, attrs = (1, 4, 9), (4, 4, 3), {"pads": [1, 1]}
     elif case == "5x5":
         w = (4, 4, 5, 5)
+    return x, w, attrs
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("case", REFUSED)
+def test_winograd_forced_refused(case, target, tmp_path):
+    x, w, attrs = refused(case)
     with pytest.raises(Exception, match="winograd"):
         convs(tmp_path, target, [(x, w, attrs, {})], sched={"algo": "winograd"},
               runtime_w=case == "runtime_w")

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from aicc.ops.conv_winograd_p import block_tiles
-from tests.ops.test_conv_winograd import BLOCKS, NARROW, P1, SHAPES, convs, test_winograd_nan_inf
+from tests.ops.test_conv_winograd import (BLOCKS, NARROW, P1, REFUSED, SHAPES, convs, refused,
+                                         test_winograd_nan_inf)
 
 T = "generic"
 MARK = "portable Winograd"
@@ -72,19 +73,9 @@ def test_portable_winograd_auto_skips(tmp_path):
           sched={"algo": "im2col"}, marker="im2col", absent="Winograd")
 
 
-@pytest.mark.parametrize("case", ["stride2", "group2", "dilation2", "1d", "5x5", "runtime_w"])
+@pytest.mark.parametrize("case", REFUSED)
 def test_portable_winograd_forced_refused(case, tmp_path):
-    x, w, attrs = (1, 4, 9, 9), (4, 4, 3, 3), dict(P1)
-    if case == "stride2":
-        attrs["strides"] = [2, 2]
-    elif case == "group2":
-        attrs["group"], w = 2, (4, 2, 3, 3)
-    elif case == "dilation2":
-        attrs["dilations"] = [2, 2]
-    elif case == "1d":
-        x, w, attrs = (1, 4, 9), (4, 4, 3), {"pads": [1, 1]}
-    elif case == "5x5":
-        w = (4, 4, 5, 5)
+    x, w, attrs = refused(case)
     with pytest.raises(Exception, match="winograd"):
         convs(tmp_path, T, [(x, w, attrs, {})], sched={"algo": "winograd"},
               runtime_w=case == "runtime_w")
