@@ -31,7 +31,9 @@ F(4,3) (x86-avx2's F(4,3): 0.15-0.64), 0.04-0.12 with F(2,3) and 0.04-0.13 with 
 keeps to F(2,3), as accurate as im2col; F(4,3) is for a build YAML that asks for it.
 
 Size: the transformed weights replace the packed ones in the weights image (16/9 of them for
-F(2,3), 4x for F(4,3)); scratch: V (t * t x C x nb floats) and the M buffer.
+F(2,3), 4x for F(4,3): ResNet-18 on generic 46.8 -> 76.1 MB, ResNet-8 312 -> 470 KB); scratch:
+V (t * t x C x nb floats) and the M buffer (ResNet-8's arena 455 -> 524 KB, ResNet-18's 4.01 MB
+unchanged).
 
 Rounding: the transforms' arithmetic (float32 adds and multiplies by the matrix entries, no
 FMA) replaces the direct sum's, so results differ from im2col + GEMM by more than summation
