@@ -198,6 +198,27 @@ def test_cross_matches_host_under_qemu(models, name, target, tmp_path):
     assert_close(got, want, rtol=rtol, atol=atol)       # onnxruntime
 
 
+@pytest.mark.parametrize("target", [pytest.param(t, marks=_needs(t)) for t in CROSS])
+def test_cross_portable_winograd_opt_in(models, target, tmp_path):
+    """The portable Winograd (ops/conv_winograd_p.py) that arm-neon and cortex-m4 leave off by
+    default, opted in by the build YAML: ResNet-8's 3x3 convs take it, compile with the
+    strict flags for the cross target and match onnxruntime under qemu."""
+    path, hdr, feeds, want, _ = models["resnet8"]
+    cfg = tmp_path / "wino.yaml"
+    base = os.path.join(EMB, "cortex-m4", "sections.yaml") if target == "cortex-m4" else None
+    cfg.write_text((open(base).read() if base else "") +
+                   "schedule:\n  conv_c: {algo: auto}\n")
+    _make("app", f"PLATFORM={target}", f"MODEL={path}", f"DATA={hdr}", f"OUT={tmp_path}",
+          f"AICC_CONFIG={cfg}")
+    assert "portable Winograd F(2x2, 3x3)" in (tmp_path / "bundle" / "model.c").read_text()
+    exe = tmp_path / ("app.elf" if target == "cortex-m4" else "app")
+    r = subprocess.run(load_target(target).run_command(exe), capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0 and "PASS" in r.stdout, r.stdout[-2000:] + r.stderr[-2000:]
+    got = dict(zip(want, _outputs(r.stdout, onnx.load(path))))
+    assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+
 @_needs("cortex-m4")
 def test_cortex_m4_sections_sizes_and_cmake(models, tmp_path):
     """Weights in their own flash section, arena in its own RAM section (YAML options), the

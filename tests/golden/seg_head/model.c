@@ -366,13 +366,13 @@ static void aicc_convt_gemm_f32(const aicc_conv_params *p, const float *restrict
 /* fused epilogue Relu() on n contiguous outputs */
 static void aicc_ep_f32_relu(float *y, size_t n)
 {
-    size_t i = 0;
-    for (; i + 8u <= n; i += 8u)
+    const size_t n8 = n / 8u * 8u;
+    for (size_t i = 0; i < n8; i += 8u)
         for (size_t u = 0; u < 8u; ++u) {
             const float v = y[i + u];
             y[i + u] = (v < 0.0f ? 0.0f : v);
         }
-    for (; i < n; ++i) {
+    for (size_t i = n8; i < n; ++i) {
         const float v = y[i];
         y[i] = (v < 0.0f ? 0.0f : v);
     }
@@ -381,13 +381,13 @@ static void aicc_ep_f32_relu(float *y, size_t n)
 /* fused epilogue Sigmoid() on n contiguous outputs */
 static void aicc_ep_f32_sigmoid(float *y, size_t n)
 {
-    size_t i = 0;
-    for (; i + 8u <= n; i += 8u)
+    const size_t n8 = n / 8u * 8u;
+    for (size_t i = 0; i < n8; i += 8u)
         for (size_t u = 0; u < 8u; ++u) {
             const float v = y[i + u];
             y[i + u] = (1.0f / (1.0f + aicc_expf_c(-v)));
         }
-    for (; i < n; ++i) {
+    for (size_t i = n8; i < n; ++i) {
         const float v = y[i];
         y[i] = (1.0f / (1.0f + aicc_expf_c(-v)));
     }

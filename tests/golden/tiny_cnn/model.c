@@ -460,13 +460,13 @@ static void aicc_conv_planes_f32(const aicc_conv_params *p, const float *restric
 /* fused epilogue Clip(max=6.0, min=0.0) on n contiguous outputs */
 static void aicc_ep_f32_clip_98aeae5d(float *y, size_t n)
 {
-    size_t i = 0;
-    for (; i + 8u <= n; i += 8u)
+    const size_t n8 = n / 8u * 8u;
+    for (size_t i = 0; i < n8; i += 8u)
         for (size_t u = 0; u < 8u; ++u) {
             const float v = y[i + u];
             y[i + u] = ((v < 0.0f ? 0.0f : v) > 6.0f ? 6.0f : (v < 0.0f ? 0.0f : v));
         }
-    for (; i < n; ++i) {
+    for (size_t i = n8; i < n; ++i) {
         const float v = y[i];
         y[i] = ((v < 0.0f ? 0.0f : v) > 6.0f ? 6.0f : (v < 0.0f ? 0.0f : v));
     }
@@ -475,13 +475,13 @@ static void aicc_ep_f32_clip_98aeae5d(float *y, size_t n)
 /* fused epilogue Relu() on n contiguous outputs */
 static void aicc_ep_f32_relu(float *y, size_t n)
 {
-    size_t i = 0;
-    for (; i + 8u <= n; i += 8u)
+    const size_t n8 = n / 8u * 8u;
+    for (size_t i = 0; i < n8; i += 8u)
         for (size_t u = 0; u < 8u; ++u) {
             const float v = y[i + u];
             y[i + u] = (v < 0.0f ? 0.0f : v);
         }
-    for (; i < n; ++i) {
+    for (size_t i = n8; i < n; ++i) {
         const float v = y[i];
         y[i] = (v < 0.0f ? 0.0f : v);
     }
