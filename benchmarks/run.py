@@ -178,12 +178,10 @@ def peak_isa(target: str) -> str:
     return ISA_OF_BYTES.get(int(load_target(target).vector_bytes), "avx2")
 
 
-def peak_meter(isa, tmp: Path):
-    """A function measuring one core now with isa's vectors ("sse2", "avx2", "avx512"; a bool:
-    AVX-512 or AVX2): (best-burst multiply-add throughput, the L1 GEMM loop's best rate) in
-    GFLOP/s, the program compiled once into tmp, best of 3 runs per call."""
-    if isinstance(isa, bool):
-        isa = "avx512" if isa else "avx2"
+def peak_meter(isa: str, tmp: Path):
+    """A function measuring one core now with isa's vectors ("sse2", "avx2", "avx512"):
+    (best-burst multiply-add throughput, the L1 GEMM loop's best rate) in GFLOP/s, the
+    program compiled once into tmp, best of 3 runs per call."""
     flags = ISA_FLAGS[isa]
     src, exe = tmp / "peak.c", tmp / f"peak_{isa}"
     src.write_text(PEAK_C + L1_LOOP_C)

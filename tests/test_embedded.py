@@ -183,16 +183,23 @@ def test_host_app_with_make_and_cmake(tmp_path):
     assert "PASS: 12 of 12" in out, out
 
 
+def _cross_outputs(target, path, hdr, want, out_dir, *make_args) -> dict:
+    """Build examples/embedded's app for target (make_args: more make variables), run it
+    under its emulator (it must print PASS) and return its outputs by name."""
+    _make("app", f"PLATFORM={target}", f"MODEL={path}", f"DATA={hdr}", f"OUT={out_dir}",
+          *make_args)
+    exe = out_dir / ("app.elf" if target == "cortex-m4" else "app")
+    r = subprocess.run(load_target(target).run_command(exe), capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0 and "PASS" in r.stdout, r.stdout[-2000:] + r.stderr[-2000:]
+    return dict(zip(want, _outputs(r.stdout, onnx.load(path))))
+
+
 @pytest.mark.parametrize("target", [pytest.param(t, marks=_needs(t)) for t in CROSS])
 @pytest.mark.parametrize("name", list(MODELS))
 def test_cross_matches_host_under_qemu(models, name, target, tmp_path):
     path, hdr, feeds, want, host = models[name]
-    _make("app", f"PLATFORM={target}", f"MODEL={path}", f"DATA={hdr}", f"OUT={tmp_path}")
-    exe = tmp_path / ("app.elf" if target == "cortex-m4" else "app")
-    r = subprocess.run(load_target(target).run_command(exe), capture_output=True, text=True,
-                       timeout=300)
-    assert r.returncode == 0 and "PASS" in r.stdout, r.stdout[-2000:] + r.stderr[-2000:]
-    got = dict(zip(want, _outputs(r.stdout, onnx.load(path))))
+    got = _cross_outputs(target, path, hdr, want, tmp_path)
     assert_close(got, host, rtol=1e-4, atol=1e-5)       # the host build of the same model
     rtol, atol = _ort_tol(name)
     assert_close(got, want, rtol=rtol, atol=atol)       # onnxruntime
@@ -208,14 +215,8 @@ def test_cross_portable_winograd_opt_in(models, target, tmp_path):
     base = os.path.join(EMB, "cortex-m4", "sections.yaml") if target == "cortex-m4" else None
     cfg.write_text((open(base).read() if base else "") +
                    "schedule:\n  conv_c: {algo: auto}\n")
-    _make("app", f"PLATFORM={target}", f"MODEL={path}", f"DATA={hdr}", f"OUT={tmp_path}",
-          f"AICC_CONFIG={cfg}")
+    got = _cross_outputs(target, path, hdr, want, tmp_path, f"AICC_CONFIG={cfg}")
     assert "portable Winograd F(2x2, 3x3)" in (tmp_path / "bundle" / "model.c").read_text()
-    exe = tmp_path / ("app.elf" if target == "cortex-m4" else "app")
-    r = subprocess.run(load_target(target).run_command(exe), capture_output=True, text=True,
-                       timeout=300)
-    assert r.returncode == 0 and "PASS" in r.stdout, r.stdout[-2000:] + r.stderr[-2000:]
-    got = dict(zip(want, _outputs(r.stdout, onnx.load(path))))
     assert_close(got, want, rtol=1e-4, atol=1e-5)
 
 

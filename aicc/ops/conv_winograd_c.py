@@ -72,7 +72,8 @@ IDX512_ZIP = """\
                                                 25, 9, 24, 8);"""
 
 
-def _lit(c: Fraction) -> str:
+def float_lit(c: Fraction) -> str:
+    """A float C literal of c (conv_winograd_p.py uses it too)."""
     v = float(c)
     return f"{v!r}f" if v != int(v) else f"{int(v)}.0f"
 
@@ -83,14 +84,14 @@ def lincomb(isa: str, out: str, terms, ind: str) -> str:
     terms = [(c, s) for c, s in terms if c != 0]
     terms.sort(key=lambda cs: cs[0] != 1)           # start from a +1 term when there is one
     c0, s0 = terms[0]
-    e = s0 if c0 == 1 else f"{d['mul']}({d['set1']}({_lit(c0)}), {s0})"
+    e = s0 if c0 == 1 else f"{d['mul']}({d['set1']}({float_lit(c0)}), {s0})"
     for c, s in terms[1:]:
         if c == 1:
             e = f"{d['add']}({e}, {s})"
         elif c == -1:
             e = f"{d['sub']}({e}, {s})"
         else:
-            e = f"{d['fma']}({d['set1']}({_lit(c)}), {s}, {e})"
+            e = f"{d['fma']}({d['set1']}({float_lit(c)}), {s}, {e})"
     return f"{ind}const {d['v']} {out} = {e};"
 
 

@@ -45,14 +45,10 @@ convolution would keep finite become NaN, and outputs that would be +-Inf may co
 """
 from __future__ import annotations
 
-from fractions import Fraction
-
-import numpy as np
-
 from . import conv_winograd_prog as prog
-from .conv_gemm_c import COL_BUDGET
-from .conv_kernels import TILE, use
+from .conv_kernels import COL_BUDGET, TILE, pack_weights, use
 from .conv_winograd import supports, tiles_of, transformed_weights
+from .conv_winograd_c import float_lit
 
 LANES = 8              # tiles per panel: the 4x8 register tile's columns
 AUTO_C, AUTO_K = 8, 8  # auto: at least this many input / output channels
@@ -86,17 +82,11 @@ def chosen(ctx, geo, dt) -> dict | None:
             raise ValueError("conv algo 'winograd' needs a 2-D 3x3 conv, stride 1, dilation "
                              "1, group 1 and constant weights")
         return s
-    if s["algo"] != "auto" or not supports(geo):
-        return None
-    if ctx.in_const(1) is None or min(geo.out) < 2:
+    if (s["algo"] != "auto" or not supports(geo) or ctx.in_const(1) is None
+            or min(geo.out) < 2 or geo.cin < AUTO_C or geo.cout < AUTO_K):
         return None
     th, tw = tiles_of(geo, 2)
-    return s if geo.cin >= AUTO_C and geo.cout >= AUTO_K and th * tw >= MIN_TILES else None
-
-
-def _lit(c: Fraction) -> str:
-    v = float(c)
-    return f"{v!r}f" if v != int(v) else f"{int(v)}.0f"
+    return s if th * tw >= MIN_TILES else None
 
 
 def lincomb(isa, out: str, terms, ind: str) -> str:
@@ -105,10 +95,10 @@ def lincomb(isa, out: str, terms, ind: str) -> str:
     terms = [(c, s) for c, s in terms if c != 0]
     terms.sort(key=lambda cs: cs[0] != 1)           # start from a +1 term when there is one
     c0, s0 = terms[0]
-    e = s0 if c0 == 1 else f"{_lit(c0)} * {s0}"
+    e = s0 if c0 == 1 else f"{float_lit(c0)} * {s0}"
     for c, s in terms[1:]:
         e = (f"({e}) + {s}" if c == 1 else f"({e}) - {s}" if c == -1
-             else f"({e}) + {_lit(c)} * {s}")
+             else f"({e}) + {float_lit(c)} * {s}")
     return f"{ind}const float {out} = {e};"
 
 
@@ -194,13 +184,13 @@ static void aicc_wgpM_conv(const aicc_conv_params *p, const float *restrict x,
         float *restrict yn = y + n * K * P;
         for (size_t j0 = 0; j0 < NT; j0 += nb) {
             const size_t np = ((NT - j0 < nb ? NT - j0 : nb) + 7u) / 8u;    /* panels */
-            for (size_t c = 0; c < C; ++c)
+            for (size_t c = 0; c < C; ++c) {
+                const float *restrict xc = xn + c * X;
                 for (size_t q = 0; q < np; ++q) {
                     for (size_t l = 0; l < 8u; ++l) {
                         const size_t j = j0 + q * 8u + l;
                         const int64_t r0 = (int64_t)(j / TW * Mu) - (int64_t)p->pad[1];
                         const int64_t c0 = (int64_t)(j % TW * Mu) - (int64_t)p->pad[2];
-                        const float *restrict xc = xn + c * X;
                         if (j < NT && r0 >= 0 && c0 >= 0 && r0 + Tu <= (int64_t)H &&
                             c0 + Tu <= (int64_t)W) {
                             const float *restrict s = xc + (size_t)r0 * W + (size_t)c0;
@@ -219,6 +209,7 @@ static void aicc_wgpM_conv(const aicc_conv_params *p, const float *restrict x,
                     }
                     aicc_wgpM_in(d, v + q * C * 8u + c * 8u, vs);
                 }
+            }
             for (size_t kb = 0; kb < nkb; ++kb) {
                 const size_t m0 = 4u * kb, rows = K - m0 < 4u ? K - m0 : 4u;
                 for (size_t xi = 0; xi < T2u; ++xi)
@@ -246,15 +237,6 @@ static void aicc_wgpM_conv(const aicc_conv_params *p, const float *restrict x,
             ep(yn, K * P);
     }
 }"""
-
-
-def packed_u(u: np.ndarray) -> np.ndarray:
-    """U [t * t, K, C] as [xi][block of 4 output channels][c][4] (zero rows pad the last)."""
-    t2, k, c = u.shape
-    nkb = -(-k // 4)
-    up = np.zeros((t2, nkb * 4, c), np.float32)
-    up[:, :k] = u
-    return np.ascontiguousarray(up.reshape(t2, nkb, 4, c).transpose(0, 1, 3, 2))
 
 
 def block_tiles(kb: int, t: int, C: int, K: int, NT: int) -> int:
@@ -286,7 +268,9 @@ def emit(ctx, geo, s: dict, bias: str, ep: str) -> None:
     ctx.helper(f"conv.9.wgp{m}.2.drv", DRIVER.replace("Mx M", f"{m}x{m}").replace(
         "Mu", f"{m}u").replace("T2u", f"{t * t}u").replace("Tu", f"{t}u").replace(
         "wgpM", f"wgp{m}"))
-    up = ctx.const(packed_u(transformed_weights(ctx.in_const(1), m)), "wino")
+    u = transformed_weights(ctx.in_const(1), m)          # [t * t, K, C]
+    # [xi][block of 4 output channels][c][4]: the conv GEMM's packing, xi as the group
+    up = ctx.const(pack_weights(u.reshape(t * t * K, C), t * t), "wino")
     v = ctx.scratch(t * t * C * nb * 4, "float", "wgv")
     mb = ctx.scratch(nb // LANES * t * t * 32 * 4, "float", "wgm")
     ctx.kernel = f"winograd F({m}x{m},3x3)"
