@@ -32,13 +32,14 @@ def build(model_path, target: str = "generic", out=None, config=None, *,
 
     buckets: {dynamic dim name: [sizes] | "16,32,64" | "max:N"}, merged over the YAML's
     ``dynamic.buckets``/``dynamic.max``; a model with dynamic dims gets one plan per bucket."""
+    from .bundle.outdir import check_out
     from .bundle.writer import write_bundle
     opts = Options.load(target, config, overrides)
     if name is not None:
         opts.name = name
     if not re.fullmatch(r"[a-z][a-z0-9_]{0,31}", opts.name):
         raise ConfigError(f"bundle name {opts.name!r}: use 1-32 of [a-z0-9_], starting with a letter")
-    out = Path(out) if out is not None else Path("build") / Path(model_path).stem
+    out = check_out(Path(out) if out is not None else Path("build") / Path(model_path).stem)
     g = import_model(model_path, input_shapes)
     original = [{"name": i, "shape": [d if isinstance(d, int) else str(d) for d in g.shape(i)]}
                 for i in g.inputs]

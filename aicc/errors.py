@@ -17,6 +17,10 @@ class ConfigError(AiccError):
     """A bad option, target or pipeline configuration."""
 
 
+class OutputError(AiccError):
+    """An output path aicc refuses to write to (see aicc/bundle/outdir.py)."""
+
+
 class InputError(AiccError):
     """Run-time inputs with a wrong name, shape or dtype."""
 

@@ -1,7 +1,8 @@
 """Write a bundle folder: header, C, weights, runtime, Makefile, model.mk, manifest.json.
 
-The folder is written under a temporary name next to OUT and renamed at the end, so a
-failed build never leaves a half-written bundle.
+The folder is written under a temporary name next to OUT and swapped in at the end
+(outdir.install), so a failed build never leaves a half-written bundle and never removes
+anything aicc did not write.
 """
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import json
 import os
 import re
 import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -18,9 +18,9 @@ from .. import __version__
 from ..emit_c.model_c import header, source, weights_asm
 from ..errors import ConfigError
 from ..targets import ROOT
+from .outdir import RUNTIME_FILES, check_out, install, new_tmp
 
 RUNTIME_DIR = ROOT / "runtime_c"
-RUNTIME_FILES = ("aicc_rt.h", "aicc_rt.c")
 
 
 SECTION_RE = re.compile(r"[.A-Za-z_][.A-Za-z0-9_$]{0,63}")
@@ -192,8 +192,8 @@ def write_bundle(prog, out, *, name, target, opts, model_sha, original_inputs,
     out = Path(out)
     embedded = bool(opts.weights.get("embed", True))
     wsec, asec = _section(opts, "weights", "section"), _section(opts, "memory", "arena_section")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    check_out(out)
+    tmp = new_tmp(out)
     try:
         h_text = header(prog, name, model_sha, embedded, asec)
         c_text = source(prog, name, model_sha, embedded)
@@ -216,9 +216,7 @@ def write_bundle(prog, out, *, name, target, opts, model_sha, original_inputs,
         for p in tmp.iterdir():
             os.chmod(p, 0o644)
         os.chmod(tmp, 0o755)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
+        install(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
