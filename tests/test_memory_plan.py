@@ -3,7 +3,7 @@ arena at least the peak live bytes; greedy never worse than the no-reuse baselin
 import numpy as np
 import pytest
 
-from aicc.passes.memory_plan import (Buffer, arena_size, check_plan, peak_live_bytes,
+from aicc.emit_c.memory_plan import (Buffer, arena_size, check_plan, peak_live_bytes,
                                      plan, plan_greedy_by_size, plan_no_reuse, plan_search)
 
 

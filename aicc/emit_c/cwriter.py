@@ -29,6 +29,12 @@ def ctype(dtype) -> str:
     return C_TYPES[name]
 
 
+def dtype_tag(dtype) -> str:
+    """Short dtype tag for C helper names: f32, f64, i8, u16, b8, ..."""
+    dt = np.dtype(dtype)
+    return {"f": "f", "i": "i", "u": "u", "b": "b"}[dt.kind] + str(dt.itemsize * 8)
+
+
 def c_float(v, dtype="float32") -> str:
     """A C literal that reproduces the value exactly (round-trip digits)."""
     v = float(v)

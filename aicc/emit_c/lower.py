@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from ..errors import ConfigError, ModelError, UnsupportedError
 from ..ops import load_all, lookup
-from ..passes.memory_plan import Buffer, arena_size, peak_live_bytes, plan
+from .memory_plan import Buffer, arena_size, peak_live_bytes, plan
 from .context import StepContext
 from .sharing import Sharing
 from .weights import WeightsImage

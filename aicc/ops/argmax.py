@@ -11,8 +11,8 @@ import numpy as np
 
 from ..emit_c.cwriter import ctype
 from .base import Op, register_many
-from .gemm import empty_body
-from .loops import numel
+from .base import empty_body
+from ..emit_c.loops import numel
 
 
 def _sfx(dt) -> str:

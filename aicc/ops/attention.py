@@ -46,8 +46,8 @@ import numpy as np
 
 from ..emit_c.cwriter import c_float, ctype
 from .base import Op, register
-from .gemm import empty_body
-from .loops import numel
+from .base import empty_body
+from ..emit_c.loops import numel
 
 PARAMS = """\
 /* One Attention node. Q, K, V and Y are viewed as [batch][head][seq][dim] with the dim

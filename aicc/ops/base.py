@@ -11,6 +11,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..emit_c.cwriter import C_TYPES
 from ..errors import UnsupportedError
 
 _REGISTRY: dict = {}       # (domain, op_type) -> list[(since, Op)]
@@ -171,3 +172,28 @@ def static_shape(g, name) -> tuple:
 
 def np_dtype(g, name) -> np.dtype:
     return g.dtype(name)
+
+
+def empty_body(ctx) -> None:
+    """Body of a step whose output is empty (the output pointers are still declared)."""
+    ctx(" ".join(f"(void){o};" for o in ctx.out if o) + "  /* empty output: nothing to do */")
+
+
+def float_dtype_reason(dts) -> str | None:
+    dts = {np.dtype(d) for d in dts}
+    if len(dts) != 1:
+        return "mixed dtypes " + ", ".join(sorted(d.name for d in dts))
+    dt = dts.pop()
+    if dt not in (np.float32, np.float64):
+        return f"dtype {dt.name} not supported (float32/float64 only)"
+    return None
+
+
+def dtype_reason(g, names) -> str | None:
+    """Why these tensors cannot be moved by C code (None when every dtype has a C type)."""
+    for n in names:
+        if n:
+            dt = g.dtype(n)
+            if dt.name not in C_TYPES:
+                return f"dtype {dt.name} not supported"
+    return None

@@ -10,8 +10,8 @@ reads as True), so no value can produce an invalid bool.
 from __future__ import annotations
 
 from .base import Op, register
-from .loops import numel
-from .transpose import dtype_reason
+from ..emit_c.loops import numel
+from .base import dtype_reason
 
 
 @register("BitCast", since=26)

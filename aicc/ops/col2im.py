@@ -14,8 +14,8 @@ import numpy as np
 
 from .base import Op, register
 from .conv import FLOATS
-from .conv_kernels import suffix, typed
-from .loops import numel
+from ..kernels.conv.base_c import suffix, typed
+from ..emit_c.loops import numel
 
 MAXR = 8
 

@@ -6,8 +6,9 @@ Dtype-agnostic; values (NaN included) are copied bit for bit.
 from __future__ import annotations
 
 from .base import Op, register
-from .loops import strides_of
-from .transpose import dtype_reason, emit_copy, empty_guard
+from ..emit_c.loops import strides_of
+from ..kernels.move.copy import emit_copy, empty_guard
+from .base import dtype_reason
 
 
 @register("Concat", since=1)

@@ -38,14 +38,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from .activations import ACT_ATTRS, act_expr, apply_epilogue, fused_epilogue, unfused
-from . import conv_bcast, conv_nhwc_dw
+from ..kernels.vmath.act import ACT_ATTRS, act_expr, apply_epilogue, fused_epilogue, unfused
+from ..kernels.conv import bcast as conv_bcast
+from ..kernels.conv import nhwc_dw as conv_nhwc_dw
 from .base import Op, register
-from .conv import ConvGeometry
-from .conv_kernels import act_check
-from .gemm import emit_epilogue, gemm_call, gemm_plan, pack_b
+from ..kernels.conv.geometry import ConvGeometry
+from ..kernels.conv.base_c import act_check
+from ..kernels.gemm.call import emit_epilogue, gemm_call, gemm_plan
+from ..kernels.gemm.portable import pack_b
 from .reference import run_onnx_reference
-from .simd import simd_isa
+from ..kernels.isa.x86 import simd_isa
 
 
 class Geo:

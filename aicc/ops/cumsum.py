@@ -17,8 +17,8 @@ import numpy as np
 
 from ..emit_c.cwriter import c_literal, ctype
 from .base import Op, register
-from .gemm import empty_body
-from .loops import numel
+from .base import empty_body
+from ..emit_c.loops import numel
 
 DTYPES = (np.float32, np.float64, np.int32, np.int64, np.uint32, np.uint64)
 

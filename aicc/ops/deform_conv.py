@@ -14,9 +14,10 @@ input value causes undefined behaviour.
 from __future__ import annotations
 
 from .base import Op, register
-from .conv import FLOATS, ints
-from .conv_kernels import suffix, typed
-from .loops import numel
+from .conv import FLOATS
+from ..kernels.conv.geometry import ints
+from ..kernels.conv.base_c import suffix, typed
+from ..emit_c.loops import numel
 
 KERNEL = """\
 /* Bilinear sample of an H x W plane at (y, x), neighbours outside reading 0 (NaN: NaN). */

@@ -9,8 +9,9 @@ says so otherwise. Dtype-agnostic, bit-exact (NaN payloads preserved).
 from __future__ import annotations
 
 from .base import Op, register
-from .loops import strides_of
-from .transpose import dtype_reason, emit_gather_copy, empty_guard
+from ..emit_c.loops import strides_of
+from ..kernels.move.copy import emit_gather_copy, empty_guard
+from .base import dtype_reason
 
 
 def _mode(op, node):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..emit_c.cwriter import ctype
 from .base import Op, register
-from .loops import numel
+from ..emit_c.loops import numel
 
 DET = """\
 /* Determinants of `batch` n x n matrices x (row-major, consecutive) into y: LU with partial

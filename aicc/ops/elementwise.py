@@ -25,17 +25,16 @@ Semantics (documented, tested), with no C undefined behaviour for any input:
 """
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 
-from ..emit_c.cwriter import c_literal, ctype, sanitize
-from . import exp_simd
-from .activations import (ACT, ACT_ATTRS, INT_OK, act_expr, act_numpy, act_params,
-                          apply_epilogue, fused_epilogue, unfused)
+from ..emit_c.cwriter import c_literal, ctype, dtype_tag
+from ..kernels.vmath import exp as exp_simd
+from ..kernels.vmath.act import (ACT, INT_OK, act_expr, act_numpy, act_params,
+                                 apply_epilogue, fused_epilogue, unfused)
+from ..kernels.vmath.fused import fused_act_helper, fused_array_act
 from .base import Op, register_many
 from .cast import cast_expr
-from .loops import emit_broadcast, emit_map, numel
+from ..emit_c.loops import emit_broadcast, emit_map, numel
 
 UNARY = sorted(set(ACT) - {"Clip", "Gelu"})
 
@@ -162,18 +161,13 @@ ARITH = list(BINARY_FLOAT) + ["Pow", "Mod"]
 U64 = np.dtype(np.uint64)
 
 
-def _sfx(dt) -> str:
-    dt = np.dtype(dt)
-    return {"f": "f", "i": "i", "u": "u", "b": "b"}[dt.kind] + str(dt.itemsize * 8)
-
-
 def _int_min(dt) -> str:
     return f"INT{dt.itemsize * 8}_MIN"
 
 
 def _int_div_helper(ctx, dt):
     ct = ctype(dt)
-    name = f"aicc_div_{_sfx(dt)}"
+    name = f"aicc_div_{dtype_tag(dt)}"
     if dt.kind == "u":
         body = "    return b == 0 ? 0 : a / b;   /* defined here: x / 0 = 0 */"
     else:
@@ -188,7 +182,7 @@ def _int_div_helper(ctx, dt):
 
 def _int_mod_helper(ctx, dt, fmod):
     ct = ctype(dt)
-    name = f"aicc_mod{fmod}_{_sfx(dt)}"
+    name = f"aicc_mod{fmod}_{dtype_tag(dt)}"
     if dt.kind == "u":
         body = "    return b == 0 ? 0 : a % b;   /* defined here: x mod 0 = 0 (numpy) */"
     else:
@@ -206,7 +200,7 @@ def _int_mod_helper(ctx, dt, fmod):
 def _float_mod_helper(ctx, dt, fmod):
     ct = ctype(dt)
     f = "f" if dt == np.float32 else ""
-    name = f"aicc_mod{fmod}_{_sfx(dt)}"
+    name = f"aicc_mod{fmod}_{dtype_tag(dt)}"
     if fmod:
         body = f"    return fmod{f}(a, b);"
         kind = "fmod (sign of a); x mod 0, Inf mod y and NaN give NaN"
@@ -248,37 +242,6 @@ static uint64_t {name}(uint64_t a, int64_t e, int sgn)
     return r;
 }}""")
     return name
-
-
-def fused_array_act(ctx, node, dt) -> str | None:
-    """Name of the vector helper ``void f(float *y, size_t n)`` applying the node's fused
-    activation over an array (float32 on the SIMD targets, for the activations that have
-    one), else None: then ``fused_act_helper`` per element."""
-    name, params = fused_epilogue(node)
-    if name is None or dt != np.float32:
-        return None
-    return exp_simd.array_act(ctx, name, {**ACT_ATTRS.get(name, {}), **params})
-
-
-def fused_act_helper(ctx, node, dt) -> str | None:
-    """Name of ``static inline T f(T r)`` applying the node's fused activation (None if it
-    has none): the argument rounds the binary result to the dtype before the activation."""
-    name, params = fused_epilogue(node)
-    if name is None:
-        return None
-    params = {**ACT_ATTRS.get(name, {}), **params}
-    ct = ctype(dt)
-    tag = sanitize(name, 16)
-    if params:
-        tag += "_" + hashlib.sha1(repr(sorted(params.items())).encode()).hexdigest()[:8]
-    expr = act_expr(name, params, 'r', dt, ctx)
-    fn = f"aicc_bact_{_sfx(dt)}_{tag}{exp_simd.tag_of(expr)}"
-    shown = ", ".join(f"{k}={v}" for k, v in sorted(params.items()))
-    ctx.helper(f"elementwise.act.{fn}",
-               f"/* fused activation {name}({shown}) of a binary op's rounded result */\n"
-               f"static inline {ct} {fn}({ct} r)\n{{\n"
-               f"    return {expr};\n}}")
-    return fn
 
 
 def _wrap(ctx, dt, expr_u64):

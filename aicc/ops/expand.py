@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from ..errors import UnsupportedError
 from .base import Op, register
-from .loops import strides_of
+from ..emit_c.loops import strides_of
 from .reshape import static_output_reason
-from .transpose import dtype_reason, emit_copy, emit_gather_copy, empty_guard
+from ..kernels.move.copy import emit_copy, emit_gather_copy, empty_guard
+from .base import dtype_reason
 
 
 @register("Expand", since=8)

@@ -9,7 +9,8 @@ import numpy as np
 
 from .base import Op, register
 from .misc import _fill_literal
-from .transpose import dtype_reason, empty_guard
+from ..kernels.move.copy import empty_guard
+from .base import dtype_reason
 
 
 @register("EyeLike", since=9)

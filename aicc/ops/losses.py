@@ -27,8 +27,8 @@ import numpy as np
 
 from ..emit_c.cwriter import c_literal, ctype
 from .base import Op, register
-from .gemm import empty_body
-from .loops import numel
+from .base import empty_body
+from ..emit_c.loops import numel
 from .softmax import _row_helper, _strided_helper
 
 REDUCTIONS = {"none": 0, "sum": 1, "mean": 2}

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from .base import Op, register
 from .conv import FLOATS
-from .conv_kernels import params_c, suffix, typed, use
-from .loops import numel
+from ..kernels.conv.base_c import params_c, suffix, typed, use
+from ..emit_c.loops import numel
 from .pool import PoolGeometry
 
 KERNEL = """\

@@ -15,8 +15,8 @@ import numpy as np
 
 from ..emit_c.cwriter import c_literal, ctype
 from .base import Op, register
-from .gemm import empty_body, float_dtype_reason
-from .loops import numel
+from .base import empty_body, float_dtype_reason
+from ..emit_c.loops import numel
 
 
 def _helper(ctx, dt) -> str:

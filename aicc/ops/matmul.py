@@ -20,22 +20,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..emit_c.cwriter import ctype
-from .activations import apply_epilogue, unfused
-from .base import Op, register
-from .gemm import (check_epilogue, empty_body, emit_epilogue, float_dtype_reason, gemm_call,
-                   gemm_plan, pack_b, pack_helper, packed_elems)
-from .loops import collapse, collapsed_strides, numel
-
-
-def _dims(sa, sb):
-    """(batch shape of A, of B, of the output, M, K, N) with 1-D operands promoted."""
-    a2 = (1,) + tuple(sa) if len(sa) == 1 else tuple(sa)
-    b2 = tuple(sb) + (1,) if len(sb) == 1 else tuple(sb)
-    ba, bb = a2[:-2], b2[:-2]
-    r = max(len(ba), len(bb))
-    pa, pb = (1,) * (r - len(ba)) + ba, (1,) * (r - len(bb)) + bb
-    bo = tuple(max(x, y) if min(x, y) != 0 else 0 for x, y in zip(pa, pb))
-    return pa, pb, bo, a2[-2], a2[-1], b2[-1]
+from ..kernels.vmath.act import apply_epilogue, unfused
+from .base import Op, empty_body, float_dtype_reason, register
+from ..kernels.gemm.call import batch_dims, check_epilogue, emit_epilogue, gemm_call, gemm_plan
+from ..kernels.gemm.portable import pack_b, pack_helper, packed_elems
+from ..emit_c.loops import collapse, collapsed_strides, numel
 
 
 @register("MatMul", since=1)
@@ -48,7 +37,7 @@ class MatMul(Op):
         sa, sb = g.shape(node.inputs[0]), g.shape(node.inputs[1])
         if len(sa) == 0 or len(sb) == 0:
             return "scalar operand"
-        pa, pb, _, _, _, n = _dims(sa, sb)
+        pa, pb, _, _, _, n = batch_dims(sa, sb)
         if (sa[-1] if len(sa) else 0) != (sb[-2] if len(sb) > 1 else sb[0]):
             return f"inner dims differ: {list(sa)} x {list(sb)}"
         if any(x != y and 1 not in (x, y) for x, y in zip(pa, pb)):
@@ -72,7 +61,7 @@ class MatMul(Op):
     def emit(self, node, ctx):
         dt = ctx.out_dtype(0)
         ct = ctype(dt)
-        pa, pb, bo, m, k, n = _dims(ctx.in_shape(0), ctx.in_shape(1))
+        pa, pb, bo, m, k, n = batch_dims(ctx.in_shape(0), ctx.in_shape(1))
         total = numel(bo) * m * n
         if total == 0:
             empty_body(ctx)

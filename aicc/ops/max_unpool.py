@@ -15,7 +15,7 @@ import numpy as np
 
 from ..emit_c.cwriter import ctype
 from .base import Op, register
-from .loops import numel
+from ..emit_c.loops import numel
 
 KERNEL = """\
 /* MaxUnpool: y = 0, then each x[k] is written where its index idx[k] points. The index is

@@ -14,8 +14,8 @@ import numpy as np
 from ..emit_c.cwriter import c_literal
 from ..errors import UnsupportedError
 from .base import Op, register
-from .loops import numel
-from .transpose import dtype_reason
+from ..emit_c.loops import numel
+from .base import dtype_reason
 
 
 def _fill_literal(v, dt: np.dtype) -> str:

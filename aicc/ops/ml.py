@@ -17,7 +17,7 @@ import numpy as np
 
 from ..emit_c.cwriter import c_float, c_literal, ctype
 from .base import Op, register
-from .loops import emit_map, numel
+from ..emit_c.loops import emit_map, numel
 
 ML = "ai.onnx.ml"
 NUMERIC = ("float32", "float64", "int64", "int32", "int16")

@@ -77,7 +77,7 @@ class NonMaxSuppression(Op):
         return None
 
     def emit(self, node, ctx):
-        from .loops import numel
+        from ..emit_c.loops import numel
         b, n, _ = ctx.in_shape(0)
         c = ctx.in_shape(1)[1]
         rows = ctx.out_shape(0)[0]

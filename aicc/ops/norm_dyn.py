@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from ..emit_c.cwriter import c_float
 from .base import Op, register
-from .loops import numel, strides_of
+from ..emit_c.loops import numel, strides_of
 from .pad_fill import _CLAMP, _extent_c
 
 

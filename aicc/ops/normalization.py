@@ -29,9 +29,9 @@ import numpy as np
 
 from ..emit_c.cwriter import c_literal, ctype
 from .base import Op, register
-from .gemm import empty_body, float_dtype_reason
-from .loops import numel
-from .sum16 import sum16
+from .base import empty_body, float_dtype_reason
+from ..emit_c.loops import numel
+from ..kernels.vmath.sum16 import sum16
 
 
 def _sfx(dt) -> str:

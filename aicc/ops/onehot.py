@@ -12,9 +12,10 @@ and is copied bit for bit.
 from __future__ import annotations
 
 from .base import Op, register
-from .loops import numel
+from ..emit_c.loops import numel
 from .reshape import static_output_reason
-from .transpose import dtype_reason, empty_guard
+from ..kernels.move.copy import empty_guard
+from .base import dtype_reason
 
 
 @register("OneHot", since=9)

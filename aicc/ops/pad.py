@@ -26,10 +26,11 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from .base import Op, register
-from .loops import numel, strides_of
+from ..emit_c.loops import numel, strides_of
 from .misc import _fill_literal
 from .reshape import is_runtime, static_output_reason
-from .transpose import _Nest, dtype_reason
+from ..kernels.move.copy import _Nest
+from .base import dtype_reason
 
 MODES = {"constant": 0, "reflect": 1, "edge": 2, "wrap": 3}
 

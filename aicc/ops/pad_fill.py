@@ -23,7 +23,7 @@ import numpy as np
 
 from ..emit_c.cwriter import c_literal, ctype
 from .base import Op, register
-from .loops import numel
+from ..emit_c.loops import numel
 
 
 def _ext(j):

@@ -19,7 +19,7 @@ import numpy as np
 from ..emit_c.cwriter import c_literal
 from .base import Op, register
 from .cast import cast_expr
-from .loops import emit_broadcast, emit_map, numel
+from ..emit_c.loops import emit_broadcast, emit_map, numel
 
 FLOATS = ("float32", "float64")
 INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
@@ -96,7 +96,7 @@ class PRelu(Op):
                 ctx, U64, dt, f"((uint64_t){s}[{ix[1]}] * (uint64_t){x}[{ix[0]}])")
                 + f" : {x}[{ix[0]}])")
         else:         # the product, then a bit select of it or x (math_c.sel)
-            from .math_c import sel
+            from ..kernels.vmath.portable import sel
             fn, z = sel(ctx, dt), c_literal(0, dt)
             expr = lambda ix: (  # noqa: E731
                 f"{fn}({x}[{ix[0]}] < {z}, {s}[{ix[1]}] * {x}[{ix[0]}], {x}[{ix[0]}])")

@@ -30,12 +30,13 @@ Semantics at the edges:
 """
 from __future__ import annotations
 
-from . import pool_simd
+from ..kernels.pool import simd as pool_simd
 from .base import Op, register, register_many
-from .conv import AUTO_PADS, FLOATS, ints, static_shapes
-from .conv_kernels import params_c, suffix, use
-from .pool_kernels import DIVIDE, GLOBAL, POOL, POOL_IDX, ROWS, TAPS, ptyped
-from .loops import numel
+from .conv import FLOATS
+from ..kernels.conv.geometry import AUTO_PADS, ints, static_shapes
+from ..kernels.conv.base_c import params_c, suffix, use
+from ..kernels.pool.portable import DIVIDE, GLOBAL, POOL, POOL_IDX, ROWS, TAPS, ptyped
+from ..emit_c.loops import numel
 
 
 class PoolGeometry:

@@ -24,16 +24,19 @@ import numpy as np
 
 from ..emit_c.cwriter import ctype
 from .base import Op, register
-from .conv import ConvGeometry, static_shapes
-from .conv_kernels import PARAMS, RANGE
-from .gemm import empty_body
-from .loops import collapse, collapsed_strides, numel
-from .matmul import _dims
+from ..kernels.conv.geometry import ConvGeometry, static_shapes
+from ..kernels.conv.base_c import PARAMS, RANGE
+from .base import empty_body
+from ..emit_c.loops import collapse, collapsed_strides, numel
+from ..kernels.gemm.call import batch_dims
 from .quantize import round_helper
-from . import qconv_planes, qgemm_c, qgemm_conv, qgemm_simd
-from .qgemm_simd import scalar, zp_const, zp_expr
-from .qrequant_simd import WRAP, Requant, irange, sums_fit
-from .qround import multipliers, requant_mult
+from ..kernels.qgemm import planes as qconv_planes
+from ..kernels.qgemm import portable as qgemm_c
+from ..kernels.qgemm import conv as qgemm_conv
+from ..kernels.qgemm import simd as qgemm_simd
+from ..kernels.qgemm.simd import scalar, zp_const, zp_expr
+from ..kernels.qgemm.requant import WRAP, Requant, irange, sums_fit
+from ..kernels.qgemm.round import multipliers, requant_mult
 
 INT8 = ("uint8", "int8")
 DOT_ROWS, DOT_MACS = 4, 64   # convs take qgemm_c's dot kernel from 4 output channels per group
@@ -172,7 +175,7 @@ def _const_or_false(ctx, k):
 
 
 def _nonempty_mm(ctx, op) -> bool:
-    pa, pb, bo, m, k, n = _dims(ctx.in_shape(op.A), ctx.in_shape(op.B))
+    pa, pb, bo, m, k, n = batch_dims(ctx.in_shape(op.A), ctx.in_shape(op.B))
     return numel(bo) * m * n > 0 and k > 0
 
 
@@ -194,7 +197,7 @@ class _MatMulBase(Op):
         sa, sb = tuple(g.shape(a)), tuple(g.shape(b))
         if len(sa) == 0 or len(sb) == 0:
             return "scalar operand"
-        pa, pb, _, _, k, n = _dims(sa, sb)
+        pa, pb, _, _, k, n = batch_dims(sa, sb)
         if (sb[-2] if len(sb) > 1 else sb[0]) != k:
             return f"inner dims differ: {list(sa)} x {list(sb)}"
         if any(x != y and 1 not in (x, y) for x, y in zip(pa, pb)):
@@ -215,7 +218,7 @@ class _MatMulBase(Op):
         kernel's path writes through ``dot_post(ch, src, cnt, dst, step, tile)`` when given
         (qgemm_c.emit_matmul's post; tile: the most rows of one call), else value's."""
         ta, tb = ctx.in_dtype(self.A), ctx.in_dtype(self.B)
-        pa, pb, bo, m, k, n = _dims(ctx.in_shape(self.A), ctx.in_shape(self.B))
+        pa, pb, bo, m, k, n = batch_dims(ctx.in_shape(self.A), ctx.in_shape(self.B))
         if numel(bo) * m * n == 0:
             empty_body(ctx)
             return
@@ -316,13 +319,13 @@ class QLinearMatMul(_MatMulBase):
         ydt = ctx.out_dtype(0)
         lo, hi = irange(ydt.name)
         rnd = round_helper(ctx, np.dtype(np.float64))
-        bss = _per_last(ctx.g, node.inputs[4], _dims(ctx.in_shape(0), ctx.in_shape(3))[5])
+        bss = _per_last(ctx.g, node.inputs[4], batch_dims(ctx.in_shape(0), ctx.in_shape(3))[5])
         ctx("/* QLinearMatMul: y = saturate(rint(acc * (a_scale * b_scale / y_scale)) + yzp), "
             "acc = (a - azp) @ (b - bzp) in int32 */")
         _requant_prelude(ctx, 1, 6, 7)
         yct = ctype(ydt)
         if _nonempty_mm(ctx, self) and qgemm_simd.matmul_usable(ctx, self.A, self.B, self.BZ):
-            n = _dims(ctx.in_shape(0), ctx.in_shape(3))[5]
+            n = batch_dims(ctx.in_shape(0), ctx.in_shape(3))[5]
             mc, nt, mcol = multipliers(ctx, bool(bss), n)
             qgemm_simd.emit_matmul(self, node, ctx, Requant(rnd, mc, per_col=bool(bss),
                                                             rform=nt, mcol=mcol))

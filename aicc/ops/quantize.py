@@ -37,15 +37,16 @@ import numpy as np
 from onnx import helper
 
 from ..emit_c.cwriter import c_float, c_int, ctype
-from . import lowp, quantize_simd
+from ..kernels.dtype import lowp
+from ..kernels.qgemm import quantize as quantize_simd
 from .base import Op, register
-from .lowp import E8M0, LOWP_INT
-from .math_c import sel
-from .lowp import LOWP_FLOAT as _LF
+from ..kernels.dtype.lowp import E8M0, LOWP_INT
+from ..kernels.vmath.portable import sel
+from ..kernels.dtype.lowp import LOWP_FLOAT as _LF
 
 LOWP_FLOAT = _LF - {E8M0}     # float8_e8m0fnu is not a quantized type
-from .loops import numel
-from .simd import simd_isa
+from ..emit_c.loops import numel
+from ..kernels.isa.x86 import simd_isa
 
 QTYPES = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535),
           "int16": (-32768, 32767), "int4": (-8, 7), "uint4": (0, 15), "int2": (-2, 1),

@@ -40,10 +40,10 @@ import numpy as np
 
 from ..emit_c.cwriter import c_literal, ctype
 from .base import Op, register_many
-from .gemm import empty_body
-from .loops import numel
-from .reduce_rt import emit_runtime
-from .sum16 import sum16
+from .base import empty_body
+from ..emit_c.loops import numel
+from ..kernels.reduce.runtime_axes import emit_runtime
+from ..kernels.vmath.sum16 import sum16
 
 FLOAT_ONLY = {"ReduceMean", "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp",
               "ReduceLogSum"}

@@ -13,7 +13,7 @@ shape is not static, check() says so. Values (NaN included) are copied bit for b
 from __future__ import annotations
 
 from .base import Op, register
-from .transpose import dtype_reason
+from .base import dtype_reason
 
 
 def is_runtime(node, g, k) -> bool:

@@ -48,10 +48,11 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from .base import Op, register
-from .loops import numel, strides_of
+from ..emit_c.loops import numel, strides_of
 from .reshape import is_runtime, static_output_reason
-from .resize_tables import CMODES, NMODES, emit_taps, table_helpers, taps_reason
-from .transpose import _Nest, dtype_reason
+from ..kernels.resize.tables import CMODES, NMODES, emit_taps, table_helpers, taps_reason
+from ..kernels.move.copy import _Nest
+from .base import dtype_reason
 
 F = np.float32
 COORD_MODES = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",

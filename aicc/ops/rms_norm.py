@@ -20,10 +20,10 @@ import numpy as np
 
 from ..emit_c.cwriter import c_literal, ctype
 from .base import Op, register
-from .gemm import empty_body, float_dtype_reason
-from .loops import emit_broadcast
+from .base import empty_body, float_dtype_reason
+from ..emit_c.loops import emit_broadcast
 from .normalization import LayerNormalization, _param_stride
-from .sum16 import sum16
+from ..kernels.vmath.sum16 import sum16
 
 
 def _sfx(dt) -> str:

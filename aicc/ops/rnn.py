@@ -26,13 +26,13 @@ import hashlib
 import numpy as np
 
 from ..emit_c.cwriter import c_float, ctype, sanitize
-from . import exp_simd
-from .activations import ACT
+from ..kernels.vmath import exp as exp_simd
+from ..kernels.vmath.act import ACT
 from .base import Op, register
-from .conv_kernels import suffix, typed
-from .rnn_kernels import CELL, DRIVER, PARAMS, linalg, tch
-from .simd import include, simd_isa
-from .transpose import avx_helper
+from ..kernels.conv.base_c import suffix, typed
+from ..kernels.rnn.cells import CELL, DRIVER, PARAMS, linalg, tch
+from ..kernels.isa.x86 import include, simd_isa
+from ..kernels.move.copy import avx_helper
 
 FLOATS = ("float32", "float64")
 

@@ -18,8 +18,8 @@ import numpy as np
 
 from ..emit_c.cwriter import ctype
 from .base import Op, register
-from .gemm import empty_body
-from .loops import numel
+from .base import empty_body
+from ..emit_c.loops import numel
 
 KERNEL = """\
 /* RoPE over x viewed as [B][S][H][D] at strides (x_b, x_s, x_h), the D values contiguous;

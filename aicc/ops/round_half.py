@@ -13,9 +13,9 @@ import numpy as np
 from onnx import helper
 
 from .base import Op, register
-from .half import round_float
-from .half_simd import emit_round
-from .loops import emit_map, numel
+from ..kernels.dtype.half import round_float
+from ..kernels.vmath.half import emit_round
+from ..emit_c.loops import emit_map, numel
 
 
 @register("RoundHalf", domain="aicc")

@@ -18,8 +18,9 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from .base import Op, register
-from .loops import numel, strides_of
-from .transpose import _cat, _Nest, dtype_reason
+from ..emit_c.loops import numel, strides_of
+from ..kernels.move.copy import _cat, _Nest
+from .base import dtype_reason
 
 REDUCTIONS = ("none", "add", "mul", "max", "min")
 

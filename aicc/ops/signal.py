@@ -22,7 +22,7 @@ import numpy as np
 
 from ..emit_c.cwriter import c_int, ctype
 from .base import Op, register
-from .loops import numel
+from ..emit_c.loops import numel
 
 FLOATS = ("float32", "float64")
 

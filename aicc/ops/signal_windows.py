@@ -19,7 +19,7 @@ import numpy as np
 
 from ..emit_c.cwriter import c_float
 from .base import Op, register, register_many
-from .loops import numel
+from ..emit_c.loops import numel
 from .signal import FLOATS, _scalar_i64, _zero_out
 
 # -- windows ---------------------------------------------------------------------------------

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 from ..errors import UnsupportedError
 from .base import Op, register
-from .loops import numel, strides_of
+from ..emit_c.loops import numel, strides_of
 from .reshape import is_runtime, static_output_reason
-from .transpose import _Nest, dtype_reason, emit_gather_copy, empty_guard
+from ..kernels.move.copy import _Nest, emit_gather_copy, empty_guard
+from .base import dtype_reason
 
 
 def slice_plan(shape, starts, ends, axes=None, steps=None):

@@ -28,10 +28,10 @@ import numpy as np
 
 from ..emit_c.cwriter import c_literal, ctype
 from .base import Op, register_many
-from .gemm import empty_body, float_dtype_reason
-from .loops import numel
+from .base import empty_body, float_dtype_reason
+from ..emit_c.loops import numel
 from .reduce import row_extremum
-from .simd import SIMD, simd_isa
+from ..kernels.isa.x86 import SIMD, simd_isa
 
 
 def _sfx(dt) -> str:
@@ -46,7 +46,7 @@ def _exp(ctx, dt) -> tuple:
     """(exp function, helper-name suffix) of the portable helpers: math_c.py's exp for
     float32 on a node without a SIMD ISA (loops of it vectorize), else the C library's."""
     if np.dtype(dt) == np.float32 and simd_isa(ctx) is None:
-        from .math_c import portable
+        from ..kernels.vmath.portable import portable
         return portable(ctx, "exp"), "_c"
     return _m(dt, "exp"), ""
 
@@ -119,7 +119,7 @@ def _simd_row_helper(ctx, kind, isa) -> str:
     accumulators and the sum of exp on two, reduced across lanes in registers (the max's
     latency chain and the reductions through memory bounded the loop: Softmax of 2 x 128 x 128
     in the C loop, x86-avx2 19.0 -> 16.2 us, x86-avx512 13.1 -> 9.3)."""
-    from .exp_simd import vexp
+    from ..kernels.vmath.exp import vexp
     d = SIMD[isa]
     v, L = d["v"], d["L"]
     ex = vexp(ctx, isa)

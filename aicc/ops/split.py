@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from ..errors import UnsupportedError
 from .base import Op, register
-from .loops import numel, strides_of
+from ..emit_c.loops import numel, strides_of
 from .reshape import static_output_reason
-from .transpose import dtype_reason, emit_copy
+from ..kernels.move.copy import emit_copy
+from .base import dtype_reason
 
 
 @register("Split", since=1)

@@ -18,10 +18,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..emit_c.cwriter import c_literal, ctype
-from . import exp_simd
+from ..kernels.vmath import exp as exp_simd
 from .base import Op, register
-from .loops import numel
-from .simd import SIMD, simd_isa
+from ..emit_c.loops import numel
+from ..kernels.isa.x86 import SIMD, simd_isa
 
 
 def swish_expr(x: str, alpha: float, dt, exp: str | None = None) -> str:

@@ -13,8 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from .base import Op, register
-from .loops import numel
-from .transpose import dtype_reason, empty_guard
+from ..emit_c.loops import numel
+from ..kernels.move.copy import empty_guard
+from .base import dtype_reason
 
 
 @register("TensorScatter", since=24)

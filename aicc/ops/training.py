@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import Op, register
-from .loops import numel
+from ..emit_c.loops import numel
 
 DOMAIN = "ai.onnx.preview.training"
 

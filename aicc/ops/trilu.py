@@ -9,8 +9,9 @@ overflow. Kept values are copied bit for bit (NaN preserved); zeros are the dtyp
 from __future__ import annotations
 
 from .base import Op, register
-from .loops import numel
-from .transpose import dtype_reason, empty_guard
+from ..emit_c.loops import numel
+from ..kernels.move.copy import empty_guard
+from .base import dtype_reason
 
 
 @register("Trilu", since=14)

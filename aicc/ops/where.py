@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from ..emit_c.cwriter import ctype, sanitize
 from .base import Op, register
-from .loops import emit_broadcast
-from .transpose import dtype_reason
+from ..emit_c.loops import emit_broadcast
+from .base import dtype_reason
 
 
 @register("Where", since=9)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ops.activations import act_params
+from ..kernels.vmath.act import act_params
 from .absorb import absorb_into_producer
 from .registry import graph_pass
 FUSABLE = {"Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh"}

@@ -28,7 +28,7 @@ Anything else is left unchanged.
 from __future__ import annotations
 
 from ..ir import Node
-from ..ops.conv_residual import RESIDUAL
+from ..kernels.conv.residual import RESIDUAL
 from .absorb import sole_use, std_domain
 from .registry import graph_pass
 

@@ -67,7 +67,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..ir import Node, TensorType
-from ..ops.conv import ConvGeometry
+from ..kernels.conv.geometry import ConvGeometry
 from ..ops.base import lookup
 from .absorb import fresh_name, std_domain, taken_names
 from .registry import graph_pass

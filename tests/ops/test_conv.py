@@ -14,7 +14,7 @@ from aicc.config import Options
 from aicc.errors import UnsupportedError
 from aicc.frontend import import_model
 from aicc.ops import load_all, lookup
-from aicc.ops.conv_gemm_c import COL_BUDGET, gemm_tiles
+from aicc.kernels.conv.gemm_c import COL_BUDGET, gemm_tiles
 from tests.oracle import (STRICT_CFLAGS, assert_close, check_node, compile_and_run, make_model,
                           reference, rng)
 

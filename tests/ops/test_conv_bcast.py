@@ -320,7 +320,7 @@ def test_bcast_edge_plan():
     its one block with the padded (position, kx) pairs; ResNet-18's 7x7 stride 2 on 224 x 224
     saves too little for any; a non-finite weight or an unpadded input: none."""
     from types import SimpleNamespace
-    from aicc.ops import conv_bcast_edges as edges
+    from aicc.kernels.conv import bcast_edges as edges
     ds = SimpleNamespace(kh=10, kw=4, sy=2, sx=2, dy=1, dx=1, oh=25, ow=5, h=49, w=10, pt=5,
                          pl=1, padded=True)
     cols, classes = edges.plan(ds, [(0, 5, 5)], True, True)

@@ -30,7 +30,8 @@ from aicc.config import DEFAULT_CONFIG, Options
 from aicc.emit_c.lower import lower
 from aicc.frontend import import_model
 from aicc.ir import TensorType
-from aicc.ops import conv_nhwc_dw, load_all
+from aicc.kernels.conv import nhwc_dw as conv_nhwc_dw
+from aicc.ops import load_all
 from aicc.ops.conv_nhwc import Geo
 from aicc.passes import run_pipeline
 from aicc.targets import runnable_targets

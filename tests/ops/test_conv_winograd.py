@@ -18,7 +18,7 @@ from aicc.bundle.writer import write_bundle
 from aicc.compiler import compile_graph
 from aicc.config import Options
 from aicc.frontend import import_model
-from aicc.ops.conv_winograd_c import cook_toom
+from aicc.kernels.winograd.transforms import cook_toom
 from aicc.targets import runnable_targets
 from tests.oracle import CHECKED, STRICT_CFLAGS, assert_close, make_model, reference, rng
 
@@ -285,7 +285,7 @@ def test_cook_toom_identity(m):
 def test_transform_programs():
     """F(4,3)'s B^T and A^T have shared-subexpression programs (conv_winograd_prog), each
     exactly its matrix; a matrix they do not compute gets none (one combination per row)."""
-    from aicc.ops import conv_winograd_prog as prog
+    from aicc.kernels.winograd import prog
     bt, _, at = cook_toom(4)
     for mat, n_steps in ((bt, 16), (at, 9)):
         steps = prog.program(mat)

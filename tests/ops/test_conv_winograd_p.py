@@ -6,9 +6,9 @@ what it leaves on im2col; refused geometries; the target's ``conv_c`` switch; Na
 import numpy as np
 import pytest
 
-from aicc.ops.conv_winograd_p import block_tiles
+from aicc.kernels.winograd.portable import block_tiles
 from tests.ops.test_conv_winograd import (BLOCKS, NARROW, P1, REFUSED, SHAPES, convs, refused,
-                                         test_winograd_nan_inf)
+                                          test_winograd_nan_inf)
 
 T = "generic"
 MARK = "portable Winograd"

@@ -14,7 +14,7 @@ import pytest
 from onnx import helper
 
 import aicc
-from aicc.ops import qgemm_amx
+from aicc.kernels.qgemm import amx as qgemm_amx
 from aicc.targets import runnable_targets
 from tests.oracle import STRICT_CFLAGS, make_model, rng
 from tests.ops.test_qgemm_simd import _both, _qconv_ref, _qmm_ref, _requant_inits, quad_matmul

@@ -14,7 +14,7 @@ import pytest
 from onnx import helper
 from onnx.reference import ReferenceEvaluator
 
-from aicc.ops import qgemm_c
+from aicc.kernels.qgemm import portable as qgemm_c
 from tests.oracle import compile_and_run, make_model, rng
 from tests.ops.test_qlinear import _conv_ref, _rand
 

@@ -14,7 +14,7 @@ from onnx import helper
 from aicc.frontend import prepare, to_graph
 from aicc.ir import verify
 from aicc.ops import load_all, lookup
-from aicc.ops.activations import apply_epilogue, unfused
+from aicc.kernels.vmath.act import apply_epilogue, unfused
 from aicc.ops.reference import node_proto, run_onnx_reference
 from aicc.passes import PASSES, load_all as load_passes
 from aicc.passes.fold_constants import constant_node_value

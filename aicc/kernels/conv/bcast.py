@@ -1,0 +1,337 @@
+"""Direct conv with the input broadcast (float32; x86-avx2 / x86-avx512): the variant
+``bcast`` of conv_simd.py (NCHW Conv) and the group-1 kernel of ConvNHWC for few input
+channels (conv_nhwc.py).
+
+A register block is R consecutive output positions of one output row x V vectors of output
+channels: ``acc[r][v] += x(patch entry k of position r) * W[k][v's channels]`` for k = (c, ky,
+kx) ascending, each x a scalar broadcast straight from the (zero-padded) input, each W row V
+vector loads from weights packed at compile time as ``[channel block][c][ky][kx][V lanes]``
+(zero past Cout). The taps of one input channel are unrolled with their offsets as constants
+(a runtime loop over ky when there are more than MAX_UNROLL taps), so there is no im2col, no
+offset table, and the stride costs nothing: a strided conv reads its broadcasts at other
+offsets. This suits what the GEMM forms do worst: stride 2 (the im2col de-interleave, the
+implicit GEMM's phase planes) and few input channels (first convs: K = 27 leaves the GEMM
+tiles short).
+
+The output runs in bands of about BAND_POS positions (whole output rows). Input: per band,
+the input rows it reads, zero-padded, copied into a small buffer (rows start 64-byte aligned;
+NHWC as one channel of rows W * C floats wide), or the input itself when every tap is inside
+it. A ConvNHWC with ``aicc_nchw_in`` reads an NCHW input (band copies per channel plane, as
+Conv) and stores channel-last. Output: ConvNHWC stores the vectors into Y (the last vector
+masked). NCHW: the band goes to a scratch tile ``t[position][Cout rounded up to vectors]``,
+then is transposed into the channel planes in L x L register blocks (scalar at the edges).
+
+Measured (x86-avx512, C loop, us, against the variant auto chose before): ResNet-8's first
+conv 3 -> 16 @32x32 5.6 vs 9.7 (implicit), 16 -> 32 stride 2 14.3 vs 18.3 (im2col), 32 -> 64
+stride 2 13.6 vs 16.3, 1x1 stride 2 2.4 vs 3.1; ResNet-18's 128 -> 256 stride 2 636 vs 756.
+Losses (auto excludes them): 256 -> 512 stride 2 @14 (4.7 MB of weights streamed per band)
+1331 vs 723; 3 -> 32 stride 2 onto 112x112 (the transposes of 400 K outputs) 238 vs 193.
+x86-avx2: see AUTO (strided convs only). Whole models, ratio to onnxruntime (interleaved):
+ResNet-8 x86-avx512 0.81 -> 0.74, x86-avx2 1.18 -> 1.13; DS-CNN x86-avx512 0.69 -> 0.68.
+
+Epilogue: + bias, then the clamp for none / Relu / Clip in registers (as conv_simd_gemm's:
+max then min, a NaN passes), other activations as the shared scalar/vector pass over each
+finished output run.
+
+Rounding: each output is one FMA chain over k = (c, ky, kx) ascending from +0, then + bias,
+then the activation: bit-identical to the im2col variant on NCHW (same chain, same order).
+ConvNHWC's im2col runs k in (ky, kx, c) order: the two differ by rounding only. NaN/Inf: IEEE;
+padding zeros meet the weights (0 * Inf = NaN for an Inf weight, as im2col's zero patches);
+the lanes past Cout multiply zero weights and are never stored.
+
+Padded taps: with finite weights, output rows and edge column blocks whose taps reach the
+padding get kernels that leave those products out (conv_bcast_edges.py; no bit changes).
+DS-CNN's first conv (10 x 4 on 49 x 10, 16% of its taps on padding), x86-avx512 C A/B: the
+whole model -2.4%.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+
+import numpy as np
+
+from . import bcast_edges as edges
+from .bcast_k import MAX_UNROLL, kernel
+from .base_c import epilogue, use
+from .simd_gemm import KEY, clamp_of
+from .transposed import lanes
+from ..gemm.simd import ISA, _header, flit
+from ..isa.x86 import include, vcopy
+from ..gemm.tile import clamp_sides
+from ..move.transpose import transpose_c
+
+BAND_POS = 64            # output positions per band (input rows padded, outputs transposed)
+# auto rules per ISA: input channels counted as few (0: none), output floats at most, weight
+# bytes at most. x86-avx2 (measured, C loop, us, bcast vs the variant auto took before):
+# 16 -> 32 stride 2 23.8 vs 26.2, 32 -> 64 stride 2 22.9 vs 24.7, 1x1 stride 2 3.4 vs 4.6,
+# 128 -> 256 stride 2 at 28x28 1149 vs 1131, ResNet-8's first conv 13.1 vs 11.6 (implicit)
+# ConvNHWC (prefer_nhwc): input channels counted as few there, channel vectors at most (avx2,
+# ConvNHWC vs its im2col GEMM, us: 3 -> 32 s2 onto 112x112 258 vs 293, 3 -> 16 s2 onto 48x48
+# 22.9 vs 26.4, 3 -> 24 s2 onto 64x64 63 vs 70; 8 vectors, where each band's input is
+# broadcast 4 times, lose: 3 -> 64 s2 onto 112x112 488 vs 460, 1 -> 64 10x4 s2 onto 25x5 6.7
+# vs 5.8. avx512 takes 8 and 12 vectors: 3 -> 128 / 192 s2 onto 56x56 143 / 193 vs 167 / 219)
+# few_out_max: the output limit for convs of few input channels (small_cin), where each output
+# is a short chain and the transposes weigh more (x86-avx512, Zen 4, us, bcast vs im2col:
+# 3 -> 8 / 16 / 24 / 40 s2 from 96x96 / 64x64: 12.2 / 11.7 / 20.4 / 36.0 vs 19.8 / 12.7 /
+# 17.5 / 26.0; 3 -> 32 / 64 s2 from 32x32: 5.5 / 10.2 vs 5.8 / 10.1)
+AUTO = {"avx512": dict(small_cin=4, out_max=65536, few_out_max=20480, w_max=2 << 20,
+                       nhwc_cin=4, nhwc_nv=None),
+        "avx2": dict(small_cin=0, out_max=16384, few_out_max=16384, w_max=2 << 20, nhwc_cin=4,
+                     nhwc_nv=4, nhwc_nv_cin1=8)}
+# nhwc_nv_cin1: one input channel (the band re-broadcast per channel block is one plane):
+# DS-CNN's 1 -> 64 10x4 on x86-avx2 with its padded taps left out (conv_bcast_edges), Intel
+# Xeon, C A/B: the model -2.7% against the im2col ConvNHWC
+# accumulators per register block, leaving room for the V weight vectors and the broadcasts:
+# avx2 has 16 registers (16 -> 32 stride 2: 28.5 us with 12 accumulators, GCC spilled; 23.8
+# with 10); avx512 32 (7x7 stride 2, 3 -> 64 onto 112x112, 4 vectors: 6 positions, 24
+# accumulators, 2015 us; 5 positions 1548; 4 positions 1701)
+ACC = {"avx512": 20, "avx2": 10}
+VMAX = {"avx512": 4, "avx2": 2}        # channel vectors per block
+
+
+def vector_isa(ctx, geo, isa: str) -> str:
+    """The ISA whose vectors the kernels use: x86-avx512 takes 8-lane (x86-avx2) vectors when
+    the last 16-lane vector of output channels would be at most half used (Cout % 16 in 1..8:
+    fewer FMAs on Zen 4, which splits 512-bit FMAs in two; on Intel a half-empty 512-bit FMA
+    costs what a full 256-bit one does). Measured
+    (Zen 4, C loop, us, 8 lanes / 16 lanes / the variant auto took before): MobileNetV1-0.25's
+    first conv, 3 -> 8 stride 2 onto 48 x 48, 12.2 / 21.8 / 15.3 (implicit); 8 -> 8 stride 2
+    onto 16 x 16 3.4 / 6.1 / 5.1 (implicit); 16 -> 20 stride 2 onto 16 x 16 17.8 / 22.8 /
+    18.8 (im2col). With AVX-512's 32 registers the blocks hold ACC["avx512"] accumulators.
+    A node's ``aicc_kernel`` keeps its ISA's vectors."""
+    if (isa == "avx512" and "avx2" in ctx.target.kernels
+            and ctx.node.attrs.get("aicc_kernel") is None         # a forced ISA stays
+            and 1 <= geo.cout % 16 <= 8):
+        return "avx2"
+    return isa
+
+
+def regs(ctx) -> int:
+    """Vector registers of the target: 32 with AVX-512 (also for 8-lane kernels)."""
+    return 32 if "avx512" in ctx.target.kernels else 16
+
+
+def supports(geo) -> bool:
+    """1-D / 2-D, group 1."""
+    return len(geo.k) <= 2 and geo.group == 1
+
+
+def prefer_nhwc(ctx, geo, isa: str) -> bool:
+    """ConvNHWC (group 1, not pointwise): few input channels (first convs, where the im2col
+    GEMM's K is short: DS-CNN's 10x4 conv of 1 -> 64 channels, 4.3 -> 3.6 us on avx512), on
+    avx2 only up to 4 channel vectors (AUTO: MobileNetV2's 3 -> 32 stride 2), 8 for one input
+    channel (DS-CNN's)."""
+    a = AUTO[isa]
+    L = ISA[vector_isa(ctx, geo, isa)]["lanes"]
+    nv = -(-geo.cout // L)
+    nv_max = a.get("nhwc_nv_cin1") if geo.cin == 1 else None
+    return (supports(geo) and geo.cin <= a["nhwc_cin"] and nv <= (nv_max or a["nhwc_nv"] or nv)
+            and lanes(geo.cout, L) >= 0.75)
+
+
+def prefer(ctx, geo, isa: str) -> bool:
+    """NCHW auto rule (AUTO): constant weights, a strided conv or one of few input channels
+    (where the GEMM forms are weakest), whose output channels fill the lanes, with a small
+    output (the transposes to NCHW cost ~0.4 cycles a float: a first conv of K = 27 onto
+    224x224 x 32 loses to im2col; few_out_max for few input channels) and weights that stay
+    in L2 (every band streams them)."""
+    a = AUTO[isa]
+    few = geo.cin <= a["small_cin"]
+    wbytes = 4 * geo.cout * geo.cin_g * math.prod(geo.k)
+    out_max = a["few_out_max" if few else "out_max"]
+    return (supports(geo) and (few or max(geo.stride) > 1) and ctx.in_const(1) is not None
+            and lanes(geo.cout, ISA[vector_isa(ctx, geo, isa)]["lanes"]) >= 0.75
+            and math.prod(geo.out) * geo.cout <= out_max and wbytes <= a["w_max"])
+
+
+def blocking(isa: str, cout: int, ow: int, nregs: int = 0) -> tuple:
+    """(V channel vectors per block, R positions per block): V up to VMAX, R the output row
+    split into equal blocks of at most ACC / V positions (ACC of the register count: nregs,
+    else the ISA's own)."""
+    nv = -(-cout // ISA[isa]["lanes"])
+    key = {32: "avx512", 16: "avx2"}.get(nregs, isa)
+    v = min(nv, VMAX[key])
+    v = -(-nv // -(-nv // v))                  # equal channel blocks
+    rmax = max(1, ACC[key] // v)
+    return v, -(-ow // -(-ow // rmax))
+
+
+class _Geo2:
+    """The conv as 2-D (1-D: a unit height), its bands, and the strides (floats) of the
+    input the kernels read: cs channel, rs row, xs column."""
+
+    def __init__(self, geo, ext, nhwc: bool):
+        two = lambda v, f: ([f] + list(v)) if len(v) == 1 else list(v)   # noqa: E731
+        self.kh, self.kw = two(geo.k, 1)
+        self.sy, self.sx = two(geo.stride, 1)
+        self.dy, self.dx = two(geo.dil, 1)
+        self.oh, self.ow = two(geo.out, 1)
+        self.h, self.w = two(geo.inp, 1)
+        self.pt, self.pl = two(geo.pad, 0)
+        self.eh, self.ew = two(ext, 1) if ext else (self.h, self.w)
+        self.cin, self.cout, self.batch = geo.cin, geo.cout, geo.batch
+        # a band of whole output rows, about BAND_POS positions, reads rb input rows (padded:
+        # copied into a buffer)
+        self.band = max(1, min(BAND_POS // self.ow, self.oh))
+        self.rb = (self.band - 1) * self.sy + (self.kh - 1) * self.dy + 1
+        self.padded = bool(ext)
+        f = self.cin if nhwc else 1              # floats per position in a row
+        # a padded row: `lead` floats of slack so that the input's first value lands on a
+        # 64-byte boundary (aligned row copies), rows rounded up to 16 floats
+        self.lead = -self.pl * f % 16 if ext else 0
+        self.rs = -(-(self.lead + self.ew * f) // 16) * 16 if ext else self.w * f
+        self.xs = f
+        if nhwc:
+            self.cs = 1
+        else:
+            self.cs = self.rb * self.rs if ext else self.h * self.w
+        self.taps = [(ky, kx) for ky in range(self.kh) for kx in range(self.kw)]
+
+    def tap(self, ky, kx) -> int:
+        return ky * self.dy * self.rs + kx * self.dx * self.xs
+
+
+def pack(w: np.ndarray, v: int, lanes: int) -> np.ndarray:
+    """[Cout, Cin, kh, kw] -> [blocks][Cin][kh][kw][v * lanes], zero past Cout."""
+    w = w.reshape(w.shape[:2] + (1,) * (4 - w.ndim) + w.shape[2:])   # 1-D: unit height
+    co = w.shape[0]
+    wb = v * lanes
+    nb = -(-co // wb)
+    wp = np.zeros((nb * wb,) + w.shape[1:], np.float32)
+    wp[:co] = w
+    return np.ascontiguousarray(wp.reshape(nb, wb, *w.shape[1:]).transpose(0, 2, 3, 4, 1))
+
+
+def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False,
+         nchw_in: bool = False) -> None:
+    """Step body. nhwc: X [N, H, W, C] and Y [N, OH, OW, Cout] (ConvNHWC); with nchw_in, X
+    [N, C, H, W] (ConvNHWC's aicc_nchw_in: the kernels read the input by its strides, so
+    only the band copy sees the layout)."""
+    xin = nhwc and not nchw_in                   # the input's layout is channel-last
+    from .simd import node_schedule, padded_extents
+    if not supports(geo):
+        raise ValueError("conv algo 'bcast' needs a 1-D/2-D conv with group 1")
+    w = ctx.in_const(1)
+    if w is None:
+        raise ValueError("conv algo 'bcast' needs constant weights")
+    kmax = node_schedule(ctx, isa)["edge_kernels"]     # before an 8-lane avx512 conv is "avx2"
+    isa = vector_isa(ctx, geo, isa)
+    L = ISA[isa]["lanes"]
+    g = _Geo2(geo, padded_extents(geo), xin)
+    v, r = blocking(isa, g.cout, g.ow, regs(ctx))
+    wb = v * L                                   # channels per block
+    nb = -(-g.cout // wb)
+    lo, hi, act = clamp_of(node)
+    clamp = clamp_sides(lo, hi)
+    has_b = bias != "NULL"
+    ctx.kernel = f"{isa} bcast"
+    wp = ctx.const(pack(np.asarray(w, np.float32), v, L), "wbc")
+    # the kernels' text depends on the geometry, the bias and the clamp (two same-shaped
+    # convs, one with Relu, must not share a name)
+    tag = hashlib.sha1(repr((sorted(g.__dict__.items()), isa, has_b, clamp, nhwc)).encode()
+                       ).hexdigest()[:8]
+    use(ctx, "float32")
+    include(ctx, isa)
+    vcopy(ctx)                                   # the band copies
+    if not nhwc:
+        ctx.helper(f"{KEY}.5.tr_{isa}", transpose_c(isa))
+    full = g.ow // r * r
+    runs = [(0, full, r)] + ([(full, g.ow, g.ow - full)] if full < g.ow else [])
+    runs, classes = edges.plan(g, runs, len(g.taps) <= MAX_UNROLL,
+                               bool(np.isfinite(np.asarray(w)).all()), kmax)
+    calls = {}              # padded kernel rows -> [(channel block, ox run, kernel name)]
+    for rows in [frozenset()] + [rows for rows, _oys in classes]:
+        calls[rows] = []
+        for cb in range(nb):
+            nch = min(wb, g.cout - cb * wb)
+            nv, mask = -(-nch // L), nch % L
+            if mask and (has_b or nhwc):
+                _header(ctx, isa)                # avx2's lane-mask table
+            for x0, x1, rr, cols in runs:
+                name, text = kernel(isa, g, rr, nv, wb, tag, has_b, clamp, mask, nhwc,
+                                    regs(ctx), (rows, cols))
+                ctx.helper(f"{KEY}.5.{name}", text)
+                calls[rows].append((cb, x0, x1, rr, name))
+    P, ldt = g.oh * g.ow, nb * wb
+    ctx(f"/* Conv {geo.describe()}: {isa} direct, input broadcast: blocks of {r} positions x "
+        f"{wb} output channels, {g.cin} x {len(g.taps)} taps each; bands of {g.band} output "
+        "rows */")
+    x, y = ctx.inp[0], ctx.out[0]
+    X = g.h * g.w * g.cin
+    xb = ctx.scratch((1 if xin else g.cin) * g.rb * g.rs * 4, "float", "xband") \
+        if g.padded else None
+    tb = None if nhwc else ctx.scratch(g.band * g.ow * ldt * 4, "float", "ytile")
+    ep = epilogue(ctx, node, "float32") if act else "NULL"
+    ys = g.cout if nhwc else ldt
+    with ctx.block(f"for (size_t n = 0; n < {g.batch}u; ++n)"):
+        ctx(f"const float *restrict xn = {x} + n * {X}u;")
+        with ctx.block(f"for (size_t oy0 = 0; oy0 < {g.oh}u; oy0 += {g.band}u)"):
+            ctx(f"const size_t nrow = {g.oh}u - oy0 < {g.band}u ? {g.oh}u - oy0 : {g.band}u;")
+            if g.padded:
+                _pad_band(ctx, g, "xn", xb, xin)
+                ctx(f"const float *restrict xv = {xb} + {g.lead}u;")
+            else:
+                ctx(f"const float *restrict xv = xn + oy0 * {g.sy * g.rs}u;")
+            with ctx.block("for (size_t oy = oy0; oy < oy0 + nrow; ++oy)"):
+                ctx(f"const float *restrict xr = xv + (oy - oy0) * {g.sy * g.rs}u;")
+                if nhwc:
+                    ctx(f"float *restrict yr = {y} + (n * {g.oh}u + oy) * {g.ow * g.cout}u;")
+                else:
+                    ctx(f"float *restrict yr = {tb} + (oy - oy0) * {g.ow * ldt}u;")
+                for k, (rows, oys) in enumerate(classes):   # rows reaching the padding
+                    cond = " || ".join(f"oy == {oy}u" for oy in oys)
+                    with ctx.block(f"{'else ' if k else ''}if ({cond})"):
+                        _calls(ctx, g, calls[rows], wp, wb, bias, has_b, ys, lo, hi)
+                if classes:
+                    with ctx.block("else"):
+                        _calls(ctx, g, calls[frozenset()], wp, wb, bias, has_b, ys, lo, hi)
+                else:
+                    _calls(ctx, g, calls[frozenset()], wp, wb, bias, has_b, ys, lo, hi)
+            if not nhwc:
+                ctx(f"aicc_cb_tr_{isa}({tb}, nrow * {g.ow}u, {ldt}u, {g.cout}u, "
+                    f"{y} + n * {g.cout * P}u + oy0 * {g.ow}u, {P}u);")
+                if ep != "NULL":
+                    with ctx.block(f"for (size_t c = 0; c < {g.cout}u; ++c)"):
+                        ctx(f"{ep}({y} + (n * {g.cout}u + c) * {P}u + oy0 * {g.ow}u, "
+                            f"nrow * {g.ow}u);")
+        if nhwc and ep != "NULL":
+            ctx(f"{ep}({y} + n * {P * g.cout}u, {P * g.cout}u);")
+
+
+def _calls(ctx, g: _Geo2, calls, wp, wb, bias, has_b, ys, lo, hi) -> None:
+    """One output row's kernel calls [(channel block, ox run, kernel name)]."""
+    for cb, x0, x1, rr, name in calls:
+        wcb = f"{wp} + {cb * g.cin * len(g.taps) * wb}u"
+        bcb = f"{bias} + {cb * wb}u" if has_b else "NULL"
+        args = f"{wcb}, {bcb}, yr + ox * {ys}u + {cb * wb}u, {ys}u, {flit(lo)}, {flit(hi)}"
+        if x1 - x0 == rr:
+            ctx(f"{{ const size_t ox = {x0}u; {name}(xr + ox * {g.sx * g.xs}u, {args}); }}")
+        else:
+            with ctx.block(f"for (size_t ox = {x0}u; ox < {x1}u; ox += {rr}u)"):
+                ctx(f"{name}(xr + ox * {g.sx * g.xs}u, {args});")
+
+
+def _pad_band(ctx, g: _Geo2, x: str, xb: str, nhwc: bool) -> None:
+    """The zero-padded input rows of the band of output rows from oy0 (nrow of them) into xb,
+    with constant sizes, by simd.VCOPY's vector moves (GCC expanded the constant-size memcpy
+    as rep movsq on x86-avx2: 5.6 of MobileNetV1-0.25's first conv's 15.2 us; the model 147.9
+    -> 144.6 us): NCHW per channel plane, NHWC as one plane of rows W * C floats wide."""
+    c = 1 if nhwc else g.cin
+    ew, w, pl = g.ew * g.xs, g.w * g.xs, g.pl * g.xs     # in floats (xs per position)
+    cw = max(0, min(w, ew - pl))                 # floats of an input row inside the extent
+    tail = ew - pl - cw
+    ctx(f"const long iy0 = (long)(oy0 * {g.sy}u) - {g.pt}L;")
+    ctx(f"const size_t nin = (nrow - 1u) * {g.sy}u + {(g.kh - 1) * g.dy + 1}u;")
+    with ctx.block(f"for (size_t c = 0; c < {c}u; ++c)"):
+        with ctx.block("for (size_t rr = 0; rr < nin; ++rr)"):
+            ctx("const long iy = iy0 + (long)rr;")
+            ctx(f"float *restrict d = {xb} + (c * {g.rb}u + rr) * {g.rs}u + {g.lead}u;")
+            with ctx.block(f"if (iy < 0 || iy >= {g.h}L)"):
+                ctx(f"aicc_vzero(d, {ew}u);")
+                ctx("continue;")
+            if pl:
+                ctx(f"aicc_vzero(d, {pl}u);")
+            ctx(f"aicc_vcopy(d + {pl}u, {x} + (c * {g.h}u + (size_t)iy) * {w}u, {cw}u);")
+            if tail:
+                ctx(f"aicc_vzero(d + {pl + cw}u, {tail}u);")

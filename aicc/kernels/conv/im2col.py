@@ -1,0 +1,212 @@
+"""The GEMM paths of a float32 conv on the x86 SIMD targets (conv_simd.py chooses them):
+``direct`` (1x1, stride 1, unpadded: the input of a group is the B operand, column panels
+with row stride P) and ``im2col`` (the batch item copied into a zero-padded volume, then per
+tile of positions x patch entries the patches packed into column panels of NR and the tile
+run through conv_simd_gemm's tile GEMM; K tiles accumulate into Y). See conv_simd.py for the
+layouts, the rounding and NaN/Inf.
+"""
+from __future__ import annotations
+
+import math
+import re
+
+from .base_c import use
+from .simd_gemm import GEMM_FN, KEY, clamp_of, packed_weights, tile_gemm
+from ..gemm.simd import ISA, flit, nr_of
+
+# copy of NR floats d[0 .. NR) = s[0 .. NR) (vector moves: no memmove call per panel row)
+COPYNR = {      # the second vector only when the run is longer than one (CNT)
+    "avx2": "_mm256_storeu_ps(DST, _mm256_loadu_ps(SRC)); "
+            "if (CNT > 8u) _mm256_storeu_ps(DST + 8u, _mm256_loadu_ps(SRC + 8u));",
+    "avx512": "_mm512_storeu_ps(DST, _mm512_loadu_ps(SRC)); "
+              "if (CNT > 16u) _mm512_storeu_ps(DST + 16u, _mm512_loadu_ps(SRC + 16u));",
+}
+
+# stride-2 gather of NR floats d[l] = s[2 * l] (reads s[0 .. 2 * NR - 1]: one past the last)
+STRIDE2 = {
+    "avx2": """\
+for (size_t h = 0; h < CNT; h += 8u) {
+    const __m256 a = _mm256_loadu_ps(SRC + 2u * h), b = _mm256_loadu_ps(SRC + 2u * h + 8u);
+    const __m256 q = _mm256_shuffle_ps(a, b, 0x88);
+    _mm256_storeu_ps(DST + h, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(q),
+                                                                      0xD8)));
+}""",
+    "avx512": """\
+const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+for (size_t h = 0; h < CNT; h += 16u)
+    _mm512_storeu_ps(DST + h, _mm512_permutex2var_ps(_mm512_loadu_ps(SRC + 2u * h), ev,
+                                                     _mm512_loadu_ps(SRC + 2u * h + 16u)));""",
+}
+
+PACK = """\
+/* im2col of output positions [p0, p0 + nt) x patch entries [k0, k1) of one group into
+ * column panels of NR: col[(j / NR) * (k1 - k0) * NR + (k - k0) * NR + j % NR], zero past nt.
+ * k = c * kk + t: channel c, tap t at offset toff[t] in the padded volume (sizes e, V per
+ * channel, 2 * NR floats of slack after it). A panel is copied as runs of consecutive
+ * positions of one output row (one run, a strided vector copy, unless it crosses a row).
+ * Stride-1 and stride-2 runs are copied NR floats wide in lane order (each overwrites lanes past
+ * its end, which the next run or the zero fill past nl rewrites; col has NR floats of slack
+ * for the last row, the reads stay in the volume's slack). */
+static void aicc_cv_pack_ISA(const aicc_conv_params *p, const float *restrict xg,
+    const size_t e[3], const size_t *restrict toff, size_t kk, size_t p0, size_t nt, size_t k0,
+    size_t k1, float *restrict col)
+{
+    const size_t OW = p->out[2], OH = p->out[1], V = e[0] * e[1] * e[2], HW = e[1] * e[2];
+    const size_t s2 = p->stride[2], nk = k1 - k0;
+    size_t ox = p0 % OW, oy = p0 / OW % OH, oz = p0 / OW / OH;
+    for (size_t j0 = 0; j0 < nt; j0 += NRu) {
+        const size_t nl = nt - j0 < NRu ? nt - j0 : NRu;
+        size_t rl[NR], rn[NR], ro[NR], nrun = 0;     /* runs: first lane, length, offset */
+        for (size_t l = 0; l < nl; ++l) {
+            if (l == 0 || ox == 0) {
+                rl[nrun] = l;
+                rn[nrun] = 0;
+                ro[nrun++] = oz * p->stride[0] * HW + oy * p->stride[1] * e[2] + ox * s2;
+            }
+            ++rn[nrun - 1];
+            if (++ox == OW) {
+                ox = 0;
+                if (++oy == OH) {
+                    oy = 0;
+                    ++oz;
+                }
+            }
+        }
+        float *restrict d = col + (j0 / NRu) * nk * NRu;
+        size_t c = k0 / kk, t = k0 % kk;
+        for (size_t k = k0; k < k1; ++k, d += NRu) {
+            const float *restrict s = xg + c * V + toff[t];
+            if (++t == kk) {
+                t = 0;
+                ++c;
+            }
+            if (nrun == 1u && nl == NRu) {
+                s += ro[0];
+                if (s2 == 1u) {
+                    COPY(d, s, NRu)
+                } else if (s2 == 2u) {
+                    STRIDE2(d, s, NRu)
+                } else {
+                    for (size_t l = 0; l < NRu; ++l) d[l] = s[l * s2];
+                }
+                continue;
+            }
+            for (size_t r = 0; r < nrun; ++r) {
+                float *dr = d + rl[r];
+                const float *sr = s + ro[r];
+                if (s2 == 1u) {
+                    COPY(dr, sr, rn[r])
+                } else if (s2 == 2u) {
+                    STRIDE2(dr, sr, rn[r])
+                } else {
+                    for (size_t l = 0; l < rn[r]; ++l) dr[l] = sr[l * s2];
+                }
+            }
+            for (size_t l = nl; l < NRu; ++l) d[l] = 0.0f;
+        }
+    }
+}"""
+
+DRIVER = """\
+/* Conv through the tile GEMM `gemm`: per batch item and group, Y[cout_g, P] = W[cout_g, K] @
+ * col[K, P]. direct (1x1, stride 1, unpadded): the input itself is B. Else the batch item is
+ * copied into the padded volume xp (sizes e, 2 * NR floats of slack) and im2col tiles of nt
+ * positions x kt patch entries are packed into col (tap offsets toff[kk]). w: [M][K] per group
+ * packed in row tiles (conv_simd_gemm.pack_a); bias [Cout] or NULL; activation clamp [lo, hi]
+ * (and gemm's scalar pass). */
+static void aicc_cv_conv_ISA(const aicc_conv_params *p, const float *restrict x,
+    const float *restrict w, const float *restrict bias, float *restrict y, float *restrict xp,
+    const size_t e[3], const size_t *restrict toff, float *restrict col, size_t nt, size_t kt,
+    float lo, float hi, int direct,
+    GEMM_FN)
+{
+    const size_t X = p->in[0] * p->in[1] * p->in[2], P = p->out[0] * p->out[1] * p->out[2];
+    const size_t kk = p->k[0] * p->k[1] * p->k[2], K = p->cin_g * kk, C = p->group * p->cin_g;
+    const size_t Vg = p->cin_g * e[0] * e[1] * e[2];
+    for (size_t n = 0; n < p->batch; ++n) {
+        const float *restrict xn = x + n * C * X;
+        if (!direct)
+            aicc_cv_pad(p, C, xn, xp, e, 2u * NRu);
+        for (size_t g = 0; g < p->group; ++g) {
+            const float *restrict wg = w + g * p->cout_g * K;
+            const float *restrict bg = bias ? bias + g * p->cout_g : NULL;
+            float *restrict yg = y + (n * p->group + g) * p->cout_g * P;
+            if (direct) {
+                gemm(p->cout_g, P, K, wg, 0, xn + g * Vg, NRu, X, yg, P, bg, lo, hi, 0, 1);
+                continue;
+            }
+            for (size_t p0 = 0; p0 < P; p0 += nt) {
+                const size_t m = P - p0 < nt ? P - p0 : nt;
+                for (size_t k0 = 0; k0 < K; k0 += kt) {
+                    const size_t k1 = K - k0 < kt ? K : k0 + kt;
+                    aicc_cv_pack_ISA(p, xp + g * Vg, e, toff, kk, p0, m, k0, k1, col);
+                    gemm(p->cout_g, m, k1 - k0, wg, k0, col, (k1 - k0) * NRu, NRu,
+                         yg + p0, P, bg, lo, hi, k0 > 0, k1 == K);
+                }
+            }
+        }
+    }
+}"""
+
+
+def tiles(sched, nr, K, P) -> tuple:
+    """(positions, patch entries) per im2col tile: the col tile (tile_kb KiB) holds at least
+    min(P, 4 jb) positions, and all of K or a multiple of kc."""
+    budget = sched["tile_kb"] * 1024 // 4
+    pr = -(-P // nr) * nr
+    nt = min(pr, max(budget // K // nr * nr, 4 * sched["jb"], nr))
+    kc = sched["kc"]
+    if K * nt <= budget:
+        return nt, K
+    kt = max(kc, budget // nt // kc * kc)      # K tiles: multiples of kc (pack_a's blocks)
+    parts, blocks = -(-K // kt), -(-K // kc)
+    return nt, -(-blocks // parts) * kc        # balanced
+
+
+def emit(ctx, node, geo, isa: str, sched: dict, bias: str, direct: bool, pad_c: str,
+         ext) -> None:
+    """Step body: direct (1x1 stride 1 unpadded: the input is the B operand) or im2col
+    tiles; sched balanced over the output channels; pad_c: conv_simd's pad helper; ext: its
+    padded extents (conv_simd.extents)."""
+    nr = nr_of(isa)
+    K = geo.cin_g * math.prod(geo.k)
+    P = math.prod(geo.out)
+    ctx.kernel = f"{isa} {'direct' if direct else 'im2col'}"
+    lo, hi, act = clamp_of(node)
+    gemm = tile_gemm(ctx, isa, sched, geo.cout_g, act)
+    wp = packed_weights(ctx, geo, sched["mr"], sched["kc"])
+    use(ctx, "float32")
+    ctx.helper(f"{KEY}.1.pad", pad_c)
+    half = ISA[isa]["lanes"]
+    pack = re.sub(r"( *)STRIDE2\((\w+), (\w+), ([\w\[\]]+)\)", lambda m: "\n".join(
+        m.group(1) + ln for ln in STRIDE2[isa].replace("DST", m.group(2))
+        .replace("SRC", m.group(3)).replace("CNT", f"({m.group(4)} > {half}u ? NRu : {half}u)")
+        .split("\n")), PACK)
+    pack = re.sub(r"COPY\((\w+), (\w+), ([\w\[\]]+)\)", lambda m: COPYNR[isa]
+                  .replace("DST", m.group(1)).replace("SRC", m.group(2))
+                  .replace("CNT", m.group(3)), pack)
+    ctx.helper(f"{KEY}.1.pack_{isa}", pack.replace("NR", str(nr)).replace("ISA", isa))
+    ctx.helper(f"{KEY}.3.conv_{isa}", DRIVER.replace("GEMM_FN", GEMM_FN)
+               .replace("NR", str(nr)).replace("ISA", isa))
+    ctx(f"/* Conv {geo.describe()}: {isa} GEMM [{geo.cout_g} x {K}] @ [{K} x {P}] per group, "
+        + ("1x1 stride 1: the input is the B operand */" if direct else
+           "im2col tiles of {} positions x {} patch entries */".format(*tiles(sched, nr, K, P))))
+    ctx(geo.params())
+    if direct:
+        ctx(f"static const size_t e[3] = {{ {geo.inp[-3] if len(geo.inp) > 2 else 1}u, "
+            f"{geo.inp[-2] if len(geo.inp) > 1 else 1}u, {geo.inp[-1]}u }};")
+        ctx(f"aicc_cv_conv_{isa}(&prm, {ctx.inp[0]}, {wp}, {bias}, {ctx.out[0]}, NULL, "
+            f"e, NULL, NULL, {P}u, {K}u, {flit(lo)}, {flit(hi)}, 1, {gemm});")
+        return
+    nt, kt = tiles(sched, nr, K, P)
+    e3 = [1] * (3 - len(ext)) + ext
+    dl3 = [1] * (3 - len(ext)) + list(geo.dil)
+    k3 = [1] * (3 - len(ext)) + list(geo.k)
+    toff = [kz * dl3[0] * e3[1] * e3[2] + ky * dl3[1] * e3[2] + kx * dl3[2]
+            for kz in range(k3[0]) for ky in range(k3[1]) for kx in range(k3[2])]
+    xp = ctx.scratch((geo.cin * math.prod(ext) + 2 * nr) * 4, "float", "xpad")
+    col = ctx.scratch((-(-nt // nr) * kt + 1) * nr * 4, "float", "col")
+    ctx("static const size_t e[3] = { " + ", ".join(f"{v}u" for v in e3) + " };")
+    ctx(f"static const size_t toff[{len(toff)}] = {{ " + ", ".join(f"{t}u" for t in toff) + " };")
+    ctx(f"aicc_cv_conv_{isa}(&prm, {ctx.inp[0]}, {wp}, {bias}, {ctx.out[0]}, {xp}, e, "
+        f"toff, {col}, {nt}u, {kt}u, {flit(lo)}, {flit(hi)}, 0, {gemm});")

@@ -1,0 +1,357 @@
+"""SIMD kernel (AVX2+FMA, AVX-512F) of the channel-last depthwise ``aicc.ConvNHWC``
+(conv_nhwc.py): X ``[N, H, W, C]``, weights ``[C, 1, kh, kw]``, Y ``[N, OH, OW, C]``.
+
+Per node one C driver specialized to its geometry (every size, stride and offset a literal)
+and its register-block kernels:
+
+* Weights are transposed at compile time to ``wt[tap][Cp]`` and the bias padded to ``[Cp]``
+  (Cp: C rounded up to the vector width L; zero fill; absent bias: zeros). A position's
+  channels are NV = Cp / L vectors; x86-avx512 nodes with C <= 8 use 8-lane ymm vectors
+  (AVX-512VL masks), the others 16-lane zmm. A C that is not a multiple of L masks the last
+  vector's input loads and output stores (lanes past C are never read or written).
+* A block kernel computes PB adjacent output positions of one row x VB channel vectors:
+  PB * VB accumulators start from the bias and stay in registers over all taps, then the
+  clamp and one store each. Per tap row, the VB * kw weight vectors are loaded once and every
+  input vector of the block's window once, feeding the FMAs of all (position, kx) that read
+  it (stride 1: PB + kw - 1 loads for PB * kw FMAs). The kx loop is unrolled at compile
+  time with each position's valid taps, so border columns (taps in the left / right
+  padding) are blocks like the interior ones, only with taps left out; tap rows are clipped
+  to the input per output row (the ky loop runs over the valid rows). Taps outside the input
+  are skipped, never multiplied. An output row is cut into balanced blocks of at most PB
+  positions; equal interior blocks run in a loop.
+* TUNE gives VB and PB per flavor (small C: 1 vector x 8-12 positions; AVX-512 and C > 16:
+  2 vectors x 8 positions) and an L1 budget: when the kh input rows of an output row exceed
+  it, the channels are processed in strips (all rows of the image per strip) so the rows
+  a strip reads stay in L1 while the next output rows reuse them.
+* Fused activation: Relu / Clip as ``min(hi, max(lo, v))`` in registers, only the finite sides
+  (Relu: the max alone; max / min return the second operand when one is NaN, so NaN passes as
+  in the activation table's ``v < lo ? lo : v``); other activations through
+  conv_kernels.epilogue's scalar helper over each finished output row (OW * C contiguous
+  floats; with several strips over each finished batch item).
+
+Rounding: each output is ``fma(x, w, acc)`` over the taps inside the input in (ky, kx)
+order starting from ``acc = bias`` (+0 without bias): one rounding per tap, the same chain as
+the portable loops up to their contraction (onnxruntime sums in other orders: agreement to
+rounding). NaN/Inf: IEEE (Inf * 0 weight = NaN); zero padding is skipped, so it never meets
+an Inf weight.
+"""
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from .base_c import epilogue
+from .simd_gemm import KEY, clamp_of
+from ..gemm.simd import _header, flit
+from ..isa.x86 import include, pin
+from ..gemm.tile import clamp_expr, clamp_sides
+
+# vector flavors: C spellings, lanes L
+FLAVORS = {
+    "avx2": dict(vec="__m256", L=8, p="_mm256",
+                 mdecl="const __m256i m = _mm256_loadu_si256((const __m256i *)"
+                       "(aicc_sg_avx2_mtab + {c}u));",
+                 mload="_mm256_maskload_ps({p}, m)", mstore="_mm256_maskstore_ps({p}, m, {v})"),
+    "avx512": dict(vec="__m512", L=16, p="_mm512",
+                   mdecl="const __mmask16 m = (__mmask16){mask}u;",
+                   mload="_mm512_maskz_loadu_ps(m, {p})",
+                   mstore="_mm512_mask_storeu_ps({p}, m, {v})"),
+    "avx512y": dict(vec="__m256", L=8, p="_mm256",
+                    mdecl="const __mmask8 m = (__mmask8){mask}u;",
+                    mload="_mm256_maskz_loadu_ps(m, {p})",
+                    mstore="_mm256_mask_storeu_ps({p}, m, {v})"),
+}
+# per flavor (measured on Zen 5, MobileNet shapes): channel vectors per block (at most),
+# positions per block (at most), registers for a block's accumulators and weights, bytes of
+# the input rows one output row of a channel strip reads (L1 budget)
+TUNE = {"avx2": (1, 8, 14, 24576), "avx512": (2, 8, 29, 20000),
+        "avx512y": (1, 12, 29, 24576)}
+# flavors whose input vectors are pinned in registers (simd.PIN: GCC folded each load into the
+# 2-3 FMAs using it, and the loads set the pace; Intel Xeon, C A/B: DS-CNN x86-avx512 -3%
+# against the unpinned kernels, MobileNetV1-0.25 -0.7%, MobileNetV2 unchanged)
+PIN = {"avx512"}
+
+
+def supports(geo, isa) -> bool:
+    return isa in ("avx2", "avx512") and geo.depthwise
+
+
+def flavor(geo, isa: str) -> str:
+    return "avx512y" if isa == "avx512" and geo.cin <= 8 else isa
+
+
+def _groups(nv: int, vbmax: int) -> list:
+    """Balanced split of nv channel vectors into groups of at most vbmax (larger first)."""
+    ng = -(-nv // vbmax)
+    base, extra = divmod(nv, ng)
+    return [base + 1] * extra + [base] * (ng - extra)
+
+
+class _Gen:
+    """C text of one node's kernels: geometry literals, the block kernels used, the driver.
+    The float32 form; hooks (xt ... row_end) let qconv_nhwc.py's integer form share it."""
+    xt = yt = ytn = "float"     # input, block output, driver output element types
+    kparams, kargs = "float lo, float hi", "lo, hi"     # the block kernels' extra parameters
+    dparams = "float *restrict y, float lo, float hi,\n    void (*ep)(float *, size_t)"
+    prefix = "aicc_dwn"                # driver name prefix
+    hkey = f"{KEY}.7.dwn"              # the helpers' order key (after what the text calls)
+    pin_flavors = PIN                  # flavors whose input vectors are pinned in registers
+
+    def __init__(self, fl, geo, clamp: tuple = (True, True)):
+        f = self.f = FLAVORS[fl]
+        self.clamp = clamp      # the sides of [lo, hi] applied: (lo finite, hi finite)
+        self.pinned = fl in self.pin_flavors
+        self.fl, self.g = fl, geo
+        self.L = f["L"]
+        self.C = geo.cin
+        self.nv = -(-self.C // self.L)
+        self.cp = self.nv * self.L
+        self.tail = self.C - (self.nv - 1) * self.L     # lanes of the last vector
+        vbmax, pbmax, regs, l1 = TUNE[fl]
+        self.vb = vb = min(vbmax, self.nv)
+        # channel strip: vectors whose input rows of one output row fit l1 bytes
+        rows = (geo.kh - 1) * geo.dy + 1
+        self.sv = max(1, l1 // (rows * geo.w * self.L * 4) // vb) * vb
+        self.pbcap = max(1, min(pbmax, (regs - vb * min(geo.kw, 3)) // vb, geo.ow))
+        key = (fl, geo.n, geo.h, geo.w, geo.cin, geo.kh, geo.kw, geo.sy, geo.sx, geo.dy, geo.dx,
+               geo.pt, geo.pl, geo.pb, geo.pr, TUNE[fl], clamp)
+        self.tag = hashlib.sha1(repr(key).encode()).hexdigest()[:10]
+        self.name = f"{self.prefix}_{fl}_{self.tag}"
+        self.patterns: dict = {}   # block pattern -> index
+        self.funcs: dict = {}      # kernel name -> text
+
+    def load(self, ptr: str, masked: bool) -> str:
+        """One input vector at ptr (masked: the tail lanes)."""
+        return self.f["mload"].format(p=ptr) if masked else self.op("loadu", ptr)
+
+    def stores(self, acc, masked: bool) -> list:
+        """A block's accumulators clamped to [lo, hi] and stored at y."""
+        f, L, C = self.f, self.L, self.C
+        o = ["    {"] + [f"        const {f['vec']} v{s} = {self.op('set1', s)};" if on else
+                          f"        (void){s};" for s, on in zip(("lo", "hi"), self.clamp)]
+        for p, row in enumerate(acc):
+            for v, a in enumerate(row):
+                val = clamp_expr(a, self.clamp, f"{f['p']}_min_ps", f"{f['p']}_max_ps")
+                ptr = f"y + {p * C + v * L}u"
+                st = (f["mstore"].format(p=ptr, v=val) if masked and v == len(row) - 1
+                      else self.op("storeu", ptr, val))
+                o.append(f"        {st};")
+        return o + ["    }"]
+
+    def row_dst(self, off: str) -> str:
+        """Where output row oy goes (off: its offset in the batch item's output)."""
+        return f"yn + {off}"
+
+    def row_end(self) -> list:
+        """After each output row (one strip): the activation epilogue."""
+        return [f"    if (ep)\n        ep(yr, {self.g.ow * self.C}u);"]
+
+    def op(self, name, *args):
+        return f"{self.f['p']}_{name}_ps(" + ", ".join(args) + ")"
+
+    def block(self, o0: int, pb: int):
+        """(pattern, bx) of output columns [o0, o0 + pb): per position its valid taps as
+        (kx, input column - bx), bx the first input column read (0 when none)."""
+        g = self.g
+        taps = [[(kx, ox * g.sx - g.pl + kx * g.dx) for kx in range(g.kw)
+                 if 0 <= ox * g.sx - g.pl + kx * g.dx < g.w] for ox in range(o0, o0 + pb)]
+        bx = min((ix for t in taps for _, ix in t), default=0)
+        return tuple(tuple((kx, ix - bx) for kx, ix in t) for t in taps), bx
+
+    def kernel(self, pat, vb: int, masked: bool) -> str:
+        """Block kernel: the positions of pat x vb vectors (the last masked to the tail)."""
+        g, f, L, C = self.g, self.f, self.L, self.C
+        idx = self.patterns.setdefault(pat, len(self.patterns))
+        name = f"{self.name}_k{idx}v{vb}" + ("m" if masked else "")
+        if name in self.funcs:
+            return name
+        vec, pb = f["vec"], len(pat)
+        o = [f"/* {pb} output position(s) x {vb} channel vector(s)"
+             + (f", the last masked to {self.tail} lanes" if masked else "")
+             + ": from the bias, one FMA per\n * tap inside the input ((ky, kx) ascending), "
+             "clamp, store. x: the block's first input column. */",
+             f"static void {name}(const {self.xt} *restrict x, const float *restrict w,",
+             f"    const float *restrict b, {self.yt} *restrict y, size_t nky, "
+             f"{self.kparams})", "{"]
+        if masked:
+            o.append("    " + f["mdecl"].format(c=8 - self.tail, mask=hex((1 << self.tail) - 1)))
+        o.append(f"    const {vec} " + ", ".join(
+            f"b{v} = {self.op('loadu', f'b + {v * L}u')}" for v in range(vb)) + ";")
+        acc = [[f"a{p}_{v}" for v in range(vb)] for p in range(pb)]
+        o.append(f"    {vec} " + ", ".join(f"{acc[p][v]} = b{v}" for p in range(pb)
+                                            for v in range(vb)) + ";")
+        users: dict = {}          # input column -> [(position, kx)], kx ascending per position
+        for p, t in enumerate(pat):
+            for kx, q in t:
+                users.setdefault(q, []).append((p, kx))
+        if not users:
+            o.append("    (void)x; (void)w; (void)nky;")
+        else:
+            kxs = sorted({kx for t in pat for kx, _ in t})
+            o.append("    for (size_t i = 0; i < nky; ++i) {")
+            o.append(f"        const {self.xt} *restrict xi = x + i * {g.dy * g.w * C}u;")
+            o.append(f"        const float *restrict wi = w + i * {g.kw * self.cp}u;")
+            for kx in kxs:
+                o.append(f"        const {vec} " + ", ".join(
+                    f"w{kx}_{v} = {self.op('loadu', f'wi + {kx * self.cp + v * L}u')}"
+                    for v in range(vb)) + ";")
+            for q in sorted(users):     # ascending columns: ascending kx for every position
+                for v in range(vb):
+                    ptr = f"xi + {q * C + v * L}u"
+                    ld = self.load(ptr, masked and v == vb - 1)
+                    o.append(f"        {{ {vec} s = {ld}; AICC_PIN(s);" if self.pinned else
+                             f"        {{ const {vec} s = {ld};")
+                    for p, kx in users[q]:
+                        o.append(f"          {acc[p][v]} = "
+                                 f"{self.op('fmadd', 's', f'w{kx}_{v}', acc[p][v])};")
+                    o[-1] += " }"
+            o.append("    }")
+        o += self.stores(acc, masked)
+        o.append("}")
+        self.funcs[name] = "\n".join(o)
+        return name
+
+    def calls(self, ind, pat, groups, c0, masked) -> list:
+        """Lines running one block (xo, yo) over the channel groups from channel c0."""
+        out, cv, i = [], 0, 0
+        while i < len(groups):
+            vb, n = groups[i], 1
+            while i + n < len(groups) and groups[i + n] == vb:
+                n += 1
+            last_masked = masked and i + n == len(groups)
+            full = n - 1 if last_masked else n
+            args = f"xo + c, wr + c, bp + c, yo + c, nky, {self.kargs}"
+            if full:
+                k = self.kernel(pat, vb, False)
+                a, b = f"{c0} + {cv * self.L}u", f"{c0} + {(cv + full * vb) * self.L}u"
+                if full == 1:
+                    out.append(f"{ind}{{ const size_t c = {a}; {k}({args}); }}")
+                else:
+                    out.append(f"{ind}for (size_t c = {a}; c < {b}; c += {vb * self.L}u)")
+                    out.append(f"{ind}    {k}({args});")
+                cv += full * vb
+            if last_masked:
+                k = self.kernel(pat, vb, True)
+                out.append(f"{ind}{{ const size_t c = {c0} + {cv * self.L}u; {k}({args}); }}")
+                cv += vb
+            i += n
+        return out
+
+    def rows(self, groups, c0, masked: bool, ep_rows: bool) -> list:
+        """The row loop of one batch item over the channel groups from c0."""
+        g, C, cp = self.g, self.C, self.cp
+        nb = -(-g.ow // self.pbcap)
+        pb = -(-g.ow // nb)
+        blocks = [(o0, *self.block(o0, min(pb, g.ow - o0))) for o0 in range(0, g.ow, pb)]
+        o = [f"for (size_t oy = 0; oy < {g.oh}u; ++oy) {{",
+             f"    const long iy0 = (long)(oy * {g.sy}u) - {g.pt}L;",
+             f"    const size_t ky0 = iy0 < 0 ? (size_t)((-iy0 + {g.dy - 1}L) / {g.dy}L) : 0u;",
+             f"    const long last = ({g.h - 1}L - iy0) / {g.dy}L;  /* last tap row inside */",
+             f"    const size_t ky1 = iy0 > {g.h - 1}L ? 0u : (last >= {g.kh}L ? {g.kh}u : "
+             "(size_t)last + 1u);",
+             "    const size_t nky = ky1 > ky0 ? ky1 - ky0 : 0u;",
+             f"    const {self.xt} *restrict xr = xn + (nky ? (size_t)(iy0 + (long)(ky0 * {g.dy}u))"
+             f" * {g.w * C}u : 0u);",
+             f"    const float *restrict wr = wt + (nky ? ky0 : 0u) * {g.kw * cp}u;",
+             f"    {self.yt} *restrict yr = {self.row_dst(f'oy * {g.ow * C}u')};"]
+        i = 0
+        while i < len(blocks):          # runs of equal blocks at a regular input stride
+            o0, pat, bx = blocks[i]
+            n = 1
+            while i + n < len(blocks) and blocks[i + n][1] == pat and \
+                    blocks[i + n][2] == bx + n * pb * g.sx:
+                n += 1
+            if n == 1:
+                o += ["    {", f"        const {self.xt} *restrict xo = xr + {bx * C}u;",
+                      f"        {self.yt} *restrict yo = yr + {o0 * C}u;"]
+            else:
+                o += [f"    for (size_t j = 0; j < {n}u; ++j) {{",
+                      f"        const {self.xt} *restrict xo = xr + {bx * C}u + j * "
+                      f"{pb * g.sx * C}u;",
+                      f"        {self.yt} *restrict yo = yr + {o0 * C}u + j * {pb * C}u;"]
+            o += self.calls(" " * 8, pat, groups, c0, masked)
+            o.append("    }")
+            i += n
+        if ep_rows:
+            o += self.row_end()
+        return o + ["}"]
+
+    def text(self) -> str:
+        g, C, cp, L = self.g, self.C, self.cp, self.L
+        vb, sv = self.vb, self.sv
+        full, rest = divmod(self.nv, sv)
+        if full and not rest and self.tail != L:     # the last strip has the masked vector
+            full, rest = full - 1, sv
+        o = [f"/* {self.fl} channel-last depthwise conv (conv_nhwc_dw.py): {g.n}x{g.h}x{g.w}x{C}"
+             f" -> {g.oh}x{g.ow}, {g.kh}x{g.kw} taps, stride {g.sy}x{g.sx}, dilation "
+             f"{g.dy}x{g.dx}, pads {[g.pt, g.pl, g.pb, g.pr]};\n * wt [tap][{cp}], bp [{cp}]; "
+             f"strips of {sv * L} channels (groups of {vb} vectors). */",
+             f"static void {self.name}(const {self.xt} *restrict x, const float *restrict wt,",
+             f"    const float *restrict bp, {self.dparams})", "{",
+             f"    for (size_t n = 0; n < {g.n}u; ++n) {{",
+             f"        const {self.xt} *restrict xn = x + n * {g.h * g.w * C}u;",
+             f"        {self.ytn} *restrict yn = y + n * {g.oh * g.ow * C}u;"]
+        one = full + (1 if rest else 0) == 1
+        if full:
+            if full > 1:
+                o.append(f"        for (size_t c0 = 0; c0 < {full * sv * L}u; c0 += {sv * L}u)")
+            else:
+                o.append("        {\n            const size_t c0 = 0;")
+            o += ["        " + ln for ln in self.rows(_groups(sv, vb), "c0", False, one)]
+            if full == 1:
+                o.append("        }")
+        if rest:
+            o += ["        " + ln for ln in self.rows(_groups(rest, vb), f"{full * sv * L}u",
+                                                       self.tail != L, one)]
+        if not one:
+            o.append(f"        if (ep)\n            ep(yn, {g.oh * g.ow * C}u);")
+        o += ["    }", "}"]
+        return "\n\n".join(self.funcs.values()) + "\n\n" + "\n".join(o)
+
+
+def operands(ctx, geo, isa: str, wk: int = 1, bk: int = 2) -> tuple:
+    """(wt, bp): C names of the tap-major weights [tap][Cp] (from the constant input wk) and
+    the padded bias [Cp] (input bk: a constant, a run-time bias copied into scratch, or
+    zeros when absent)."""
+    gen = _Gen(flavor(geo, isa), geo)
+    C, T, cp = geo.cin, geo.kh * geo.kw, gen.cp
+    wt = np.zeros((T, cp), np.float32)
+    wt[:, :C] = np.asarray(ctx.in_const(wk), np.float32).reshape(C, T).T
+    wv = ctx.const(wt, "wtap")
+    has_b = ctx.has_input(bk)
+    bconst = ctx.in_const(bk) if has_b else None
+    if has_b and bconst is None:        # run-time bias: padded copy in scratch
+        bv = ctx.scratch(cp * 4, "float", "bpad")
+        ctx(f"for (size_t c = 0; c < {cp}u; ++c) {bv}[c] = c < {C}u ? {ctx.inp[bk]}[c] : 0.0f;")
+    else:
+        bp = np.zeros(cp, np.float32)
+        if has_b:
+            bp[:C] = np.asarray(bconst, np.float32).reshape(C)
+        bv = ctx.const(bp, "bpad")
+    return wv, bv
+
+
+def driver(ctx, geo, isa: str, gen: _Gen | None = None, clamp: tuple = (True, True)) -> str:
+    """Name of the C driver ``f(x, wt, bp, y, lo, hi, ep)`` of this geometry and clamp sides
+    (registered once per both; gen: another form's generator, qconv_nhwc.py's)."""
+    gen = gen or _Gen(flavor(geo, isa), geo, clamp)
+    if gen.pinned:
+        pin(ctx)
+    if gen.fl == "avx2" and gen.tail != gen.L:
+        _header(ctx, "avx2")            # the include and the lane mask table
+    else:
+        include(ctx, isa)
+    ctx.helper(f"{gen.hkey}.{gen.name}", gen.text())
+    return gen.name
+
+
+def emit(ctx, node, geo, isa: str) -> None:
+    wv, bv = operands(ctx, geo, isa)
+    lo, hi, act = clamp_of(node)
+    ep = epilogue(ctx, node, "float32") if act else "NULL"
+    name = driver(ctx, geo, isa, clamp=clamp_sides(lo, hi))
+    ctx.kernel = isa
+    ctx(f"/* ConvNHWC {geo.describe()}: {flavor(geo, isa)} register-blocked channel-last "
+        "kernel */")
+    ctx(f"{name}({ctx.inp[0]}, {wv}, {bv}, {ctx.out[0]}, {flit(lo)}, {flit(hi)}, {ep});")

@@ -1,0 +1,276 @@
+"""Conv on the x86 SIMD targets (float32; x86-avx2 / x86-avx512): variant choice, schedule,
+and the GEMM path ``Y[Cout/g, P] = W[Cout/g, K] @ col[K, P]`` per batch item and group, with
+the output positions P (the large dimension) as the vectorized N dimension.
+
+Variants (``emit``; the target's ``schedule: conv: algo`` or a node's ``aicc_schedule: {algo:
+...}`` forces one, ``auto`` picks):
+
+* ``depthwise`` (conv_depthwise.py): one input channel per group, 1-D/2-D, multiplier < 4;
+  ``dwchan`` (conv_depthwise_c.py): multiplier 1, channels vectorized through channel-last
+  copies; forced only (measured slower than ``depthwise`` on every MobileNet shape, e.g.
+  576 channels 14x14 stride 2: 52 vs 17 us on avx512; with constant weights the
+  layout-nhwc pass runs such convs channel-last without the copies, ops/conv_nhwc_dw.py).
+* ``winograd`` (conv_winograd.py): 2-D 3x3, stride 1, dilation 1, group 1, constant weights:
+  Winograd F(2x2,3x3) or F(4x4,3x3) (``wino_m``), t * t GEMMs on transformed tiles, 2.25x /
+  4x fewer multiplications (auto: when channels and output tiles pass conv_winograd.AUTO;
+  F(4,3) up to 64 input channels, F(2,3) above: F(4,3) is less accurate).
+* ``bcast`` (conv_bcast.py): direct, group 1, 1-D/2-D, constant weights: blocks of output
+  positions x output-channel vectors, each input value broadcast from the padded rows, no
+  im2col (auto: strided convs, and on x86-avx512 convs of at most 4 input channels, whose
+  channels fill >= 75% of the lanes, with outputs of at most 64 K floats (20 K with at most
+  4 input channels; avx2 16 K) and weights of at most 2 MB; conv_bcast.prefer; x86-avx512
+  uses 8-lane vectors when the last 16-lane one would be at most half full).
+* ``transposed`` (conv_simd_t.py): output channels vectorized, for few positions / many
+  channels (auto: when Cout/g fills clearly more vector lanes than P, e.g. 7x7 maps).
+* ``implicit`` (conv_simd_i.py): 1-D/2-D, no im2col: the padded input (split into phase
+  planes for stride > 1) is the B operand, read through a per-k offset table on a virtual
+  grid (auto: when at most ``implicit_pct`` % of the lanes are padding garbage).
+* ``direct`` (conv_im2col.py): 1x1 kernel, stride 1, no padding: the input [C, P] of a group
+  is the B operand itself, read in column panels with row stride P (the micro-kernel's ``rs``); the last partial
+  panel is read with masked loads, so nothing past the tensor is touched.
+* ``im2col`` (conv_im2col.py): every other geometry. The batch item is copied into a
+  zero-padded scratch volume (2 * NR floats of zero slack after it) so that every tap lands inside; then per tile
+  of ``nt`` positions x ``kt`` patch entries (``tile_kb``), the patches are packed into column
+  panels of NR (2 vectors), ``col[(j / NR) * kt * NR + k * NR + j % NR]`` (zero past the tile's
+  last position), and the tile runs as a GEMM (K tiles accumulate into Y). In the padded volume
+  a patch value's offset is (channel/tap offset) + (position offset), so a panel is a few runs
+  of consecutive positions of one output row, each a vector copy (stride 1) or a vector
+  de-interleave (stride 2).
+
+Weights are packed at compile time (``ctx.const``; run-time weights into step scratch) in the
+kernels' A layout, in the order the tile GEMM streams them (conv_simd_gemm.pack_a). The tile
+GEMM and micro-kernels (conv_simd_gemm.py) fuse bias and the activation (in registers for
+none / Relu / Clip, else a scalar pass from the shared activation table). Schedule: ``mr``
+(rows per micro-tile, lowered per node to equal row tiles), ``kc`` (K block), ``jb`` (column
+block), ``tile_kb`` (im2col / patch / output tile budget), ``implicit_pct``, ``wino_m``
+(Winograd output tile 2 or 4; 0 auto), ``wino_kb`` (Winograd tile-block budget), ``wino_chan``
+(Winograd form: 0 tiles vectorized, 2 output channels, 1 auto), ``edge_kernels`` (the
+broadcast conv's kernels per channel block with padded taps left out, conv_bcast_edges; 0 or
+1: none, for less code); defaults in SCHED, target yaml ``schedule: conv:``, node
+``aicc_schedule``.
+
+Rounding: each output is one FMA chain over k ascending from +0 (K blocks and K tiles store and
+reload the exact partial sums), then + bias, then the activation: the result does not depend
+on the schedule or the variant (except depthwise: bias first, then the taps; and transposed:
+the same chain, bias added after), except for ``winograd``: its transforms change the
+arithmetic, so its results depend on the variant and on ``wino_m`` (F(2,3): errors as the
+direct chain; F(4,3): about 5x larger, ~0.4 of the tests' tolerance at C = 64 (auto's limit),
+above 1 at C = 256 - 512 (forced only there); measured figures in conv_winograd.py). It
+differs from onnxruntime (also FMA, other order) by rounding only. NaN/Inf: IEEE (0 * Inf =
+NaN for zero weights); the clamp propagates NaN
+(max/min return the NaN operand as the scalar ``x < lo ? lo : x`` does); padding zeros never
+meet a real input value; masked-off or slack lanes are never stored. ``winograd``: a NaN/Inf
+input spreads to every output of the tiles whose input patch contains it (Inf - Inf = NaN in
+the transforms), not only to the outputs whose receptive field holds it.
+"""
+from __future__ import annotations
+
+from . import bcast as conv_bcast
+from . import im2col as conv_im2col
+from . import implicit as conv_simd_i
+from . import transposed as conv_simd_t
+from ..winograd import simd as conv_winograd
+from ..gemm.simd import ISA, nr_of
+from ..isa.x86 import vcopy
+
+# conv schedule defaults per ISA (target yaml `schedule: conv:` and aicc_schedule override)
+SCHED = {
+    "avx2": dict(mr=6, kc=256, jb=64, tile_kb=192, implicit_pct=5, algo="auto", wino_m=0,
+                 wino_kb=768, wino_chan=1, edge_kernels=8),
+    "avx512": dict(mr=12, kc=256, jb=64, tile_kb=192, implicit_pct=13, algo="auto", wino_m=0,
+                   wino_kb=768, wino_chan=1, edge_kernels=8),
+}
+ALGOS = ("auto", "direct", "im2col", "implicit", "depthwise", "dwchan", "transposed",
+         "winograd", "bcast")
+
+
+def schedule(isa: str, *overrides) -> dict:
+    s = dict(SCHED[isa])
+    for over in overrides:
+        for k, v in (over or {}).items():
+            if k in s:
+                s[k] = str(v) if k == "algo" else int(v)
+    nr = nr_of(isa)
+    s["mr"] = max(1, min(s["mr"], 14 if isa == "avx512" else 6))
+    s["kc"] = max(1, s["kc"])
+    s["jb"] = max(nr, s["jb"] // nr * nr)
+    s["tile_kb"] = max(1, s["tile_kb"])
+    s["wino_kb"] = max(1, s["wino_kb"])
+    if s["wino_m"] not in (0, 2, 4):
+        raise ValueError(f"conv schedule wino_m {s['wino_m']} (2, 4 or 0: auto)")
+    if s["wino_chan"] not in (0, 1, 2):
+        raise ValueError(f"conv schedule wino_chan {s['wino_chan']} (0 tiles, 1 auto, "
+                         "2 channels vectorized)")
+    if s["algo"] not in ALGOS:
+        raise ValueError(f"conv schedule algo {s['algo']!r} (one of {', '.join(ALGOS)})")
+    return s
+
+
+PAD = """\
+/* Zero-padded copy of the C channels of one batch item: xp[c][e0][e1][e2] with padded
+ * coordinate = input coordinate + pad (per spatial dim); e[d] = (out - 1) * stride +
+ * (k - 1) * dilation + 1 covers every tap of every output position. `slack` zeros follow.
+ * Rows by vector copies (simd.VCOPY; element loops with run-time bounds: 16 channels of
+ * 32 x 32 took 0.5-0.7 us more, x86-avx2 Winograd 16@32). */
+static void aicc_cv_pad(const aicc_conv_params *p, size_t C, const float *restrict x,
+                        float *restrict xp, const size_t e[3], size_t slack)
+{
+    size_t lo[3], hi[3];
+    for (int d = 0; d < 3; ++d) {       /* padded coordinates [lo, hi) hold input values */
+        lo[d] = p->pad[d] < e[d] ? p->pad[d] : e[d];
+        hi[d] = p->pad[d] + p->in[d] < e[d] ? p->pad[d] + p->in[d] : e[d];
+    }
+    for (size_t c = 0; c < C; ++c)
+        for (size_t z = 0; z < e[0]; ++z)
+            for (size_t r = 0; r < e[1]; ++r) {
+                float *restrict d = xp + ((c * e[0] + z) * e[1] + r) * e[2];
+                if (z < lo[0] || z >= hi[0] || r < lo[1] || r >= hi[1]) {
+                    aicc_vzero(d, e[2]);
+                    continue;
+                }
+                const float *restrict s = x + ((c * p->in[0] + (z - p->pad[0])) * p->in[1] +
+                                               (r - p->pad[1])) * p->in[2];
+                if (lo[2])
+                    aicc_vzero(d, lo[2]);
+                if (hi[2] > lo[2])
+                    aicc_vcopy(d + lo[2], s + (lo[2] - p->pad[2]), hi[2] - lo[2]);
+                if (e[2] > hi[2])
+                    aicc_vzero(d + hi[2], e[2] - hi[2]);
+            }
+    aicc_vzero(xp + C * e[0] * e[1] * e[2], slack);
+}"""
+
+def balanced(sched: dict, m: int) -> dict:
+    """The schedule with mr lowered to split m rows into equal row tiles (same tile count:
+    64 rows with mr 12 run as 11, 11, 11, 11, 10, 10 instead of 12 x 5 + 4)."""
+    tiles = -(-m // sched["mr"])
+    return {**sched, "mr": -(-m // tiles)} if m > 0 else sched
+
+
+def extents(geo) -> list:
+    """Input extent each spatial dim's taps cover: (out - 1) * stride + (k - 1) * dil + 1."""
+    return [(o - 1) * s + (k - 1) * d + 1
+            for o, s, k, d in zip(geo.out, geo.stride, geo.k, geo.dil)]
+
+
+def padded_extents(geo):
+    """extents(geo), or None when every tap is inside the unpadded input (no copy needed)."""
+    ext = extents(geo)
+    if not (any(geo.pad) or any(e > i for e, i in zip(ext, geo.inp))):
+        return None
+    return ext
+
+
+def node_schedule(ctx, isa: str) -> dict:
+    """The conv schedule of ctx's node on isa: SCHED, then the target's ``schedule: conv:``,
+    then the node's ``aicc_schedule``."""
+    return schedule(isa, (ctx.target.schedule or {}).get("conv"),
+                    ctx.node.attrs.get("aicc_schedule"))
+
+
+def plan(ctx, dt):
+    """(isa, conv schedule) of the first SIMD variant in the target's kernel list (or the
+    node's aicc_kernel), None for the portable kernels (also for float64)."""
+    node, target = ctx.node, ctx.target
+    if str(dt) != "float32":
+        return None
+    forced = node.attrs.get("aicc_kernel")
+    for name in target.kernels:
+        if forced and name != forced:
+            continue
+        if name in ISA:
+            return name, node_schedule(ctx, name)
+        if name == "generic":
+            break
+    return None
+
+
+def is_direct(geo) -> bool:
+    """1x1 kernel, stride 1, no padding: positions are input offsets (B is the input)."""
+    return set(geo.k) == {1} and set(geo.stride) == {1} and not (any(geo.pad) or
+                                                                 any(geo.pad_end))
+
+
+def variant(ctx, geo, isa: str, sched: dict) -> str:
+    """The kernel variant ``emit`` runs: the schedule's ``algo`` when forced, else the first
+    whose auto rule takes the conv (see the module docstring)."""
+    from . import depthwise as conv_depthwise
+    algo = sched["algo"]
+    auto = algo == "auto"
+    if algo in ("dwchan", "bcast"):
+        return algo
+    if algo == "depthwise" or (auto and conv_depthwise.supports(geo)):
+        return "depthwise"
+    if algo == "winograd" or (auto and conv_winograd.prefer(ctx, geo, isa)):
+        return "winograd"
+    if auto and conv_bcast.prefer(ctx, geo, isa):
+        return "bcast"
+    if algo == "transposed" or (auto and conv_simd_t.prefer(geo, isa, is_direct(geo))):
+        return "transposed"
+    if algo == "implicit" or (auto and conv_simd_i.supports(geo) and not is_direct(geo)
+                              and conv_simd_i.prefer(geo, nr_of(isa), sched["implicit_pct"])):
+        return "implicit"
+    return "direct" if algo == "direct" or (auto and is_direct(geo)) else "im2col"
+
+
+def emit(ctx, node, geo, isa: str, sched: dict, bias: str) -> None:
+    """Step body of a float32 conv on a SIMD target: the variant ``variant`` picks."""
+    _VARIANTS[variant(ctx, geo, isa, sched)](ctx, node, geo, isa, sched, bias)
+
+
+def _dwchan(ctx, node, geo, isa, sched, bias):
+    from . import dwchan as conv_depthwise_c
+    if not conv_depthwise_c.supports(geo):
+        raise ValueError("conv algo 'dwchan' needs a depthwise conv (group = channels), "
+                         "multiplier 1, 1-D/2-D")
+    ctx.kernel = f"{isa} dwchan"
+    conv_depthwise_c.emit(ctx, node, geo, isa, bias)
+
+
+def _depthwise(ctx, node, geo, isa, sched, bias):
+    from . import depthwise as conv_depthwise
+    if geo.cin_g != 1 or len(geo.k) > 2:
+        raise ValueError("conv algo 'depthwise' needs one input channel per group, 1-D/2-D")
+    ctx.kernel = f"{isa} depthwise"
+    conv_depthwise.emit(ctx, node, geo, isa, bias)
+
+
+def _bcast(ctx, node, geo, isa, sched, bias):
+    conv_bcast.emit(ctx, node, geo, isa, bias)
+
+
+def _pad(ctx) -> str:
+    """PAD, the text of the pad helper the variants register, and the row copies it calls."""
+    vcopy(ctx)
+    return PAD
+
+
+def _winograd(ctx, node, geo, isa, sched, bias):
+    conv_winograd.emit(ctx, node, geo, isa, sched, bias, balanced)
+
+
+def _transposed(ctx, node, geo, isa, sched, bias):
+    ctx.kernel = f"{isa} transposed"
+    conv_simd_t.emit(ctx, node, geo, isa, sched, bias, _pad(ctx), padded_extents(geo))
+
+
+def _implicit(ctx, node, geo, isa, sched, bias):
+    if not conv_simd_i.supports(geo):
+        raise ValueError("conv algo 'implicit' needs a 1-D/2-D conv")
+    ctx.kernel = f"{isa} implicit"
+    conv_simd_i.emit(ctx, node, geo, isa, balanced(sched, geo.cout_g), bias, _pad(ctx),
+                     extents(geo))
+
+
+def _gemm(ctx, node, geo, isa, sched, bias, direct):
+    """direct (1x1 stride 1 unpadded: the input is the B operand) or im2col tiles."""
+    if direct and not is_direct(geo):
+        raise ValueError("conv algo 'direct' needs a 1x1 kernel, stride 1 and no padding")
+    conv_im2col.emit(ctx, node, geo, isa, balanced(sched, geo.cout_g), bias, direct, _pad(ctx),
+                     extents(geo))
+
+
+_VARIANTS = {"bcast": _bcast, "dwchan": _dwchan, "depthwise": _depthwise, "winograd": _winograd,
+             "transposed": _transposed, "implicit": _implicit,
+             "direct": lambda *a: _gemm(*a, direct=True),
+             "im2col": lambda *a: _gemm(*a, direct=False)}

@@ -1,0 +1,162 @@
+"""The GEMM kernel of Gemm and MatMul: plan, call line, epilogue (ops/gemm.py, ops/matmul.py).
+
+Kernel: ``Y[M,N] = alpha * (A @ B) + beta * C``. A is read through (row, col) strides, so a
+transposed A costs nothing; B is packed into column panels of NB (4, 8, 16 or 32) columns,
+``Bp[p][k][j] = B[k, p*NB + j]`` zero-padded past N, at compile time when B is a constant
+(``ctx.const``) or by a packing helper into step scratch when it is computed at run time. The
+kernel keeps a 4 x NB block of accumulators in a local array and walks k in ascending order:
+for each k, ``acc[r][:] += a[i+r, k] * Bp[p][k][:]``, a fixed-length loop over contiguous
+memory that the C compiler vectorizes at -O2 (i-k-j order, blocked). C is optional and read
+through strides (0 where it broadcasts), which also carries MatMul's fused bias.
+
+Accumulation is in the output dtype (float32 or float64), one sum per output element in
+ascending k, so results differ from onnxruntime's (blocked, FMA) only by rounding. A fused
+activation (``aicc_act``) is applied in a second pass over the output, after alpha/beta/C.
+
+NaN/Inf follow IEEE arithmetic: a NaN or Inf anywhere in row i of A or column j of B reaches
+Y[i, j] (Inf * 0 = NaN included), as in a plain dot product. Empty operands: K == 0 gives
+``Y = beta * C`` (or 0), M == 0 or N == 0 an empty output with no code.
+
+Kernel variants (``gemm_plan``): the target's ``kernels:`` list, best first, picks the first
+variant this module implements: ``avx512`` / ``avx2`` (float32, K > 0; gemm_simd.py: FMA
+micro-kernels, K/M/N cache blocking, the bias/alpha/beta/activation epilogue applied to each
+tile right after its last K block) or ``generic`` (the portable kernel above; float64 and
+K == 0 always use it). Schedule parameters (mr, kc, mc, jb) come from the target's
+``schedule: gemm:`` and a node's ``aicc_schedule`` attribute; ``aicc_kernel`` on a node
+forces one variant of the target's list.
+
+FMA contraction: the SIMD kernels round once per multiply-add (``fma(a, b, acc)``, k
+ascending, starting at +0), the generic kernel twice (multiply, then add: bundles compile with
+-std=c99, where GCC does not contract ``acc += a * b`` into an FMA; never -ffast-math). Both
+sum in ascending k, so they differ from each other and from onnxruntime (MLAS: FMA, its own K
+blocking) by rounding only: about sqrt(K) ulp of the sum of |a*b| terms, inside rtol 1e-4 /
+atol 1e-5 for the tested sizes (K = 4099 needs atol 1e-4 for every variant). The SIMD
+results do not depend on the schedule (tile sizes, K blocks), only on K's order.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...emit_c.cwriter import c_literal, ctype
+from ..move.copy import avx_helper
+from ..vmath.act import ACT, ACT_ATTRS, INT_OK, act_expr, fused_epilogue
+from .portable import choose_nb, gemm_helper
+from .simd import ISA, WIDE, driver, nr_of, panel_vectors, register_clamp, schedule
+
+
+@dataclass(frozen=True)
+class GemmPlan:
+    """Kernel variant of one GEMM: isa None is the portable kernel; nb is the B panel width
+    (the packing layout); sched the SIMD schedule (dict) or None."""
+    isa: object
+    nb: int
+    sched: object = None
+
+
+def gemm_plan(ctx, dt, n: int, k: int) -> GemmPlan:
+    node, target = ctx.node, ctx.target
+    forced = node.attrs.get("aicc_kernel")
+    if np.dtype(dt) == np.float32 and k > 0:
+        for name in target.kernels:
+            if forced and name != forced:
+                continue
+            if name in ISA:
+                over = {**dict((target.schedule or {}).get("gemm") or {}),
+                        **dict(node.attrs.get("aicc_schedule") or {})}
+                v = panel_vectors(name, n)
+                return GemmPlan(name, nr_of(name, v), schedule(name, over, v))
+            if name == "generic":
+                break
+    return GemmPlan(None, choose_nb(n))
+
+
+def gemm_call(ctx, plan, dt, m, n, k, a, ars, acs, bp, y, alpha=1.0, c=None, crs=0, ccs=0,
+              beta=1.0) -> None:
+    """One call line of the kernel (pointer arguments are C expressions). The SIMD variants
+    need acs == 1 (see a_rows) and apply the node's fused activation per tile."""
+    L = lambda v: c_literal(v, dt)  # noqa: E731
+    cexpr = c if c is not None else "NULL"
+    ctx.kernel = plan.isa or "generic"
+    if plan.isa is None:
+        fn = gemm_helper(ctx, dt, plan.nb)
+        ctx(f"{fn}({m}u, {n}u, {k}u, {a}, {ars}u, {acs}u, {bp}, {L(alpha)},")
+        ctx(f"    {cexpr}, {crs}u, {ccs}u, {L(beta)}, {y});")
+        return
+    assert acs == 1, "SIMD GEMM reads A rows with unit stride"
+    act, params = fused_epilogue(ctx.node)
+    sched = plan.sched
+    if m < sched["mr"]:
+        sched = {**sched, "jb": WIDE, "nc": WIDE}   # one row tile: no column blocking
+    elif sched["mc"] < m <= 2 * sched["mc"]:
+        # one M block instead of a full one and a remainder: each M block streams all of B
+        # (from L2 / L3 when B is large), A's block (<= 2 * mc rows x kc) still fits in L2
+        # and equal row tiles (49 rows: 5 x 10 rather than 4 x 12 + a 1-row tile, whose
+        # kernel has too few FMA chains on one panel)
+        tiles = -(-m // sched["mr"])
+        mr = -(-m // tiles)
+        sched = {**sched, "mr": mr, "mc": tiles * mr}
+    if k > sched["kc"]:
+        # K blocks of equal length: K = 320 as 160 + 160 rather than 256 + 64, whose short
+        # block stores and reloads every tile's partial sums for a quarter of the FMAs
+        # (MobileNetV2's 320 -> 1280 conv at 7x7, x86-avx2, C loop: 372 -> 349 us)
+        blocks = -(-k // sched["kc"])
+        sched = {**sched, "kc": -(-k // blocks)}
+    fused = (alpha == 1.0 and beta == 1.0 and (c is None or (crs == 0 and ccs == 1))
+             and register_clamp(act, params) is not None)
+    sched = {**sched, "prefetch": k * n * 4 > sched["prefetch_kb"] * 1024}
+    fn = driver(ctx, plan.isa, sched, act, params, m, fused)
+    epi = int(alpha != 1.0 or c is not None or act is not None)
+    ctx(f"{fn}({m}u, {n}u, {k}u, {a}, {ars}u, {bp}, {L(alpha)},")
+    ctx(f"    {cexpr}, {crs}u, {ccs}u, {L(beta)}, {y}, {epi});")
+
+
+def a_rows(ctx, plan, dt, m, k, a, ars, acs):
+    """(A, row stride) with unit column stride for the SIMD kernels (float32): a transposed A
+    (ars 1: a K x M matrix of row stride acs) is copied into step scratch first, by the AVX
+    8 x 8 transposition of kernels/move/copy.py. Unchanged for the portable kernel."""
+    if plan.isa is None or acs == 1 or m * k == 0:
+        return a, ars, acs
+    t = ctx.scratch(m * k * np.dtype(dt).itemsize, ctype(dt), "at")
+    ctx(f"{avx_helper(ctx)}({k}u, {m}u, {a}, {acs}u, {t}, {k}u);")
+    return t, k, 1
+
+
+def check_epilogue(node, dt) -> str | None:
+    name, _ = fused_epilogue(node)
+    if name is None:
+        return None
+    if name not in ACT:
+        return f"fused activation {name!r} unknown"
+    if dt.kind != "f" and name not in INT_OK:
+        return f"fused activation {name} on {dt.name}"
+    return None
+
+
+def emit_epilogue(ctx, node, total: int, dt, plan=None, y: str | None = None) -> None:
+    """Apply the fused activation (if any) to every output element (the SIMD kernels have
+    already applied it per tile); y: the elements' C pointer expression (default: the output)."""
+    name, params = fused_epilogue(node)
+    if name is None or total == 0:
+        return
+    if plan is not None and plan.isa is not None:
+        ctx(f"/* fused {name}: in the {plan.isa} GEMM tile epilogue */")
+        return
+    p = {**ACT_ATTRS.get(name, {}), **params}
+    ct, y = ctype(dt), y or ctx.out[0]
+    ctx(f"/* fused {name} */")
+    with ctx.block(f"for (size_t e = 0; e < {total}u; ++e)"):
+        ctx(f"const {ct} v = {y}[e];")
+        ctx(f"{y}[e] = {act_expr(name, p, 'v', dt, ctx)};")
+
+
+def batch_dims(sa, sb):
+    """(batch shape of A, of B, of the output, M, K, N) with 1-D operands promoted."""
+    a2 = (1,) + tuple(sa) if len(sa) == 1 else tuple(sa)
+    b2 = tuple(sb) + (1,) if len(sb) == 1 else tuple(sb)
+    ba, bb = a2[:-2], b2[:-2]
+    r = max(len(ba), len(bb))
+    pa, pb = (1,) * (r - len(ba)) + ba, (1,) * (r - len(bb)) + bb
+    bo = tuple(max(x, y) if min(x, y) != 0 else 0 for x, y in zip(pa, pb))
+    return pa, pb, bo, a2[-2], a2[-1], b2[-1]

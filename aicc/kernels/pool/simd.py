@@ -1,0 +1,353 @@
+"""Pooling on the x86 SIMD targets (float32; x86-avx2 / x86-avx512): MaxPool without Indices,
+AveragePool, GlobalAveragePool and GlobalMaxPool. pool.py dispatches here when the target's
+``kernels:`` list (or the node's ``aicc_kernel``) names an ISA before ``generic``; the op
+semantics (pool.py's docstring) are unchanged.
+
+Window pools (1-D, 2-D and 3-D: a 1-D/2-D pool is a 3-D one with leading 1s), separable, per
+plane and output row:
+
+* vertical: the input rows the window covers (the (kz, ky) taps inside the input; rows in the
+  padding are skipped) are combined column by column (max or sum; one load per row, the
+  accumulator in a register) into a row buffer ``vr`` laid out in padded coordinates:
+  ``vr[pad + j]`` holds column j, and the border ``vr[0, pad)`` and everything past the
+  input is the fill (-inf for max, 0 for sums), written once per step. A window with no input
+  row gives a fill row.
+* horizontal: output columns are vectorized; tap kx of output o reads
+  ``vr[o * stride + kx * dilation]``: stride 1 plain unaligned loads, stride 2 two loads and a
+  de-interleave (AVX2: ``shuffle_ps`` of the even elements, lanes put in order once per output
+  vector by one ``permute4x64``; AVX-512: ``permutex2var``), other strides a gather. ``vr``
+  is long enough for every full vector (slack filled too); the last partial vector of a row
+  is stored with a mask. The tap loops have compile-time trip counts (the helper is specific
+  to the kernel shape, stride and dilation along W).
+* AveragePool then divides by the window count, count(z) * count(y) * count(x) (the factors of
+  pool_kernels' ``aicc_window_count``, count_include_pad both ways, exact in float); a zero
+  count gives 0. Sums run over the window rows first, then the columns: a different rounding
+  order from the portable kernel (row-major taps), within rounding of it.
+
+NaN (MaxPool, GlobalMaxPool): ``max_ps(a, b)`` returns b when either operand is NaN, so a NaN
+in a would be lost. The combine is ``maxn(a, b)``: AVX2 ``blendv(max(a, b), a, a unordered)``,
+AVX-512 ``mask_max(a, a ordered, a, b)``: a NaN operand on either side gives NaN (one of the
+NaN operands), so a NaN anywhere in the window gives NaN, in the vertical, horizontal and
+reduction steps alike. -inf padding never wins over a real value and never hides a NaN.
+
+A window pool whose one window covers each whole plane (no padding, dilation 1; e.g. ResNet's
+AveragePool 8x8 on an 8 x 8 map) runs as the global pool below: the same sum divided by the
+same count (the window count is the plane size), in the global pool's summation order (2.7 ->
+0.2 us for 64 planes of 8 x 8 on x86-avx512).
+
+Global pools: per plane, two vector accumulators over the full vectors, the last n % lanes
+elements through a masked load (masked-off lanes are 0 for sums, -inf for max), then a
+butterfly reduction across lanes; the mean divides the sum by n.
+"""
+from __future__ import annotations
+
+from ..conv.base_c import use
+from .portable import TAPS
+from ..isa.x86 import simd_isa
+
+ISAS = ("avx2", "avx512")
+
+_D = {
+    "avx2": dict(
+        L=8, v="__m256", mt="__m256i", ld="_mm256_loadu_ps", st="_mm256_storeu_ps",
+        set1="_mm256_set1_ps", add="_mm256_add_ps", mul="_mm256_mul_ps",
+        zero="_mm256_setzero_ps()",
+        mask="_mm256_loadu_si256((const __m256i *)(aicc_ps_mtab + 8u - ({n})))",
+        mload="_mm256_maskload_ps({p}, {m})", mstore="_mm256_maskstore_ps({p}, {m}, {v})",
+        # masked load with -inf in the masked-off lanes
+        mload_ninf="_mm256_blendv_ps(_mm256_set1_ps(-INFINITY), _mm256_maskload_ps({p}, {m}), "
+                   "_mm256_castsi256_ps({m}))",
+        # quotient, 0 where the divisor is 0
+        divz="_mm256_and_ps(_mm256_div_ps({a}, {d}), "
+             "_mm256_cmp_ps({d}, _mm256_setzero_ps(), _CMP_NEQ_UQ))",
+        even="_mm256_shuffle_ps({lo}, {hi}, 0x88)",     # lanes 0 2 8 10 | 4 6 12 14
+        odd="_mm256_shuffle_ps({lo}, {hi}, 0xDD)",      # lanes 1 3 9 11 | 5 7 13 15
+        fix="_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd({a}), 0xD8))",
+        gidx="_mm256_setr_epi32({lanes})",
+        gather="_mm256_i32gather_ps({p}, gi, 4)",
+        perms=["_mm256_permute2f128_ps({a}, {a}, 1)", "_mm256_permute_ps({a}, 0x4E)",
+               "_mm256_permute_ps({a}, 0xB1)"],
+        first="_mm256_cvtss_f32({a})",
+    ),
+    "avx512": dict(
+        L=16, v="__m512", mt="__mmask16", ld="_mm512_loadu_ps", st="_mm512_storeu_ps",
+        set1="_mm512_set1_ps", add="_mm512_add_ps", mul="_mm512_mul_ps",
+        zero="_mm512_setzero_ps()",
+        mask="(__mmask16)((1u << ({n})) - 1u)",
+        mload="_mm512_maskz_loadu_ps({m}, {p})", mstore="_mm512_mask_storeu_ps({p}, {m}, {v})",
+        mload_ninf="_mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), {m}, {p})",
+        divz="_mm512_maskz_div_ps(_mm512_cmp_ps_mask({d}, _mm512_setzero_ps(), _CMP_NEQ_UQ), "
+             "{a}, {d})",
+        even="_mm512_permutex2var_ps({lo}, ev, {hi})",
+        odd="_mm512_permutex2var_ps({lo}, od, {hi})",
+        fix="{a}",
+        gidx="_mm512_setr_epi32({lanes})",
+        gather="_mm512_i32gather_ps(gi, {p}, 4)",
+        perms=["_mm512_shuffle_f32x4({a}, {a}, 0x4E)", "_mm512_shuffle_f32x4({a}, {a}, 0xB1)",
+               "_mm512_permute_ps({a}, 0x4E)", "_mm512_permute_ps({a}, 0xB1)"],
+        first="_mm512_cvtss_f32({a})",
+    ),
+}
+
+MAXN = {
+    "avx2": """\
+/* max with NaN propagation from either operand (max_ps alone returns b when one is NaN) */
+static inline __m256 aicc_ps_maxn_avx2(__m256 a, __m256 b)
+{
+    return _mm256_blendv_ps(_mm256_max_ps(a, b), a, _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
+}""",
+    "avx512": """\
+/* max with NaN propagation from either operand (max_ps alone returns b when one is NaN) */
+static inline __m512 aicc_ps_maxn_avx512(__m512 a, __m512 b)
+{
+    return _mm512_mask_max_ps(a, _mm512_cmp_ps_mask(a, a, _CMP_ORD_Q), a, b);
+}""",
+}
+
+
+def isa_of(ctx, dt):
+    """The first SIMD variant of the target's kernel list (or the node's aicc_kernel) this
+    module implements, or None (portable kernels; also every dtype but float32)."""
+    if str(dt) != "float32":
+        return None
+    isa = simd_isa(ctx)
+    return isa if isa in ISAS else None
+
+
+def _header(ctx, isa):
+    ctx.helper(f"pool_simd.{isa}.0.include", "#include <immintrin.h>")
+    if isa == "avx2":
+        ctx.helper("pool_simd.avx2.1.mtab", """\
+/* AVX2 lane masks: 8 - n entries from the middle give the first n lanes set */
+static const int32_t aicc_ps_mtab[16] = {-1, -1, -1, -1, -1, -1, -1, -1,
+                                         0, 0, 0, 0, 0, 0, 0, 0};""")
+
+
+def _op(ctx, isa, avg):
+    """The combining operation (a, b) -> C expression: add, or the NaN-propagating max (its
+    helper registered only then: an unused static function fails clang's -Werror)."""
+    if avg:
+        return lambda a, b: f"{_D[isa]['add']}({a}, {b})"
+    ctx.helper(f"pool_simd.{isa}.2.maxn", MAXN[isa])
+    return lambda a, b: f"aicc_ps_maxn_{isa}({a}, {b})"
+
+
+def _reduce(isa, op, a):
+    """Lines folding the lanes of vector ``a`` with ``op`` (butterfly: every lane ends with
+    the result)."""
+    return [f"{a} = {op(a, p.format(a=a))};" for p in _D[isa]["perms"]]
+
+
+def row_buffer(geo, isa) -> int:
+    """Floats of the padded row buffer: the padded row and every horizontal vector read."""
+    L = _D[isa]["L"]
+    W, OW, PW = geo.inp[-1], geo.out[-1], geo.pad[-1]
+    KW, SW, DW = geo.k[-1], geo.stride[-1], geo.dil[-1]
+    last = -(-OW // L) * L - L              # start of the last (maybe partial) vector
+    if SW == 1:
+        end = last + L + (KW - 1) * DW
+    elif SW == 2:
+        end = 2 * last + (KW - 1) * DW + 2 * L
+    else:
+        end = (last + L - 1) * SW + (KW - 1) * DW + 1
+    n = max(PW + W - W % L + L, end)        # the row's tail vector is stored whole
+    return -(-n // L) * L
+
+
+def _window_helper(ctx, isa, geo, avg) -> str:
+    d = _D[isa]
+    L, v = d["L"], d["v"]
+    k3 = (1,) * (3 - len(geo.k)) + tuple(geo.k)
+    KD, KH, KW = k3
+    SW, DW = geo.stride[-1], geo.dil[-1]
+    kind = "avg" if avg else "max"
+    name = f"aicc_ps_{kind}pool_{isa}_k{KD}x{KH}x{KW}_s{SW}_d{DW}"
+    op = _op(ctx, isa, avg)
+    fill = "0.0f" if avg else "-INFINITY"
+
+    def tap(off):     # the vector of tap offset ``off`` (a number) for L output columns
+        if SW == 1:
+            return f"{d['ld']}(s + {off}u)"
+        if SW == 2:   # even / odd lanes of the pair of loads at the even offset at or below
+            e = off - off % 2
+            return d["odd" if off % 2 else "even"].format(lo=f"lo{e}", hi=f"hi{e}")
+        return d["gather"].format(p=f"s + {off}u")
+    consts = []
+    if SW == 2 and isa == "avx512":
+        for nm, first in (("ev", 0), ("od", 1)):
+            if not any(t * DW % 2 == first for t in range(KW)):
+                continue              # (no odd tap offsets with an even dilation)
+            consts.append(f"const __m512i {nm} = _mm512_setr_epi32("
+                          + ", ".join(str(2 * i + first) for i in range(L)) + ");")
+    if SW > 2:
+        vi = "__m512i" if isa == "avx512" else "__m256i"
+        consts.append(f"const {vi} gi = "
+                      + d["gidx"].format(lanes=", ".join(str(SW * i) for i in range(L))) + ";")
+    how = {1: "plain loads", 2: "de-interleaved loads"}.get(SW, "gathers")
+    what = "AveragePool sums" if avg else "MaxPool (NaN propagates)"
+    # the row tail: the fill value in the lanes past W (-inf: mload_ninf; 0: mload), stored
+    # whole (row_buffer leaves room): a masked store there, read back at once by the
+    # horizontal pass, stalled its loads (no store forwarding; avx2's maskstore is slow on AMD)
+    ml = d["mload"] if avg else d["mload_ninf"]
+    wm_load = ml.format(p="rows[0] + Wv", m="wm")
+    wm_loadq = ml.format(p="rows[q] + Wv", m="wm")
+    o = [f"""\
+/* {what}, {isa}: kernel {KD}x{KH}x{KW}, stride {SW} and dilation {DW} along W (others from p);
+ * vertical combine of the window's input rows into the padded row vr ({fill} border, B
+ * floats), then {L} output columns at a time over the {KW} taps ({how}).{' cx: OW + ' + str(L) + ' floats of column counts.' if avg else ''} */
+static void {name}(const aicc_conv_params *p, const float *restrict x, float *restrict y,
+    float *restrict vr, float *restrict cx, size_t B)
+{{
+    const size_t W = p->in[2], OW = p->out[2], PW = p->pad[2];
+    const size_t X = p->in[0] * p->in[1] * W, P = p->out[0] * p->out[1] * OW;
+    const size_t Wv = W - W % {L}u, OWv = OW - OW % {L}u;
+    const {d['mt']} wm = {d['mask'].format(n='W % ' + str(L) + 'u')};
+    const {d['mt']} om = {d['mask'].format(n='OW % ' + str(L) + 'u')};"""]
+    o += [f"    {c}" for c in consts]
+    o.append(f"""\
+    const float *rows[{KD * KH}];
+    for (size_t i = 0; i < B; ++i)
+        vr[i] = {fill};""")
+    if avg:
+        o.append(f"""\
+    for (size_t i = 0; i < OW + {L}u; ++i)
+        cx[i] = i < OW ? (float)aicc_window_count(p, 2, i) : 1.0f;""")
+    else:
+        o.append("    (void)cx;")
+    o.append(f"""\
+    for (size_t c = 0; c < p->batch * p->cin_g; ++c) {{
+        const float *xc = x + c * X;
+        float *yc = y + c * P;
+        for (size_t z = 0; z < p->out[0]; ++z)
+            for (size_t r = 0; r < p->out[1]; ++r) {{
+                float *restrict yr = yc + (z * p->out[1] + r) * OW;
+                float *restrict vp = vr + PW;
+                size_t nr = 0;
+                for (size_t kz = 0; kz < {KD}u; ++kz) {{
+                    const int64_t iz = aicc_pos(p, 0, z, kz);
+                    if (!aicc_inside(iz, p->in[0]))
+                        continue;
+                    for (size_t ky = 0; ky < {KH}u; ++ky) {{
+                        const int64_t iy = aicc_pos(p, 1, r, ky);
+                        if (aicc_inside(iy, p->in[1]))
+                            rows[nr++] = xc + ((size_t)iz * p->in[1] + (size_t)iy) * W;
+                    }}
+                }}
+                if (nr == 0) {{
+                    for (size_t j = 0; j < W; ++j)
+                        vp[j] = {fill};
+                }} else {{
+                    for (size_t j = 0; j < Wv; j += {L}u) {{
+                        {v} a = {d['ld']}(rows[0] + j);
+                        for (size_t q = 1; q < nr; ++q)
+                            a = {op('a', d['ld'] + '(rows[q] + j)')};
+                        {d['st']}(vp + j, a);
+                    }}
+                    if (Wv < W) {{
+                        {v} a = {wm_load};
+                        for (size_t q = 1; q < nr; ++q)
+                            a = {op('a', wm_loadq)};
+                        {d['st']}(vp + Wv, a);
+                    }}
+                }}""")
+    if avg:
+        o.append(f"""\
+                {{
+                    const {v} cy = {d['set1']}((float)(aicc_window_count(p, 0, z) *
+                                                    aicc_window_count(p, 1, r)));""")
+    else:
+        o.append("                {")
+    o.append(f"""\
+                    for (size_t o = 0; o < OW; o += {L}u) {{
+                        const float *s = vr + o * {SW}u;""")
+    offs = [t * DW for t in range(KW)]      # the taps, unrolled
+    if SW == 2:       # each pair of loads once (taps 2m and 2m + 1 share theirs)
+        for e in sorted({f - f % 2 for f in offs}):
+            o.append(f"                        const {v} lo{e} = {d['ld']}(s + {e}u), "
+                     f"hi{e} = {d['ld']}(s + {e + L}u);")
+    o.append(f"                        {v} a = {tap(offs[0])};")
+    for f in offs[1:]:
+        o.append(f"                        a = {op('a', tap(f))};")
+    if SW == 2 and d["fix"] != "{a}":
+        o.append(f"                        a = {d['fix'].format(a='a')};")
+    if avg:
+        o.append(f"                        {{\n                            const {v} dv = "
+                 f"{d['mul']}(cy, {d['ld']}(cx + o));\n"
+                 f"                            a = {d['divz'].format(a='a', d='dv')};\n"
+                 "                        }")
+    o.append(f"""\
+                        if (o < OWv)
+                            {d['st']}(yr + o, a);
+                        else
+                            {d['mstore'].format(p='yr + o', m='om', v='a')};
+                    }}
+                }}
+            }}
+    }}
+}}""")
+    ctx.helper(f"pool_simd.{isa}.3.{name}", "\n".join(o))
+    return name
+
+
+def emit_window(ctx, geo, avg: bool, flag: int, isa: str) -> None:
+    """Step body of a float32 MaxPool (no Indices) / AveragePool on a SIMD target (1-3-D);
+    flag: count_include_pad (AveragePool)."""
+    use(ctx, "float32")
+    if avg:
+        ctx.helper("pool.0.taps", TAPS)
+    _header(ctx, isa)
+    name = _window_helper(ctx, isa, geo, avg)
+    L = _D[isa]["L"]
+    B = row_buffer(geo, isa)
+    vr = ctx.scratch(B * 4, "float", "vr")
+    cx = ctx.scratch((geo.out[-1] + L) * 4, "float", "cx") if avg else "NULL"
+    ctx.kernel = isa
+    ctx(geo.params(flag))
+    ctx(f"{name}(&prm, {ctx.inp[0]}, {ctx.out[0]}, {vr}, {cx}, {B}u);")
+
+
+def _global_helper(ctx, isa, avg) -> str:
+    d = _D[isa]
+    L, v = d["L"], d["v"]
+    kind = "avg" if avg else "max"
+    name = f"aicc_ps_global_{kind}_{isa}"
+    op = _op(ctx, isa, avg)
+    init = d["zero"] if avg else f"{d['set1']}(-INFINITY)"
+    tail = d["mload" if avg else "mload_ninf"].format(p="xc + nv", m="m")
+    red = "\n".join("        " + s for s in _reduce(isa, op, "a0"))
+    res = f"{d['first'].format(a='a0')} / (float)n" if avg else d["first"].format(a="a0")
+    what = "the mean" if avg else "the max (NaN propagates)"
+    code = f"""\
+/* Global pooling, {isa}: {what} of each of `planes` contiguous planes of n floats (n > 0).
+ * Two accumulators over full vectors, a masked tail, then a butterfly across the lanes. */
+static void {name}(size_t planes, size_t n, const float *restrict x, float *restrict y)
+{{
+    const size_t nv = n - n % {L}u;
+    const {d['mt']} m = {d['mask'].format(n='n % ' + str(L) + 'u')};
+    for (size_t c = 0; c < planes; ++c) {{
+        const float *xc = x + c * n;
+        {v} a0 = {init}, a1 = {init};
+        size_t i = 0;
+        for (; i + {2 * L}u <= nv; i += {2 * L}u) {{
+            a0 = {op('a0', d['ld'] + '(xc + i)')};
+            a1 = {op('a1', d['ld'] + f'(xc + i + {L}u)')};
+        }}
+        if (i < nv)
+            a0 = {op('a0', d['ld'] + '(xc + i)')};
+        if (nv < n)
+            a1 = {op('a1', tail)};
+        a0 = {op('a0', 'a1')};
+{red}
+        y[c] = {res};
+    }}
+}}"""
+    ctx.helper(f"pool_simd.{isa}.4.{name}", code)
+    return name
+
+
+def emit_global(ctx, planes: int, n: int, avg: bool, isa: str) -> None:
+    """Step body of a float32 GlobalAveragePool / GlobalMaxPool on a SIMD target (n > 0)."""
+    _header(ctx, isa)
+    name = _global_helper(ctx, isa, avg)
+    ctx.kernel = isa
+    ctx(f"{name}({planes}u, {n}u, {ctx.inp[0]}, {ctx.out[0]});")

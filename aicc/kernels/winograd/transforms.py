@@ -1,0 +1,385 @@
+"""C text of the Winograd transforms (conv_winograd.py): the Toom-Cook matrices of F(m, 3)
+from their interpolation points, and the generated input / output transform helpers for
+x86-avx2 / x86-avx512, vectorized across tiles (lane l = tile j + l of the block).
+
+Input transform (``aicc_wgM_in_ISA``): per vector of L tiles and channel, the t x t input
+patch d of each tile is read from the padded plane, V = B^T d B is computed in registers
+(straight-line code from the matrix entries: +-1 as add/sub, others as FMA) and the t * t
+vectors are stored in the GEMM's B panels. When the L tiles lie in one tile row (the common
+case) each patch row is read with unit-stride vector loads and de-interleaved (stride m:
+even/odd splits, twice for m = 4); otherwise (a vector crossing tile rows, the tail) with
+gathers from a per-lane offset vector (lanes past the block repeat its last tile).
+
+Output transform (``aicc_wgM_out_ISA``): per output channel and vector of L tiles, the t * t
+GEMM results M, Y = A^T M A (m x m vectors), + bias, clamp [lo, hi], then the m rows of the L
+tiles are interleaved into m * L consecutive outputs (vector stores) when the L tiles are in
+one tile row and inside the output, else written lane by lane with bounds checks (edges
+where the output size is not a multiple of m; lanes past the block are never stored).
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+from . import prog
+from .prog import cook_toom  # noqa: F401  (re-exported: the matrices)
+from .tpad import lanes4
+
+SKEW = 16     # floats between the t * t matrices of V and M: no 4 KiB aliasing of their rows
+
+VEC = {
+    "avx2": dict(L=8, v="__m256", ld="_mm256_loadu_ps", st="_mm256_storeu_ps",
+                 add="_mm256_add_ps", sub="_mm256_sub_ps", mul="_mm256_mul_ps",
+                 fma="_mm256_fmadd_ps", set1="_mm256_set1_ps", max="_mm256_max_ps",
+                 min="_mm256_min_ps", vi="__m256i",
+                 ldi="_mm256_loadu_si256((const __m256i *)({}))",
+                 gather="_mm256_i32gather_ps({p}, {i}, 4)",
+                 mload="_mm256_maskload_ps({p}, _mm256_loadu_si256((const __m256i *)"
+                       "(aicc_sg_avx2_mtab + 8u - ({n}))))"),
+    "avx512": dict(L=16, v="__m512", ld="_mm512_loadu_ps", st="_mm512_storeu_ps",
+                   add="_mm512_add_ps", sub="_mm512_sub_ps", mul="_mm512_mul_ps",
+                   fma="_mm512_fmadd_ps", set1="_mm512_set1_ps", max="_mm512_max_ps",
+                   min="_mm512_min_ps", vi="__m512i", ldi="_mm512_loadu_si512({})",
+                   gather="_mm512_i32gather_ps({i}, {p}, 4)",
+                   mload="_mm512_maskz_loadu_ps((__mmask16)((1u << ({n})) - 1u), {p})"),
+}
+
+# even / odd lanes of the 2L floats a:b, and the interleave of a and b (lo: lanes 0..L/2-1)
+SPLIT = {
+    "avx2": ("_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps({a}, "
+             "{b}, 0x88)), 0xD8))",
+             "_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps({a}, "
+             "{b}, 0xDD)), 0xD8))"),
+    "avx512": ("_mm512_permutex2var_ps({a}, aicc_wg_ev, {b})",
+               "_mm512_permutex2var_ps({a}, aicc_wg_od, {b})"),
+}
+ZIP = {
+    "avx2": ("_mm256_permute2f128_ps(_mm256_unpacklo_ps({a}, {b}), _mm256_unpackhi_ps({a}, {b}),"
+             " 0x20)",
+             "_mm256_permute2f128_ps(_mm256_unpacklo_ps({a}, {b}), _mm256_unpackhi_ps({a}, {b}),"
+             " 0x31)"),
+    "avx512": ("_mm512_permutex2var_ps({a}, aicc_wg_lo, {b})",
+               "_mm512_permutex2var_ps({a}, aicc_wg_hi, {b})"),
+}
+IDX512 = """\
+    const __m512i aicc_wg_ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8,
+                                                6, 4, 2, 0);
+    const __m512i aicc_wg_od = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9,
+                                                7, 5, 3, 1);"""
+IDX512_ZIP = """\
+    const __m512i aicc_wg_lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1,
+                                                16, 0);
+    const __m512i aicc_wg_hi = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10,
+                                                25, 9, 24, 8);"""
+
+
+def float_lit(c: Fraction) -> str:
+    """A float C literal of c (conv_winograd_p.py uses it too)."""
+    v = float(c)
+    return f"{v!r}f" if v != int(v) else f"{int(v)}.0f"
+
+
+def lincomb(isa: str, out: str, terms, ind: str) -> str:
+    """`const vec out = sum c * src` over (Fraction c, src) terms, +-1 as add/sub."""
+    d = VEC[isa]
+    terms = [(c, s) for c, s in terms if c != 0]
+    terms.sort(key=lambda cs: cs[0] != 1)           # start from a +1 term when there is one
+    c0, s0 = terms[0]
+    e = s0 if c0 == 1 else f"{d['mul']}({d['set1']}({float_lit(c0)}), {s0})"
+    for c, s in terms[1:]:
+        if c == 1:
+            e = f"{d['add']}({e}, {s})"
+        elif c == -1:
+            e = f"{d['sub']}({e}, {s})"
+        else:
+            e = f"{d['fma']}({d['set1']}({float_lit(c)}), {s}, {e})"
+    return f"{ind}const {d['v']} {out} = {e};"
+
+
+def _transform(isa, mat, rows_in, name_in, name_out, ind) -> list:
+    """out[i][j] = sum_r mat[i][r] (sum_s mat[j][s] in[r][s]): rows first (h), then columns,
+    each 1-D transform by conv_winograd_prog's program for mat."""
+    return ([ln for r in range(rows_in) for ln in _transform_row(isa, mat, r, name_in, ind)] +
+            _transform_cols(isa, mat, rows_in, name_out, ind))
+
+
+def _transform_row(isa, mat, r, name_in, ind) -> list:
+    """h{r}_{j} = sum_s mat[j][s] in[r][s]."""
+    n_out, n_in = len(mat), len(mat[0])
+    return prog.emit(lincomb, isa, mat, [f"{name_in}{r}_{s}" for s in range(n_in)],
+                     [f"h{r}_{j}" for j in range(n_out)], f"hp{r}_", ind)
+
+
+def _columns_from(isa, mat, t, buf, dst, stride, ind) -> list:
+    """Column transforms of the t x t row transforms in the vector buffer buf (row-major),
+    each result stored at dst + (i * t + j) * stride."""
+    o = []
+    for j in range(t):
+        o += [f"{ind}const {VEC[isa]['v']} g{r}_{j} = {buf}[{r * t + j}];" for r in range(t)]
+        o += prog.emit(lincomb, isa, mat, [f"g{r}_{j}" for r in range(t)],
+                       [f"w{i}_{j}" for i in range(t)], f"vp{j}_", ind)
+        o += [f"{ind}{VEC[isa]['st']}({dst} + {i * t + j}u * {stride}, w{i}_{j});"
+              for i in range(t)]
+    return o
+
+
+def _transform_cols(isa, mat, rows_in, name_out, ind) -> list:
+    """out[i][j] = sum_r mat[i][r] h{r}_{j}."""
+    n_out = len(mat)
+    return [ln for j in range(n_out)
+            for ln in prog.emit(lincomb, isa, mat, [f"h{r}_{j}" for r in range(rows_in)],
+                                [f"{name_out}{i}_{j}" for i in range(n_out)], f"vp{j}_", ind)]
+
+
+def _row_loads(isa, m, r, out: str, ind) -> list:
+    """out{r}_{s}, s < m + 2: s[r * Wp + l * m + s] for lanes l (unit-stride loads from the
+    patch row r, de-interleaved by m; reads up to s[r * Wp + L * m + 3])."""
+    d = VEC[isa]
+    L, ev, od = d["L"], *SPLIT[isa]
+    v = d["v"]
+    o = [f"{ind}const float *restrict q{r} = s + {r}u * Wp;"]
+
+    def split(a, b, ea, ob):
+        o.append(f"{ind}const {v} {ea} = {ev.format(a=a, b=b)};")
+        o.append(f"{ind}const {v} {ob} = {od.format(a=a, b=b)};")
+    if m == 2:                   # phases 0, 1 at offset 0 and 2 (s = 0..3)
+        for off in (0, 2):
+            a, b = f"{d['ld']}(q{r} + {off}u)", f"{d['ld']}(q{r} + {off + L}u)"
+            split(a, b, f"{out}{r}_{off}", f"{out}{r}_{off + 1}")
+        return o
+    if isa == "avx2":
+        return o + _row_loads4_avx2(r, out, ind)
+    for h in range(2):           # phases 0..3 from the 4 L floats at offset 0
+        a = f"{d['ld']}(q{r} + {2 * h * L}u)"
+        b = f"{d['ld']}(q{r} + {2 * h * L + L}u)"
+        split(a, b, f"e{r}_{h}", f"o{r}_{h}")
+    for ph, (x, y) in enumerate((("e", "e"), ("o", "o"), ("e", "e"), ("o", "o"))):
+        f = ev if ph < 2 else od
+        o.append(f"{ind}const {v} {out}{r}_{ph} = {f.format(a=f'{x}{r}_0', b=f'{y}{r}_1')};")
+    for ph in (4, 5):            # phase 4 + i of tile l = phase i of tile l + 1
+        o.append(f"{ind}const {v} {out}{r}_{ph} = "
+                 f"{SHIFT1.format(a=f'{out}{r}_{ph - 4}', p=f'q{r} + {L * 4 + ph - 4}u')};")
+    return o
+
+
+def _row_loads4_avx2(r, out: str, ind) -> list:
+    """F(4,3) on x86-avx2: tile l's phase p is float p of the 4-float chunk l of the row
+    (chunk 8: the next tile's). The chunk pairs (k | k + 4), k = 0..4, are loaded as the two
+    128-bit halves of a vector, and a 4 x 4 transpose inside the halves gives phases 0..3
+    (lanes: tiles 0..3 | 4..7); phases 4, 5 (floats 0, 1 of chunks l + 1) likewise from the
+    pairs 1..4. 12 in-half shuffles instead of 16 shuffles and lane-crossing permutes plus 2
+    permute-blend-broadcast shifts; reads up to q + 35 (L * m + 3)."""
+    o = []
+    for k in range(5):
+        o.append(f"{ind}const __m256 k{r}_{k} = _mm256_insertf128_ps(_mm256_castps128_ps256("
+                 f"_mm_loadu_ps(q{r} + {4 * k}u)), _mm_loadu_ps(q{r} + {4 * k + 16}u), 1);")
+    for name, (a, b, hi) in {"t0": (0, 1, 0), "t1": (0, 1, 1), "t2": (2, 3, 0),
+                             "t3": (2, 3, 1), "t4": (1, 2, 0), "t5": (3, 4, 0)}.items():
+        f = "_mm256_unpackhi_ps" if hi else "_mm256_unpacklo_ps"
+        o.append(f"{ind}const __m256 {name}{r} = {f}(k{r}_{a}, k{r}_{b});")
+    for ph, (a, b, imm) in enumerate((("t0", "t2", "0x44"), ("t0", "t2", "0xEE"),
+                                      ("t1", "t3", "0x44"), ("t1", "t3", "0xEE"),
+                                      ("t4", "t5", "0x44"), ("t4", "t5", "0xEE"))):
+        o.append(f"{ind}const __m256 {out}{r}_{ph} = _mm256_shuffle_ps({a}{r}, {b}{r}, {imm});")
+    return o
+
+
+# x86-avx512: lanes 1.. of a, then the float at p: the next tile's value in the last lane
+# (x86-avx2's F(4,3) rows: _row_loads4_avx2)
+SHIFT1 = ("_mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(_mm512_set1_ps(*({p}))),"
+          " _mm512_castps_si512({a}), 1))")
+
+
+BLEND = {"avx2": "_mm256_blendv_ps({a}, {b}, mk)", "avx512": "_mm512_mask_blend_ps(mk, {a}, {b})"}
+MASK = {   # lanes [a, b)
+    "avx2": "const __m256 mk = _mm256_castsi256_ps(_mm256_andnot_si256(_mm256_loadu_si256("
+            "(const __m256i *)(aicc_sg_avx2_mtab + 8u - a)), _mm256_loadu_si256("
+            "(const __m256i *)(aicc_sg_avx2_mtab + 8u - b))));",
+    "avx512": "const __mmask16 mk = (__mmask16)(((1u << b) - 1u) & ~((1u << a) - 1u));",
+}
+
+
+def input_transform(isa: str, m: int) -> tuple:
+    """(name, C text) of the input transform of F(m x m, 3 x 3)."""
+    bt, _, _ = cook_toom(m)
+    t = m + 2
+    d = VEC[isa]
+    L, nr, v = d["L"], 2 * d["L"], d["v"]
+    name = f"aicc_wg{m}_in_{isa}"
+    ind = "        "
+    o = [f"/* Winograd F({m}x{m}, 3x3) input transform ({isa}): tiles [j0, j0 + nb) of the "
+         f"padded plane xp",
+         f" * of one channel (row pitch Wp, TW tiles per row; tile j at row (j / TW) * {m}, column "
+         f"(j % TW) * {m}),",
+         f" * V = B^T d B of each {t}x{t} patch into v: position xi at v + xi * vs, panels of {nr} "
+         f"tiles x CP channels",
+         f" * (tile jj of the block: [(jj / {nr}) * CP * {nr} + jj % {nr}]; v points at the "
+         f"channel's row). A vector of {L} tiles is",
+         " * loaded row segment by row segment (lanes [a, b) of a tile row: loads shifted by -a "
+         "tiles, blended);",
+         f" * reads stay within {L * m} floats before and {L * m + 4} after the plane (xp's "
+         "slack); lanes past nb",
+         " * are computed from slack values and never read. */",
+         f"static void {name}(const float *restrict xp, size_t Wp, size_t CP, size_t TW, "
+         "size_t j0,",
+         "    size_t nb, float *restrict v, size_t vs)", "{"]
+    if isa == "avx512":
+        o.append(IDX512)
+    o += [f"    for (size_t jv = 0; jv < nb; jv += {L}u) {{",
+          "        const size_t j = j0 + jv, ty = j / TW, tx0 = j % TW;",
+          f"        const size_t nl = nb - jv < {L}u ? nb - jv : {L}u;",
+          f"        float *restrict vc = v + (jv / {nr}u) * CP * {nr}u + jv % {nr}u;",
+          f"        {v} hb[{t * t}];     /* the patch rows' 1-D transforms */",
+          f"        for (size_t r = 0; r < {t}u; ++r) {{",
+          f"        {v} " + ", ".join(f"d0_{s_}" for s_ in range(t)) + ";",
+          "        {",
+          f"        const float *restrict s = xp + (ty * {m}u + r) * Wp + tx0 * {m}u;"]
+    o += _row_loads(isa, m, 0, "l", ind)
+    o += [f"{ind}d0_{s_} = l0_{s_};" for s_ in range(t)]
+    o += ["        }",
+          "        for (size_t a = TW - tx0, row = ty + 1u; a < nl; a += TW, ++row) {",
+          "        const size_t b = a + TW < nl ? a + TW : nl;",
+          f"        {MASK[isa]}",
+          f"        const float *restrict s = xp + (row * {m}u + r) * Wp - a * {m}u;"]
+    o += _row_loads(isa, m, 0, "l", ind)
+    o += [f"{ind}d0_{s_} = " + BLEND[isa].format(a=f"d0_{s_}", b=f"l0_{s_}") + ";"
+          for s_ in range(t)]
+    o.append("        }")
+    o += _transform_row(isa, bt, 0, "d", ind)
+    o += [f"{ind}hb[r * {t}u + {j}u] = h0_{j};" for j in range(t)]
+    o.append("        }")
+    o += _columns_from(isa, bt, t, "hb", "vc", "vs", ind)
+    o += ["    }", "}"]
+    return name, "\n".join(o)
+
+
+def _interleave4_avx2(i: int, ind: str) -> list:
+    """r{i}_0..3: row i of the 8 tiles' 4 x 4 outputs in order (tiles 2q, 2q + 1 in r{i}_q),
+    from y{i}_0..3 (output column j of the 8 tiles): a 4 x 4 transpose inside each 128-bit
+    half (c{i}_k: tiles k | 4 + k) and one cross-half permute per vector: 12 shuffles instead
+    of 24 (unpack + permute2f128 per zip)."""
+    return lanes4("avx2", [f"y{i}_{j}" for j in range(4)], f"u{i}_",
+                  [f"c{i}_{k}" for k in range(4)], ind) + [
+        f"{ind}const __m256 r{i}_0 = _mm256_permute2f128_ps(c{i}_0, c{i}_1, 0x20), "
+        f"r{i}_1 = _mm256_permute2f128_ps(c{i}_2, c{i}_3, 0x20);",
+        f"{ind}const __m256 r{i}_2 = _mm256_permute2f128_ps(c{i}_0, c{i}_1, 0x31), "
+        f"r{i}_3 = _mm256_permute2f128_ps(c{i}_2, c{i}_3, 0x31);"]
+
+
+def output_rows(isa: str, m: int, ind: str, load, store_row) -> list:
+    """Y = A^T M A for the t x t M values at s + (r * t + c) * ms (load(pointer): the C
+    expression loading one), + bias (vb, when bias), clamped to [vlo, vhi]; each of its m rows
+    interleaved into r{i}_{q}, q < m (the m * L outputs of row i of the L tiles in order, L / m
+    tiles per vector) and stored by store_row(i)'s lines. The column transforms (A^T M) run as
+    a loop through a vector buffer, then each output row's transform, interleave and stores:
+    few vectors live at a time (x86-avx2 has 16 registers; all t * t values at once spilled:
+    AMD Zen 4, ResNet-8 x86-avx2 ratio 0.689 -> 0.671, 64 channels at 56x56 0.829 -> 0.801 ms,
+    x86-avx512 0.800 -> 0.781 ms)."""
+    _, _, at = cook_toom(m)
+    t = m + 2
+    d = VEC[isa]
+    v, lo, hi = d["v"], *ZIP[isa]
+    o = [f"{ind}{v} gb[{m * t}];     /* A^T M, column by column */",
+         f"{ind}for (size_t c = 0; c < {t}u; ++c) {{"]
+    o += [f"{ind}const {v} x{r} = {load(f's + ({r * t}u + c) * ms')};" for r in range(t)]
+    o += prog.emit(lincomb, isa, at, [f"x{r}" for r in range(t)], [f"g{i}" for i in range(m)],
+                   "gp", ind)
+    o += [f"{ind}gb[{i * t}u + c] = g{i};" for i in range(m)]
+    o.append(f"{ind}}}")
+    for i in range(m):
+        o += [f"{ind}const {v} e{i}_{c} = gb[{i * t + c}];" for c in range(t)]
+        o += prog.emit(lincomb, isa, at, [f"e{i}_{c}" for c in range(t)],
+                       [f"z{i}_{j}" for j in range(m)], f"yp{i}_", ind)
+        for j in range(m):
+            o.append(f"{ind}{v} y{i}_{j} = bias ? {d['add']}(z{i}_{j}, vb) : z{i}_{j};")
+            o.append(f"{ind}y{i}_{j} = {d['min']}(vhi, {d['max']}(vlo, y{i}_{j}));")
+        if m == 4 and isa == "avx2":
+            o += _interleave4_avx2(i, ind)
+        elif m == 2:
+            o.append(f"{ind}const {v} r{i}_0 = {lo.format(a=f'y{i}_0', b=f'y{i}_1')}, "
+                     f"r{i}_1 = {hi.format(a=f'y{i}_0', b=f'y{i}_1')};")
+        else:
+            o.append(f"{ind}const {v} a{i}_0 = {lo.format(a=f'y{i}_0', b=f'y{i}_2')}, "
+                     f"a{i}_1 = {hi.format(a=f'y{i}_0', b=f'y{i}_2')};")
+            o.append(f"{ind}const {v} b{i}_0 = {lo.format(a=f'y{i}_1', b=f'y{i}_3')}, "
+                     f"b{i}_1 = {hi.format(a=f'y{i}_1', b=f'y{i}_3')};")
+            for q in range(4):
+                f = lo if q % 2 == 0 else hi
+                o.append(f"{ind}const {v} r{i}_{q} = "
+                         f"{f.format(a=f'a{i}_{q // 2}', b=f'b{i}_{q // 2}')};")
+        o += store_row(i)
+    return o
+
+
+def output_transform(isa: str, m: int, ms: int, ntp: int) -> tuple:
+    """(name, C text) of the output transform of F(m x m, 3 x 3) for M matrices ms floats
+    apart, of rows ntp floats apart: compile-time constants, so the t * t loads of a vector of
+    tiles are the pointer plus a displacement (with them as arguments GCC kept the 36 load
+    addresses in spilled registers: x86-avx2 16@32 F(4,3) 25.3 -> 24.1 us, AMD Zen 4)."""
+    d = VEC[isa]
+    L, v = d["L"], d["v"]
+    name = f"aicc_wg{m}_out_{isa}_{ms}_{ntp}"
+    ind = "        "
+    o = [f"/* Winograd F({m}x{m}, 3x3) output transform ({isa}): for the tiles [j0, j0 + nb) "
+         "and K output",
+         f" * channels, M(xi) at mm + xi * {ms} + k * {ntp} + jj; Y = A^T M A, + bias[k] (bias "
+         "may be NULL),",
+         f" * clamped to [lo, hi], into y[K][OH][OW] (tile j: rows (j / TW) * {m}, columns "
+         f"(j % TW) * {m}). The {m} rows",
+         f" * of a vector of {L} tiles are interleaved into {m} x {m * L} outputs: stored "
+         "directly when the tiles are",
+         " * in one tile row and inside the output or (several tile rows) when no output vector "
+         "straddles a row,",
+         " * else copied run by run (one per tile row) clipped at OH / OW;",
+         " * lanes past nb are never stored. */",
+         f"static void {name}(const float *restrict mm, size_t K, size_t OH, size_t OW, "
+         "size_t TW,",
+         "    size_t j0, size_t nb, const float *restrict bias, float lo, float hi, "
+         "float *restrict y)", "{",
+         f"    const size_t P = OH * OW, ms = {ms}u, ntp = {ntp}u;",
+         f"    const {v} vlo = {d['set1']}(lo), vhi = {d['set1']}(hi);"]
+    if isa == "avx512":
+        o.append(IDX512_ZIP)
+    o += ["    for (size_t k = 0; k < K; ++k) {",
+          f"        const {v} vb = {d['set1']}(bias ? bias[k] : 0.0f);",
+          "        float *restrict yk = y + k * P;",
+          f"        for (size_t jv = 0; jv < nb; jv += {L}u) {{",
+          "        const float *restrict s = mm + k * ntp + jv;",
+          "        const size_t j = j0 + jv, ty = j / TW, tx0 = j % TW, oy = ty * "
+          f"{m}u, nl = nb - jv < {L}u ? nb - jv : {L}u;"]
+    G = L // m                   # tiles per interleaved vector
+    o += [f"{ind}const int full = nl == {L}u && tx0 + {L}u <= TW && oy + {m}u <= OH && "
+          f"(tx0 + {L}u) * {m}u <= OW;",
+          f"{ind}const int segs = !full && nl == {L}u && tx0 % {G}u == 0 && TW % {G}u == 0 && "
+          f"TW * {m}u <= OW && (j + {L - 1}u) / TW * {m}u + {m}u <= OH;"
+          "   /* whole vectors, several rows */"]
+    # where the m output vectors of each row go: dq + i * rs for row i (one choice per
+    # vector of tiles, not a three-way branch per row: GCC kept the branches' addresses in
+    # spilled scalars)
+    o.append(f"{ind}float buf[{m * m * L}];     /* row i at buf + i * {m * L} */")
+    o.append(f"{ind}float " + ", ".join(f"*d{q}" for q in range(m)) + ";")
+    o.append(f"{ind}size_t rs = OW;")
+    o.append(f"{ind}if (full) {{")
+    o += [f"{ind}    d{q} = yk + oy * OW + tx0 * {m}u + {q * L}u;" for q in range(m)]
+    o.append(f"{ind}}} else if (segs) {{")
+    o += [f"{ind}    d{q} = yk + (oy + (tx0 + {q * G}u) / TW * {m}u) * OW + (tx0 + {q * G}u) % TW "
+          f"* {m}u;" for q in range(m)]
+    o.append(f"{ind}}} else {{")
+    o += [f"{ind}    d{q} = buf + {q * L}u;" for q in range(m)]
+    o.append(f"{ind}    rs = {m * L}u;")
+    o.append(f"{ind}}}")
+
+    def store_row(i):
+        return [f"{ind}{d['st']}(d{q} + {i}u * rs, r{i}_{q});" for q in range(m)]
+    o += output_rows(isa, m, ind, lambda p: f"nl == {L}u ? {d['ld']}({p}) : "
+                     f"{d['mload'].format(p=p, n='nl')}", store_row)
+    o += [f"{ind}if (full || segs)", f"{ind}    continue;"]
+    o += [f"{ind}for (size_t a = 0, row = ty, tx = tx0; a < nl; a += TW - tx, ++row, tx = 0) {{",
+          f"{ind}    const size_t b = a + (TW - tx) < nl ? a + (TW - tx) : nl;",
+          f"{ind}    const size_t n = OW - tx * {m}u < (b - a) * {m}u ? OW - tx * {m}u : "
+          f"(b - a) * {m}u;",
+          f"{ind}    for (size_t i = 0; i < {m}u && row * {m}u + i < OH; ++i) {{",
+          f"{ind}        float *restrict dst = yk + (row * {m}u + i) * OW + tx * {m}u;",
+          f"{ind}        const float *restrict src = buf + i * {m * L}u + a * {m}u;",
+          f"{ind}        for (size_t q = 0; q < n; ++q) dst[q] = src[q];",
+          f"{ind}    }}", f"{ind}}}", "        }", "    }", "}"]
+    return name, "\n".join(o)
