@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..emit_c.cwriter import c_literal, ctype, dtype_tag
-from ..kernels.vmath import exp as exp_simd
+from ..kernels.vmath import vector
 from ..kernels.vmath.act import (ACT, INT_OK, act_expr, act_numpy, act_params,
                                  apply_epilogue, fused_epilogue, unfused)
 from ..kernels.vmath.fused import fused_act_helper, fused_array_act
@@ -65,9 +65,9 @@ class Unary(Op):
         if n == 0:
             ctx("/* empty tensor */")
             return
-        isa = exp_simd.supports(node, ctx, p)
+        isa = vector.supports(node, ctx, p)
         if isa:
-            exp_simd.emit(ctx, node, isa, n, p)
+            vector.emit(ctx, node, isa, n, p)
             return
         with ctx.block(f"for (size_t i = 0; i < {n}u; ++i)"):
             ctx(f"const {ct} x = {ctx.inp[0]}[i];")
@@ -125,9 +125,9 @@ class Clip(Unary):
                 elif dt.kind in "iu":
                     p[key] = int(np.asarray(v).reshape(-1)[0])    # exact (no float round trip)
         if not runtime:
-            isa = exp_simd.supports(node, ctx, p)
+            isa = vector.supports(node, ctx, p)
             if isa:           # float32 on a SIMD target: vector max / min
-                exp_simd.emit(ctx, node, isa, n, p)
+                vector.emit(ctx, node, isa, n, p)
                 return
             with ctx.block(f"for (size_t i = 0; i < {n}u; ++i)"):
                 ctx(f"const {ct} x = {ctx.inp[0]}[i];")

@@ -26,7 +26,7 @@ import hashlib
 import numpy as np
 
 from ..emit_c.cwriter import c_float, ctype, sanitize
-from ..kernels.vmath import exp as exp_simd
+from ..kernels.vmath.vector import array_act
 from ..kernels.vmath.act import ACT
 from .base import Op, register
 from ..kernels.conv.base_c import suffix, typed
@@ -149,7 +149,7 @@ class _Recurrent(Op):
     # -- C ----------------------------------------------------------------------------
     def _act_helper(self, ctx, dt, name, a, b) -> str:
         if dt == np.float32:           # Sigmoid / Tanh: exp_simd's vector pass on SIMD targets
-            vec = exp_simd.array_act(ctx, name, {})
+            vec = array_act(ctx, name, {})
             if vec is not None:
                 return vec
         tag = sanitize(name, 16)

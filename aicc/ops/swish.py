@@ -18,7 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..emit_c.cwriter import c_literal, ctype
-from ..kernels.vmath import exp as exp_simd
+from ..kernels.vmath.mathlib import math_override, scalar
+from ..kernels.vmath.vector import swish_vector
 from .base import Op, register
 from ..emit_c.loops import numel
 from ..kernels.isa.x86 import SIMD, simd_isa
@@ -34,11 +35,11 @@ def swish_expr(x: str, alpha: float, dt, exp: str | None = None) -> str:
 
 
 def _exp(ctx, dt) -> str | None:
-    """The float32 exp of ctx's node (exp_simd.math_override: the lane-0 vector exp on a SIMD
+    """The float32 exp of ctx's node (math_override: the lane-0 vector exp on a SIMD
     target, math_c's portable exp, whose loops vectorize, elsewhere); None: the C library's."""
     if np.dtype(dt) != np.float32:
         return None
-    return exp_simd.math_override(ctx, lambda f: f + "f")("exp")
+    return math_override(ctx, lambda f: f + "f")("exp")
 
 
 def _float_reason(g, names) -> str | None:
@@ -66,12 +67,12 @@ class Swish(Op):
         exp = None
         if isa:       # exp_simd's exp: vectors, the tail through lane 0 (the same bits)
             d = SIMD[isa]
-            full, exp = n - n % d["L"], exp_simd.scalar(ctx, isa, "exp")
+            full, exp = n - n % d["L"], scalar(ctx, isa, "exp")
             ctx.kernel = isa
             if full:
                 with ctx.block(f"for (size_t i = 0; i < {full}u; i += {d['L']}u)"):
                     ctx(f"const {d['v']} xv = {d['ld']}({ctx.inp[0]} + i);")
-                    val = exp_simd.swish_vector(ctx, isa, "xv", alpha)
+                    val = swish_vector(ctx, isa, "xv", alpha)
                     ctx(f"{d['st']}({ctx.out[0]} + i, {val});")
             if full == n:
                 return

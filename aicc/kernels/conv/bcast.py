@@ -60,6 +60,7 @@ from ..gemm.simd import ISA, _header, flit
 from ..isa.x86 import include, vcopy
 from ..gemm.tile import clamp_sides
 from ..move.transpose import transpose_c
+from .schedule import node_schedule, padded_extents
 
 BAND_POS = 64            # output positions per band (input rows padded, outputs transposed)
 # auto rules per ISA: input channels counted as few (0: none), output floats at most, weight
@@ -209,7 +210,6 @@ def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False,
     [N, C, H, W] (ConvNHWC's aicc_nchw_in: the kernels read the input by its strides, so
     only the band copy sees the layout)."""
     xin = nhwc and not nchw_in                   # the input's layout is channel-last
-    from .simd import node_schedule, padded_extents
     if not supports(geo):
         raise ValueError("conv algo 'bcast' needs a 1-D/2-D conv with group 1")
     w = ctx.in_const(1)

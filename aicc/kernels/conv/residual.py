@@ -16,6 +16,7 @@ from __future__ import annotations
 from copy import copy
 
 import numpy as np
+from ..vmath.fused import fused_act_helper, fused_array_act
 
 RESIDUAL = "aicc_residual"
 
@@ -58,7 +59,6 @@ def pass_after(ctx, node, n: int) -> None:
     loops of the Add it replaces (elementwise.Binary: the rounded sums, then the vector
     activation over them where there is one, else the activation per element), so its values
     are the unfused graph's bit for bit."""
-    from ..vmath.fused import fused_act_helper, fused_array_act
     y, r, dt = ctx.out[0], ctx.inp[3], ctx.out_dtype(0)
     arr = fused_array_act(ctx, node, dt)
     fn = None if arr else fused_act_helper(ctx, node, dt)

@@ -72,38 +72,9 @@ from . import transposed as conv_simd_t
 from ..winograd import simd as conv_winograd
 from ..gemm.simd import ISA, nr_of
 from ..isa.x86 import vcopy
-
-# conv schedule defaults per ISA (target yaml `schedule: conv:` and aicc_schedule override)
-SCHED = {
-    "avx2": dict(mr=6, kc=256, jb=64, tile_kb=192, implicit_pct=5, algo="auto", wino_m=0,
-                 wino_kb=768, wino_chan=1, edge_kernels=8),
-    "avx512": dict(mr=12, kc=256, jb=64, tile_kb=192, implicit_pct=13, algo="auto", wino_m=0,
-                   wino_kb=768, wino_chan=1, edge_kernels=8),
-}
-ALGOS = ("auto", "direct", "im2col", "implicit", "depthwise", "dwchan", "transposed",
-         "winograd", "bcast")
-
-
-def schedule(isa: str, *overrides) -> dict:
-    s = dict(SCHED[isa])
-    for over in overrides:
-        for k, v in (over or {}).items():
-            if k in s:
-                s[k] = str(v) if k == "algo" else int(v)
-    nr = nr_of(isa)
-    s["mr"] = max(1, min(s["mr"], 14 if isa == "avx512" else 6))
-    s["kc"] = max(1, s["kc"])
-    s["jb"] = max(nr, s["jb"] // nr * nr)
-    s["tile_kb"] = max(1, s["tile_kb"])
-    s["wino_kb"] = max(1, s["wino_kb"])
-    if s["wino_m"] not in (0, 2, 4):
-        raise ValueError(f"conv schedule wino_m {s['wino_m']} (2, 4 or 0: auto)")
-    if s["wino_chan"] not in (0, 1, 2):
-        raise ValueError(f"conv schedule wino_chan {s['wino_chan']} (0 tiles, 1 auto, "
-                         "2 channels vectorized)")
-    if s["algo"] not in ALGOS:
-        raise ValueError(f"conv schedule algo {s['algo']!r} (one of {', '.join(ALGOS)})")
-    return s
+from .schedule import balanced, extents, node_schedule, padded_extents
+from . import depthwise as conv_depthwise
+from . import dwchan as conv_depthwise_c
 
 
 PAD = """\
@@ -140,33 +111,6 @@ static void aicc_cv_pad(const aicc_conv_params *p, size_t C, const float *restri
     aicc_vzero(xp + C * e[0] * e[1] * e[2], slack);
 }"""
 
-def balanced(sched: dict, m: int) -> dict:
-    """The schedule with mr lowered to split m rows into equal row tiles (same tile count:
-    64 rows with mr 12 run as 11, 11, 11, 11, 10, 10 instead of 12 x 5 + 4)."""
-    tiles = -(-m // sched["mr"])
-    return {**sched, "mr": -(-m // tiles)} if m > 0 else sched
-
-
-def extents(geo) -> list:
-    """Input extent each spatial dim's taps cover: (out - 1) * stride + (k - 1) * dil + 1."""
-    return [(o - 1) * s + (k - 1) * d + 1
-            for o, s, k, d in zip(geo.out, geo.stride, geo.k, geo.dil)]
-
-
-def padded_extents(geo):
-    """extents(geo), or None when every tap is inside the unpadded input (no copy needed)."""
-    ext = extents(geo)
-    if not (any(geo.pad) or any(e > i for e, i in zip(ext, geo.inp))):
-        return None
-    return ext
-
-
-def node_schedule(ctx, isa: str) -> dict:
-    """The conv schedule of ctx's node on isa: SCHED, then the target's ``schedule: conv:``,
-    then the node's ``aicc_schedule``."""
-    return schedule(isa, (ctx.target.schedule or {}).get("conv"),
-                    ctx.node.attrs.get("aicc_schedule"))
-
 
 def plan(ctx, dt):
     """(isa, conv schedule) of the first SIMD variant in the target's kernel list (or the
@@ -194,7 +138,6 @@ def is_direct(geo) -> bool:
 def variant(ctx, geo, isa: str, sched: dict) -> str:
     """The kernel variant ``emit`` runs: the schedule's ``algo`` when forced, else the first
     whose auto rule takes the conv (see the module docstring)."""
-    from . import depthwise as conv_depthwise
     algo = sched["algo"]
     auto = algo == "auto"
     if algo in ("dwchan", "bcast"):
@@ -219,7 +162,6 @@ def emit(ctx, node, geo, isa: str, sched: dict, bias: str) -> None:
 
 
 def _dwchan(ctx, node, geo, isa, sched, bias):
-    from . import dwchan as conv_depthwise_c
     if not conv_depthwise_c.supports(geo):
         raise ValueError("conv algo 'dwchan' needs a depthwise conv (group = channels), "
                          "multiplier 1, 1-D/2-D")
@@ -228,7 +170,6 @@ def _dwchan(ctx, node, geo, isa, sched, bias):
 
 
 def _depthwise(ctx, node, geo, isa, sched, bias):
-    from . import depthwise as conv_depthwise
     if geo.cin_g != 1 or len(geo.k) > 2:
         raise ValueError("conv algo 'depthwise' needs one input channel per group, 1-D/2-D")
     ctx.kernel = f"{isa} depthwise"

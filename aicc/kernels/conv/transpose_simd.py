@@ -20,6 +20,7 @@ import math
 from .base_c import AXPY, use
 from .simd_gemm import GEMM_FN, KEY, pack_a, tile_gemm
 from ..gemm.simd import nr_of
+from .schedule import balanced
 
 DRIVER = """\
 /* ConvTranspose through the conv tile GEMM (conv_transpose_simd.py): per batch item, group
@@ -60,7 +61,6 @@ def supports(ctx, geo) -> bool:
 
 def emit(ctx, node, geo, isa: str, sched: dict, bias: str, ep: str, col2im) -> None:
     """Step body; col2im: the (key, text) of conv_transpose's COL2IM."""
-    from .simd import balanced
     nr = nr_of(isa)
     kk = math.prod(geo.k)
     M, X = geo.cout_g * kk, math.prod(geo.inp)

@@ -100,3 +100,49 @@ def vcopy(ctx) -> None:
     """aicc_vcopy / aicc_vzero (VCOPY; AVX, on both x86 targets)."""
     include(ctx, "avx2")
     ctx.helper("gemm_avx2.0.vcopy", VCOPY)
+
+
+# per ISA: integer vector type and ops, abs/sign masks, compare-select, lane 0
+INT = {
+    "avx2": dict(vi="__m256i", cvt="_mm256_cvtps_epi32", srai="_mm256_srai_epi32",
+                 sub="_mm256_sub_epi32", add="_mm256_add_epi32", slli="_mm256_slli_epi32",
+                 c127="_mm256_set1_epi32(127)", cast="_mm256_castsi256_ps",
+                 min="_mm256_min_ps", bit="_mm256_{op}_ps({a}, {b})",
+                 lane0="_mm256_cvtss_f32", scalef=None),
+    "avx512": dict(vi="__m512i", cvt="_mm512_cvtps_epi32", srai="_mm512_srai_epi32",
+                   sub="_mm512_sub_epi32", add="_mm512_add_epi32", slli="_mm512_slli_epi32",
+                   c127="_mm512_set1_epi32(127)", cast="_mm512_castsi512_ps",
+                   min="_mm512_min_ps",      # float and/or/xor are AVX512DQ: integer ones
+                   bit="_mm512_castsi512_ps(_mm512_{op}_si512(_mm512_castps_si512({a}), "
+                       "_mm512_castps_si512({b})))",
+                   lane0="_mm512_cvtss_f32",
+                   scalef="_mm512_scalef_ps({p}, {n})"),   # p * 2^n, rounded once
+}
+
+
+def include_vmath(ctx, isa):
+    ctx.helper(f"0.{isa}.0.include", "#include <immintrin.h>")
+
+
+def lane0(ctx, isa: str, fn: str, vf: str) -> str:
+    """Name of ``float aicc_FN1_ISA(float x)``: the vector function ``vf`` on lane 0."""
+    d = SIMD[isa]
+    name = f"aicc_{fn}1_{isa}"
+    ctx.helper(f"0.{isa}.3.{name}", f"""\
+/* {fn}(x) through {vf} (the same bits as the vector loops) */
+static AICC_UNUSED float {name}(float x)
+{{
+    return {INT[isa]['lane0']}({vf}({d['set1']}(x)));
+}}""")
+    return name
+
+
+# per ISA: the integer spellings log needs (and expm1_simd / trig_simd)
+INT_BITS = {
+    "avx2": dict(vi="__m256i", bits="_mm256_castps_si256", flt="_mm256_castsi256_ps",
+                 srli="_mm256_srli_epi32", sub="_mm256_sub_epi32", set1="_mm256_set1_epi32",
+                 band="_mm256_and_si256", bor="_mm256_or_si256", cvt="_mm256_cvtepi32_ps"),
+    "avx512": dict(vi="__m512i", bits="_mm512_castps_si512", flt="_mm512_castsi512_ps",
+                   srli="_mm512_srli_epi32", sub="_mm512_sub_epi32", set1="_mm512_set1_epi32",
+                   band="_mm512_and_si512", bor="_mm512_or_si512", cvt="_mm512_cvtepi32_ps"),
+}

@@ -12,6 +12,8 @@ already clamped into range.
 """
 from __future__ import annotations
 
+from ...emit_c.loops import numel, strides_of
+
 CMODES = {"half_pixel": 0, "asymmetric": 1, "pytorch_half_pixel": 2, "align_corners": 3,
           "tf_half_pixel_for_nn": 4, "half_pixel_symmetric": 5}
 NMODES = {"simple": 0, "round_prefer_floor": 1, "round_prefer_ceil": 2, "floor": 3, "ceil": 4}
@@ -285,7 +287,6 @@ def taps_reason(op, node, g) -> str | None:
 def emit_taps(op, node, ctx) -> None:
     """Resize through K-tap tables built at run time in scratch (cubic, antialias,
     tf_crop_and_resize): scales constant, from sizes, or read at run time."""
-    from ...emit_c.loops import numel, strides_of
     shape, out = ctx.in_shape(0), ctx.out_shape(0)
     r = len(shape)
     g = ctx.g

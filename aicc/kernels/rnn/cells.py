@@ -19,6 +19,8 @@ The C text uses ``TYPE`` and ``_SFX`` placeholders (float/_f32, double/_f64).
 """
 from __future__ import annotations
 
+from ..isa.x86 import SIMD
+
 PARAMS = """\
 /* Geometry and attributes of one RNN / LSTM / GRU node. */
 typedef struct {
@@ -107,7 +109,6 @@ def _tile(d, R, CV) -> str:
 
 def gemm_simd(isa: str) -> str:
     """C text of aicc_rnn_gemm_SFX for an x86 SIMD ISA (float32)."""
-    from ..isa.x86 import SIMD
     d = SIMD[isa]
     L = d["L"]
 

@@ -20,6 +20,9 @@ import math
 import numpy as np
 
 from ...emit_c.cwriter import c_literal, ctype
+from .coeffs import ERF_BIG, ERF_MID, ERF_SMALL, GELU_K, horner
+from .mathlib import math_override
+from .portable import PORTABLE, act_form
 
 
 def _clamp01(t, L):
@@ -98,28 +101,6 @@ def _clip(x, p, L):
     return e
 
 
-# float32 erf: piecewise polynomials in |x| (Chebyshev fits, power basis; max abs error about
-# 1 ulp of 1.0 = 6e-8 over the float range, relative 2e-7 below 0.875): branch-free selects of
-# plain arithmetic, so element loops vectorize (libm's erff is a call per element).
-ERF_SMALL = (1.1283791065216064, -0.3761257529258728, 0.11282739043235779,   # erf(x)/x in x^2
-             -0.026802752166986465, 0.005050345323979855, -0.0006304804119281471)
-ERF_MID = (0.027125392109155655, -0.09821223467588425, 0.1534559577703476,   # erfc, |x| - 1.5625
-           -0.12711523473262787, 0.0481678731739521, 0.008060291409492493,
-           -0.017108064144849777, 0.0055750212632119656, 0.0016453054267913103,
-           -0.0013598061632364988)
-ERF_BIG = (9.892089110508095e-06, -6.473914254456758e-05, 0.00020266791398171335,  # |x| - 3.125
-           -0.0004005294176749885, 0.0005545718595385551, -0.0005732449935749173,
-           0.0004626628942787647, -0.000277511979220435, 9.775819489732385e-05,
-           -1.1247573638684116e-05)
-
-
-def _horner(u, coefs, L):
-    e = L(coefs[-1])
-    for c in coefs[-2::-1]:
-        e = f"({L(c)} + {u} * {e})"
-    return e
-
-
 def _erf(x, m, L):
     """erf: libm for float64; for float32 the polynomials above on |x| < 0.875 (x * P(x^2)),
     [0.875, 2.25) and [2.25, 4) (1 - Q(|x| - mid), sign restored with copysignf), 1 beyond
@@ -128,14 +109,11 @@ def _erf(x, m, L):
     if m("erf") != "erff":
         return f"{m('erf')}({x})"
     t = f"fabsf({x})"
-    small = f"(({x}) * {_horner(f'(({x}) * ({x}))', ERF_SMALL, L)})"
-    mid = f"({L(1)} - {_horner(f'({t} - {L(1.5625)})', ERF_MID, L)})"
-    big = f"({L(1)} - {_horner(f'({t} - {L(3.125)})', ERF_BIG, L)})"
+    small = f"(({x}) * {horner(f'(({x}) * ({x}))', ERF_SMALL, L)})"
+    mid = f"({L(1)} - {horner(f'({t} - {L(1.5625)})', ERF_MID, L)})"
+    big = f"({L(1)} - {horner(f'({t} - {L(3.125)})', ERF_BIG, L)})"
     return (f"(!({t} >= {L(0.875)}) ? {small} : copysignf({t} < {L(2.25)} ? {mid} : "
             f"({t} < {L(4)} ? {big} : {L(1)}), {x}))")
-
-
-GELU_K = 0.7071067811865476          # 1 / sqrt(2): Gelu(x) = 0.5 x (1 + erf(x / sqrt(2)))
 
 
 def _gelu(x, p, m, L):
@@ -194,8 +172,6 @@ def act_expr(name: str, params: dict, x: str, dtype, ctx=None) -> str:
         return _int_expr(name, params, x, dt)
     m = math_fn(dt)
     if ctx is not None and dt == np.float32:
-        from .exp import math_override
-        from .portable import PORTABLE, act_form
         form = act_form(ctx, name, params, x)
         if form is not None:
             return form

@@ -17,9 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...emit_c.cwriter import c_literal
-from .act import ERF_BIG, ERF_MID, ERF_SMALL, GELU_K
-from .exp import _include
-from ..isa.x86 import SIMD, vpoly
+from .coeffs import ERF_BIG, ERF_MID, ERF_SMALL, GELU_K
+from ..isa.x86 import SIMD, include_vmath, vpoly
 
 # blend(a, b, m): b where the compare mask m holds, else a; cmp(x, c, pred) the mask
 _SEL = {
@@ -39,7 +38,7 @@ def verf(ctx, isa: str) -> str:
     d, s = SIMD[isa], _SEL[isa]
     v = d["v"]
     name = f"aicc_erf_{isa}"
-    _include(ctx, isa)
+    include_vmath(ctx, isa)
     one, sign = f"{d['set1']}(1.0f)", f"{d['set1']}(-0.0f)"
 
     def cmp(x, c, p):

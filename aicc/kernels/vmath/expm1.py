@@ -21,8 +21,8 @@ rounding (a few ulp).
 """
 from __future__ import annotations
 
-from .log import _L
-from ..isa.x86 import SIMD, vconst, vpoly
+from ..isa.x86 import INT, INT_BITS, SIMD, lane0, vconst, vpoly
+from .coeffs import EXP_C
 
 FUNCS = ("expm1",)
 VECTOR = {"Elu", "Celu", "Selu"}
@@ -32,10 +32,9 @@ _TAYLOR = (1 / 5040, 1 / 720, 1 / 120, 1 / 24, 1 / 6, 1 / 2)   # e = r + r^2 P(r
 
 def vexpm1(ctx, isa: str) -> str:
     """Name of the vector expm1 ``V aicc_expm1_ISA(V x)`` (registered once)."""
-    from .exp import _EXP_C, _I
-    d, i, li = SIMD[isa], _I[isa], _L[isa]
+    d, i, li = SIMD[isa], INT[isa], INT_BITS[isa]
     v, fma, fnma, mul = d["v"], d["fma"], d["fnma"], d["mul"]
-    c = {k: vconst(d, val) for k, val in _EXP_C}
+    c = {k: vconst(d, val) for k, val in EXP_C}
     p = vpoly(d, "r", _TAYLOR[::-1])
     hi = vconst(d, 89.0)
     name = f"aicc_expm1_{isa}"
@@ -60,7 +59,6 @@ static {v} {name}({v} x)
 
 def scalar(ctx, isa: str, fn: str) -> str:
     """Name of ``float aicc_expm11_ISA(float x)``: the vector function on lane 0."""
-    from .exp import lane0
     return lane0(ctx, isa, fn, vexpm1(ctx, isa))
 
 

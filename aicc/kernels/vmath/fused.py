@@ -8,8 +8,9 @@ import hashlib
 import numpy as np
 
 from ...emit_c.cwriter import ctype, dtype_tag, sanitize
-from . import exp as exp_simd
 from .act import ACT_ATTRS, act_expr, fused_epilogue
+from .mathlib import tag_of
+from .vector import array_act
 
 
 def fused_array_act(ctx, node, dt) -> str | None:
@@ -19,7 +20,7 @@ def fused_array_act(ctx, node, dt) -> str | None:
     name, params = fused_epilogue(node)
     if name is None or dt != np.float32:
         return None
-    return exp_simd.array_act(ctx, name, {**ACT_ATTRS.get(name, {}), **params})
+    return array_act(ctx, name, {**ACT_ATTRS.get(name, {}), **params})
 
 
 def fused_act_helper(ctx, node, dt) -> str | None:
@@ -34,7 +35,7 @@ def fused_act_helper(ctx, node, dt) -> str | None:
     if params:
         tag += "_" + hashlib.sha1(repr(sorted(params.items())).encode()).hexdigest()[:8]
     expr = act_expr(name, params, 'r', dt, ctx)
-    fn = f"aicc_bact_{dtype_tag(dt)}_{tag}{exp_simd.tag_of(expr)}"
+    fn = f"aicc_bact_{dtype_tag(dt)}_{tag}{tag_of(expr)}"
     shown = ", ".join(f"{k}={v}" for k, v in sorted(params.items()))
     ctx.helper(f"elementwise.act.{fn}",
                f"/* fused activation {name}({shown}) of a binary op's rounded result */\n"

@@ -20,34 +20,22 @@ results differ between targets by rounding (a few ulp).
 """
 from __future__ import annotations
 
-from ..isa.x86 import SIMD, vconst, vpoly
+from ..isa.x86 import INT_BITS, SIMD, lane0, vconst, vpoly
+from .coeffs import LOG_P
 
 FUNCS = ("log", "log1p")
 VECTOR = {"Log", "Softplus", "Mish"}
-_LOG_P = (7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1,
-          1.4249322787e-1, -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1,
-          3.3333331174e-1)
-# per ISA: the integer spellings log needs (and expm1_simd / trig_simd)
-_L = {
-    "avx2": dict(vi="__m256i", bits="_mm256_castps_si256", flt="_mm256_castsi256_ps",
-                 srli="_mm256_srli_epi32", sub="_mm256_sub_epi32", set1="_mm256_set1_epi32",
-                 band="_mm256_and_si256", bor="_mm256_or_si256", cvt="_mm256_cvtepi32_ps"),
-    "avx512": dict(vi="__m512i", bits="_mm512_castps_si512", flt="_mm512_castsi512_ps",
-                   srli="_mm512_srli_epi32", sub="_mm512_sub_epi32", set1="_mm512_set1_epi32",
-                   band="_mm512_and_si512", bor="_mm512_or_si512", cvt="_mm512_cvtepi32_ps"),
-}
-
 
 
 def vlog(ctx, isa: str) -> str:
     """Name of the vector log ``V aicc_log_ISA(V x)`` (registered once)."""
-    d, i = SIMD[isa], _L[isa]
+    d, i = SIMD[isa], INT_BITS[isa]
     v, fma, mul, add, sub = d["v"], d["fma"], d["mul"], d["add"], d["sub"]
     name = f"aicc_log_{isa}"
 
     def sel(a, b, x, y, p):        # b where x p y holds, else a
         return d["sel"].format(a=a, b=b, x=x, y=y, p=p)
-    poly = vpoly(d, "f", _LOG_P[::-1])
+    poly = vpoly(d, "f", LOG_P[::-1])
     tiny = vconst(d, 1.17549435e-38)      # FLT_MIN: below it, x is scaled by 2^23 first
     ctx.helper(f"0.{isa}.0.include", "#include <immintrin.h>")
     ctx.helper(f"0.{isa}.1.{name}", f"""\
@@ -99,7 +87,6 @@ static {d['v']} {name}({d['v']} u)
 
 def scalar(ctx, isa: str, fn: str) -> str:
     """Name of ``float aicc_log1_ISA(float x)`` / log1p: the vector function on lane 0."""
-    from .exp import lane0
     return lane0(ctx, isa, fn, vlog(ctx, isa) if fn == "log" else vlog1p(ctx, isa))
 
 

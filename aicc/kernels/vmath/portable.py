@@ -34,9 +34,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...emit_c.cwriter import c_literal
-from .act import ERF_BIG, ERF_MID, ERF_SMALL, _horner
-from .exp import _EXP_C, _TANH_P
-from .log import _LOG_P
+from ..isa.x86 import simd_isa
+from .coeffs import ERF_BIG, ERF_MID, ERF_SMALL, EXP_C, LOG_P, TANH_P, horner
 
 # the activations that use them (activations.act_expr): loops of these vectorize. The others
 # keep the C library's functions: in a loop that stays scalar (a log1pf call, an exp in one
@@ -73,7 +72,7 @@ static inline {ct} {name}(int c, {ct} a, {ct} b)
 
 
 def _exp(ctx) -> str:
-    c = {k: _L(v) for k, v in _EXP_C}
+    c = {k: _L(v) for k, v in EXP_C}
     poly = c["p0"]
     for k in ("p1", "p2", "p3", "p4", "p5"):
         poly = f"{poly} * r + {c[k]}" if poly == c["p0"] else f"({poly}) * r + {c[k]}"
@@ -106,7 +105,7 @@ static inline AICC_UNUSED AICC_INLINE float aicc_expf_c(float x)
 
 def _tanh(ctx) -> str:
     e = _exp(ctx)
-    p = _horner("z", _TANH_P[::-1], _L)
+    p = horner("z", TANH_P[::-1], _L)
     ctx.helper("0.c.2.tanh", f"""\
 /* tanh(x) in portable C without branches or calls (math_c.py): |x| < 0.625: |x| + |x|^3 P(x^2)
  * (Cephes' tanhf), else 1 - 2 / (exp(2|x|) + 1); the sign of x put back. NaN -> NaN. */
@@ -122,9 +121,9 @@ static inline AICC_UNUSED AICC_INLINE float aicc_tanhf_c(float x)
 
 
 def _erf(ctx) -> str:
-    small = _horner("u", ERF_SMALL, _L)
-    mid = _horner("(t - 1.5625f)", ERF_MID, _L)
-    big = _horner("(t - 3.125f)", ERF_BIG, _L)
+    small = horner("u", ERF_SMALL, _L)
+    mid = horner("(t - 1.5625f)", ERF_MID, _L)
+    big = horner("(t - 3.125f)", ERF_BIG, _L)
     sl = sel(ctx)
     ctx.helper("0.c.3.erf", f"""\
 /* erf(x) in portable C without branches (math_c.py): activations._erf's pieces, each
@@ -145,7 +144,7 @@ static inline AICC_UNUSED AICC_INLINE float aicc_erff_c(float x)
 
 def _log(ctx) -> str:
     sl = sel(ctx)
-    poly = _horner("f", _LOG_P[::-1], _L)
+    poly = horner("f", LOG_P[::-1], _L)
     ctx.helper("0.c.4.log", f"""\
 /* log(x) in portable C without branches or calls (math_c.py, log_simd.py's steps): x = m 2^e,
  * m in [sqrt(1/2), sqrt(2)) from the bits (subnormal x scaled by 2^23 first), f = m - 1,
@@ -198,7 +197,6 @@ def act_form(ctx, name: str, params: dict, x: str) -> str | None:
     from activations.ACT's, on nodes without a SIMD ISA (else None): LeakyRelu and Selu as bit
     selects of their two arms (GCC keeps the branch of their ?:; LeakyRelu 1x64x56x56 at -O2:
     848 us), Selu's exp the portable one."""
-    from ..isa.x86 import simd_isa
     if name not in ("LeakyRelu", "Selu", "Softplus", "Mish") or simd_isa(ctx) is not None:
         return None
     if name in ("Softplus", "Mish"):  # max(x, 0) + log1p(exp(-|x|)): ACT's two arms' values

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...emit_c.cwriter import c_literal
-from ..isa.x86 import SIMD, vconst, vpoly
+from ..isa.x86 import INT, INT_BITS, SIMD, lane0, vconst, vpoly
 
 FUNCS = ("sin", "cos", "atan", "asin", "acos")
 VECTOR = {"Sin", "Cos", "Atan", "Asin", "Acos"}
@@ -49,9 +49,7 @@ _T = {
 
 
 def _spell(isa):
-    from .exp import _I
-    from .log import _L
-    d, i, li = SIMD[isa], _I[isa], _L[isa]
+    d, i, li = SIMD[isa], INT[isa], INT_BITS[isa]
 
     def bit(op, a, b):
         return i["bit"].format(op=op, a=a, b=b)
@@ -199,7 +197,6 @@ def vfunc(ctx, isa: str, fn: str) -> str:
 
 def scalar(ctx, isa: str, fn: str) -> str:
     """Name of ``float aicc_FN1_ISA(float x)``: the vector function on lane 0."""
-    from .exp import lane0
     return lane0(ctx, isa, fn, vfunc(ctx, isa, fn))
 
 

@@ -24,6 +24,7 @@ import numpy as np
 from .transforms import SKEW, VEC, _transform, cook_toom
 from .tpad import lanes4, pad_t
 from ..gemm.simd import driver, nr_of, schedule
+from ..gemm.portable import pack_b
 
 MASKED = {   # masked store of the first n lanes
     "avx2": "_mm256_maskstore_ps({p}, _mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + "
@@ -226,5 +227,4 @@ def emit(ctx, geo, isa: str, m: int, u, bias: str, lohi, ep: str, key: str,
 
 def _pack_b(b2, nr: int) -> np.ndarray:
     """[C, K] into panels of nr columns: out[(p * C + c) * nr + j] = b2[c, p * nr + j]."""
-    from ..gemm.portable import pack_b
     return pack_b(np.ascontiguousarray(b2, np.float32), nr).reshape(-1)
