@@ -4,14 +4,14 @@ bundle's full path, which checks everything, runs and reports.
 
 Locals instead of attribute lookups, and no method in between: after a model's run the
 interpreter's own code and data are cold, so every step here costs more than it does warm
-(FC autoencoder interleaved with onnxruntime, Session 18: run() 16.4 us, the bare C call from
+(FC autoencoder interleaved with onnxruntime: run() 16.4 us, the bare C call from
 Python 12.5).
 
 Output arrays are given again when nothing else holds them (``_FREE``): the caller has
 dropped the array of the last call and every view of it. An array the caller still holds
 is never written; the next call gets a new one. That saves the allocation and the buffer
 export: right after onnxruntime's run has left the interpreter cold, 2-3 us a call on a quiet
-machine and 8-14 us in its busy stretches (FC autoencoder, ResNet-8; Session 26)."""
+machine and 8-14 us in its busy stretches (FC autoencoder, ResNet-8)."""
 from __future__ import annotations
 
 import sys

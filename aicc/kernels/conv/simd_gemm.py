@@ -73,7 +73,7 @@ def kernel(ctx, isa: str, mr: int, table: bool = False) -> str:
             # (as the GEMM kernels do): weights streamed from memory (ResNet-18's
             # 512-channel 3x3 convs on 7x7, 9 MB each: 1.34 -> 1.05 ms interleaved with
             # onnxruntime, prefetched to L1); to L2 instead of L1: ResNet-18 -2.7 to -3.4%
-            # (Intel Xeon, Session 25), ResNet-8 1.00-1.01 (gemm_simd). Integer arithmetic,
+            # (Intel Xeon), ResNet-8 1.00-1.01 (gemm_simd). Integer arithmetic,
             # as the last panel's "next" is past the array. Not on avx2: its 6-row kernels ran
             # the same layer 1.24 -> 1.82 ms with it (measured on AMD Zen 5)
             pre += [f"_mm_prefetch((const char *)((uintptr_t)(bk{npb - 1} + {q}u) + "

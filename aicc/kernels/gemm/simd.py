@@ -65,11 +65,11 @@ PF_AHEAD = 8
 # ``pf_next``: the cache level (_MM_HINT_*) of a one-panel kernel's prefetch of the next panel,
 # a whole kernel call ahead. T1 (L2) on avx512: the next panel comes from L3 without holding
 # one of L1's few miss buffers for the whole trip, and a B already in L2 is left to the
-# loads. Intel Xeon (Session 25), x86-avx512, interleaved with onnxruntime, time T1 / T0 (two
+# loads. Intel Xeon, x86-avx512, interleaved with onnxruntime, time T1 / T0 (two
 # rounds): GEMM 8 x 512 x 512 0.93-0.94, 16 x 512 x 512 0.95-0.97, 512^3 0.97-0.98,
 # [128 x 768] @ [768 x 3072] 0.96-0.97, ResNet-18 / MobileNetV2 / transformer 0.99, DS-CNN and
 # MobileNetV1 1.00, ResNet-8 1.00-1.01 (its weights stay in L2; with the conv tile GEMM's
-# prefetch as well, Session 24's code against the final: 1.01); x86-avx512-amx's schedule:
+# prefetch as well: 1.01); x86-avx512-amx's schedule:
 # 0.97-1.00. On x86-avx2 it gained nothing (0.98-1.02), so T0 stays there.
 
 # per instruction set: C spellings and default schedule parameters
@@ -199,7 +199,7 @@ def _kernel_text(isa: str, mr: int, prefetch: bool = True, v: int = V) -> tuple:
         # this one computes (weights cold in L3 after the rest of a network ran); integer
         # arithmetic: the last panel's "next" is past the array, a prefetch there is
         # harmless. Only for a B larger than prefetch_kb (schedule; default 0: always). Intel
-        # Xeon (Session 8, to L1), interleaved with onnxruntime: 512^3 (1 MB of B) 1.25 ms
+        # Xeon (to L1), interleaved with onnxruntime: 512^3 (1 MB of B) 1.25 ms
         # without, 1.32 with; [128 x 768] @ [768 x 3072] (9 MB) 3.2 with, 3.3-3.4 without;
         # MobileNetV2 (pointwise weights <= 1 MB, cold) ratio 0.91 with, 0.94 without.
         # Several panels at once (few rows): their own rows PF_AHEAD k ahead instead, to L1.
@@ -330,7 +330,7 @@ def driver(ctx, isa: str, sched: dict, act, params, m: int, fused: bool = False)
     # ISA pf_first: only the first row tile of the first M block runs the prefetching kernel,
     # the first to read each B panel of a K block (from L3 after the rest of a network ran);
     # the later tiles and M blocks find the block in L2 (NC) and its panel in L1, where the
-    # prefetches only took load slots. Intel Xeon (Session 26), interleaved with onnxruntime,
+    # prefetches only took load slots. Intel Xeon, interleaved with onnxruntime,
     # x86-avx512, time with / without: GEMM 16 x 512 x 512 0.90, 512^3 0.97, transformer 0.97,
     # DS-CNN 0.975-1.00, MobileNetV2 0.99, MobileNetV1 0.99, ResNet-18 and [128 x 768] @
     # [768 x 3072] 1.00-1.01 (GEMM 8, one row tile, is unchanged). On x86-avx2 (prefetches to

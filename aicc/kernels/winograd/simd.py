@@ -55,7 +55,7 @@ tolerance used:
 (C = K = 64, 24 x 24: F(2,3) 8e-7 abs, tol 0.06; F(4,3) 4.5e-6 - 7.3e-6 abs, tol 0.26 - 0.47.)
 Against onnxruntime, on the tests' data (inputs N(0, 1) not ReLU'd, weights N(0, 1 / 9C), one
 conv + ReLU, outputs up to ~6; test_conv_winograd.convs with check=False), the tol of
-F(2,3) / F(4,3) (F(4,3): the range over Session 17's transform orders): C = 64 at 28x28 0.08 /
+F(2,3) / F(4,3) (F(4,3): the range over the transform orders tried): C = 64 at 28x28 0.08 /
 0.38 - 0.41; 128 at 28x28 0.19 / 0.81 - 0.92; 256 at 12x12 0.15 / 0.69 - 1.01; 512 at 12x12
 0.25 / 1.10 - 1.43; 16 at 32x32 (inputs x3) 0.14 / 0.53 - 0.61. F(2,3) is as accurate as the
 direct paths; F(4,3) (the better points, used here) is auto only up to 64 input channels and
