@@ -71,7 +71,8 @@ demo: setup
 test: setup cross-toolchain
 	$(BIN)/python -m pytest -q -n $(JOBS) tests
 
-# regenerate tests/golden/*/ from the model builders (expected outputs come from onnxruntime)
+# regenerate tests/golden/*/ from the model builders (expected outputs come from onnxruntime;
+# the generated C: model.c generic, model.<target>.c for regenerate.py's SIMD_TARGETS)
 golden: setup
 	$(BIN)/python -m tests.golden.regenerate
 

@@ -103,4 +103,55 @@ def seg_head():
     return m, {"x": rng.standard_normal((1, 3, 12, 12)).astype(np.float32)}
 
 
-BUILDERS = {"tiny_cnn": tiny_cnn, "mlp": mlp, "seg_head": seg_head}
+def transformer_block():
+    """One encoder layer on [1, 16, 32]: Q/K/V MatMul+Add, Reshape/Transpose to 2 heads,
+    scaled MatMul, Softmax, MatMul, back, output projection, residual Add, LayerNorm, FFN (64)
+    with exact GELU in the Erf form, residual Add, LayerNorm."""
+    rng = np.random.default_rng(13)
+    S, D, H, F = 16, 32, 2, 64
+    hd = D // H
+    inits = {"shape_heads": np.array([1, S, H, hd], np.int64),
+             "shape_back": np.array([1, S, D], np.int64),
+             "scale": np.array(1 / np.sqrt(hd), np.float32), "half": np.array(0.5, np.float32),
+             "one": np.array(1, np.float32), "rsqrt2": np.array(1 / np.sqrt(2), np.float32)}
+
+    def w(name, n_in, n_out):
+        inits[name] = (rng.standard_normal((n_in, n_out)) / np.sqrt(n_in)).astype(np.float32)
+        return name
+
+    def b(name, n, base=0.0):
+        inits[name] = (base + rng.standard_normal(n) * 0.02).astype(np.float32)
+        return name
+
+    def node(op, ins, out, **kw):
+        return helper.make_node(op, ins, [out], **kw)
+
+    nodes = []
+    for t in "qkv":
+        perm = [0, 2, 3, 1] if t == "k" else [0, 2, 1, 3]
+        nodes += [node("MatMul", ["x", w(t + "w", D, D)], t + "m"),
+                  node("Add", [t + "m", b(t + "b", D)], t),
+                  node("Reshape", [t, "shape_heads"], t + "r"),
+                  node("Transpose", [t + "r"], t + "t", perm=perm)]
+    nodes += [node("MatMul", ["qt", "kt"], "s"), node("Mul", ["s", "scale"], "ss"),
+              node("Softmax", ["ss"], "a", axis=-1), node("MatMul", ["a", "vt"], "o"),
+              node("Transpose", ["o"], "ot", perm=[0, 2, 1, 3]),
+              node("Reshape", ["ot", "shape_back"], "or"),
+              node("MatMul", ["or", w("ow", D, D)], "om"),
+              node("Add", ["om", b("ob", D)], "proj"), node("Add", ["proj", "x"], "res1"),
+              node("LayerNormalization", ["res1", b("g1", D, 1), b("be1", D)], "n1", axis=-1),
+              node("MatMul", ["n1", w("f1", D, F)], "h"), node("Add", ["h", b("fb1", F)], "hb"),
+              node("Mul", ["hb", "rsqrt2"], "hs"), node("Erf", ["hs"], "he"),
+              node("Add", ["he", "one"], "h1"), node("Mul", ["hb", "h1"], "hm"),
+              node("Mul", ["hm", "half"], "gelu"),
+              node("MatMul", ["gelu", w("f2", F, D)], "f"), node("Add", ["f", b("fb2", D)], "fo"),
+              node("Add", ["fo", "n1"], "res2"),
+              node("LayerNormalization", ["res2", b("g2", D, 1), b("be2", D)], "y", axis=-1)]
+    m = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, S, D])],
+               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, S, D])], inits,
+               "transformer_block")
+    return m, {"x": rng.standard_normal((1, S, D)).astype(np.float32)}
+
+
+BUILDERS = {"tiny_cnn": tiny_cnn, "mlp": mlp, "seg_head": seg_head,
+            "transformer_block": transformer_block}
