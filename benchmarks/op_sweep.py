@@ -7,7 +7,8 @@ line per case with both medians and the ratio; cases slower than onnxruntime are
 
 The cases here, then benchmarks/op_sweep_more.py's.
 
-Nothing here is a test: the figures go into the notes of docs/PERFORMANCE.md by hand.
+Nothing here is a test: the cases still slower than onnxruntime go into the notes of
+docs/PERFORMANCE.md by hand.
 """
 from __future__ import annotations
 

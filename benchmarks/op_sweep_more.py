@@ -1,7 +1,7 @@
-"""More one-node cases for benchmarks.op_sweep (Session 27's sweep: binary ops, reductions over
-other axes, half Casts, norms, dilated / asymmetric / grouped convs, Resize modes,
-GridSample, attention pieces, ...). ``python -m benchmarks.op_sweep`` runs them after its own
-cases; the figures go into docs/PERFORMANCE.md by hand."""
+"""More one-node cases for benchmarks.op_sweep (binary ops, reductions over other axes, half
+Casts, norms, dilated / asymmetric / grouped convs, Resize modes, GridSample, attention
+pieces, ...). ``python -m benchmarks.op_sweep`` runs them after its own cases; the cases
+still slower than onnxruntime go into docs/PERFORMANCE.md's notes by hand."""
 
 from __future__ import annotations
 
