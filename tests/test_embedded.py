@@ -41,7 +41,7 @@ def _needs(target):
 
 
 def _qcnn(path):
-    """float -> QuantizeLinear -> QLinearConv 3x3 8 -> 12 (ops/qgemm_c.py's dot kernel),
+    """float -> QuantizeLinear -> QLinearConv 3x3 8 -> 12 (kernels/qgemm/portable.py's dot kernel),
     depthwise 3x3 stride 2 (qlinear.py's plane loops), 1x1 12 -> 16 (the dot kernel),
     DequantizeLinear -> float; seeded weights, per-channel scales, int32 biases."""
     from onnx import TensorProto, helper, numpy_helper
@@ -207,7 +207,7 @@ def test_cross_matches_host_under_qemu(models, name, target, tmp_path):
 
 @pytest.mark.parametrize("target", [pytest.param(t, marks=_needs(t)) for t in CROSS])
 def test_cross_portable_winograd_opt_in(models, target, tmp_path):
-    """The portable Winograd (ops/conv_winograd_p.py) that arm-neon and cortex-m4 leave off by
+    """The portable Winograd (kernels/winograd/portable.py) that arm-neon and cortex-m4 leave off by
     default, opted in by the build YAML: ResNet-8's 3x3 convs take it, compile with the
     strict flags for the cross target and match onnxruntime under qemu."""
     path, hdr, feeds, want, _ = models["resnet8"]

@@ -11,7 +11,7 @@ C_TYPES = {
     "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
     "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t",
     "bool": "uint8_t", "float16": "uint16_t", "bfloat16": "uint16_t",
-    # low-precision types, one byte per element (codes; see aicc/ops/lowp.py)
+    # low-precision types, one byte per element (codes; see aicc/kernels/dtype/lowp.py)
     "float8_e4m3fn": "uint8_t", "float8_e4m3fnuz": "uint8_t", "float8_e5m2": "uint8_t",
     "float8_e5m2fnuz": "uint8_t", "float4_e2m1fn": "uint8_t", "float8_e8m0fnu": "uint8_t",
     "int4": "int8_t", "int2": "int8_t", "uint4": "uint8_t", "uint2": "uint8_t",

@@ -133,7 +133,7 @@ def source_preamble(w, name: str, model_sha: str, embedded: bool, weights_sym: s
     w()
     w("#if defined(__GNUC__) || defined(__clang__)")
     w("#define AICC_UNUSED __attribute__((unused))")
-    # the portable math functions (ops/math_c.py) inlined into every loop, so that loop
+    # the portable math functions (kernels/vmath/portable.py) inlined into every loop, so that loop
     # vectorizes: GCC -O2 kept a call to the erf polynomials (Gelu 64K values: 630 -> 144 us)
     w("#define AICC_INLINE __attribute__((always_inline))")
     w("#else")

@@ -12,7 +12,7 @@ undefined (or implementation-defined) behaviour for any input value:
   even, overflow -> Inf, NaN stays NaN). float64 -> half rounds twice (via float32), as
   onnxruntime does. Strings are not supported.
 - 8-bit and 4-bit floats, 4-bit and 2-bit integers (one byte per element): see
-  aicc/ops/lowp.py. Floats decode exactly to float32 and encode from double with round to
+  aicc/kernels/dtype/lowp.py. Floats decode exactly to float32 and encode from double with round to
   nearest even; ``saturate`` (default 1) clips out-of-range values and +-Inf to the max
   finite value, saturate=0 gives Inf/NaN per format (ml_dtypes). Integer targets wrap modulo
   2^bits (from floats: truncate first; NaN/Inf -> 0), as numpy/ml_dtypes astype. float64

@@ -1,20 +1,20 @@
 """Conv (1-D, 2-D, 3-D; float32 and float64): groups, depthwise, strides, dilations,
 explicit pads and auto_pad, optional bias, fused activation epilogue (``aicc_act``) and
-fused residual Add (``aicc_residual``, input 3: conv_residual.py).
+fused residual Add (``aicc_residual``, input 3: kernels/conv/residual.py).
 
 Weights and bias may be compile-time constants or run-time tensors. The GEMM kernel wants
 the weights packed: constant weights are packed at compile time (no run-time cost), run-time
 weights are packed into step scratch at the start of the step (``aicc_packw``). Kernels (C
-text in conv_kernels.py): 1-D / 2-D convs with one input channel per group (depthwise,
+text in kernels/conv/base_c.py): 1-D / 2-D convs with one input channel per group (depthwise,
 channel multipliers, single-channel inputs) sum over the stride phases of the padded plane
-(conv_planes.py), 3-D ones and single-output-channel groups use the direct row kernel
+(kernels/conv/planes_c.py), 3-D ones and single-output-channel groups use the direct row kernel
 (weights in their ONNX layout), float32 3x3 stride-1 convs Winograd F(2x2, 3x3) where the
-target's ``conv_c`` schedule allows it (conv_winograd_p.py; generic), everything else im2col +
+target's ``conv_c`` schedule allows it (kernels/winograd/portable.py; generic), everything else im2col +
 GEMM (1x1 stride-1 unpadded convs gather with a plain copy). That is the portable path
 (generic target, float64); on the
-x86 SIMD targets float32 convs run conv_simd.py's kernel variants (packed SIMD GEMM:
+x86 SIMD targets float32 convs run kernels/conv/simd.py's kernel variants (packed SIMD GEMM:
 direct 1x1, im2col, implicit, transposed; depthwise kernels; Winograd F(2x2,3x3) /
-F(4x4,3x3) for 3x3 stride-1 convs, conv_winograd.py), chosen per node from the target's
+F(4x4,3x3) for 3x3 stride-1 convs, kernels/winograd/simd.py), chosen per node from the target's
 ``kernels:`` list and ``schedule: conv:`` block, overridable with ``aicc_kernel`` /
 ``aicc_schedule`` (``algo``, ``mr``, ``kc``, ``jb``, ``tile_kb``, ``wino_m``, ...) on the node.
 
@@ -26,7 +26,7 @@ NaN/Inf: IEEE arithmetic, no -ffast-math; a NaN or Inf in a receptive field prop
 the outputs it reaches (including 0 * Inf = NaN for zero weights, as in onnxruntime).
 Summation order differs from onnxruntime, so results agree to rounding, not bit-exactly
 (Winograd: its transforms add their own rounding, and an Inf can turn neighbouring outputs of
-its tile into NaN; see conv_winograd.py).
+its tile into NaN; see kernels/winograd/simd.py).
 """
 from __future__ import annotations
 

@@ -16,11 +16,11 @@ Kernels:
   contiguous in both tensors: ``y[c] = bias[c]``, then for each tap inside the input
   (ky, kx ascending) ``y[c] += w[ky][kx][c] * x[iy][ix][c]`` with the weights transposed at
   compile time to ``[tap][C]``; taps outside the input are skipped (zero padding), then the
-  activation. On x86-avx2 / x86-avx512 conv_nhwc_dw.py's register-blocked SIMD kernel
+  activation. On x86-avx2 / x86-avx512 kernels/conv/nhwc_dw.py's register-blocked SIMD kernel
   (several output positions x channel vectors per block); elsewhere (or with
   ``aicc_kernel: generic``) portable loops that the C compiler vectorizes over channels.
 * group 1, few input channels (x86-avx512; x86-avx2 up to 32 output channels:
-  conv_bcast.prefer_nhwc): conv_bcast.py's direct kernel, each input value broadcast against
+  conv_bcast.prefer_nhwc): kernels/conv/bcast.py's direct kernel, each input value broadcast against
   vectors of output channels (DS-CNN's and MobileNetV2's first convs); rounding: k in (c,
   ky, kx) order.
 * group 1 otherwise: im2col of a tile of output positions into rows of K = kh * kw * Cin entries

@@ -3,7 +3,7 @@ output_padding, output_shape, auto_pad, optional bias, fused activation epilogue
 
 Weights and bias may be compile-time constants or run-time tensors (run-time weights are
 packed into step scratch for the GEMM path, see conv.py). Kernels (C text below, built from
-the pieces in conv_kernels.py): groups with at least 4 input channels run as GEMM (W^T x,
+the pieces in kernels/conv/base_c.py): groups with at least 4 input channels run as GEMM (W^T x,
 weights packed) + col2im; fewer input channels per group (depthwise) scatter each weighted
 input row into the output (weights in their ONNX layout).
 

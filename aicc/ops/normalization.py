@@ -12,7 +12,7 @@ and writes the optional running_mean/running_var outputs as
 
 The other three normalize groups of contiguous elements (a row of the trailing axes, one
 channel, or one group of channels): two passes per group (mean, then the mean of squared
-deviations), both accumulated in the tensor dtype in sum16.py's 16-lane order (vectorizable,
+deviations), both accumulated in the tensor dtype in kernels/vmath/sum16.py's 16-lane order (vectorizable,
 the same on every target), then ``(x - mean) * inv * scale + bias``
 with ``inv = 1 / sqrt(var + eps)``. LayerNormalization's stash_type is ignored: float32
 computes in float32, float64 in float64. Its optional Mean and InvStdDev outputs are written

@@ -1,7 +1,7 @@
 """MaxPool (with the optional Indices output), AveragePool, GlobalAveragePool, GlobalMaxPool:
-1-D, 2-D and 3-D, float32 and float64 (MaxPool also int8 and uint8). Kernels: pool_kernels.py
+1-D, 2-D and 3-D, float32 and float64 (MaxPool also int8 and uint8). Kernels: kernels/pool/portable.py
 (portable C); float32 on the x86 SIMD targets (the target's ``kernels:`` list or the node's
-``aicc_kernel``): pool_simd.py, except MaxPool with Indices.
+``aicc_kernel``): kernels/pool/simd.py, except MaxPool with Indices.
 
 Attributes: kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, storage_order
 (Indices), count_include_pad. Output sizes and auto_pad SAME_* padding follow onnxruntime:

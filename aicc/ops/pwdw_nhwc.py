@@ -14,7 +14,7 @@ Kernel: the output rows are cut into bands of ``ob`` rows; the expanded rows a b
 top of the buffer, the new ones computed by the pointwise GEMM (gemm.py's driver, bias and
 activation in its epilogue, as the MatMul step), then the depthwise kernel runs on the band
 as on a small image whose top / bottom padding is the image's at its first / last band
-(conv_nhwc_dw.py on x86; conv_nhwc's portable loops elsewhere). No expanded row is computed
+(kernels/conv/nhwc_dw.py on x86; conv_nhwc's portable loops elsewhere). No expanded row is computed
 twice.
 
 Rounding, NaN and Inf: those of the two steps it replaces, bit for bit (the same GEMM chain

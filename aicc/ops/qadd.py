@@ -6,7 +6,7 @@ Inputs: a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_poin
 y uint8 / int8 of one shape, the six scales and zero points float32 / integer scalar
 constants. The values are the chain's, element for element: each dequantized value
 ``(float)(x - zp) * scale`` rounded to float32, their float32 sum, then QuantizeLinear's
-``saturate(rint(sum / y_scale) + y_zero_point)`` (quantize.py / quantize_simd.py: the same
+``saturate(rint(sum / y_scale) + y_zero_point)`` (quantize.py / kernels/qgemm/quantize.py: the same
 division and rounding; NaN -> the zero point, +-Inf saturate). On the x86 SIMD targets one
 vector loop: bytes widened, shifted, converted, multiplied, added (separate multiply and add
 intrinsics: no contraction in C99 mode), then quantize_simd's rounding and store; elsewhere

@@ -8,7 +8,7 @@ constants; output y ``[N, OH, OW, Cout]``. Attributes: Conv's (``kernel_shape``,
 ``dilations``, explicit ``pads``, ``group``). The result is QLinearConv's on the transposed
 tensors, value for value: ``saturate(rint((acc + bias) * (x_scale * w_scale / y_scale)) +
 yzp)`` with acc the exact integer sum (modulo 2^32) and the product in float64, as
-qlinear.py's loops (qrequant_simd.py's helpers on the SIMD targets).
+qlinear.py's loops (kernels/qgemm/requant.py's helpers on the SIMD targets).
 
 Kernels (x86 SIMD targets):
 
@@ -16,9 +16,9 @@ Kernels (x86 SIMD targets):
   with the positions as rows, read in place when they are whole 4-byte groups of uint8
   (the quad form of VNNI), and the weights ``w - wzp`` packed at build time as ``[Cin,
   Cout]`` panels; on AMX targets AMX tiles. Against the NCHW kernel (positions as vector
-  lanes, qgemm_conv.py) the 49 positions of a 7 x 7 layer no longer pad 64 lanes and no
+  lanes, kernels/qgemm/conv.py) the 49 positions of a 7 x 7 layer no longer pad 64 lanes and no
   input plane is copied.
-* depthwise: conv_nhwc_dw.py's register-blocked channel-last kernel (the float32 one's
+* depthwise: kernels/conv/nhwc_dw.py's register-blocked channel-last kernel (the float32 one's
   blocks, taps and borders) on the bytes: each input vector is widened to int32, converted
   to float and its zero point subtracted; the taps' products and sums are integers below
   2^24 in magnitude (MAX_TAPS), so float32 computes them exactly in any order; each output
@@ -47,7 +47,7 @@ from .quantize import round_helper
 from .reference import run_onnx_reference
 from ..kernels.qgemm import simd as qgemm_simd
 
-MAX_TAPS = 258      # taps * 255 * 255 < 2^24: exact float32 sums (as qconv_dw.py)
+MAX_TAPS = 258      # taps * 255 * 255 < 2^24: exact float32 sums (as kernels/qgemm/depthwise.py)
 
 
 class _QGen(conv_nhwc_dw._Gen):

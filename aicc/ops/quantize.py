@@ -6,7 +6,7 @@ ceil(x.shape[axis] / block_size) along ``axis``). Scales and zero points may be 
 (per-tensor ones are baked in as literals) or run-time tensors (read through their pointer).
 
 Quantized types: uint8, int8, uint16, int16 (and int32 for DequantizeLinear); int4, uint4,
-int2, uint2, the 8-bit floats and float4_e2m1fn (one byte per element, see aicc/ops/lowp.py).
+int2, uint2, the 8-bit floats and float4_e2m1fn (one byte per element, see aicc/kernels/dtype/lowp.py).
 For the 8-bit floats QuantizeLinear is ``y = cast(x / scale)`` rounded to nearest even with
 the ``saturate`` attribute (1: clip to the max finite value, +-Inf too; 0: overflow gives
 Inf/NaN per format), the zero point (zero by the spec) ignored, as onnx.reference; for

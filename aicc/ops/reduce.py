@@ -5,7 +5,7 @@
 Axes come from the ``axes`` attribute (ReduceSum before opset 13, the others before 18) or
 from the second input (later opsets). A constant axes input (or one of static size 0, which
 is always empty) is baked in at compile time; axes fed at run time use the kernels of
-reduce_rt.py (output shape static, axes values read in C). No axes reduce everything, unless
+kernels/reduce/runtime_axes.py (output shape static, axes values read in C). No axes reduce everything, unless
 ``noop_with_empty_axes`` is set: then the output is the input mapped element by element as
 onnxruntime does (x for most, |x| for L1/L2, x*x for SumSquare, log(x) for LogSum).
 keepdims only changes the output's shape, not its layout.
@@ -20,7 +20,7 @@ Means, L2 of L2s, LogSumExp of LogSumExps, SumSquare and L1 continue as Sum, Log
 until its last stage).
 
 Accumulation is in the tensor dtype, in ascending index order, except float Sum, Mean,
-SumSquare, L1, L2 and LogSum over contiguous rows: those sum in sum16.py's 16-lane order
+SumSquare, L1, L2 and LogSum over contiguous rows: those sum in kernels/vmath/sum16.py's 16-lane order
 (vectorizable; the same on every target). Integers (Sum, Prod, Max,
 Min) wrap around on overflow (computed in unsigned arithmetic: no UB). ReduceMax/ReduceMin
 accept bool (any / all).

@@ -15,7 +15,7 @@ Constant scales, and sizes (which only need the static output shape: the scale i
 give compile-time tables. Scales computed at run time (graph inputs), and run-time sizes with
 a keep_aspect_ratio_policy other than stretch, are read by the C code, which builds the same
 tables in step scratch memory with the same float32 formulas (``aicc_resize_*`` helpers in
-resize_tables.py); the output shape must then be static (inferred or declared by the model).
+kernels/resize/tables.py); the output shape must then be static (inferred or declared by the model).
 In that run-time path every dim named by ``axes`` gets a table (dims outside ``axes`` have
 scale 1 by the spec and stay identity); when every such dim whose static size is unchanged
 has run-time scale 1 (the common NCHW case), a second loop nest that treats those dims as
@@ -31,7 +31,7 @@ test_resize_downsample_scales_linear_align_corners follows the reference and fai
 
 Mode cubic (cubic_coeff_a, exclude_outside), antialias (linear and cubic) and
 tf_crop_and_resize (roi, extrapolation_value; linear and cubic) go through K-tap tables built
-at run time in step scratch (resize_tables.py: emit_taps), with the ONNX reference formulas in
+at run time in step scratch (kernels/resize/tables.py: emit_taps), with the ONNX reference formulas in
 double precision (output width in * scale, so align_corners / half_pixel_symmetric /
 tf_crop_and_resize follow the reference where onnxruntime uses the integer length;
 pytorch_half_pixel with one output uses 0 like onnxruntime). Scales may be constant, derived
@@ -151,7 +151,7 @@ class _Resize(Op):
         return None
 
     def taps(self, node, g) -> bool:
-        """Cubic, antialias and tf_crop_and_resize use K-tap tables (resize_tables.py)."""
+        """Cubic, antialias and tf_crop_and_resize use K-tap tables (kernels/resize/tables.py)."""
         if self.legacy(g):
             return False
         return (self.attr(node, "mode") == "cubic" or bool(self.attr(node, "antialias")

@@ -1,7 +1,7 @@
 """RNN, LSTM and GRU (float32, float64): direction forward / reverse / bidirectional,
 activations with activation_alpha / activation_beta, clip, sequence_lens, initial_h,
 initial_c, peepholes (LSTM), input_forget (LSTM), linear_before_reset (GRU), layout 0 and 1,
-any subset of the outputs Y, Y_h, Y_c. Kernels: rnn_kernels.py (one shared driver; the
+any subset of the outputs Y, Y_h, Y_c. Kernels: kernels/rnn/cells.py (one shared driver; the
 weights are used in their ONNX layout, constant or fed at run time).
 
 Activations: Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh,

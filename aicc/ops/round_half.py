@@ -2,8 +2,8 @@
 
 upcast-half writes it where a rounded op result is read only by ops that compute in float32:
 ``Cast(to=float16) -> Cast(to=float32)`` with no use of the half tensor itself. The values
-are the Cast pair's, bit for bit on each target (x86 SIMD: half_simd.py's conversions in
-registers; elsewhere half.py's aicc_round_h / aicc_round_bf, which round in float32 bits),
+are the Cast pair's, bit for bit on each target (x86 SIMD: kernels/vmath/half.py's conversions in
+registers; elsewhere kernels/dtype/half.py's aicc_round_h / aicc_round_bf, which round in float32 bits),
 with one pass over float32 memory instead of two steps and a half tensor. Attribute ``to``:
 the half type, float16 or bfloat16 (nearest even). In place.
 """

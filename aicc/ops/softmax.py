@@ -13,7 +13,7 @@ On the x86-avx2 / x86-avx512 targets (the target's ``kernels:`` list, ``aicc_ker
 node), float32 Softmax and LogSoftmax over contiguous rows use vector code: exp_simd's vector
 exp (about 1 ulp), lane-wise sums (a different summation order: results agree to rounding)
 and, for Softmax, a multiplication by 1 / sum instead of a division per value (onnxruntime
-scales the same way; one more rounding, within 1.5 ulp). Elsewhere float32 uses math_c.py's
+scales the same way; one more rounding, within 1.5 ulp). Elsewhere float32 uses kernels/vmath/portable.py's
 portable exp (loops of it vectorize); rows store exp(x - max), then sum it in order.
 
 NaN/Inf: a NaN in a softmax row makes the whole row NaN. -Inf inputs give 0 (Softmax) or -Inf
@@ -43,7 +43,7 @@ def _m(dt, fn) -> str:
 
 
 def _exp(ctx, dt) -> tuple:
-    """(exp function, helper-name suffix) of the portable helpers: math_c.py's exp for
+    """(exp function, helper-name suffix) of the portable helpers: kernels/vmath/portable.py's exp for
     float32 on a node without a SIMD ISA (loops of it vectorize), else the C library's."""
     if np.dtype(dt) == np.float32 and simd_isa(ctx) is None:
         from ..kernels.vmath.portable import portable

@@ -9,7 +9,7 @@ when every constant is a one-element float constant within 1e-6 relative of its 
 intermediate is read by the next node of the chain only and is not a graph output, and the
 result has x's shape and dtype (float). Anything else is left unchanged.
 
-Why: five passes over the tensor become one vectorized loop (erf_simd.py; transformer encoder
+Why: five passes over the tensor become one vectorized loop (kernels/vmath/erf.py; transformer encoder
 of benchmarks/, 128 x 512 GELU on x86-avx512: 26 -> 20 us per layer).
 
 Rounding: Gelu computes ``(0.5 * x) * (1 + erf(x * (1 / sqrt 2)))`` (activations.ACT).

@@ -19,7 +19,7 @@ producer of ``r``; the Conv's own inputs come earlier still).
 
 Result: ``act(round(conv + bias) + r)``: the conv output is rounded to the dtype before
 the residual is added, as the separate Add does, so the fused node gives the unfused graph's
-values bit for bit on every kernel path (ops/conv.py, ops/conv_residual.py).
+values bit for bit on every kernel path (ops/conv.py, kernels/conv/residual.py).
 
 Runs after layout-nhwc and its dead-node sweep: convs that went channel-last (aicc.ConvNHWC,
 MatMul) are not fused here, and a dead Transpose no longer counts as a second reader.

@@ -52,7 +52,7 @@ CONV_CASES = {
     "depthwise_mult2": ((1, 5, 8, 7), (10, 1, 3, 3), {"group": 5, "pads": [1, 0, 1, 2]}),
     "depthwise_5x5_d2": ((1, 6, 12, 11), (6, 1, 5, 5), {"group": 6, "dilations": [2, 2],
                                                          "pads": [4, 4, 4, 4]}),
-    # the phase-plane kernel (conv_planes.py): strides, dilations, unread input rows/columns
+    # the phase-plane kernel (kernels/conv/planes_c.py): strides, dilations, unread input rows/columns
     "depthwise_s23_d21": ((1, 3, 13, 17), (3, 1, 3, 3), {"group": 3, "strides": [2, 3],
                                                          "dilations": [2, 1],
                                                          "pads": [2, 1, 0, 2]}),

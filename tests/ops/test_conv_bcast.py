@@ -1,4 +1,4 @@
-"""The direct input-broadcast conv (ops/conv_bcast.py) on the SIMD targets: forced on every
+"""The direct input-broadcast conv (kernels/conv/bcast.py) on the SIMD targets: forced on every
 1-D / 2-D group-1 geometry of test_conv.py and on shapes that hit its edges (output channels
 not a multiple of the lanes, several channel blocks, output rows not a multiple of the
 block, stride 3, dilation, asymmetric pads, no padding, taps past the unroll limit, batch 2),

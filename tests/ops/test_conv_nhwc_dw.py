@@ -1,4 +1,4 @@
-"""The SIMD channel-last depthwise kernel (ops/conv_nhwc_dw.py) on x86-avx2 / x86-avx512
+"""The SIMD channel-last depthwise kernel (kernels/conv/nhwc_dw.py) on x86-avx2 / x86-avx512
 against onnxruntime. Standard ONNX models (NCHW depthwise Conv, group = C, constant weights,
 bias or none, an activation node after it) are compiled with the layout-nhwc pass in mode
 ``all`` (auto skips large planes of few channels), so every conv becomes an aicc.ConvNHWC

@@ -1,4 +1,4 @@
-"""A Conv's fused residual Add (passes/fuse_residual.py, ops/conv_residual.py) compiled on
+"""A Conv's fused residual Add (passes/fuse_residual.py, kernels/conv/residual.py) compiled on
 every kernel path: Winograd F(2,3) / F(4,3) with tiles or output channels vectorized, direct,
 im2col, implicit, transposed, depthwise, dwchan, bcast, the portable kernels, float64. Each conv
 is forced to its path by a ``nodes:`` override; batch 2, odd planes, with and without bias,

@@ -1,5 +1,5 @@
-"""Conv on the SIMD targets (x86-avx2, x86-avx512): every kernel variant of conv_simd.py /
-conv_depthwise.py against onnxruntime, on awkward shapes.
+"""Conv on the SIMD targets (x86-avx2, x86-avx512): every kernel variant of kernels/conv/simd.py /
+kernels/conv/depthwise.py against onnxruntime, on awkward shapes.
 
 Variants (forced per node with ``aicc_schedule: {algo: ...}``; ``auto`` picks one):
 ``direct`` (1x1 stride 1 unpadded: the input is the GEMM's B operand), ``im2col`` (padded copy,
@@ -118,7 +118,7 @@ MARK = {"direct": "the input is the B operand", "im2col": "im2col tiles",
         "depthwise": "phase-split padded plane", "transposed": "transposed GEMM",
         "implicit": "implicit GEMM", "winograd": "Winograd F(", "bcast": "input broadcast",
         # auto: the layout-nhwc pass (on by default on these targets) runs some depthwise
-        # convs channel-last (ops/conv_nhwc_dw.py)
+        # convs channel-last (kernels/conv/nhwc_dw.py)
         "nhwc": "register-blocked channel-last kernel"}
 
 

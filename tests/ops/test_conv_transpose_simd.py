@@ -1,5 +1,5 @@
 """ConvTranspose on the SIMD targets (x86-avx2, x86-avx512) against onnxruntime: the conv tile
-GEMM + col2im path (conv_transpose_simd.py: groups with >= 4 input channels, constant
+GEMM + col2im path (kernels/conv/transpose_simd.py: groups with >= 4 input channels, constant
 weights) on every ConvTranspose case of test_conv.py (the others keep the portable scatter
 kernel, checked by marker), several position tiles with a partial last one, every row-kernel
 count, fused activations, run-time weights (portable path), NaN/Inf. Targets the host cannot

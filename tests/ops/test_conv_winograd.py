@@ -1,4 +1,4 @@
-"""Winograd conv (conv_winograd.py, ``algo: winograd``) on the x86 SIMD targets against
+"""Winograd conv (kernels/winograd/simd.py, ``algo: winograd``) on the x86 SIMD targets against
 onnxruntime: F(2x2,3x3) and F(4x4,3x3) forced (``wino_m``), awkward shapes (output sizes 1..9,
 odd / non-square planes, channel counts off the vector width and row tiles, C = 1), paddings
 (0, 1, asymmetric, SAME_UPPER), batch 2, fused Relu / Clip / scalar-pass activations, bias or
@@ -112,8 +112,8 @@ SHAPES = [   # (x, w, attrs, options): output sizes 1..9, odd / non-square, C an
 @pytest.mark.parametrize("m", [2, 4])
 @pytest.mark.parametrize("chan", [0, 2], ids=["tiles", "channels"])
 def test_winograd_shapes(chan, m, target, tmp_path):
-    """Both forms: tiles vectorized (conv_winograd.py) and output channels vectorized
-    (conv_winograd_t.py, forced here; auto takes it for few tiles)."""
+    """Both forms: tiles vectorized (kernels/winograd/simd.py) and output channels vectorized
+    (kernels/winograd/chan.py, forced here; auto takes it for few tiles)."""
     cases = SHAPES + ([((1, 5, 3, 5), (37, 5, 3, 3), {"pads": [1, 0, 1, 1]}, {}),
                        ((2, 19, 6, 5), (33, 19, 3, 3), P1, {"act": "Clip",
                                                             "params": {"min": 0.0, "max": 6.0}})]
@@ -142,7 +142,7 @@ def test_winograd_blocks(sched, m, target, tmp_path):
           marker="per block of tiles" if chan else "in blocks of")
 
 
-NARROW = [   # planes narrower than a vector of tiles (x86-avx512: conv_winograd_rows.py for
+NARROW = [   # planes narrower than a vector of tiles (x86-avx512: kernels/winograd/rows.py for
     # TW = 8, 4, 2 tiles per row): full vectors of 2..8 tile rows, tails, bottom rows past OH
     # and right edges past OW (the general helpers take those vectors' outputs), batch 2
     ((1, 8, 10, 32), (9, 8, 3, 3), P1, {"act": "Relu"}),

@@ -1,4 +1,4 @@
-"""Portable Winograd conv (conv_winograd_p.py) on the generic target against onnxruntime:
+"""Portable Winograd conv (kernels/winograd/portable.py) on the generic target against onnxruntime:
 F(2x2,3x3) and F(4x4,3x3) forced on the x86 suite's awkward shapes (output sizes 1..9, odd
 planes, C = 1, asymmetric pads, SAME_UPPER, batch 2, fused and scalar-pass activations, no
 bias), several tile blocks and panels, planes narrower than a panel; the ``auto`` choice and

@@ -1,4 +1,4 @@
-"""Exp, Sigmoid and Tanh (exp_simd.py on the x86 SIMD targets, math_c.py on generic):
+"""Exp, Sigmoid and Tanh (kernels/vmath/exp.py on the x86 SIMD targets, kernels/vmath/portable.py on generic):
 accuracy against float64 over the whole float32 range, special values, the vector body and the
 lane-0 tail giving the same bits, and the fused forms (Conv epilogue, binary op, GEMM tile
 epilogue) giving the standalone op's bits."""

@@ -1,5 +1,5 @@
-"""Elu, Celu and Selu (expm1_simd.py on the x86 SIMD targets; on generic the C library, Selu
-through math_c.py's exp), and the select forms of LeakyRelu (exp_simd.py) and PRelu
+"""Elu, Celu and Selu (kernels/vmath/expm1.py on the x86 SIMD targets; on generic the C library, Selu
+through kernels/vmath/portable.py's exp), and the select forms of LeakyRelu (kernels/vmath/exp.py) and PRelu
 (pointwise.py): accuracy against float64 and numpy, special values, the vector body and the
 lane-0 tail giving the same bits, fused epilogues giving the standalone op's bits, and
 onnxruntime on real values."""

@@ -62,7 +62,7 @@ def _boundary_floats():
 
 @pytest.mark.parametrize("target", ["generic", "x86-avx2"])
 def test_float_to_float16_at_every_boundary(target, tmp_path):
-    """The branch-free conversion (half.py) against numpy's rounding, bit for bit; NaN: quiet,
+    """The branch-free conversion (kernels/dtype/half.py) against numpy's rounding, bit for bit; NaN: quiet,
     the sign and the payload's top 9 bits kept."""
     x = _boundary_floats()
     got, _ = check_node("Cast", {"x": x}, tmp_path, attrs={"to": TensorProto.FLOAT16},
@@ -90,7 +90,7 @@ def test_float_to_bfloat16_at_every_boundary(tmp_path):
 @pytest.mark.parametrize("target", ["generic", "x86-avx2"])
 @pytest.mark.parametrize("to", [TensorProto.FLOAT16, TensorProto.BFLOAT16])
 def test_round_half_at_every_boundary(to, target, tmp_path):
-    """aicc.RoundHalf (float32 -> nearest half value -> float32; generic: half.py's
+    """aicc.RoundHalf (float32 -> nearest half value -> float32; generic: kernels/dtype/half.py's
     aicc_round_h / aicc_round_bf) against numpy / ml_dtypes, bit for bit; NaN stays NaN with
     its sign (generic: quiet, the payload's top bits kept, as the Cast pair gives)."""
     x = _boundary_floats()

@@ -1,4 +1,4 @@
-"""Log, Softplus and Mish (log_simd.py on the x86 SIMD targets, math_c.py on generic):
+"""Log, Softplus and Mish (kernels/vmath/log.py on the x86 SIMD targets, kernels/vmath/portable.py on generic):
 accuracy against float64 over the float32 range, special values, the vector body and the
 lane-0 tail giving the same bits, and the fused Conv epilogue giving the standalone op's bits."""
 import numpy as np

@@ -1,4 +1,4 @@
-"""Low-precision types (aicc/ops/lowp.py): 8-bit/4-bit floats and 4-bit/2-bit integers in
+"""Low-precision types (aicc/kernels/dtype/lowp.py): 8-bit/4-bit floats and 4-bit/2-bit integers in
 Cast, QuantizeLinear, DequantizeLinear, data movement and upcast-to-float32 compute.
 
 Expected values come from ml_dtypes and onnx.numpy_helper.saturate_cast (what the onnx

@@ -1,7 +1,7 @@
 """Gemm and MatMul: compiled C vs onnxruntime, plus fused epilogues (bias + activation).
 
 Every test that compiles runs on every target (generic: the portable kernel; x86-avx2 and
-x86-avx512: the SIMD GEMM of gemm_simd.py with its row kernels 1..MR, panel groups, masked
+x86-avx512: the SIMD GEMM of kernels/gemm/simd.py with its row kernels 1..MR, panel groups, masked
 column tails, K/M/N blocks and tile epilogue). Targets the host CPU cannot run are not generated."""
 import itertools
 import re

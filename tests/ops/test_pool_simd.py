@@ -1,4 +1,4 @@
-"""Pooling on the SIMD targets (x86-avx2, x86-avx512; aicc/ops/pool_simd.py) against
+"""Pooling on the SIMD targets (x86-avx2, x86-avx512; aicc/kernels/pool/simd.py) against
 onnxruntime / numpy: MaxPool (no Indices), AveragePool (count_include_pad both ways),
 GlobalAveragePool, GlobalMaxPool on awkward shapes (widths around the vector widths, 1-wide,
 kernels larger than the input with padding, ceil_mode, dilation, strides 1/2/3, 1-D and 3-D),

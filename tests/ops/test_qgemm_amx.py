@@ -1,4 +1,4 @@
-"""The AMX tile kernels of x86-avx512-amx (ops/qgemm_amx.py): QLinearConv / ConvInteger whose
+"""The AMX tile kernels of x86-avx512-amx (kernels/qgemm/amx.py): QLinearConv / ConvInteger whose
 weights fit int8 (the implicit conv, k tiles of 4..16 channel groups) and QLinearMatMul /
 MatMulInteger (rows >= MIN_ROWS) give the numpy reference's values and the generic target's,
 bit for bit; the bundle really ran the tiles (the process holds the AMX permission that only

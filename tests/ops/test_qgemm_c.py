@@ -1,4 +1,4 @@
-"""The portable integer GEMM (ops/qgemm_c.py: int16 dot products in int32 sums) of
+"""The portable integer GEMM (kernels/qgemm/portable.py: int16 dot products in int32 sums) of
 QLinearConv, ConvInteger, QLinearMatMul and MatMulInteger on the generic target: exact against
 the numpy / onnx.reference values (and onnxruntime within one unit of the requantized outputs)
 on shapes that reach every part of it: K not a multiple of the 8-value padding, output
@@ -111,7 +111,7 @@ def test_convinteger_dot_const_weights(case, tmp_path):
     _check("ConvInteger", feeds, inits, ["x", "w", "xz", "wz"], attrs, tmp_path)
 
 
-# constant weights, one group: patches from the padded channel-last copy (qgemm_cpad.py)
+# constant weights, one group: patches from the padded channel-last copy (kernels/qgemm/cpad.py)
 PADDED = {
     # 14 channels -> 16 (two zero-point channels per tap), asymmetric padding
     "c14": ((1, 14, 9, 11), (6, 14, 3, 3), {"pads": [1, 0, 2, 1]}),
@@ -313,7 +313,7 @@ def test_qlinearconv_requant_float32_rows(group, yt, per_channel, tmp_path):
     assert (got == info.min).any() and (got == info.max).any() and (acc < 0).any()
 
 
-# one input channel per group: qconv_planes.py's stride phases of the padded plane
+# one input channel per group: kernels/qgemm/planes.py's stride phases of the padded plane
 DEPTHWISE = {
     "wide_rows_s1": ((1, 4, 5, 43), (4, 1, 3, 3), {"pads": [1, 1, 1, 1]}),
     "wide_rows_s2": ((1, 4, 5, 86), (4, 1, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),

@@ -1,4 +1,4 @@
-"""The integer GEMM kernels of the SIMD targets (ops/qgemm_simd.py): QLinearConv / ConvInteger
+"""The integer GEMM kernels of the SIMD targets (kernels/qgemm/simd.py): QLinearConv / ConvInteger
 with constant weights and QLinearMatMul / MatMulInteger with a constant b, on x86-avx2,
 x86-avx512 and x86-avx512-vnni, give the generic target's values bit for bit and the numpy
 reference's (exact integer sums, float64 requantization): implicit stride-1 convs (1-D / 2-D,
@@ -49,7 +49,7 @@ def _both(model, feeds, tmp_path, target, form=None, dw=False):
     c = (builds[0].parent / "model.c").read_text()
     if form is not None:     # the dot-product form (qgemm_simd.FORMS) the model's C uses
         assert f"form {form})" in c, form
-    assert ("qconv_dw.py" in c) == dw
+    assert ("kernels/qgemm/depthwise.py" in c) == dw
     gen = compile_and_run(model, feeds, tmp_path, target="generic")["y"]
     np.testing.assert_array_equal(got, gen)
     return got
@@ -201,7 +201,7 @@ def _requant_inits(r, acc, xt, m):
             "b": r.integers(-20000, 20000, size=(m,)).astype(np.int32)}
 
 
-DW = {   # depthwise: exact float32 sums (ops/qconv_dw.py)
+DW = {   # depthwise: exact float32 sums (kernels/qgemm/depthwise.py)
     "3x3": ((1, 16, 19, 21), (16, 1, 3, 3), {"pads": [1, 1, 1, 1]}),
     "s2": ((2, 5, 13, 11), (5, 1, 3, 3), {"pads": [1, 0, 2, 1], "strides": [2, 2]}),
     "1d_dil": ((1, 3, 40), (3, 1, 5), {"pads": [2, 2], "dilations": [2]}),
@@ -246,7 +246,7 @@ def test_depthwise(case, xt, wt, target, tmp_path):
                        inits, opset=10)
     got = _both(model, feeds, tmp_path, target, dw=True)
     (c,) = [t for t in (f.read_text() for f in Path(tmp_path).glob("b*/model.c"))
-            if "qconv_dw.py" in t]
+            if "kernels/qgemm/depthwise.py" in t]
     run = DW_RUN[target.split("-")[1]].get(case)
     if run is not None:
         assert ("one run of" in c) == run

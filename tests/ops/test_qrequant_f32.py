@@ -1,4 +1,4 @@
-"""The float32 form of the SIMD requantization (ops/qrequant_simd.py, ``_f32`` helpers): when
+"""The float32 form of the SIMD requantization (kernels/qgemm/requant.py, ``_f32`` helpers): when
 the build proves every sum within 2^24, QLinearConv / QLinearMatMul requantize in float32 and
 must still give the float64 product's rounding, value for value. The hard cases are sums
 whose float32 product rounds onto a half-integer that the exact product is not (the tie
@@ -45,7 +45,7 @@ def _hard_count(acc: np.ndarray, m: np.ndarray) -> tuple:
 
 
 def _forms(d) -> set:
-    """The float32 requantization forms ('' checked, 'f' by the fused multiply-add: ops/qround.py;
+    """The float32 requantization forms ('' checked, 'f' by the fused multiply-add: kernels/qgemm/round.py;
     'c' after them: per-column constant multipliers) the builds in d call (_both builds the
     SIMD one and the generic one)."""
     return {f for p in d.glob("b*/model.c") for f in re.findall(r"_f32(f?c?)\(", p.read_text())}

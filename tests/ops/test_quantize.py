@@ -238,7 +238,7 @@ SIMD = [t for t in runnable_targets() if t in ("x86-avx2", "x86-avx512")]
 @pytest.mark.parametrize("target", SIMD)
 @pytest.mark.parametrize("dt", QT)
 def test_quantize_simd_generic_values(dt, target, tmp_path):
-    """The vector loop (quantize_simd.py) gives the generic target's values: ties, values far
+    """The vector loop (kernels/qgemm/quantize.py) gives the generic target's values: ties, values far
     out of range, NaN, +-Inf, a zero point at either end of the range, the tail (77 values:
     not a multiple of 8 or 16); against onnxruntime where it defines the result."""
     r = rng(11)

@@ -1,5 +1,5 @@
 """The vectorizable float32 Erf (activations._erf: piecewise polynomials instead of libm's
-erff; on the SIMD targets erf_simd.py's FMA form) and the SIMD Softmax rows (softmax.py: vector exp) on every runnable target, against
+erff; on the SIMD targets kernels/vmath/erf.py's FMA form) and the SIMD Softmax rows (softmax.py: vector exp) on every runnable target, against
 float64 references on dense ranges, plus the special values."""
 import math
 
@@ -44,7 +44,7 @@ def test_erf_special_values(target, tmp_path):
 @pytest.mark.parametrize("target", [t for t in TARGETS if t != "generic"])
 @pytest.mark.parametrize("op", ["Erf", "Gelu"])
 def test_erf_gelu_vector_loop_bitwise(op, target, tmp_path):
-    """The SIMD loops (erf_simd.py's FMA polynomials: vector body + lane-0 tail) give the same
+    """The SIMD loops (kernels/vmath/erf.py's FMA polynomials: vector body + lane-0 tail) give the same
     bits for the same value in the body and in the tail, and stay within a few 1e-8 of the
     generic target's separate multiplies and adds, on every piece, the boundaries and the
     specials."""

@@ -1,4 +1,4 @@
-"""Sin, Cos, Atan, Asin and Acos (trig_simd.py on the x86 SIMD targets, the C library on
+"""Sin, Cos, Atan, Asin and Acos (kernels/vmath/trig.py on the x86 SIMD targets, the C library on
 generic): accuracy against float64, special values, large arguments through the C library in
 the same vector as small ones, and the vector body and the lane-0 tail giving the same bits."""
 import numpy as np

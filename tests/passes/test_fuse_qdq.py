@@ -18,7 +18,7 @@ from tests.oracle import compile_and_run, make_model, rng
 from tests.passes.helpers import ops, run_pass
 
 X86 = [t for t in runnable_targets() if t.startswith("x86-")]
-TARGETS = ["generic"] + X86     # generic: the portable integer kernels (ops/qgemm_c.py)
+TARGETS = ["generic"] + X86     # generic: the portable integer kernels (kernels/qgemm/portable.py)
 # targets whose pass_options turn the pass on for every conv, and those where it is auto
 # (depthwise and 1x1 convs only; configs/targets/*.yaml)
 MODE = {t: load_target(t).pass_options.get("fuse-qdq", {}).get("mode") for t in TARGETS}

@@ -1,5 +1,5 @@
 """upcast-half's commuting ops (Relu, Clip, MaxPool, Max, ... read their producer's float32
-value), the float32 <-> float16 Casts of the x86 SIMD targets (half_simd.py) and float16
+value), the float32 <-> float16 Casts of the x86 SIMD targets (kernels/vmath/half.py) and float16
 conv chains channel-last: structure, and bundles whose outputs are the bits of the build
 without the rewiring (``commute: false``) on every target, plus onnxruntime's values."""
 import io

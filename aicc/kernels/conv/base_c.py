@@ -5,7 +5,7 @@ Every node is described by one ``aicc_conv_params`` (a 1-D or 2-D node is a 3-D 
 leading unit spatial dims) and each step is one call of a shared helper with a constant
 params struct. Kernels:
 
-* ``aicc_conv_gemm`` (its im2col and driver in conv_gemm_c.py): im2col tiles into step
+* ``aicc_conv_gemm`` (its im2col and driver in kernels/conv/gemm_c.py): im2col tiles into step
   scratch, then this module's 4x8 register tile with the weights packed at compile time as
   [group][block of 4 output channels][k][4]. 1x1 stride-1 unpadded convs gather with a
   straight copy.

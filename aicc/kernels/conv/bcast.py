@@ -1,5 +1,5 @@
 """Direct conv with the input broadcast (float32; x86-avx2 / x86-avx512): the variant
-``bcast`` of conv_simd.py (NCHW Conv) and the group-1 kernel of ConvNHWC for few input
+``bcast`` of kernels/conv/simd.py (NCHW Conv) and the group-1 kernel of ConvNHWC for few input
 channels (conv_nhwc.py).
 
 A register block is R consecutive output positions of one output row x V vectors of output
@@ -40,7 +40,7 @@ padding zeros meet the weights (0 * Inf = NaN for an Inf weight, as im2col's zer
 the lanes past Cout multiply zero weights and are never stored.
 
 Padded taps: with finite weights, output rows and edge column blocks whose taps reach the
-padding get kernels that leave those products out (conv_bcast_edges.py; no bit changes).
+padding get kernels that leave those products out (kernels/conv/bcast_edges.py; no bit changes).
 DS-CNN's first conv (10 x 4 on 49 x 10, 16% of its taps on padding), x86-avx512 C A/B: the
 whole model -2.4%.
 """

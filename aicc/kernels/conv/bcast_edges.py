@@ -1,4 +1,4 @@
-"""conv_bcast.py's padded taps skipped at build time: block kernels specialized to the output
+"""kernels/conv/bcast.py's padded taps skipped at build time: block kernels specialized to the output
 rows and column blocks whose taps reach the zero padding (a first conv with a tall kernel on a
 small input, DS-CNN's 10 x 4 on 49 x 10: 16% of its taps land on padding).
 

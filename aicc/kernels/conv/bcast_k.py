@@ -1,7 +1,7 @@
-"""C text of conv_bcast.py's block kernels: R output positions x V output-channel vectors,
+"""C text of kernels/conv/bcast.py's block kernels: R output positions x V output-channel vectors,
 the taps of each input channel unrolled with constant offsets (a loop over kernel rows past
 MAX_UNROLL taps), each input value broadcast into the FMAs of the positions it serves
-(see conv_bcast.py for the layout, the epilogue and the rounding). g: conv_bcast._Geo2."""
+(see kernels/conv/bcast.py for the layout, the epilogue and the rounding). g: conv_bcast._Geo2."""
 from __future__ import annotations
 
 import hashlib

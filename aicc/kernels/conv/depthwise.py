@@ -83,7 +83,7 @@ def kernel(ctx, isa: str, u: int) -> str:
 
 DRIVER = """\
 /* Depthwise conv driver: per batch item and input channel, the phase-split padded plane
- * (phase blocks of Hq x Wq, see conv_depthwise.py) is filled, then each of its cout_g output
+ * (phase blocks of Hq x Wq, see kernels/conv/depthwise.py) is filled, then each of its cout_g output
  * channels is computed on the virtual grid (OH rows of pitch Wq, nv vectors into tmp) by `kern`
  * and its OW valid columns copied to the output rows; ep (may be NULL) is the scalar
  * activation on the finished output plane. The plane (np floats) is zeroed once. */

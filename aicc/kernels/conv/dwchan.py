@@ -1,6 +1,6 @@
 """Channel-vectorized depthwise Conv (multiplier 1, 1-D/2-D, float32; x86-avx2 / x86-avx512)
 for small planes (the 7x7 .. 3x3 maps at the end of MobileNets), where one plane fills at most
-a few vectors and conv_depthwise.py's per-channel FMA chains and row copies dominate.
+a few vectors and kernels/conv/depthwise.py's per-channel FMA chains and row copies dominate.
 
 Per batch item the input is transposed into a zero-padded channel-last scratch volume
 ``xt[Hp][Wp][Cp]`` (Cp: channels rounded up to the vector width; padding and the extra
@@ -38,7 +38,7 @@ def _driver(isa: str) -> str:
     stores = "\n".join(f"                {st.format(p=f'o + cv + {i * L}u', v=a)};"
                        for i, a in enumerate(accs))
     return f"""\
-/* {isa} channel-vectorized depthwise conv (multiplier 1, see conv_depthwise_c.py): xt is the
+/* {isa} channel-vectorized depthwise conv (multiplier 1, see kernels/conv/dwchan.py): xt is the
  * channel-last padded volume [Hp][Wp][Cp] (zeroed here once), wt the taps [T][Cp], ot the
  * channel-last output [P][Cp]; toff[t]: tap offset in positions of xt. */
 static void aicc_dwc_{isa}(const aicc_conv_params *p, const float *restrict x,

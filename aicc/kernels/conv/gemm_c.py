@@ -65,7 +65,7 @@ static void aicc_im2col_SFX(const aicc_conv_params *p, const TYPE *restrict x, s
     "                        c[(j >> 3) * K8 + (j & 7)] = 0;\n", CHUNKS8) + "}"
 
 GEMM = """\
-/* Conv as GEMM over im2col tiles (see aicc_im2col and conv_gemm_c.py): per tile of output
+/* Conv as GEMM over im2col tiles (see aicc_im2col and kernels/conv/gemm_c.py): per tile of output
  * positions and block of kt patch entries, every block of 4 output channels is computed as
  * 4x8 register tiles and stored (first K block, with the bias) or added (the others) into Y;
  * after the last K block the fused epilogue (ep, may be NULL) runs on the finished rows.

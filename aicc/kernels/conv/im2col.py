@@ -1,8 +1,8 @@
-"""The GEMM paths of a float32 conv on the x86 SIMD targets (conv_simd.py chooses them):
+"""The GEMM paths of a float32 conv on the x86 SIMD targets (kernels/conv/simd.py chooses them):
 ``direct`` (1x1, stride 1, unpadded: the input of a group is the B operand, column panels
 with row stride P) and ``im2col`` (the batch item copied into a zero-padded volume, then per
 tile of positions x patch entries the patches packed into column panels of NR and the tile
-run through conv_simd_gemm's tile GEMM; K tiles accumulate into Y). See conv_simd.py for the
+run through conv_simd_gemm's tile GEMM; K tiles accumulate into Y). See kernels/conv/simd.py for the
 layouts, the rounding and NaN/Inf.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Implicit-GEMM Conv for 1-D/2-D convs (float32; x86-avx2 / x86-avx512): no im2col.
 
-Stride 1: the batch item is copied into the zero-padded volume of conv_simd.py (pitch Wp =
+Stride 1: the batch item is copied into the zero-padded volume of kernels/conv/simd.py (pitch Wp =
 padded width extent). Output position (oy, ox) is the "virtual" column f = oy * Wp + ox and
 patch entry k = (channel c, tap (ky, kx)) reads ``xp[koff[k] + f]`` with ``koff[k] = c * V +
 ky * dh * Wp + kx * dw``: for every k, consecutive f are consecutive floats. So the GEMM's B
@@ -35,7 +35,7 @@ from .simd_gemm import GEMM_FN_TABLE, KEY, clamp_of, packed_weights, tile_gemm
 from ..gemm.simd import flit, nr_of
 
 DRIVER = """\
-/* Implicit-GEMM conv (see conv_simd_i.py): per batch item, the padded volume xp (sizes e;
+/* Implicit-GEMM conv (see kernels/conv/implicit.py): per batch item, the padded volume xp (sizes e;
  * ph != NULL: e[0] phase planes (ph[2t], ph[2t + 1]) of e[1] x e[2] per channel; slack zero
  * floats after it); per group and virtual tile of nt columns (f = oy * e[2] + ox),
  * tmp[M][nt] = W @ B with B(k, j) = xp[koff[k] + f0 + j] (bias and clamp in the kernels),
@@ -82,7 +82,7 @@ static void aicc_cv_convi_ISA(const aicc_conv_params *p, const float *restrict x
 
 PAD_PH = """\
 /* Phase planes of the zero-padded C channels of one 1-D/2-D batch item (stride > 1, see
- * conv_simd_i.py): xp[c][t][r][q] = padded input (row r * sh + ph[2t], column q * sw +
+ * kernels/conv/implicit.py): xp[c][t][r][q] = padded input (row r * sh + ph[2t], column q * sw +
  * ph[2t + 1]), e = (planes, rows, columns); `slack` zeros follow. Stride 2 along the row: a
  * vector de-interleave that reads only the floats it keeps (masked or scalar tail). */
 static AICC_UNUSED void aicc_cv_pad_ph_ISA(const aicc_conv_params *p, size_t C,

@@ -283,7 +283,7 @@ class _Gen:
         full, rest = divmod(self.nv, sv)
         if full and not rest and self.tail != L:     # the last strip has the masked vector
             full, rest = full - 1, sv
-        o = [f"/* {self.fl} channel-last depthwise conv (conv_nhwc_dw.py): {g.n}x{g.h}x{g.w}x{C}"
+        o = [f"/* {self.fl} channel-last depthwise conv (kernels/conv/nhwc_dw.py): {g.n}x{g.h}x{g.w}x{C}"
              f" -> {g.oh}x{g.ow}, {g.kh}x{g.kw} taps, stride {g.sy}x{g.sx}, dilation "
              f"{g.dy}x{g.dx}, pads {[g.pt, g.pl, g.pb, g.pr]};\n * wt [tap][{cp}], bp [{cp}]; "
              f"strips of {sv * L} channels (groups of {vb} vectors). */",

@@ -32,7 +32,7 @@ from .base_c import suffix, use
 KEY = "7.planes"
 BLOCK = 16      # outputs per block (the C text's four arrays of 4)
 
-# The phase planes' fill shared with qconv_planes.py: input plane X (element type SRC) into
+# The phase planes' fill shared with kernels/qgemm/planes.py: input plane X (element type SRC) into
 # xq (DST), row py = iy + pt of phase (py % sh, column phase b) at (py / sh, (ix + pl) / sw),
 # each value VALUE (of xr[ix]); rows and columns no tap reads (past hp, wp) are skipped.
 PHASE_FILL = """\
@@ -72,7 +72,7 @@ def extent(geo) -> tuple:
 
 PLANES = f"""\
 /* Conv with one input channel per group, 1-D / 2-D, as flat sums over stride phases of the
- * padded plane (see ops/conv_planes.py). xq: phase planes, zeroed by the caller; acc: nf
+ * padded plane (see kernels/conv/planes_c.py). xq: phase planes, zeroed by the caller; acc: nf
  * outputs laid out in rows of wq; off[t]: the offset of tap t from the output's flat index. */
 static void aicc_conv_planes_SFX(const aicc_conv_params *p, const TYPE *restrict x,
                                  const TYPE *restrict w, const TYPE *restrict bias,

@@ -5,30 +5,30 @@ the output positions P (the large dimension) as the vectorized N dimension.
 Variants (``emit``; the target's ``schedule: conv: algo`` or a node's ``aicc_schedule: {algo:
 ...}`` forces one, ``auto`` picks):
 
-* ``depthwise`` (conv_depthwise.py): one input channel per group, 1-D/2-D, multiplier < 4;
-  ``dwchan`` (conv_depthwise_c.py): multiplier 1, channels vectorized through channel-last
+* ``depthwise`` (kernels/conv/depthwise.py): one input channel per group, 1-D/2-D, multiplier < 4;
+  ``dwchan`` (kernels/conv/dwchan.py): multiplier 1, channels vectorized through channel-last
   copies; forced only (measured slower than ``depthwise`` on every MobileNet shape, e.g.
   576 channels 14x14 stride 2: 52 vs 17 us on avx512; with constant weights the
-  layout-nhwc pass runs such convs channel-last without the copies, ops/conv_nhwc_dw.py).
-* ``winograd`` (conv_winograd.py): 2-D 3x3, stride 1, dilation 1, group 1, constant weights:
+  layout-nhwc pass runs such convs channel-last without the copies, kernels/conv/nhwc_dw.py).
+* ``winograd`` (kernels/winograd/simd.py): 2-D 3x3, stride 1, dilation 1, group 1, constant weights:
   Winograd F(2x2,3x3) or F(4x4,3x3) (``wino_m``), t * t GEMMs on transformed tiles, 2.25x /
   4x fewer multiplications (auto: when channels and output tiles pass conv_winograd.AUTO;
   F(4,3) up to 64 input channels, F(2,3) above: F(4,3) is less accurate).
-* ``bcast`` (conv_bcast.py): direct, group 1, 1-D/2-D, constant weights: blocks of output
+* ``bcast`` (kernels/conv/bcast.py): direct, group 1, 1-D/2-D, constant weights: blocks of output
   positions x output-channel vectors, each input value broadcast from the padded rows, no
   im2col (auto: strided convs, and on x86-avx512 convs of at most 4 input channels, whose
   channels fill >= 75% of the lanes, with outputs of at most 64 K floats (20 K with at most
   4 input channels; avx2 16 K) and weights of at most 2 MB; conv_bcast.prefer; x86-avx512
   uses 8-lane vectors when the last 16-lane one would be at most half full).
-* ``transposed`` (conv_simd_t.py): output channels vectorized, for few positions / many
+* ``transposed`` (kernels/conv/transposed.py): output channels vectorized, for few positions / many
   channels (auto: when Cout/g fills clearly more vector lanes than P, e.g. 7x7 maps).
-* ``implicit`` (conv_simd_i.py): 1-D/2-D, no im2col: the padded input (split into phase
+* ``implicit`` (kernels/conv/implicit.py): 1-D/2-D, no im2col: the padded input (split into phase
   planes for stride > 1) is the B operand, read through a per-k offset table on a virtual
   grid (auto: when at most ``implicit_pct`` % of the lanes are padding garbage).
-* ``direct`` (conv_im2col.py): 1x1 kernel, stride 1, no padding: the input [C, P] of a group
+* ``direct`` (kernels/conv/im2col.py): 1x1 kernel, stride 1, no padding: the input [C, P] of a group
   is the B operand itself, read in column panels with row stride P (the micro-kernel's ``rs``); the last partial
   panel is read with masked loads, so nothing past the tensor is touched.
-* ``im2col`` (conv_im2col.py): every other geometry. The batch item is copied into a
+* ``im2col`` (kernels/conv/im2col.py): every other geometry. The batch item is copied into a
   zero-padded scratch volume (2 * NR floats of zero slack after it) so that every tap lands inside; then per tile
   of ``nt`` positions x ``kt`` patch entries (``tile_kb``), the patches are packed into column
   panels of NR (2 vectors), ``col[(j / NR) * kt * NR + k * NR + j % NR]`` (zero past the tile's
@@ -39,7 +39,7 @@ Variants (``emit``; the target's ``schedule: conv: algo`` or a node's ``aicc_sch
 
 Weights are packed at compile time (``ctx.const``; run-time weights into step scratch) in the
 kernels' A layout, in the order the tile GEMM streams them (conv_simd_gemm.pack_a). The tile
-GEMM and micro-kernels (conv_simd_gemm.py) fuse bias and the activation (in registers for
+GEMM and micro-kernels (kernels/conv/simd_gemm.py) fuse bias and the activation (in registers for
 none / Relu / Clip, else a scalar pass from the shared activation table). Schedule: ``mr``
 (rows per micro-tile, lowered per node to equal row tiles), ``kc`` (K block), ``jb`` (column
 block), ``tile_kb`` (im2col / patch / output tile budget), ``implicit_pct``, ``wino_m``
@@ -55,7 +55,7 @@ on the schedule or the variant (except depthwise: bias first, then the taps; and
 the same chain, bias added after), except for ``winograd``: its transforms change the
 arithmetic, so its results depend on the variant and on ``wino_m`` (F(2,3): errors as the
 direct chain; F(4,3): about 5x larger, ~0.4 of the tests' tolerance at C = 64 (auto's limit),
-above 1 at C = 256 - 512 (forced only there); measured figures in conv_winograd.py). It
+above 1 at C = 256 - 512 (forced only there); measured figures in kernels/winograd/simd.py). It
 differs from onnxruntime (also FMA, other order) by rounding only. NaN/Inf: IEEE (0 * Inf =
 NaN for zero weights); the clamp propagates NaN
 (max/min return the NaN operand as the scalar ``x < lo ? lo : x`` does); padding zeros never

@@ -1,5 +1,5 @@
-"""The SIMD GEMM of the conv paths (conv_simd.py, float32, avx2 / avx512): micro-kernels in
-gemm_simd.py's design (mr rows x NR = 2 vectors of FMA accumulators, 1-/2-row kernels on 4/2
+"""The SIMD GEMM of the conv paths (kernels/conv/simd.py, float32, avx2 / avx512): micro-kernels in
+kernels/gemm/simd.py's design (mr rows x NR = 2 vectors of FMA accumulators, 1-/2-row kernels on 4/2
 panels at once, the last partial panel masked) generalized for conv: the B operand is read as
 ``B(k, j) = b[(j / NR) * bs + k * rs + j % NR]`` (packed im2col panels: bs = K * NR, rs = NR;
 the input itself for 1x1 convs: bs = NR, rs = channel stride), and the epilogue runs in

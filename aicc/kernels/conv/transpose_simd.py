@@ -1,6 +1,6 @@
 """ConvTranspose on the x86 SIMD targets (float32, constant weights, groups with at least 4
 input channels): per batch item and group, over tiles of nt input positions, the conv tile
-GEMM of conv_simd_gemm.py computes ``col[M * kk, nt] = W^T x`` (row q = m * kk + tap, the
+GEMM of kernels/conv/simd_gemm.py computes ``col[M * kk, nt] = W^T x`` (row q = m * kk + tap, the
 input read in place as a 1x1 conv's B operand: no packing, masked loads past the last
 position), then conv_transpose.COL2IM adds each row to the output positions its tap reaches.
 The output planes start at the bias; a fused activation runs on the finished planes.
@@ -23,7 +23,7 @@ from ..gemm.simd import nr_of
 from .schedule import balanced
 
 DRIVER = """\
-/* ConvTranspose through the conv tile GEMM (conv_transpose_simd.py): per batch item, group
+/* ConvTranspose through the conv tile GEMM (kernels/conv/transpose_simd.py): per batch item, group
  * and tile of nt input positions, col[M][nt] = W^T x (w: [M = cout_g * kk][cin_g] per group,
  * packed by pack_a; the input is B, rows X apart), then aicc_convt_col2im adds the rows to the
  * output planes, which start at the bias; ep (may be NULL) runs on the finished planes. */

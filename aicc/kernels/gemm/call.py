@@ -18,7 +18,7 @@ Y[i, j] (Inf * 0 = NaN included), as in a plain dot product. Empty operands: K =
 ``Y = beta * C`` (or 0), M == 0 or N == 0 an empty output with no code.
 
 Kernel variants (``gemm_plan``): the target's ``kernels:`` list, best first, picks the first
-variant this module implements: ``avx512`` / ``avx2`` (float32, K > 0; gemm_simd.py: FMA
+variant this module implements: ``avx512`` / ``avx2`` (float32, K > 0; kernels/gemm/simd.py: FMA
 micro-kernels, K/M/N cache blocking, the bias/alpha/beta/activation epilogue applied to each
 tile right after its last K block) or ``generic`` (the portable kernel above; float64 and
 K == 0 always use it). Schedule parameters (mr, kc, mc, jb) come from the target's

@@ -22,7 +22,7 @@ Layout (GotoBLAS/BLIS-style, our own code):
 * Edges: the last panel of N is handled with masked loads/stores (lanes past N are never
   touched); rows are exact (one kernel per row count); K is a loop bound.
 * Epilogue: after the last K block of a tile, while the tile is in L1, ``y = act(alpha * y +
-  beta * C(i, j))`` (activation from activations.py; C read through strides, NULL when absent).
+  beta * C(i, j))`` (activation from kernels/vmath/act.py; C read through strides, NULL when absent).
 
 Rounding: every output element is one chain of fused multiply-adds in ascending k,
 ``acc = fma(a[i,k], b[k,j], acc)`` starting from +0 (the K blocks store and reload the exact

@@ -1,5 +1,5 @@
-"""Text pieces of the SIMD micro-kernels, shared by the GEMM (gemm_simd.py) and conv
-(conv_simd_gemm.py) kernel generators. A micro-kernel keeps mr rows x (panels x V vectors) of
+"""Text pieces of the SIMD micro-kernels, shared by the GEMM (kernels/gemm/simd.py) and conv
+(kernels/conv/simd_gemm.py) kernel generators. A micro-kernel keeps mr rows x (panels x V vectors) of
 accumulators in registers; it walks the columns of Y in steps of one or more B panels of NR =
 V * lanes columns (column_loops), and each step opens its tile (tile_open: panel pointers,
 accumulators, lane masks, start from Y's partial sums or zero), runs the K loop of FMAs

@@ -2,7 +2,7 @@
 ldt, nc, y, ldy)`` writes ``y[c * ldy + p] = t[p * ldt + c]`` (p < np, c < nc) with L x L
 register transposes (unpack, shuffle, then the 128-bit lanes), the last positions scalar.
 t must have ldt >= nc rounded up to L columns (read, not stored past nc). Used by
-conv_bcast.py's NCHW output; the values are moved, never changed (NaN payloads kept)."""
+kernels/conv/bcast.py's NCHW output; the values are moved, never changed (NaN payloads kept)."""
 from __future__ import annotations
 
 from string import Template

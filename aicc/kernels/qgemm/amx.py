@@ -3,7 +3,7 @@ and later Xeons). ``tdpbusd`` multiplies a 16 x 64 tile of uint8 by a 64 x 16 ti
 (stored as 16 rows of 16 columns x 4 k) into a 16 x 16 tile of int32 sums: 16384 products per
 instruction against vpdpbusd's 64 (this Xeon: 3.7 T products/s on one core, against 0.41).
 
-The operands are the quad form's (qgemm_simd.py): A rows of uint8 (activations, x + 128 for
+The operands are the quad form's (kernels/qgemm/simd.py): A rows of uint8 (activations, x + 128 for
 int8, zeros past K), B = w - wzp as int8 in panels of 32 columns, row kg of a panel holding
 columns 0-15 x 4 k then 16-31 x 4 k. A B tile (16 k groups x 16 columns) is therefore 16 rows
 128 bytes apart in a panel, with no repacking: the AMX path only needs K padded to a multiple
@@ -155,7 +155,7 @@ def conv(ctx, kr: int) -> str:
         "int32_t *c,\n                               size_t ldc", kr,
         "const uint8_t *xp = x + p * 128u;", "w + ({r}) * lda + 4u * {kg}", "xp + off[{kg}]",
         "cs", "_tile_dpbsud",
-        "The implicit conv GEMM (qgemm_conv.py, quad form qb) on AMX tiles: A the weights\n"
+        "The implicit conv GEMM (kernels/qgemm/conv.py, quad form qb) on AMX tiles: A the weights\n"
         " * (int8 w - wzp, zero rows past the channels), B the padded input (unsigned bytes, 4\n"
         " * channels interleaved): k group (tap t, channel group c), kg = t cgn + c, of positions\n"
         " * 32 p.. is the run at x + off[kg] + 128 p, and consecutive channel groups are cs bytes\n"

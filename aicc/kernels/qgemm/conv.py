@@ -1,5 +1,5 @@
 """QLinearConv / ConvInteger with constant weights on the x86 SIMD targets: the integer GEMMs
-of qgemm_simd.py (forms, exactness, requantization there) with the weights ``w - wzp`` as
+of kernels/qgemm/simd.py (forms, exactness, requantization there) with the weights ``w - wzp`` as
 the broadcast operand A ([cout, K] per group, packed at build time) and the input as B.
 
 * 1-D / 2-D (any padding, stride, dilation, groups): an implicit GEMM. The input of a
@@ -15,10 +15,10 @@ the broadcast operand A ([cout, K] per group, packed at build time) and the inpu
 * 3-D convs: im2col of a block of output positions (a multiple of NR, sized so that its
   panels stay in L2) packed into pair panels at run time.
 
-The copies are qconv_copy.py's; on x86-avx512-amx the quad form's implicit GEMM runs on AMX
-tiles (qgemm_amx.py) when a tap's channel groups split into k tiles of 4 to 16 groups.
+The copies are kernels/qgemm/copy.py's; on x86-avx512-amx the quad form's implicit GEMM runs on AMX
+tiles (kernels/qgemm/amx.py) when a tap's channel groups split into k tiles of 4 to 16 groups.
 
-Depthwise convs run in exact float32 arithmetic (qconv_dw.py); other convs with fewer than
+Depthwise convs run in exact float32 arithmetic (kernels/qgemm/depthwise.py); other convs with fewer than
 MIN_K products per output keep qlinear.py's tap loops.
 """
 from __future__ import annotations
@@ -52,7 +52,7 @@ def implicit_ok(geo) -> bool:
 
 def usable(ctx, geo, op) -> bool:
     """Whether emit_conv takes a conv with this geometry: a SIMD target, constant weights and
-    weight zero point, and enough products per output (or depthwise, qconv_dw.py)."""
+    weight zero point, and enough products per output (or depthwise, kernels/qgemm/depthwise.py)."""
     return geo.batch * geo.cout * numel(geo.out) > 0 and const_operand(ctx, op.W, op.WZ) and (
         geo.cin_g * numel(geo.k) >= MIN_K or qconv_dw.dw_usable(geo))
 

@@ -1,4 +1,4 @@
-"""The input copies of the integer convs (qgemm_conv.py) on the x86 SIMD targets: the
+"""The input copies of the integer convs (kernels/qgemm/conv.py) on the x86 SIMD targets: the
 implicit GEMM's padded, channel-interleaved planes (pairs of int16 ``x - xzp``, or quads of
 unsigned bytes ``x + FLIP`` with the zero point in the padding), their phase-split form for
 strided convs, and the 3-D path's im2col panels. C templates over the activation type

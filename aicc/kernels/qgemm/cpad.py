@@ -1,4 +1,4 @@
-"""Patches of the portable integer conv (qgemm_c.py) from a padded channel-last copy.
+"""Patches of the portable integer conv (kernels/qgemm/portable.py) from a padded channel-last copy.
 
 qgemm_c's dot kernel wants one row of Kp int16 per output position. Gathered straight from
 the NCHW input (aicc_icols16), every value is a store Kp * 2 bytes from the previous one:

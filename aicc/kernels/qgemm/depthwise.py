@@ -6,7 +6,7 @@ product and every partial sum is an integer of magnitude at most T * 255 * 255, 
 T <= 258, so float32 multiply-adds represent them exactly in any order (no rounding ever
 happens) and converting the float sum to int32 gives the integer sum: the portable loops'
 value (modulo 2^32, which it never reaches) bit for bit. The bias is added afterwards in
-wrapping int32, then the requantization (qrequant_simd.py).
+wrapping int32, then the requantization (kernels/qgemm/requant.py).
 
 Per (batch, channel): the input plane minus its zero point as float, zero-padded, split into
 ``sh x sw`` phases (``P[rh][ph][i][j] = xpad[i * sh + rh][j * sw + ph]``), so that the taps
@@ -254,7 +254,7 @@ def emit(op, node, ctx, rq: Requant | None) -> None:
     pad = _pad(ctx, isa, ta)
     how = f"one run of {n} positions" if run else f"rows of {OW}"
     bands = f"bands of {B} output rows ({hb} x {wq} per phase)" if banded else f"{hq} x {wq}"
-    ctx(f"/* depthwise {geo.describe()}: exact float32 sums ({isa}, qconv_dw.py) on the padded "
+    ctx(f"/* depthwise {geo.describe()}: exact float32 sums ({isa}, kernels/qgemm/depthwise.py) on the padded "
         f"plane in {sh} x {sw} phases of {bands}, {how} */")
     ctx(f"const int32_t xzp = {zp_expr(ctx, op.XZ)};")
     ctx(f"memset({plane}, 0, {sh * sw * hb * wq}u * sizeof *{plane});   /* the padding */")

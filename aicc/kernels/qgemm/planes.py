@@ -1,5 +1,5 @@
 """Portable integer depthwise convs (QLinearConv / ConvInteger with one input channel per
-group, 1-D / 2-D) as flat sums over the stride phases of the padded plane: conv_planes.py's
+group, 1-D / 2-D) as flat sums over the stride phases of the padded plane: kernels/conv/planes_c.py's
 layout (its geometry, offsets and blocks of 16 outputs) in int16 / int32.
 
 qlinear.py's plane kernel (aicc_iconv) adds one tap at a time into a uint32 plane in memory:
@@ -21,7 +21,7 @@ KEY = "qlinear.2.planes"
 
 PLANES = f"""\
 /* Integer conv of one (batch, output channel) plane with one input channel per group as flat
- * sums over the stride phases of its padded plane (ops/qconv_planes.py): acc[p] over the
+ * sums over the stride phases of its padded plane (kernels/qgemm/planes.py): acc[p] over the
  * output positions, as uint32. x: this group's input channel; w: this output channel's taps;
  * xq: the phase planes (int16, zeroed by the caller); at: nf int32 sums in rows of wq. */
 static void aicc_iconvq_SFX(const aicc_conv_params *p, const TA *restrict x, int32_t xzp,

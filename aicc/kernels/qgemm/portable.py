@@ -165,7 +165,7 @@ RQROW_F = """\
  * [lo - zp, hi - zp] and rounded half to even by (c + 1.5 * 2^23) - 1.5 * 2^23. For
  * |m| <= 64 no rounding boundary lies strictly between p and the exact product (the
  * half-integers below 2^22 are floats), so that is rint(a * m) unless p is itself a
- * half-integer: a block of 16 with one is redone in float64 (qrequant_simd.py's checked form,
+ * half-integer: a block of 16 with one is redone in float64 (kernels/qgemm/requant.py's checked form,
  * with the block in place of fma's exact error). Four lanes per 16-byte vector instead of
  * float64's two (MobileNetV2 int8 on generic, SSE2: a third of its time was requantization).
  * Other multipliers (NaN, Inf, |m| > 64) and the n % 16 rest: aicc_rqrow_c's loop. */
@@ -297,7 +297,7 @@ def emit_conv(ctx, op, geo, post) -> None:
     """Conv through the dot kernel, per batch item, group and tile of output positions;
     ``post(ch, src, n, dst)`` writes n outputs from uint32 sums src[q] to out[dst + q] for
     output channel ch (C expressions). Patches from the NCHW input, or from a padded
-    channel-last copy (qgemm_cpad.py) where that applies."""
+    channel-last copy (kernels/qgemm/cpad.py) where that applies."""
     ta, tb = ctx.in_dtype(op.X), ctx.in_dtype(op.W)
     pad = qgemm_cpad.plan(ctx, op, geo, gran(ctx))
     K, P = (pad.k if pad else geo.cin_g * numel(geo.k)), numel(geo.out)

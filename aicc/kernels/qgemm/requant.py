@@ -1,5 +1,5 @@
-"""Requantization of integer GEMM results on the x86 SIMD targets (qgemm_simd.py,
-qgemm_conv.py, qconv_dw.py): ``y = saturate(rint((acc + add) * m) + yzp)`` with the product
+"""Requantization of integer GEMM results on the x86 SIMD targets (kernels/qgemm/simd.py,
+kernels/qgemm/conv.py, kernels/qgemm/depthwise.py): ``y = saturate(rint((acc + add) * m) + yzp)`` with the product
 in float64, as qlinear.py's scalar loop (quantize.round_helper), value for value: the int32
 sum (modulo 2^32) converted exactly, one float64 product, round half to even (the default
 rounding mode, as rint), the zero point added, clamped; NaN -> the zero point, clamped; +-Inf
@@ -168,7 +168,7 @@ def _rq_f32(isa: str, rform: str = "") -> tuple:
         else:
             v, vi, w = "__m256", "__m256i", "_mm256"
             fma = "_mm256_fmadd_ps(_mm256_cvtepi32_ps(ai), vm, _mm256_set1_ps(12582912.0f))"
-        C = ["/* rint(ai * vm) as int32 for |ai| <= 2^24 and |vm| <= 0.75 (qrequant_simd.py):",
+        C = ["/* rint(ai * vm) as int32 for |ai| <= 2^24 and |vm| <= 0.75 (kernels/qgemm/requant.py):",
              " * fma(ai, vm, 1.5 * 2^23) rounds the exact sum once to an integer while |ai vm| < "
              "2^22, whose", " * float bits are those of 1.5 * 2^23 plus it; beyond, the bits "
              "still order the values (saturated). */",
@@ -213,7 +213,7 @@ def _rq_f32(isa: str, rform: str = "") -> tuple:
         v, vi = "__m256", "__m256i"
     name = f"aicc_qrf_{isa}"
     C = ["/* rint(ai * vm) as int32 in float32, for |ai| <= 2^24 and |vm| <= 64: the float64",
-         " * product's rounding (qrequant_simd.py). */",
+         " * product's rounding (kernels/qgemm/requant.py). */",
          f"static inline {vi} {name}({vi} ai, {v} vm)", "{", *["    " + b for b in body], "}"]
     return name, "\n".join(C)
 

@@ -1,8 +1,8 @@
-"""Which float32 rounding the SIMD requantization of a QLinear op uses (qrequant_simd.py).
+"""Which float32 rounding the SIMD requantization of a QLinear op uses (kernels/qgemm/requant.py).
 
 The float32 forms need every sum within 2^24 (sums_fit, decided by the emitters). Then a
 multiplier |m| <= F_MAX rounds by the fused multiply-add (``_f32f``, no check: the
-qrequant_simd.py module doc); larger ones up to MAX_MULT by the checked form (``_f32``: a
+kernels/qgemm/requant.py module doc); larger ones up to MAX_MULT by the checked form (``_f32``: a
 product landing on a half-integer is redone by the exact product's side of it); beyond, or
 not finite, the float64 form. Per-channel multipliers are build-time constants when the scales
 are, and the build checks them all; one multiplier is checked at run time by the helper.

@@ -1,7 +1,7 @@
 """Integer matrix products on the x86 SIMD targets: QLinearMatMul / MatMulInteger with a
-constant ``b`` and QLinearConv / ConvInteger with constant weights (qgemm_conv.py), as exact
+constant ``b`` and QLinearConv / ConvInteger with constant weights (kernels/qgemm/conv.py), as exact
 integer GEMMs (qlinear.py's loops stay for run-time weights, depthwise-like convs and the
-generic target). This module: the micro-kernels, the GEMM driver, MatMul; qrequant_simd.py:
+generic target). This module: the micro-kernels, the GEMM driver, MatMul; kernels/qgemm/requant.py:
 requantization and the int32 outputs.
 
 Exactness: every form computes the sum over k of (a - azp)(b - bzp) modulo 2^32 (wrapping
@@ -30,7 +30,7 @@ and stores whole panels into an int32 block buffer.
 MatMul: B (the constant ``b - bzp``) is packed at compile time; the activation rows are
 converted into A at run time; all batch dims of ``a`` are rows (``b`` is a matrix).
 
-Requantization (QLinear*, qrequant_simd.py): per output element ``saturate(rint(acc * m) +
+Requantization (QLinear*, kernels/qgemm/requant.py): per output element ``saturate(rint(acc * m) +
 yzp)`` with ``acc * m`` in float64 (m = a_scale * b_scale / y_scale in float32), the values of
 qlinear.py's scalar loop.
 """

@@ -6,7 +6,7 @@ reduce everything (or nothing, with noop_with_empty_axes). A per-dim mask gives 
 dim an output stride (0 for reduced dims); the input is walked once in row-major order (an
 odometer over the outer dims, a strided inner loop over the last dim), every value folded
 into its output in ascending input order (the compile-time path's order, except its float
-sums over contiguous rows, which use sum16.py's 16-lane order: those can differ by rounding).
+sums over contiguous rows, which use kernels/vmath/sum16.py's 16-lane order: those can differ by rounding).
 
 Invalid axes at run time (a value outside [-rank, rank-1], or a reduced set whose result does
 not have the static output shape) are not undefined behaviour: the output is filled with NaN

@@ -1,7 +1,7 @@
 """Float32 exp and tanh on the x86 SIMD targets, and the activations built on them (Exp,
-Sigmoid, Tanh and Gelu(tanh) with vector loops; Erf and Gelu(none) with erf_simd.py's erf;
-Log, Softplus and Mish with log_simd.py's log / log1p; Elu, Celu and Selu with expm1_simd.py's
-expm1 and this exp; Sin, Cos, Atan, Asin and Acos with trig_simd.py's functions).
+Sigmoid, Tanh and Gelu(tanh) with vector loops; Erf and Gelu(none) with kernels/vmath/erf.py's erf;
+Log, Softplus and Mish with kernels/vmath/log.py's log / log1p; Elu, Celu and Selu with kernels/vmath/expm1.py's
+expm1 and this exp; Sin, Cos, Atan, Asin and Acos with kernels/vmath/trig.py's functions).
 Also the vector forms of HardSigmoid and HardSwish (min / max), whose scalar clamps GCC does
 not vectorize when a multiplication follows them (1x64x56x56 HardSwish, avx2: 104 -> 22 us).
 
@@ -9,7 +9,7 @@ On a SIMD target every float32 use of these activations computes exp and tanh wi
 functions below, also where a single value is needed (a loop tail, a fused epilogue's scalar
 pass): the scalar form broadcasts the value, runs the vector function and takes lane 0. So the
 standalone op, its vector body and tail, and every fused form give the same bits for the same
-input. activations.act_expr(..., ctx) routes ``exp`` / ``tanh`` / ``erf`` (erf_simd.py)
+input. activations.act_expr(..., ctx) routes ``exp`` / ``tanh`` / ``erf`` (kernels/vmath/erf.py)
 here; ``array_act`` is the in-place vector pass over contiguous values that the fused
 epilogues use.
 
@@ -24,7 +24,7 @@ P(x^2); else 1 - 2 / (exp(2|x|) + 1) (exp overflow gives 1). Relative error abou
 +-Inf -> +-1, -0 -> -0, NaN -> NaN. Sigmoid is 1 / (1 + exp(-x)) with these exp values
 (x < -88.7: 0; NaN: NaN).
 
-Nodes without a SIMD ISA (the generic target) use math_c.py's portable exp / tanh / erf: results
+Nodes without a SIMD ISA (the generic target) use kernels/vmath/portable.py's portable exp / tanh / erf: results
 differ between targets by rounding (a few ulp), never by more than the tests' tolerance
 against onnxruntime.
 """
@@ -56,7 +56,7 @@ def vexp(ctx, isa: str) -> str:
                  f"    return {mul}({mul}(p, {pow2('n2')}), {pow2('n1')});")
         how = "times 2^(n - n/2) and 2^(n/2) (the first exact"
     ctx.helper(f"0.{isa}.1.{name}", f"""\
-/* exp of {d['L']} floats (exp_simd.py): clamp to [-104, 89], x = n ln2 + r, Cephes' expf
+/* exp of {d['L']} floats (kernels/vmath/exp.py): clamp to [-104, 89], x = n ln2 + r, Cephes' expf
  * polynomial for e^r, {how}: subnormal results round correctly, past
  * FLT_MAX gives +Inf). NaN stays NaN. */
 static {v} {name}({v} x)
@@ -88,7 +88,7 @@ def vtanh(ctx, isa: str) -> str:
     two = vconst(d, 2.0)
     big = f"{d['sub']}({one}, {d['div']}({two}, {d['add']}({e}({d['add']}(ax, ax)), {one})))"
     ctx.helper(f"0.{isa}.2.{name}", f"""\
-/* tanh of {d['L']} floats (exp_simd.py), on |x| with the sign of x put back: |x| < 0.625:
+/* tanh of {d['L']} floats (kernels/vmath/exp.py), on |x| with the sign of x put back: |x| < 0.625:
  * |x| + |x|^3 P(x^2) (Cephes' tanhf), else 1 - 2 / (exp(2|x|) + 1). NaN takes the polynomial
  * (NaN); -0 gives -0. */
 static {v} {name}({v} x)

@@ -1,5 +1,5 @@
 """Float32 expm1 on the x86 SIMD targets, and the activations built on exp / expm1 that had
-only scalar loops: Elu, Celu (expm1) and Selu (exp_simd's exp). exp_simd.py dispatches here;
+only scalar loops: Elu, Celu (expm1) and Selu (exp_simd's exp). kernels/vmath/exp.py dispatches here;
 the lane-0 form of expm1 serves every scalar use on these targets (a loop tail, a fused
 epilogue's scalar pass), so the vector body and those give the same bits. Before: a libm
 ``expm1f`` call (Elu, Celu) or a lane-0 exp (Selu) per element, 1x64x56x56 Elu on x86-avx512
@@ -13,7 +13,7 @@ FMA: 2^(n-1) is a normal float for every n (-44..128), the doubling is exact or 
 -Inf -> -1, NaN -> NaN, -0 -> +0 (Elu and Celu return x itself there).
 
 Elu(x) = x < 0 ? alpha expm1(x) : x; Celu(x) = x < 0 ? alpha expm1(x / alpha) : x; Selu(x) =
-x <= 0 ? gamma (alpha exp(x) - alpha) : gamma x: activations.py's expressions with the same
+x <= 0 ? gamma (alpha exp(x) - alpha) : gamma x: kernels/vmath/act.py's expressions with the same
 operations in the same order, as selects (NaN takes the branch of x, as there).
 
 The generic target keeps the C library's expm1f / expf: results differ between targets by
@@ -40,7 +40,7 @@ def vexpm1(ctx, isa: str) -> str:
     name = f"aicc_expm1_{isa}"
     ctx.helper(f"0.{isa}.0.include", "#include <immintrin.h>")
     ctx.helper(f"0.{isa}.1.{name}", f"""\
-/* expm1 of {d['L']} floats (expm1_simd.py): clamp to [-30, 89], x = n ln2 + r, e = expm1(r)
+/* expm1 of {d['L']} floats (kernels/vmath/expm1.py): clamp to [-30, 89], x = n ln2 + r, e = expm1(r)
  * by its series to r^7, then 2 (2^(n-1) e + 2^(n-1) - 1/2) in one FMA (2^(n-1) normal for
  * every n; past FLT_MAX gives +Inf), e itself when n = 0 (0.5 e would round a subnormal e).
  * NaN stays NaN. */

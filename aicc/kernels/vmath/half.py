@@ -2,12 +2,12 @@
 (vcvtps2ph rounding to nearest even, vcvtph2ps), 8 or 16 values per instruction and the tail
 through the same instructions (x86-avx2: one value at a time; x86-avx512: a masked vector).
 The upcast-half pass puts two such Casts around every op of a float16 model. Before: the
-portable bit-manipulation functions of half.py per element, 1x64x56x56 on x86-avx512 (us,
+portable bit-manipulation functions of kernels/dtype/half.py per element, 1x64x56x56 on x86-avx512 (us,
 onnxruntime in brackets): float32 -> float16 1000 (58), float16 -> float32 219 (70).
 
-The values are half.py's: rounding to nearest even, overflow to +-Inf, subnormal halves, NaN
+The values are kernels/dtype/half.py's: rounding to nearest even, overflow to +-Inf, subnormal halves, NaN
 stays NaN with its payload's top bits. One difference in bits: a signaling NaN float16 becomes
-a quiet NaN float32 here (the hardware sets the quiet bit), where half.py (and numpy) keep
+a quiet NaN float32 here (the hardware sets the quiet bit), where kernels/dtype/half.py (and numpy) keep
 the payload as it is.
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Float32 log and log1p on the x86 SIMD targets, and the activations built on them: Log,
-Softplus and Mish with vector loops (exp_simd.py dispatches here; the lane-0 forms of log and
+Softplus and Mish with vector loops (kernels/vmath/exp.py dispatches here; the lane-0 forms of log and
 log1p serve every scalar use on these targets, so the standalone op, its tail and the fused
 forms give the same bits).
 
@@ -15,7 +15,7 @@ Softplus(x) = max(x, 0) + log1p(exp(-|x|)), which is activations' two-branch for
 signs (x + log1p(exp(-x)) for x > 0, log1p(exp(x)) otherwise) evaluated without a branch;
 Mish(x) = x * tanh(Softplus(x)). NaN stays NaN.
 
-Nodes without a SIMD ISA use math_c.py's portable log and log1p (the same steps without FMA):
+Nodes without a SIMD ISA use kernels/vmath/portable.py's portable log and log1p (the same steps without FMA):
 results differ between targets by rounding (a few ulp).
 """
 from __future__ import annotations
@@ -39,7 +39,7 @@ def vlog(ctx, isa: str) -> str:
     tiny = vconst(d, 1.17549435e-38)      # FLT_MIN: below it, x is scaled by 2^23 first
     ctx.helper(f"0.{isa}.0.include", "#include <immintrin.h>")
     ctx.helper(f"0.{isa}.1.{name}", f"""\
-/* log of {d['L']} floats (log_simd.py): x = m 2^e, m in [sqrt(1/2), sqrt(2)) (subnormal x
+/* log of {d['L']} floats (kernels/vmath/log.py): x = m 2^e, m in [sqrt(1/2), sqrt(2)) (subnormal x
  * scaled by 2^23 first), f = m - 1, Cephes' logf polynomial, + e ln 2 in two parts. x < 0 and
  * NaN give NaN, +-0 gives -Inf, +Inf gives +Inf. */
 static {v} {name}({v} x)
@@ -74,7 +74,7 @@ def vlog1p(ctx, isa: str) -> str:
     corr = f"{d['div']}({d['sub']}(u, {d['sub']}(w, {one})), w)"
     r = f"{d['add']}({lg}(w), {corr})"
     ctx.helper(f"0.{isa}.2.{name}", f"""\
-/* log1p(u) of {d['L']} floats, u >= 0 (log_simd.py): log(w) for w = 1 + u, plus the rounding
+/* log1p(u) of {d['L']} floats, u >= 0 (kernels/vmath/log.py): log(w) for w = 1 + u, plus the rounding
  * of w to first order; +Inf gives +Inf. */
 static {d['v']} {name}({d['v']} u)
 {{

@@ -25,7 +25,7 @@ def math_override(ctx, m, portable: bool = True):
     """``m`` (activations.math_fn's float32 name mapping) with exp, tanh, erf, log, log1p,
     expm1, sin, cos, atan, asin and acos routed to the lane-0 forms of the vector functions
     when ctx's node runs on a SIMD ISA; else (``portable``) with exp, tanh and erf routed to
-    math_c.py's portable forms, or ``m`` itself."""
+    kernels/vmath/portable.py's portable forms, or ``m`` itself."""
     isa = simd_isa(ctx)
     if isa is None:
         return math_c.override(ctx, m) if portable else m

@@ -5,8 +5,8 @@ The C library's expf / tanhf / logf are calls, so no loop that uses them vectori
 piecewise erf written as nested conditionals keeps its branches (GCC does not speculate the
 polynomials under the default -ftrapping-math). These functions compute every piece
 unconditionally and select among the values, with no call, so GCC 12 vectorizes the loops
-that inline them (-O2 on x86-64 SSE2, -O3 on AArch64 NEON). They are exp_simd.py's,
-erf_simd.py's and log_simd.py's algorithms with separate multiplies and adds (ISO C: no
+that inline them (-O2 on x86-64 SSE2, -O3 on AArch64 NEON). They are kernels/vmath/exp.py's,
+kernels/vmath/erf.py's and kernels/vmath/log.py's algorithms with separate multiplies and adds (ISO C: no
 contraction):
 
 - exp(x): x clamped to [-104, 89]; n = round(x log2 e) by adding 1.5 * 2^23 (round to
@@ -21,7 +21,7 @@ contraction):
   the sign of x put back (copysignf): relative error about 2e-7; +-Inf -> +-1, -0 -> -0,
   NaN -> NaN.
 - erf(x): activations._erf's pieces and Horner order (the same values as its scalar form).
-- log(x), log1p(u) (u in [0, 1]): log_simd.py's steps (about 1 and 2 ulp); Softplus and Mish on
+- log(x), log1p(u) (u in [0, 1]): kernels/vmath/log.py's steps (about 1 and 2 ulp); Softplus and Mish on
   them as log_simd's max(x, 0) + log1p(exp(-|x|)), which gives the values of
   activations.ACT's two arms.
 
@@ -54,7 +54,7 @@ def sel(ctx, dt=np.float32) -> str:
     name, ct, ut, what = ("aicc_sel_c64", "double", "uint64_t", "doubles") if f64 else \
         ("aicc_sel_c", "float", "uint32_t", "floats")
     ctx.helper(f"0.c.0.sel{'64' if f64 else ''}", f"""\
-/* c ? a : b of {what} as a bit select (math_c.py). GCC vectorizes loops of it; a float ?:
+/* c ? a : b of {what} as a bit select (kernels/vmath/portable.py). GCC vectorizes loops of it; a float ?:
  * whose operands are computed for it alone keeps its branch (GCC sinks their arithmetic into
  * the branches, which -ftrapping-math then keeps from being if-converted). */
 static inline {ct} {name}(int c, {ct} a, {ct} b)
@@ -77,7 +77,7 @@ def _exp(ctx) -> str:
     for k in ("p1", "p2", "p3", "p4", "p5"):
         poly = f"{poly} * r + {c[k]}" if poly == c["p0"] else f"({poly}) * r + {c[k]}"
     ctx.helper("0.c.1.exp", f"""\
-/* exp(x) in portable C without branches or calls (math_c.py): clamp to [-104, 89], n = x log2 e
+/* exp(x) in portable C without branches or calls (kernels/vmath/portable.py): clamp to [-104, 89], n = x log2 e
  * rounded to an integer by +- 1.5 * 2^23, Cody-Waite r = x - n ln2, Cephes' expf polynomial,
  * times 2^(n - n/2) (exact) and 2^(n/2) (one rounding). NaN -> NaN. */
 static inline AICC_UNUSED AICC_INLINE float aicc_expf_c(float x)
@@ -107,7 +107,7 @@ def _tanh(ctx) -> str:
     e = _exp(ctx)
     p = horner("z", TANH_P[::-1], _L)
     ctx.helper("0.c.2.tanh", f"""\
-/* tanh(x) in portable C without branches or calls (math_c.py): |x| < 0.625: |x| + |x|^3 P(x^2)
+/* tanh(x) in portable C without branches or calls (kernels/vmath/portable.py): |x| < 0.625: |x| + |x|^3 P(x^2)
  * (Cephes' tanhf), else 1 - 2 / (exp(2|x|) + 1); the sign of x put back. NaN -> NaN. */
 static inline AICC_UNUSED AICC_INLINE float aicc_tanhf_c(float x)
 {{
@@ -126,7 +126,7 @@ def _erf(ctx) -> str:
     big = horner("(t - 3.125f)", ERF_BIG, _L)
     sl = sel(ctx)
     ctx.helper("0.c.3.erf", f"""\
-/* erf(x) in portable C without branches (math_c.py): activations._erf's pieces, each
+/* erf(x) in portable C without branches (kernels/vmath/portable.py): activations._erf's pieces, each
  * computed, then selected: |x| < 0.875 (or NaN): x P(x^2); [0.875, 2.25) and [2.25, 4):
  * 1 - Q(|x| - mid) with the sign of x; beyond: +-1. */
 static inline AICC_UNUSED AICC_INLINE float aicc_erff_c(float x)
@@ -146,7 +146,7 @@ def _log(ctx) -> str:
     sl = sel(ctx)
     poly = horner("f", LOG_P[::-1], _L)
     ctx.helper("0.c.4.log", f"""\
-/* log(x) in portable C without branches or calls (math_c.py, log_simd.py's steps): x = m 2^e,
+/* log(x) in portable C without branches or calls (kernels/vmath/portable.py, kernels/vmath/log.py's steps): x = m 2^e,
  * m in [sqrt(1/2), sqrt(2)) from the bits (subnormal x scaled by 2^23 first), f = m - 1,
  * Cephes' logf polynomial, + e ln 2 in two parts. x < 0 and NaN -> NaN, +-0 -> -Inf,
  * +Inf -> +Inf. */
@@ -179,8 +179,8 @@ static inline AICC_UNUSED AICC_INLINE float aicc_logf_c(float x)
 def _log1p(ctx) -> str:
     lg = _log(ctx)
     ctx.helper("0.c.5.log1p", f"""\
-/* log1p(u) for u in [0, 1] (Softplus' and Mish's exp(-|x|)) in portable C (math_c.py,
- * log_simd.py's form): log(w) for w = 1 + u, plus the rounding of w to first order. */
+/* log1p(u) for u in [0, 1] (Softplus' and Mish's exp(-|x|)) in portable C (kernels/vmath/portable.py,
+ * kernels/vmath/log.py's form): log(w) for w = 1 + u, plus the rounding of w to first order. */
 static inline AICC_UNUSED AICC_INLINE float aicc_log1pf_c(float u)
 {{
     const float w = 1.0f + u;

@@ -37,7 +37,7 @@ def sum16(ctx, dt, term: str = "sum") -> str:
     mu = f", {ct} mu" if term == "sqdev" else ""
     z = c_literal(0, dt)
     ctx.helper(f"aicc_0_{name}", f"""\
-/* Sum of {TERMS[term].format(v='x[i]', fabs=fabs)} over i < n in the 16-lane order (sum16.py). */
+/* Sum of {TERMS[term].format(v='x[i]', fabs=fabs)} over i < n in the 16-lane order (kernels/vmath/sum16.py). */
 static {ct} {name}(const {ct} *restrict x, size_t n{mu})
 {{
     {ct} s[16];

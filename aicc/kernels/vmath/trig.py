@@ -1,5 +1,5 @@
 """Float32 sin, cos, atan, asin and acos on the x86 SIMD targets, with vector loops for the
-Sin, Cos, Atan, Asin and Acos ops (exp_simd.py dispatches here; the lane-0 forms serve every
+Sin, Cos, Atan, Asin and Acos ops (kernels/vmath/exp.py dispatches here; the lane-0 forms serve every
 scalar use on these targets, so the vector body and the tail give the same bits). Before: a
 libm call per element, 1x64x56x56 on x86-avx512 (us, onnxruntime in brackets): Sin 1291
 (370), Cos 1248 (366), Atan 2511 (242), Asin 2193 (252), Acos 2221 (197).
@@ -64,7 +64,7 @@ def _register(ctx, isa, fn, comment, body) -> str:
     name = f"aicc_{fn}_{isa}"
     ctx.helper(f"0.{isa}.0.include", "#include <immintrin.h>")
     ctx.helper(f"0.{isa}.1.{name}", f"""\
-/* {fn} of {d['L']} floats (trig_simd.py): {comment} */
+/* {fn} of {d['L']} floats (kernels/vmath/trig.py): {comment} */
 static {d['v']} {name}({d['v']} x)
 {{
 {body}

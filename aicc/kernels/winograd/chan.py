@@ -1,11 +1,11 @@
-"""Winograd conv with the output channels vectorized (conv_winograd.py's second form, chosen
+"""Winograd conv with the output channels vectorized (kernels/winograd/simd.py's second form, chosen
 by conv_winograd.channels_form): the t * t GEMMs run transposed, ``M(xi)^T [tiles x K] =
 V(xi)^T [tiles x C] @ U(xi)^T [C x K]`` with K (output channels) as the vectorized N dimension:
 gemm_simd's driver, A = V^T row-major (lda = C), B = U^T packed in panels of NR at build time
 (gemm.pack_b). For few tiles (7x7 maps on AVX-512 have 16 F(2,3) tiles, half a panel of the
 tile form) and many channels on mid-sized planes (the B panel block stays in L1 while the tiles
 stream). The padded batch item is copied channel-last (xt[(r * Wp + q) * C + c];
-conv_winograd_tpad.py, transposed in registers) so the input transform reads L consecutive
+kernels/winograd/tpad.py, transposed in registers) so the input transform reads L consecutive
 channels of a patch value with one vector load (masked past C) and stores V^T rows; per block
 of nt tiles (a multiple of the GEMM's mr: every block's row tiles have kernels) the input
 transform, the GEMMs and the output transform, which loads L channels of M^T per position,
@@ -14,7 +14,7 @@ OW) lane by lane; F(4,3) on x86-avx512, for 16 channels of a tile inside the out
 in 128-bit lanes and stored a row of 4 at a time (_rows_out4). AMD Zen 4, x86-avx512, both
 changes (ResNet-8's layers): 32 channels at 16x16 23.1 -> 19.2 us, 64 at 8x8 19.9 -> 17.0 us;
 the stores alone measured no faster while the copy was the old scalar loop (which read one
-value per channel at stride H * W). Rounding and NaN/Inf: as conv_winograd.py (same transforms;
+value per channel at stride H * W). Rounding and NaN/Inf: as kernels/winograd/simd.py (same transforms;
 the GEMM sums over c ascending in one FMA chain).
 """
 from __future__ import annotations
@@ -143,7 +143,7 @@ def _rows_out4(ind) -> list:
 
 
 DRIVER = """\
-/* Winograd F(Mx M, 3x3) conv, output channels vectorized (conv_winograd_t.py): per batch item
+/* Winograd F(Mx M, 3x3) conv, output channels vectorized (kernels/winograd/chan.py): per batch item
  * the channel-last padded copy xt (extents e[1] x e[2]), then per block of nt tiles: V^T =
  * input transform (T2 matrices [nt x C]), M^T(xi) = V^T(xi) @ U^T(xi) (gemm: gemm_simd's
  * driver, plain sums; U^T(xi) packed in panels of NR at u + xi * C * Kp), output transform

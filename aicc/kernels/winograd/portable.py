@@ -1,5 +1,5 @@
 """Winograd F(2x2,3x3) / F(4x4,3x3) in portable C (float32 convs off the SIMD paths; the x86
-SIMD form is conv_winograd.py, whose matrices, transformed weights and geometry rule this module
+SIMD form is kernels/winograd/simd.py, whose matrices, transformed weights and geometry rule this module
 shares).
 
 Per batch item, the output tiles (m x m outputs each, numbered row-major, TW per row) go in
@@ -137,7 +137,7 @@ def input_transform(m: int) -> tuple:
     t = m + 2
     name = f"aicc_wgp{m}_in"
     return name, _lane_function(bt, t, [
-        f"/* Winograd F({m}x{m}, 3x3) input transform (conv_winograd_p.py) of one channel's",
+        f"/* Winograd F({m}x{m}, 3x3) input transform (kernels/winograd/portable.py) of one channel's",
         " * panel of 8 tiles: per lane, V = B^T d B, into w (local: the lane loop vectorizes),",
         " * then copied to v + xi * vs. */",
         f"static void {name}(const float *restrict d, float *restrict v, size_t vs)"],
@@ -156,7 +156,7 @@ def output_transform(m: int) -> tuple:
     t = m + 2
     name = f"aicc_wgp{m}_out"
     return name, _lane_function(at, t, [
-        f"/* Winograd F({m}x{m}, 3x3) output transform (conv_winograd_p.py) of row r of a",
+        f"/* Winograd F({m}x{m}, 3x3) output transform (kernels/winograd/portable.py) of row r of a",
         " * panel's M buffer: per lane, Y = A^T M A + bv. */",
         f"static void {name}(const float *restrict mb, size_t r, float bv, float *restrict y)"],
         lambda a, b: f"mb[{((a * t + b) * 4) * LANES}u + r * {LANES}u + l]",
@@ -164,7 +164,7 @@ def output_transform(m: int) -> tuple:
 
 
 DRIVER = """\
-/* Winograd F(Mx M, 3x3) conv in portable C (conv_winograd_p.py): per batch item and block of
+/* Winograd F(Mx M, 3x3) conv in portable C (kernels/winograd/portable.py): per batch item and block of
  * nb tiles (a multiple of 8): per channel and panel of 8 tiles the patches gathered (zero
  * outside the input) and transformed into V (T2 col-panel matrices [C x nb], vs apart);
  * per block of 4 output channels the T2 GEMMs M(xi) = U(xi) @ V(xi) by the 4x8 tile into mb

@@ -13,7 +13,7 @@ computes; matrices without one get one combination per row (``direct``).
 
 Rounding: a program changes the float32 summation order of the transform (e.g. B^T row 0 is
 ((x0 - x2) + (x4 - x2)) + 1.5 (x3 - x1) instead of x0 - 1.5 x1 - 2 x2 + 1.5 x3 + x4 left to
-right), within the F(4,3) error figures of conv_winograd.py.
+right), within the F(4,3) error figures of kernels/winograd/simd.py.
 """
 from __future__ import annotations
 

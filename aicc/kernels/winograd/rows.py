@@ -1,4 +1,4 @@
-"""Winograd transforms (conv_winograd.py, tiles vectorized) for planes narrower than a vector
+"""Winograd transforms (kernels/winograd/simd.py, tiles vectorized) for planes narrower than a vector
 of tiles, x86-avx512: TW tiles per tile row with TW dividing L = 16, so a full vector of L
 tiles (it starts at a tile row, as blocks and vectors start at multiples of L) holds the same
 TW columns of R = L / TW consecutive tile rows (ResNet-8: F(4,3) at 32x32 outputs, TW = 8;
@@ -63,7 +63,7 @@ def input_transform_rows(m: int, tw: int) -> tuple:
         pidx[s] = f"ix{s}"
         consts.append(f"    const __m512i ix{s} = {_idx(lanes)};")
     o = [f"/* Winograd F({m}x{m}, 3x3) input transform ({isa}), {tw} tiles per tile row "
-         f"(conv_winograd_rows.py): as {gen},",
+         f"(kernels/winograd/rows.py): as {gen},",
          f" * each full vector of {L} tiles = {R} tile rows, its patch rows gathered from "
          f"{R} row segments by two-source",
          f" * permutes; vectors of fewer tiles go to {gen}. */",
@@ -128,7 +128,7 @@ def output_transform_rows(m: int, tw: int, ms: int, ntp: int) -> tuple:
     name = f"aicc_wg{m}_out_{isa}_tw{tw}_{ms}_{ntp}"
     ind = "        "
     o = [f"/* Winograd F({m}x{m}, 3x3) output transform ({isa}), {tw} tiles per tile row "
-         f"(conv_winograd_rows.py): as {gen},",
+         f"(kernels/winograd/rows.py): as {gen},",
          f" * each full vector of {L} tiles = {R} tile rows inside the output stored "
          f"directly; other vectors go to {gen}. */",
          f"static void {name}(const float *restrict mm, size_t K, size_t OH, size_t OW, "

@@ -1,5 +1,5 @@
 """Winograd convolution F(m x m, 3 x 3) for 2-D 3x3 stride-1 convs (float32; x86-avx2 /
-x86-avx512): ``algo: winograd`` in conv_simd.py; ``wino_m`` 2: F(2x2,3x3) (4x4 input tiles,
+x86-avx512): ``algo: winograd`` in kernels/conv/simd.py; ``wino_m`` 2: F(2x2,3x3) (4x4 input tiles,
 2.25x fewer multiplications than direct), 4: F(4x4,3x3) (6x6 tiles, 4x fewer), 0: auto (F(4,3)
 up to AUTO_M4_C input channels, else F(2,3)); t = m + 2.
 
@@ -16,13 +16,13 @@ matrix per xi (conv_simd_gemm.pack_a), a constant. Per batch item and block of n
 but enough tiles that the weights are not re-streamed too often): per input channel, the rows
 the block's tiles read copied into one zero-padded plane (extents TH * m + 2 by TW * m + 2,
 zero slack before and after for the transform's over-reads; it stays in L1) and that
-channel's input transform into V (t * t x [C x nt] in NR-tile panels: conv_winograd_c.py);
+channel's input transform into V (t * t x [C x nt] in NR-tile panels: kernels/winograd/transforms.py);
 then the t * t tile GEMMs of conv_simd_gemm (B = the V panels, Y = M [K x ntp]
 row-major; V and M matrices SKEW floats apart against 4 KiB aliasing) and the output transform
 (+ bias, Relu / Clip clamp in registers; other activations: a scalar pass over each finished
 batch item); planes narrower than a vector of tiles on x86-avx512, TW dividing 16:
-conv_winograd_rows.py's transforms, specialized for TW). Output channels vectorized
-(conv_winograd_t.py, ``channels_form``, ``wino_chan``): the GEMMs transposed, [tiles x C] @ [C
+kernels/winograd/rows.py's transforms, specialized for TW). Output channels vectorized
+(kernels/winograd/chan.py, ``channels_form``, ``wino_chan``): the GEMMs transposed, [tiles x C] @ [C
 x K], for few tiles (less than one panel: 7x7 maps on AVX-512) and for many channels on
 mid-sized planes (128@28, 256@14: faster there).
 
@@ -103,7 +103,7 @@ AUTO_M4_C = 64     # wino_m 0: F(4,3) up to this many input channels (accuracy),
 # after onnxruntime, both orders) x86-avx512 0.68 -> 0.64, x86-avx2 1.00 -> 0.96; results
 # bitwise the same.
 DRIVER = """\
-/* Winograd F(Mx M, 3x3) conv (conv_winograd.py): per batch item and block of nt tiles, per
+/* Winograd F(Mx M, 3x3) conv (kernels/winograd/simd.py): per batch item and block of nt tiles, per
  * input channel: the padded rows [r0, r1) the block's tiles read copied into the one padded
  * plane xp = xs + SL (sizes e; its padding, and SL floats before and after it for the input
  * transform's over-reads, zeroed once per call and never written), then that channel's V =
@@ -200,7 +200,7 @@ CHAN_CK, CHAN_TILES = 128 * 128, (32, 400)   # auto: channels vectorized from th
 
 
 def channels_form(sched, nr: int, n: int, C: int, K: int, narrow: bool = False) -> bool:
-    """Output channels vectorized (conv_winograd_t.py) instead of tiles: wino_chan 0 never,
+    """Output channels vectorized (kernels/winograd/chan.py) instead of tiles: wino_chan 0 never,
     2 always, 1 (auto) when the n tiles of a batch item leave the one tile panel (NR lanes)
     emptier than the K output channels leave their last panel (e.g. 7x7 maps on AVX-512) and
     do not fill whole vectors of the narrow-plane helpers (narrow: conv_winograd_rows applies;

@@ -1,5 +1,5 @@
 """The channel-last zero-padded copy of a batch item for the Winograd channels form
-(conv_winograd_t.py), vectorized: xt[(r * e2 + q) * C + c] = x[c][r - pt][q - pl] inside the
+(kernels/winograd/chan.py), vectorized: xt[(r * e2 + q) * C + c] = x[c][r - pt][q - pl] inside the
 input, 0 in the padding. Per input row, blocks of L channels x L positions are loaded (L
 positions of one channel per vector, masked past the row), transposed in registers (L x L:
 unpack, shuffle, 128-bit lane shuffles) and stored as L positions' channel vectors (masked
@@ -72,7 +72,7 @@ def pad_t(isa: str) -> tuple:
     name = f"aicc_wgt_pad_{isa}"
     ind = "                "
     o = [f"/* Channel-last zero-padded copy of one batch item (2-D, {isa}; "
-         "conv_winograd_tpad.py): xt[(r * e2 + q) * C + c]",
+         "kernels/winograd/tpad.py): xt[(r * e2 + q) * C + c]",
          " * = input (c, r - pad top, q - pad left) inside the input, 0 elsewhere; blocks of "
          f"{L} channels x {L} positions",
          " * of an input row transposed in registers. */",

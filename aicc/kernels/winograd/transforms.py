@@ -1,4 +1,4 @@
-"""C text of the Winograd transforms (conv_winograd.py): the Toom-Cook matrices of F(m, 3)
+"""C text of the Winograd transforms (kernels/winograd/simd.py): the Toom-Cook matrices of F(m, 3)
 from their interpolation points, and the generated input / output transform helpers for
 x86-avx2 / x86-avx512, vectorized across tiles (lane l = tile j + l of the block).
 
@@ -73,7 +73,7 @@ IDX512_ZIP = """\
 
 
 def float_lit(c: Fraction) -> str:
-    """A float C literal of c (conv_winograd_p.py uses it too)."""
+    """A float C literal of c (kernels/winograd/portable.py uses it too)."""
     v = float(c)
     return f"{v!r}f" if v != int(v) else f"{int(v)}.0f"
 

@@ -16,7 +16,7 @@
 
 extern const unsigned char model_weights[];   /* model_weights.S */
 
-/* exp(x) in portable C without branches or calls (math_c.py): clamp to [-104, 89], n = x log2 e
+/* exp(x) in portable C without branches or calls (kernels/vmath/portable.py): clamp to [-104, 89], n = x log2 e
  * rounded to an integer by +- 1.5 * 2^23, Cody-Waite r = x - n ln2, Cephes' expf polynomial,
  * times 2^(n - n/2) (exact) and 2^(n/2) (one rounding). NaN -> NaN. */
 static inline AICC_UNUSED AICC_INLINE float aicc_expf_c(float x)

@@ -16,7 +16,7 @@
 
 extern const unsigned char model_weights[];   /* model_weights.S */
 
-/* exp(x) in portable C without branches or calls (math_c.py): clamp to [-104, 89], n = x log2 e
+/* exp(x) in portable C without branches or calls (kernels/vmath/portable.py): clamp to [-104, 89], n = x log2 e
  * rounded to an integer by +- 1.5 * 2^23, Cody-Waite r = x - n ln2, Cephes' expf polynomial,
  * times 2^(n - n/2) (exact) and 2^(n/2) (one rounding). NaN -> NaN. */
 static inline AICC_UNUSED AICC_INLINE float aicc_expf_c(float x)
@@ -234,7 +234,7 @@ static void aicc_tile4x8_f32(size_t K, const float *restrict wp, const float *re
     }
 }
 
-/* Conv as GEMM over im2col tiles (see aicc_im2col and conv_gemm_c.py): per tile of output
+/* Conv as GEMM over im2col tiles (see aicc_im2col and kernels/conv/gemm_c.py): per tile of output
  * positions and block of kt patch entries, every block of 4 output channels is computed as
  * 4x8 register tiles and stored (first K block, with the bias) or added (the others) into Y;
  * after the last K block the fused epilogue (ep, may be NULL) runs on the finished rows.

@@ -16,7 +16,7 @@
 
 extern const unsigned char model_weights[];   /* model_weights.S */
 
-/* exp(x) in portable C without branches or calls (math_c.py): clamp to [-104, 89], n = x log2 e
+/* exp(x) in portable C without branches or calls (kernels/vmath/portable.py): clamp to [-104, 89], n = x log2 e
  * rounded to an integer by +- 1.5 * 2^23, Cody-Waite r = x - n ln2, Cephes' expf polynomial,
  * times 2^(n - n/2) (exact) and 2^(n/2) (one rounding). NaN -> NaN. */
 static inline AICC_UNUSED AICC_INLINE float aicc_expf_c(float x)
@@ -337,7 +337,7 @@ static void aicc_tile4x8_f32(size_t K, const float *restrict wp, const float *re
     }
 }
 
-/* Conv as GEMM over im2col tiles (see aicc_im2col and conv_gemm_c.py): per tile of output
+/* Conv as GEMM over im2col tiles (see aicc_im2col and kernels/conv/gemm_c.py): per tile of output
  * positions and block of kt patch entries, every block of 4 output channels is computed as
  * 4x8 register tiles and stored (first K block, with the bias) or added (the others) into Y;
  * after the last K block the fused epilogue (ep, may be NULL) runs on the finished rows.
@@ -393,7 +393,7 @@ static void aicc_conv_gemm_f32(const aicc_conv_params *p, const float *restrict 
 }
 
 /* Conv with one input channel per group, 1-D / 2-D, as flat sums over stride phases of the
- * padded plane (see ops/conv_planes.py). xq: phase planes, zeroed by the caller; acc: nf
+ * padded plane (see kernels/conv/planes_c.py). xq: phase planes, zeroed by the caller; acc: nf
  * outputs laid out in rows of wq; off[t]: the offset of tap t from the output's flat index. */
 static void aicc_conv_planes_f32(const aicc_conv_params *p, const float *restrict x,
                                  const float *restrict w, const float *restrict bias,

@@ -18,7 +18,7 @@ extern const unsigned char model_weights[];   /* model_weights.S */
 
 #include <immintrin.h>
 
-/* exp of 8 floats (exp_simd.py): clamp to [-104, 89], x = n ln2 + r, Cephes' expf
+/* exp of 8 floats (kernels/vmath/exp.py): clamp to [-104, 89], x = n ln2 + r, Cephes' expf
  * polynomial for e^r, times 2^(n - n/2) and 2^(n/2) (the first exact: subnormal results round correctly, past
  * FLT_MAX gives +Inf). NaN stays NaN. */
 static __m256 aicc_exp_avx2(__m256 x)
@@ -1679,7 +1679,7 @@ static void aicc_cv_avx2_gemm_m4k256j64_r4_clamp(size_t M, size_t n, size_t K, c
     }
 }
 
-/* Winograd F(4x4, 3x3) conv (conv_winograd.py): per batch item and block of nt tiles, per
+/* Winograd F(4x4, 3x3) conv (kernels/winograd/simd.py): per batch item and block of nt tiles, per
  * input channel: the padded rows [r0, r1) the block's tiles read copied into the one padded
  * plane xp = xs + 36 (sizes e; its padding, and 36 floats before and after it for the input
  * transform's over-reads, zeroed once per call and never written), then that channel's V =
@@ -1781,7 +1781,7 @@ static void aicc_dwn_avx2_9c324d7cee_k0v1(const float *restrict x, const float *
     }
 }
 
-/* avx2 channel-last depthwise conv (conv_nhwc_dw.py): 1x8x8x8 -> 8x8, 3x3 taps, stride 1x1, dilation 1x1, pads [1, 1, 1, 1];
+/* avx2 channel-last depthwise conv (kernels/conv/nhwc_dw.py): 1x8x8x8 -> 8x8, 3x3 taps, stride 1x1, dilation 1x1, pads [1, 1, 1, 1];
  * wt [tap][8], bp [8]; strips of 256 channels (groups of 1 vectors). */
 static void aicc_dwn_avx2_9c324d7cee(const float *restrict x, const float *restrict wt,
     const float *restrict bp, float *restrict y, float lo, float hi,

@@ -18,7 +18,7 @@ extern const unsigned char model_weights[];   /* model_weights.S */
 
 #include <immintrin.h>
 
-/* exp of 16 floats (exp_simd.py): clamp to [-104, 89], x = n ln2 + r, Cephes' expf
+/* exp of 16 floats (kernels/vmath/exp.py): clamp to [-104, 89], x = n ln2 + r, Cephes' expf
  * polynomial for e^r, times 2^n by scalef (one rounding: subnormal results round correctly, past
  * FLT_MAX gives +Inf). NaN stays NaN. */
 static __m512 aicc_exp_avx512(__m512 x)
@@ -2661,7 +2661,7 @@ static void aicc_cv_avx512_gemm_m8k256j64_r8_clamp(size_t M, size_t n, size_t K,
     }
 }
 
-/* Winograd F(4x4, 3x3) input transform (avx512), 4 tiles per tile row (conv_winograd_rows.py): as aicc_wg4_in_avx512,
+/* Winograd F(4x4, 3x3) input transform (avx512), 4 tiles per tile row (kernels/winograd/rows.py): as aicc_wg4_in_avx512,
  * each full vector of 16 tiles = 4 tile rows, its patch rows gathered from 4 row segments by two-source
  * permutes; vectors of fewer tiles go to aicc_wg4_in_avx512. */
 static void aicc_wg4_in_avx512_tw4(const float *restrict xp, size_t Wp, size_t CP, size_t TW, size_t j0,
@@ -2890,7 +2890,7 @@ static void aicc_wg4_in_avx512_tw4(const float *restrict xp, size_t Wp, size_t C
     }
 }
 
-/* Winograd F(4x4, 3x3) output transform (avx512), 4 tiles per tile row (conv_winograd_rows.py): as aicc_wg4_out_avx512_272_32,
+/* Winograd F(4x4, 3x3) output transform (avx512), 4 tiles per tile row (kernels/winograd/rows.py): as aicc_wg4_out_avx512_272_32,
  * each full vector of 16 tiles = 4 tile rows inside the output stored directly; other vectors go to aicc_wg4_out_avx512_272_32. */
 static void aicc_wg4_out_avx512_tw4_272_32(const float *restrict mm, size_t K, size_t OH, size_t OW, size_t TW,
     size_t j0, size_t nb, const float *restrict bias, float lo, float hi, float *restrict y)
@@ -3069,7 +3069,7 @@ static void aicc_wg4_out_avx512_tw4_272_32(const float *restrict mm, size_t K, s
     }
 }
 
-/* Winograd F(4x4, 3x3) conv (conv_winograd.py): per batch item and block of nt tiles, per
+/* Winograd F(4x4, 3x3) conv (kernels/winograd/simd.py): per batch item and block of nt tiles, per
  * input channel: the padded rows [r0, r1) the block's tiles read copied into the one padded
  * plane xp = xs + 68 (sizes e; its padding, and 68 floats before and after it for the input
  * transform's over-reads, zeroed once per call and never written), then that channel's V =
@@ -3171,7 +3171,7 @@ static void aicc_dwn_avx512y_77597a390c_k0v1(const float *restrict x, const floa
     }
 }
 
-/* avx512y channel-last depthwise conv (conv_nhwc_dw.py): 1x8x8x8 -> 8x8, 3x3 taps, stride 1x1, dilation 1x1, pads [1, 1, 1, 1];
+/* avx512y channel-last depthwise conv (kernels/conv/nhwc_dw.py): 1x8x8x8 -> 8x8, 3x3 taps, stride 1x1, dilation 1x1, pads [1, 1, 1, 1];
  * wt [tap][8], bp [8]; strips of 256 channels (groups of 1 vectors). */
 static void aicc_dwn_avx512y_77597a390c(const float *restrict x, const float *restrict wt,
     const float *restrict bp, float *restrict y, float lo, float hi,

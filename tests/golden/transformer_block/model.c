@@ -16,7 +16,7 @@
 
 extern const unsigned char model_weights[];   /* model_weights.S */
 
-/* c ? a : b of floats as a bit select (math_c.py). GCC vectorizes loops of it; a float ?:
+/* c ? a : b of floats as a bit select (kernels/vmath/portable.py). GCC vectorizes loops of it; a float ?:
  * whose operands are computed for it alone keeps its branch (GCC sinks their arithmetic into
  * the branches, which -ftrapping-math then keeps from being if-converted). */
 static inline float aicc_sel_c(int c, float a, float b)
@@ -31,7 +31,7 @@ static inline float aicc_sel_c(int c, float a, float b)
     return y;
 }
 
-/* exp(x) in portable C without branches or calls (math_c.py): clamp to [-104, 89], n = x log2 e
+/* exp(x) in portable C without branches or calls (kernels/vmath/portable.py): clamp to [-104, 89], n = x log2 e
  * rounded to an integer by +- 1.5 * 2^23, Cody-Waite r = x - n ln2, Cephes' expf polynomial,
  * times 2^(n - n/2) (exact) and 2^(n/2) (one rounding). NaN -> NaN. */
 static inline AICC_UNUSED AICC_INLINE float aicc_expf_c(float x)
@@ -55,7 +55,7 @@ static inline AICC_UNUSED AICC_INLINE float aicc_expf_c(float x)
     return p * s2 * s1;
 }
 
-/* erf(x) in portable C without branches (math_c.py): activations._erf's pieces, each
+/* erf(x) in portable C without branches (kernels/vmath/portable.py): activations._erf's pieces, each
  * computed, then selected: |x| < 0.875 (or NaN): x P(x^2); [0.875, 2.25) and [2.25, 4):
  * 1 - Q(|x| - mid) with the sign of x; beyond: +-1. */
 static inline AICC_UNUSED AICC_INLINE float aicc_erff_c(float x)
@@ -89,7 +89,7 @@ static float aicc_rowext_maxnum_f32(const float *restrict x, size_t n)
     return a;
 }
 
-/* Sum of (x[i] - mu) * (x[i] - mu) over i < n in the 16-lane order (sum16.py). */
+/* Sum of (x[i] - mu) * (x[i] - mu) over i < n in the 16-lane order (kernels/vmath/sum16.py). */
 static float aicc_sum16_sqdev_f32(const float *restrict x, size_t n, float mu)
 {
     float s[16];
@@ -103,7 +103,7 @@ static float aicc_sum16_sqdev_f32(const float *restrict x, size_t n, float mu)
     return s[0];
 }
 
-/* Sum of x[i] over i < n in the 16-lane order (sum16.py). */
+/* Sum of x[i] over i < n in the 16-lane order (kernels/vmath/sum16.py). */
 static float aicc_sum16_sum_f32(const float *restrict x, size_t n)
 {
     float s[16];

@@ -18,7 +18,7 @@ extern const unsigned char model_weights[];   /* model_weights.S */
 
 #include <immintrin.h>
 
-/* exp of 8 floats (exp_simd.py): clamp to [-104, 89], x = n ln2 + r, Cephes' expf
+/* exp of 8 floats (kernels/vmath/exp.py): clamp to [-104, 89], x = n ln2 + r, Cephes' expf
  * polynomial for e^r, times 2^(n - n/2) and 2^(n/2) (the first exact: subnormal results round correctly, past
  * FLT_MAX gives +Inf). NaN stays NaN. */
 static __m256 aicc_exp_avx2(__m256 x)
@@ -130,7 +130,7 @@ static void aicc_softmax_rows_f32_avx2(size_t R, size_t D, const float *restrict
     }
 }
 
-/* Sum of (x[i] - mu) * (x[i] - mu) over i < n in the 16-lane order (sum16.py). */
+/* Sum of (x[i] - mu) * (x[i] - mu) over i < n in the 16-lane order (kernels/vmath/sum16.py). */
 static float aicc_sum16_sqdev_f32(const float *restrict x, size_t n, float mu)
 {
     float s[16];
@@ -144,7 +144,7 @@ static float aicc_sum16_sqdev_f32(const float *restrict x, size_t n, float mu)
     return s[0];
 }
 
-/* Sum of x[i] over i < n in the 16-lane order (sum16.py). */
+/* Sum of x[i] over i < n in the 16-lane order (kernels/vmath/sum16.py). */
 static float aicc_sum16_sum_f32(const float *restrict x, size_t n)
 {
     float s[16];

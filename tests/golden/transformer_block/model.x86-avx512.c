@@ -18,7 +18,7 @@ extern const unsigned char model_weights[];   /* model_weights.S */
 
 #include <immintrin.h>
 
-/* exp of 16 floats (exp_simd.py): clamp to [-104, 89], x = n ln2 + r, Cephes' expf
+/* exp of 16 floats (kernels/vmath/exp.py): clamp to [-104, 89], x = n ln2 + r, Cephes' expf
  * polynomial for e^r, times 2^n by scalef (one rounding: subnormal results round correctly, past
  * FLT_MAX gives +Inf). NaN stays NaN. */
 static __m512 aicc_exp_avx512(__m512 x)
@@ -125,7 +125,7 @@ static void aicc_softmax_rows_f32_avx512(size_t R, size_t D, const float *restri
     }
 }
 
-/* Sum of (x[i] - mu) * (x[i] - mu) over i < n in the 16-lane order (sum16.py). */
+/* Sum of (x[i] - mu) * (x[i] - mu) over i < n in the 16-lane order (kernels/vmath/sum16.py). */
 static float aicc_sum16_sqdev_f32(const float *restrict x, size_t n, float mu)
 {
     float s[16];
@@ -139,7 +139,7 @@ static float aicc_sum16_sqdev_f32(const float *restrict x, size_t n, float mu)
     return s[0];
 }
 
-/* Sum of x[i] over i < n in the 16-lane order (sum16.py). */
+/* Sum of x[i] over i < n in the 16-lane order (kernels/vmath/sum16.py). */
 static float aicc_sum16_sum_f32(const float *restrict x, size_t n)
 {
     float s[16];
