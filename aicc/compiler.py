@@ -7,7 +7,7 @@ from pathlib import Path
 from .config import Options
 from .dynamic.build import dynamic_bundle
 from .dynamic.symbols import find_dynamic_dims
-from .emit_c.lower import lower
+from .emit_c.lower import kernel_table, lower
 from .errors import ConfigError
 from .frontend import file_sha256, import_model
 from .ops import check_supported, load_all
@@ -55,5 +55,7 @@ def build(model_path, target: str = "generic", out=None, config=None, *,
         return write_bundle(prog, out, name=opts.name, target=opts.target, opts=opts,
                             model_sha=sha, original_inputs=original, dynamic=d)
     g, prog = compile_graph(g, opts, check=check, trace=trace)
+    if dump_ir is not None:
+        dump_ir.write(f"# kernels and schedules after lowering\n{kernel_table(prog)}")
     return write_bundle(prog, out, name=opts.name, target=opts.target, opts=opts,
                         model_sha=sha, original_inputs=original)

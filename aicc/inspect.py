@@ -88,6 +88,9 @@ def inspect_bundle(path, memory: bool = False, svg=None, size: bool = False) -> 
     counts = Counter(s["op"] for s in m["steps"])
     lines.append(f"  {len(m['steps'])} steps: " +
                  ", ".join(f"{k} x{v}" for k, v in sorted(counts.items())))
+    kernels = Counter((s["op"], s.get("kernel") or "inline C") for s in m["steps"])
+    lines.append("  kernels: " + ", ".join(f"{op} {k} x{v}" for (op, k), v in
+                                           sorted(kernels.items())))
     if memory:
         from .memory_svg import memory_report, plan_svg
         lines += memory_report(m)

@@ -56,6 +56,14 @@ def test_node_kernel_and_schedule_overrides(target, tmp_path):
     assert "im2col" in src2 and src2 != src
     assert steps["conv_a"]["fused"]["schedule"] == {"algo": "im2col", "mr": 4}
     assert steps["conv_b"]["fused"]["kernel"] == "generic"
+    # the chosen kernel and the resolved schedule of every step are recorded
+    assert steps["conv_a"]["kernel"] == f"{isa} im2col", steps["conv_a"]
+    assert steps["conv_a"]["schedule"]["algo"] == "im2col"
+    assert steps["conv_a"]["schedule"]["mr"] == 4
+    plain = {s["node"]: s for s in man["steps"]}
+    assert plain["conv_a"]["schedule"]["algo"] == "auto" and plain["conv_a"]["schedule"]["mr"] > 4
+    assert steps["conv_b"]["kernel"].startswith("generic")          # the portable conv:
+    assert "mr" not in steps["conv_b"]["schedule"]                  # its conv_c schedule
     # the YAML schedule: section merges over the target's (every conv forced to im2col)
     _, src3, _ = build_and_check(tmp_path, model, x, target,
                                  "schedule:\n  conv: {algo: im2col}\n", "sched")
@@ -135,3 +143,23 @@ def test_bench_and_profile(tmp_path):
     assert prof["sum_ms"] > 0 and prof["plain_ms"] > 0
     r = cli("bench", out, "--profile", "1")
     assert r.returncode == 0 and len(r.stdout.strip().splitlines()) == 3, r.stdout
+
+
+def test_kernels_in_dump_ir_and_inspect(tmp_path):
+    """--dump-ir ends with each step's kernel and schedule; inspect BUNDLE counts the kernels."""
+    model, _ = conv_model(tmp_path)
+    target = SIMD[0] if SIMD else "generic"
+    r = cli("build", model, "-t", target, "-o", tmp_path / "b", "--dump-ir")
+    assert r.returncode == 0, r.stderr
+    table = r.stdout.split("# kernels and schedules after lowering\n")[1].splitlines()
+    man = json.loads((tmp_path / "b" / "manifest.json").read_text())
+    assert len([ln for ln in table if ln.startswith("step ")]) == len(man["steps"])
+    for s, ln in zip(man["steps"], table):
+        assert f"{s['op']} {s['node']!r}: {s['kernel'] or 'inline C'}" in ln, (ln, s)
+        for k, v in s["schedule"].items():
+            assert f"{k}={v}" in ln, (ln, k, v)
+    r = cli("inspect", tmp_path / "b")
+    assert r.returncode == 0, r.stderr
+    line = next(ln for ln in r.stdout.splitlines() if ln.strip().startswith("kernels:"))
+    for s in man["steps"]:
+        assert f"{s['op']} {s['kernel'] or 'inline C'} x" in line, (line, s)

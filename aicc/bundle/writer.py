@@ -138,6 +138,8 @@ def manifest(prog, name, target, opts, model_sha, embedded, original) -> dict:
         steps.append({"index": s.index, "op": n.op_type, "node": n.name,
                       "inputs": list(n.inputs), "outputs": list(n.outputs),
                       "kernel": getattr(s.ctx, "kernel", "") or "",
+                      "schedule": {k: _jsonable(v)
+                                   for k, v in sorted(getattr(s.ctx, "schedule", {}).items())},
                       "fused": {k[5:]: _jsonable(v) for k, v in sorted(n.attrs.items())
                                 if k.startswith("aicc_")}})
     bufs = [{"tensor": b.name, "offset": int(o), "size": int(b.size), "first_step": b.first,

@@ -28,6 +28,7 @@ class StepContext:
         self.scratches: list = []        # (var, nbytes, ctype)
         self.restrict = True             # emitters writing in place set this False
         self.kernel = ""                 # the kernel variant an emitter chose (manifest, profile)
+        self.schedule: dict = {}         # the schedule parameters it resolved (manifest, --dump-ir)
 
     # -- tensor facts ------------------------------------------------------------
     def in_shape(self, k: int) -> tuple:

@@ -47,6 +47,17 @@ class Program:
     io_offsets: dict | None = None              # memory.io_in_arena: arena offsets of the I/O
 
 
+def kernel_table(prog) -> str:
+    """One line per step: index, op, node, the kernel its emitter chose and the schedule it
+    resolved (``--dump-ir``; manifest.json has the same per step)."""
+    lines = []
+    for s in prog.steps:
+        sched = " ".join(f"{k}={v}" for k, v in sorted(s.ctx.schedule.items()))
+        lines.append(f"step {s.index:3d} {s.node.op_type} {s.node.name!r}: "
+                     f"{s.ctx.kernel or 'inline C'}" + (f" [{sched}]" if sched else ""))
+    return "\n".join(lines) + "\n"
+
+
 def _uses(body: str, var: str) -> bool:
     return re.search(rf"\b{re.escape(var)}\b", body) is not None
 

@@ -162,10 +162,12 @@ class Conv(ConvLike):
             conv_winograd_p.emit(ctx, geo, wino, bias, ep)
             return
         if conv_planes.supports(geo):
+            ctx.kernel = "generic planes"
             conv_planes.emit(ctx, geo, dt, bias, ep)
             return
         if geo.cin_g == 1 or geo.cout_g == 1:
             use(ctx, dt, AXPY, DIRECT)
+            ctx.kernel = "generic direct"
             kind = "depthwise" if geo.cin_g == 1 else "one output channel per group"
             ctx(f"/* Conv {geo.describe()} ({kind}): direct row kernel */")
             ctx(geo.params())
@@ -173,6 +175,7 @@ class Conv(ConvLike):
                 f"{ctx.out[0]}, {ep});")
             return
         use(ctx, dt, PACK8, ("4.im2col", IM2COL), TILE, ("6.gemm", GEMM))
+        ctx.kernel = "generic im2col"
         P = numel(geo.out)
         tile, kt = gemm_tiles(K, P)
         wp = packed_weights(ctx, dt, ctx.in_const(1),

@@ -219,7 +219,8 @@ def _emit_gemm(node, ctx, geo, x: str) -> None:
         emit_epilogue(ctx, node, P * M, dt, plan)
         return
     sched = (ctx.target.schedule or {}).get("conv") or {}
-    budget = int(sched.get("tile_kb", 192)) * 1024 // 4
+    ctx.schedule["tile_kb"] = int(sched.get("tile_kb", 192))
+    budget = ctx.schedule["tile_kb"] * 1024 // 4
     mt = max(1, min(P, budget // max(K, 1)))
     if mt < P and mt >= 16:
         mt -= mt % 16

@@ -147,7 +147,8 @@ class PwDwNHWC(Op):
         N, H, W, cin = (int(d) for d in xs)
         C = geo.cin
         sched = (ctx.target.schedule or {}).get("conv") or {}
-        plan_bands = bands(geo, int(sched.get("pwdw_kb", BAND_KB)) * 1024)
+        ctx.schedule["pwdw_kb"] = int(sched.get("pwdw_kb", BAND_KB))
+        plan_bands = bands(geo, ctx.schedule["pwdw_kb"] * 1024)
         rows = max(i1 - i0 for _, _, i0, i1, _, _ in plan_bands)
         buf = ctx.scratch(rows * W * C * 4, "float", "band")
         dwn, pwn = _depthwise_node(node), _pointwise_node(node)

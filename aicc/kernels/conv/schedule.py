@@ -64,5 +64,7 @@ def padded_extents(geo):
 def node_schedule(ctx, isa: str) -> dict:
     """The conv schedule of ctx's node on isa: SCHED, then the target's ``schedule: conv:``,
     then the node's ``aicc_schedule``."""
-    return schedule(isa, (ctx.target.schedule or {}).get("conv"),
-                    ctx.node.attrs.get("aicc_schedule"))
+    s = schedule(isa, (ctx.target.schedule or {}).get("conv"),
+                 ctx.node.attrs.get("aicc_schedule"))
+    ctx.schedule = dict(s)
+    return s

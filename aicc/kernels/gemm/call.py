@@ -79,6 +79,7 @@ def gemm_call(ctx, plan, dt, m, n, k, a, ars, acs, bp, y, alpha=1.0, c=None, crs
     L = lambda v: c_literal(v, dt)  # noqa: E731
     cexpr = c if c is not None else "NULL"
     ctx.kernel = plan.isa or "generic"
+    ctx.schedule = {**ctx.schedule, "nb": plan.nb, **(plan.sched or {})}
     if plan.isa is None:
         fn = gemm_helper(ctx, dt, plan.nb)
         ctx(f"{fn}({m}u, {n}u, {k}u, {a}, {ars}u, {acs}u, {bp}, {L(alpha)},")

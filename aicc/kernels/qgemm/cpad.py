@@ -95,7 +95,9 @@ def plan(ctx, op, geo, g: int) -> Plan | None:
     k, _, d, _, hp, wp = extent(geo)      # hp, wp: the rows / columns any tap reads
     T, C = k[0] * k[1], geo.cin
     cp = -(-C // g) * g
-    budget = int(((ctx.target.schedule or {}).get("qconv") or {}).get("pad_kb", PAD_KB)) << 10
+    ctx.schedule["pad_kb"] = int(((ctx.target.schedule or {}).get("qconv") or {}).get("pad_kb",
+                                                                                     PAD_KB))
+    budget = ctx.schedule["pad_kb"] << 10
     if T * cp * 4 > -(-(T * C) // g) * g * 5 or hp * wp * cp * 2 > budget:
         return None
     m = geo.cout

@@ -66,6 +66,7 @@ def schedule(ctx) -> dict:
     for k in ("algo", "wino_m", "wino_kb"):
         if k in node:
             s[k] = node[k] if k == "algo" else int(node[k])
+    ctx.schedule = dict(s)
     return s
 
 
