@@ -5,15 +5,11 @@ node's ``aicc_schedule``; and the input extents the padded copies cover.
 from __future__ import annotations
 
 from ..gemm.simd import nr_of
+from ..isa.registry import table
 
 
 # conv schedule defaults per ISA (target yaml `schedule: conv:` and aicc_schedule override)
-SCHED = {
-    "avx2": dict(mr=6, kc=256, jb=64, tile_kb=192, implicit_pct=5, algo="auto", wino_m=0,
-                 wino_kb=768, wino_chan=1, edge_kernels=8),
-    "avx512": dict(mr=12, kc=256, jb=64, tile_kb=192, implicit_pct=13, algo="auto", wino_m=0,
-                   wino_kb=768, wino_chan=1, edge_kernels=8),
-}
+SCHED = table("conv")
 ALGOS = ("auto", "direct", "im2col", "implicit", "depthwise", "dwchan", "transposed",
          "winograd", "bcast")
 

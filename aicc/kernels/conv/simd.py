@@ -71,6 +71,7 @@ from . import implicit as conv_simd_i
 from . import transposed as conv_simd_t
 from ..winograd import simd as conv_winograd
 from ..gemm.simd import ISA, nr_of
+from ..isa.registry import isa_for
 from ..isa.x86 import vcopy
 from .schedule import balanced, extents, node_schedule, padded_extents
 from . import depthwise as conv_depthwise
@@ -115,18 +116,8 @@ static void aicc_cv_pad(const aicc_conv_params *p, size_t C, const float *restri
 def plan(ctx, dt):
     """(isa, conv schedule) of the first SIMD variant in the target's kernel list (or the
     node's aicc_kernel), None for the portable kernels (also for float64)."""
-    node, target = ctx.node, ctx.target
-    if str(dt) != "float32":
-        return None
-    forced = node.attrs.get("aicc_kernel")
-    for name in target.kernels:
-        if forced and name != forced:
-            continue
-        if name in ISA:
-            return name, node_schedule(ctx, name)
-        if name == "generic":
-            break
-    return None
+    isa = isa_for(ctx, ISA) if str(dt) == "float32" else None
+    return None if isa is None else (isa, node_schedule(ctx, isa))
 
 
 def is_direct(geo) -> bool:

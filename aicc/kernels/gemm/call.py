@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...emit_c.cwriter import c_literal, ctype
+from ..isa.registry import isa_for
 from ..move.copy import avx_helper
 from ..vmath.act import ACT, ACT_ATTRS, INT_OK, act_expr, fused_epilogue
 from .portable import choose_nb, gemm_helper
@@ -56,20 +57,13 @@ class GemmPlan:
 
 
 def gemm_plan(ctx, dt, n: int, k: int) -> GemmPlan:
-    node, target = ctx.node, ctx.target
-    forced = node.attrs.get("aicc_kernel")
-    if np.dtype(dt) == np.float32 and k > 0:
-        for name in target.kernels:
-            if forced and name != forced:
-                continue
-            if name in ISA:
-                over = {**dict((target.schedule or {}).get("gemm") or {}),
-                        **dict(node.attrs.get("aicc_schedule") or {})}
-                v = panel_vectors(name, n)
-                return GemmPlan(name, nr_of(name, v), schedule(name, over, v))
-            if name == "generic":
-                break
-    return GemmPlan(None, choose_nb(n))
+    isa = isa_for(ctx, ISA) if np.dtype(dt) == np.float32 and k > 0 else None
+    if isa is None:
+        return GemmPlan(None, choose_nb(n))
+    over = {**dict((ctx.target.schedule or {}).get("gemm") or {}),
+            **dict(ctx.node.attrs.get("aicc_schedule") or {})}
+    v = panel_vectors(isa, n)
+    return GemmPlan(isa, nr_of(isa, v), schedule(isa, over, v))
 
 
 def gemm_call(ctx, plan, dt, m, n, k, a, ars, acs, bp, y, alpha=1.0, c=None, crs=0, ccs=0,

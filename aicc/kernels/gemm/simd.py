@@ -41,16 +41,17 @@ import math
 import numpy as np
 
 from ...emit_c.cwriter import c_literal
+from ..isa.registry import table
 from ..vmath.act import ACT_ATTRS, act_expr
 from .tile import (V, _f, column_loops, tile_clamp, tile_k_loop, tile_open,
                    tile_store)
 
-# columns per L2 block of B (nc x kc floats): all of M passes each block while it is in L2.
-# With the N panels inside the M blocks instead, a B larger than L2 was streamed from memory
-# once per M block: [128 x 768] @ [768 x 3072] (9 MB of weights) took 3.3 ms interleaved with
-# onnxruntime, which reads them once (2.9 ms). 512 x 256 floats: 512 KB (avx512 CPUs have
-# 1-2 MB of L2); 256 x 256: 256 KB (AVX2 cores from Haswell on: 256 KB and more).
-NC_AVX512, NC_AVX2 = 512, 256
+# ``nc``, columns per L2 block of B (nc x kc floats): all of M passes each block while it is
+# in L2. With the N panels inside the M blocks instead, a B larger than L2 was streamed from
+# memory once per M block: [128 x 768] @ [768 x 3072] (9 MB of weights) took 3.3 ms
+# interleaved with onnxruntime, which reads them once (2.9 ms). 512 x 256 floats: 512 KB
+# (avx512 CPUs have 1-2 MB of L2); 256 x 256: 256 KB (AVX2 cores from Haswell on: 256 KB and
+# more). The values are in each ISA's description (isa/avx2.py, isa/avx512.py).
 
 # kernels of several panels at once (few rows: B is read once, from L2 or further) prefetch
 # their panels' rows this many k ahead. benchmarks.gemm_kernels (B = 1 MB in L2, Intel Xeon),
@@ -72,25 +73,8 @@ PF_AHEAD = 8
 # prefetch as well: 1.01); x86-avx512-amx's schedule:
 # 0.97-1.00. On x86-avx2 it gained nothing (0.98-1.02), so T0 stays there.
 
-# per instruction set: C spellings and default schedule parameters
-ISA = {
-    "avx2": dict(vec="__m256", lanes=8, mr=6, kc=256, mc=144, jb=64, nc=NC_AVX2, prefetch_kb=0,
-                 pf_rows=1, pf_next="T0", pf_first=False,
-                 load="_mm256_loadu_ps({p})", store="_mm256_storeu_ps({p}, {v})",
-                 bcast="_mm256_broadcast_ss({p})", fma="_mm256_fmadd_ps({a}, {b}, {c})",
-                 zero="_mm256_setzero_ps()", mtype="__m256i",
-                 mask="_mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + 8u - ({n})))",
-                 mload="_mm256_maskload_ps({p}, {m})",
-                 mstore="_mm256_maskstore_ps({p}, {m}, {v})"),
-    "avx512": dict(vec="__m512", lanes=16, mr=12, kc=256, mc=48, jb=32, nc=NC_AVX512,
-                   prefetch_kb=0, pf_rows=2, pf_next="T1", pf_first=True,
-                   load="_mm512_loadu_ps({p})", store="_mm512_storeu_ps({p}, {v})",
-                   bcast="_mm512_set1_ps(*({p}))", fma="_mm512_fmadd_ps({a}, {b}, {c})",
-                   zero="_mm512_setzero_ps()", mtype="__mmask16",
-                   mask="(__mmask16)((1u << ({n})) - 1u)",
-                   mload="_mm512_maskz_loadu_ps({m}, {p})",
-                   mstore="_mm512_mask_storeu_ps({p}, {m}, {v})"),
-}
+# per instruction set: C spellings and default schedule parameters (isa/<name>.py)
+ISA = table("gemm")
 
 
 def nr_of(isa: str, v: int = V) -> int:
@@ -111,7 +95,7 @@ def panel_vectors(isa: str, n: int) -> int:
 
 # most rows a micro-kernel of v vectors per panel keeps: its accumulators plus the v B vectors
 # and a broadcast fit in the registers (avx512: 32, avx2: 16)
-MR_MAX = {"avx512": {1: 28, 2: 14, 3: 9}, "avx2": {1: 12, 2: 6, 3: 4}}
+MR_MAX = table("gemm_mr_max")
 
 
 def panels_at_once(mr: int, isa: str, v: int = V) -> int:

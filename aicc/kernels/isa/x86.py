@@ -7,21 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 from ...emit_c.cwriter import c_literal
+from .registry import isa_for, table
 
-SIMD = {
-    "avx2": dict(v="__m256", L=8, set1="_mm256_set1_ps", add="_mm256_add_ps", sub="_mm256_sub_ps",
-                 mul="_mm256_mul_ps", div="_mm256_div_ps", fma="_mm256_fmadd_ps",
-                 fnma="_mm256_fnmadd_ps", max="_mm256_max_ps", ld="_mm256_loadu_ps",
-                 st="_mm256_storeu_ps", zero="_mm256_setzero_ps()", sqrt="_mm256_sqrt_ps",
-                 sel="_mm256_blendv_ps({a}, {b}, _mm256_cmp_ps({x}, {y}, {p}))",
-                 rnd="_mm256_round_ps({x}, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)"),
-    "avx512": dict(v="__m512", L=16, set1="_mm512_set1_ps", add="_mm512_add_ps", sub="_mm512_sub_ps",
-                   mul="_mm512_mul_ps", div="_mm512_div_ps", fma="_mm512_fmadd_ps",
-                   fnma="_mm512_fnmadd_ps", max="_mm512_max_ps", ld="_mm512_loadu_ps",
-                   st="_mm512_storeu_ps", zero="_mm512_setzero_ps()", sqrt="_mm512_sqrt_ps",
-                   sel="_mm512_mask_blend_ps(_mm512_cmp_ps_mask({x}, {y}, {p}), {a}, {b})",
-                   rnd="_mm512_roundscale_ps({x}, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)"),
-}
+SIMD = table("vector")
 
 
 def vconst(d, v) -> str:
@@ -40,15 +28,7 @@ def vpoly(d, u: str, coefs) -> str:
 def simd_isa(ctx):
     """The first SIMD ISA of the target's kernel list (only the node's ``aicc_kernel`` if
     set), or None when the portable C comes first."""
-    forced = ctx.node.attrs.get("aicc_kernel")
-    for name in ctx.target.kernels:
-        if forced and name != forced:
-            continue
-        if name in SIMD:
-            return name
-        if name == "generic":
-            break
-    return None
+    return isa_for(ctx, SIMD)
 
 
 def include(ctx, isa: str) -> None:
@@ -103,21 +83,7 @@ def vcopy(ctx) -> None:
 
 
 # per ISA: integer vector type and ops, abs/sign masks, compare-select, lane 0
-INT = {
-    "avx2": dict(vi="__m256i", cvt="_mm256_cvtps_epi32", srai="_mm256_srai_epi32",
-                 sub="_mm256_sub_epi32", add="_mm256_add_epi32", slli="_mm256_slli_epi32",
-                 c127="_mm256_set1_epi32(127)", cast="_mm256_castsi256_ps",
-                 min="_mm256_min_ps", bit="_mm256_{op}_ps({a}, {b})",
-                 lane0="_mm256_cvtss_f32", scalef=None),
-    "avx512": dict(vi="__m512i", cvt="_mm512_cvtps_epi32", srai="_mm512_srai_epi32",
-                   sub="_mm512_sub_epi32", add="_mm512_add_epi32", slli="_mm512_slli_epi32",
-                   c127="_mm512_set1_epi32(127)", cast="_mm512_castsi512_ps",
-                   min="_mm512_min_ps",      # float and/or/xor are AVX512DQ: integer ones
-                   bit="_mm512_castsi512_ps(_mm512_{op}_si512(_mm512_castps_si512({a}), "
-                       "_mm512_castps_si512({b})))",
-                   lane0="_mm512_cvtss_f32",
-                   scalef="_mm512_scalef_ps({p}, {n})"),   # p * 2^n, rounded once
-}
+INT = table("integer")
 
 
 def include_vmath(ctx, isa):
@@ -138,11 +104,4 @@ static AICC_UNUSED float {name}(float x)
 
 
 # per ISA: the integer spellings log needs (and expm1_simd / trig_simd)
-INT_BITS = {
-    "avx2": dict(vi="__m256i", bits="_mm256_castps_si256", flt="_mm256_castsi256_ps",
-                 srli="_mm256_srli_epi32", sub="_mm256_sub_epi32", set1="_mm256_set1_epi32",
-                 band="_mm256_and_si256", bor="_mm256_or_si256", cvt="_mm256_cvtepi32_ps"),
-    "avx512": dict(vi="__m512i", bits="_mm512_castps_si512", flt="_mm512_castsi512_ps",
-                   srli="_mm512_srli_epi32", sub="_mm512_sub_epi32", set1="_mm512_set1_epi32",
-                   band="_mm512_and_si512", bor="_mm512_or_si512", cvt="_mm512_cvtepi32_ps"),
-}
+INT_BITS = table("int_bits")

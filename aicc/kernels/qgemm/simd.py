@@ -46,7 +46,8 @@ from . import amx as qgemm_amx
 from ...emit_c.loops import numel
 from ..gemm.call import batch_dims
 from .requant import WRAP, Requant, output, sums_fit, wrap_i32
-from ..isa.x86 import include, simd_isa
+from ..isa import registry
+from ..isa.x86 import include
 
 ISA = {
     "avx512": dict(nr=32, mr=8, vi="__m512i", zero="_mm512_setzero_si512()",
@@ -89,8 +90,8 @@ def plane_2d(geo) -> Plane2D:
 
 
 def isa_for(ctx):
-    isa = simd_isa(ctx)
-    return isa if isa in ISA else None
+    """The integer kernels' ISA for ctx's node (isa/registry.py's rule over this family's ISAs)."""
+    return registry.isa_for(ctx, ISA)
 
 
 def const_operand(ctx, k, zp_k) -> bool:

@@ -1,0 +1,34 @@
+"""AVX2 with FMA (x86-64, Haswell, Zen and later): 256-bit vectors, 16 registers.
+"""
+from __future__ import annotations
+
+from .base import Isa
+
+ISA = Isa(
+    name="avx2", family="x86", header="<immintrin.h>", vector_bytes=32, registers=16,
+    vector=dict(v="__m256", L=8, set1="_mm256_set1_ps", add="_mm256_add_ps", sub="_mm256_sub_ps",
+                mul="_mm256_mul_ps", div="_mm256_div_ps", fma="_mm256_fmadd_ps",
+                fnma="_mm256_fnmadd_ps", max="_mm256_max_ps", ld="_mm256_loadu_ps",
+                st="_mm256_storeu_ps", zero="_mm256_setzero_ps()", sqrt="_mm256_sqrt_ps",
+                sel="_mm256_blendv_ps({a}, {b}, _mm256_cmp_ps({x}, {y}, {p}))",
+                rnd="_mm256_round_ps({x}, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)"),
+    integer=dict(vi="__m256i", cvt="_mm256_cvtps_epi32", srai="_mm256_srai_epi32",
+                 sub="_mm256_sub_epi32", add="_mm256_add_epi32", slli="_mm256_slli_epi32",
+                 c127="_mm256_set1_epi32(127)", cast="_mm256_castsi256_ps",
+                 min="_mm256_min_ps", bit="_mm256_{op}_ps({a}, {b})",
+                 lane0="_mm256_cvtss_f32", scalef=None),
+    int_bits=dict(vi="__m256i", bits="_mm256_castps_si256", flt="_mm256_castsi256_ps",
+                  srli="_mm256_srli_epi32", sub="_mm256_sub_epi32", set1="_mm256_set1_epi32",
+                  band="_mm256_and_si256", bor="_mm256_or_si256", cvt="_mm256_cvtepi32_ps"),
+    gemm=dict(vec="__m256", lanes=8, mr=6, kc=256, mc=144, jb=64, nc=256, prefetch_kb=0,
+              pf_rows=1, pf_next="T0", pf_first=False,
+              load="_mm256_loadu_ps({p})", store="_mm256_storeu_ps({p}, {v})",
+              bcast="_mm256_broadcast_ss({p})", fma="_mm256_fmadd_ps({a}, {b}, {c})",
+              zero="_mm256_setzero_ps()", mtype="__m256i",
+              mask="_mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + 8u - ({n})))",
+              mload="_mm256_maskload_ps({p}, {m})",
+              mstore="_mm256_maskstore_ps({p}, {m}, {v})"),
+    gemm_mr_max={1: 12, 2: 6, 3: 4},
+    conv=dict(mr=6, kc=256, jb=64, tile_kb=192, implicit_pct=5, algo="auto", wino_m=0,
+              wino_kb=768, wino_chan=1, edge_kernels=8),
+)

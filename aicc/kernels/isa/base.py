@@ -1,0 +1,35 @@
+"""One description per instruction set (ISA): what the kernels need to know of it, as data.
+
+An ``Isa`` names the variant as a target's ``kernels:`` list does, and holds the C spellings
+and tuning defaults that the kernel families look up by that name: the float32 vector
+vocabulary (``vector``, used by the element-wise, softmax, normalization and pooling
+kernels), the integer spellings of the math functions (``integer``, ``int_bits``), the GEMM
+micro-kernel spellings and default schedule (``gemm``, ``gemm_mr_max``) and the conv
+schedule defaults (``conv``). A kernel family builds its per-ISA table from these fields
+(``table(field)``), so a new ISA is a new description (isa/<name>.py, listed in
+isa/registry.py), a target YAML whose ``kernels:`` list names it, and the kernels that need
+spellings of their own.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Isa:
+    name: str                   # as in a target's ``kernels:`` list
+    family: str                 # "x86" (later "arm", "riscv")
+    header: str                 # the intrinsics header its kernels include
+    vector_bytes: int           # bytes of one vector register
+    registers: int              # vector registers the kernels plan with
+    vector: dict = field(default_factory=dict)     # float32 vector spellings (see isa/x86.py)
+    integer: dict = field(default_factory=dict)    # integer vector spellings of exp / tanh
+    int_bits: dict = field(default_factory=dict)   # bit-level spellings of log / expm1 / trig
+    gemm: dict = field(default_factory=dict)       # GEMM spellings and default schedule
+    gemm_mr_max: dict = field(default_factory=dict)  # vectors per panel -> most rows a tile
+    conv: dict = field(default_factory=dict)       # float32 conv schedule defaults
+
+    @property
+    def lanes(self) -> int:
+        """float32 lanes of one vector."""
+        return self.vector_bytes // 4

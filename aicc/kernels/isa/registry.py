@@ -1,0 +1,27 @@
+"""The ISA descriptions the kernels know, and the one rule that picks a node's ISA."""
+from __future__ import annotations
+
+from . import avx2, avx512
+
+# in the order the per-ISA tables list them
+ISAS = {i.name: i for i in (avx2.ISA, avx512.ISA)}
+
+
+def table(field: str) -> dict:
+    """{ISA name: that ISA's ``field``} for every description that has one."""
+    return {name: getattr(i, field) for name, i in ISAS.items() if getattr(i, field)}
+
+
+def isa_for(ctx, among=ISAS):
+    """The ISA ctx's node runs on: the first of the target's ``kernels:`` list (only the
+    node's ``aicc_kernel`` when set) that is one of ``among``; None when the portable C
+    ("generic") comes first or none is listed."""
+    forced = ctx.node.attrs.get("aicc_kernel")
+    for name in ctx.target.kernels:
+        if forced and name != forced:
+            continue
+        if name in among:
+            return name
+        if name == "generic":
+            break
+    return None
