@@ -30,55 +30,18 @@ its tile into NaN; see kernels/winograd/simd.py).
 """
 from __future__ import annotations
 
-from ..emit_c.cwriter import ctype
 from ..kernels.vmath.act import apply_epilogue, unfused
 from .base import Op, register
-from ..kernels.conv.gemm_c import GEMM, IM2COL, gemm_tiles
-from ..kernels.conv.base_c import (AXPY, DIRECT, PACK8, TILE, act_check, epilogue, pack_weights,
-                                   suffix, use)
-from ..kernels.conv import planes_c as conv_planes
+from ..kernels.conv import portable
 from ..kernels.conv import residual as conv_residual
 from ..kernels.conv import simd as conv_simd
-from ..kernels.winograd import portable as conv_winograd_p
+from ..kernels.conv.base_c import act_check
 from ..emit_c.loops import numel
 from ..kernels.conv.geometry import ConvGeometry, static_shapes
 from ..kernels.conv.schedule import ALGOS
 from .reference import run_onnx_reference
 
 FLOATS = ("float32", "float64")
-
-
-PACKW = """\
-/* Packs weights at run time exactly as pack_weights() does at compile time: per group g and
- * block b of 4 rows, wp[((g * nb + b) * K + k) * 4 + r] = w[g * sg + (4b + r) * sm + k * sk],
- * zero for rows 4b + r >= M (the padding of the last block). Conv: M = output channels per
- * group, K = C/group * kernel taps; ConvTranspose: the transposed weights. */
-static void aicc_packw_SFX(const TYPE *restrict w, size_t group, size_t M, size_t K, size_t sg,
-                           size_t sm, size_t sk, TYPE *restrict wp)
-{
-    const size_t nb = (M + 3) / 4;
-    for (size_t g = 0; g < group; ++g)
-        for (size_t b = 0; b < nb; ++b)
-            for (size_t k = 0; k < K; ++k)
-                for (size_t r = 0; r < 4; ++r) {
-                    const size_t m = 4 * b + r;
-                    *wp++ = m < M ? w[g * sg + m * sm + k * sk] : (TYPE)0;
-                }
-}"""
-
-
-def packed_weights(ctx, dt, w_const, pack, group, M, K, strides) -> str:
-    """C name of the packed weights: a compile-time constant (``pack()`` of the constant)
-    or step scratch filled at run time from input 1 with element strides (sg, sm, sk)."""
-    if w_const is not None:
-        return ctx.const(pack(), "wpack")
-    use(ctx, dt, ("3.packw", PACKW))
-    nb = (M + 3) // 4
-    wp = ctx.scratch(group * nb * 4 * K * dt.itemsize, ctype(dt), "wpack")
-    sg, sm, sk = strides
-    ctx("/* run-time weights: packed into scratch for the GEMM kernel */")
-    ctx(f"aicc_packw{suffix(dt)}({ctx.inp[1]}, {group}u, {M}u, {K}u, {sg}u, {sm}u, {sk}u, {wp});")
-    return wp
 
 
 class ConvLike(Op):
@@ -148,42 +111,10 @@ class Conv(ConvLike):
 
     @staticmethod
     def _emit_conv(ctx, node, geo, dt, bias):
-        """The SIMD variants (conv_simd) where the target has them, else the generic /
-        float64 kernels: direct row kernel or im2col + GEMM."""
+        """The SIMD variants (kernels/conv/simd.py) where the target has them, else the
+        portable kernels (kernels/conv/portable.py)."""
         simd = conv_simd.plan(ctx, dt)
         if simd is not None:
             conv_simd.emit(ctx, node, geo, simd[0], simd[1], bias)
             return
-        sfx = suffix(dt)
-        ep = epilogue(ctx, node, dt)
-        K = geo.cin_g * numel(geo.k)
-        wino = conv_winograd_p.chosen(ctx, geo, dt)
-        if wino is not None:
-            conv_winograd_p.emit(ctx, geo, wino, bias, ep)
-            return
-        if conv_planes.supports(geo):
-            ctx.kernel = "generic planes"
-            conv_planes.emit(ctx, geo, dt, bias, ep)
-            return
-        if geo.cin_g == 1 or geo.cout_g == 1:
-            use(ctx, dt, AXPY, DIRECT)
-            ctx.kernel = "generic direct"
-            kind = "depthwise" if geo.cin_g == 1 else "one output channel per group"
-            ctx(f"/* Conv {geo.describe()} ({kind}): direct row kernel */")
-            ctx(geo.params())
-            ctx(f"aicc_conv_direct{sfx}(&prm, {ctx.inp[0]}, {ctx.inp[1]}, {bias}, "
-                f"{ctx.out[0]}, {ep});")
-            return
-        use(ctx, dt, PACK8, ("4.im2col", IM2COL), TILE, ("6.gemm", GEMM))
-        ctx.kernel = "generic im2col"
-        P = numel(geo.out)
-        tile, kt = gemm_tiles(K, P)
-        wp = packed_weights(ctx, dt, ctx.in_const(1),
-                            lambda: pack_weights(ctx.in_const(1), geo.group),
-                            geo.group, geo.cout_g, K, (geo.cout_g * K, K, 1))
-        col = ctx.scratch(tile * kt * dt.itemsize, ctx.out_ctype(0), "col")
-        blocks = f"blocks of {kt} of K={K}" if kt < K else f"K={K}"
-        ctx(f"/* Conv {geo.describe()}: im2col tiles of {tile} positions x {blocks} + GEMM */")
-        ctx(geo.params(tile))
-        ctx(f"aicc_conv_gemm{sfx}(&prm, {ctx.inp[0]}, {wp}, {bias}, {ctx.out[0]}, {col}, "
-            f"{kt}u, {ep});")
+        portable.emit(ctx, node, geo, dt, bias)

@@ -24,7 +24,8 @@ from ..kernels.conv import simd as conv_simd
 from ..kernels.conv import transpose_simd as conv_transpose_simd
 from ..kernels.vmath.act import apply_epilogue, unfused
 from .base import register
-from .conv import ConvLike, packed_weights
+from .conv import ConvLike
+from ..kernels.conv.base_c import packed_weights
 from ..kernels.conv.geometry import AUTO_PADS, ints
 from ..kernels.conv.base_c import (AXPY, PACK8, TILE, epilogue, pack_weights, params_c,
                                    suffix, tile_size, use)

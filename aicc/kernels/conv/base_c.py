@@ -379,3 +379,36 @@ def pack_weights(w: np.ndarray, group: int) -> np.ndarray:
     wr = np.zeros((group, nb * 4, k), dtype=w.dtype)
     wr[:, :mg, :] = w.reshape(group, mg, k)
     return np.ascontiguousarray(wr.reshape(group, nb, 4, k).transpose(0, 1, 3, 2))
+
+
+PACKW = """\
+/* Packs weights at run time exactly as pack_weights() does at compile time: per group g and
+ * block b of 4 rows, wp[((g * nb + b) * K + k) * 4 + r] = w[g * sg + (4b + r) * sm + k * sk],
+ * zero for rows 4b + r >= M (the padding of the last block). Conv: M = output channels per
+ * group, K = C/group * kernel taps; ConvTranspose: the transposed weights. */
+static void aicc_packw_SFX(const TYPE *restrict w, size_t group, size_t M, size_t K, size_t sg,
+                           size_t sm, size_t sk, TYPE *restrict wp)
+{
+    const size_t nb = (M + 3) / 4;
+    for (size_t g = 0; g < group; ++g)
+        for (size_t b = 0; b < nb; ++b)
+            for (size_t k = 0; k < K; ++k)
+                for (size_t r = 0; r < 4; ++r) {
+                    const size_t m = 4 * b + r;
+                    *wp++ = m < M ? w[g * sg + m * sm + k * sk] : (TYPE)0;
+                }
+}"""
+
+
+def packed_weights(ctx, dt, w_const, pack, group, M, K, strides) -> str:
+    """C name of the packed weights: a compile-time constant (``pack()`` of the constant)
+    or step scratch filled at run time from input 1 with element strides (sg, sm, sk)."""
+    if w_const is not None:
+        return ctx.const(pack(), "wpack")
+    use(ctx, dt, ("3.packw", PACKW))
+    nb = (M + 3) // 4
+    wp = ctx.scratch(group * nb * 4 * K * dt.itemsize, ctype(dt), "wpack")
+    sg, sm, sk = strides
+    ctx("/* run-time weights: packed into scratch for the GEMM kernel */")
+    ctx(f"aicc_packw{suffix(dt)}({ctx.inp[1]}, {group}u, {M}u, {K}u, {sg}u, {sm}u, {sk}u, {wp});")
+    return wp
