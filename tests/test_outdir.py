@@ -156,3 +156,19 @@ def test_concurrent_builds_into_one_folder(tmp_path):
     b = onnx.numpy_helper.to_array(onnx.load(m).graph.initializer[0])
     np.testing.assert_allclose(got, np.maximum(x + b, 0), rtol=1e-6)
     _no_leftovers(tmp_path)
+
+
+def test_rebuild_without_rename_exchange(tmp_path, monkeypatch):
+    """Where renameat2 cannot exchange, the earlier bundle is renamed aside, then removed."""
+    from aicc.bundle import outdir
+    monkeypatch.setattr(outdir, "_exchange", lambda a, b: False)
+    m, x = small_model(tmp_path)
+    out = tmp_path / "b"
+    aicc.build(m, out=out)
+    (out / "libmodel.a").write_bytes(b"stale")
+    aicc.build(m, out=out)
+    assert not (out / "libmodel.a").exists() and (out / "manifest.json").is_file()
+    b = onnx.numpy_helper.to_array(onnx.load(m).graph.initializer[0])
+    np.testing.assert_allclose(aicc.load(out).run({"x": x})["y"], np.maximum(x + b, 0),
+                               rtol=1e-6)
+    _no_leftovers(tmp_path)

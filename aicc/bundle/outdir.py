@@ -93,8 +93,9 @@ def check_out(out) -> Path:
         raise OutputError(f"output folder {out}: is not empty and holds no aicc bundle (no "
                           "manifest.json); aicc writes only to a new or empty folder or over "
                           "an earlier bundle")
-    foreign = present - bundle_files(name)
-    foreign |= {n for n in present - foreign if not (out / n).is_file() or (out / n).is_symlink()}
+    own = bundle_files(name)
+    foreign = {n for n in present
+               if n not in own or not (out / n).is_file() or (out / n).is_symlink()}
     if foreign:
         raise OutputError(f"output folder {out}: holds an earlier bundle and files aicc did not "
                           f"write ({_list(foreign)}); move them or choose another folder")
@@ -153,11 +154,9 @@ def install(tmp: Path, out: Path) -> None:
         if old is None:
             os.replace(tmp, out)          # OUT is missing or an empty folder
             return
-        if not _exchange(tmp, out):
+        if not _exchange(tmp, out):       # two renames: OUT is briefly missing
             aside = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-            os.replace(out, aside / "b")
+            os.replace(out, aside)        # over the empty folder
             os.replace(tmp, out)
-            _remove_bundle(aside / "b", old)
-            aside.rmdir()
-            return
-        _remove_bundle(tmp, old)          # after the exchange TMP holds the earlier bundle
+            tmp = aside
+        _remove_bundle(tmp, old)          # TMP now holds the earlier bundle

@@ -18,7 +18,7 @@ from .. import __version__
 from ..emit_c.model_c import header, source, weights_asm
 from ..errors import ConfigError
 from ..targets import ROOT
-from .outdir import RUNTIME_FILES, check_out, install, new_tmp
+from .outdir import RUNTIME_FILES, install, new_tmp
 
 RUNTIME_DIR = ROOT / "runtime_c"
 
@@ -194,7 +194,6 @@ def write_bundle(prog, out, *, name, target, opts, model_sha, original_inputs,
     out = Path(out)
     embedded = bool(opts.weights.get("embed", True))
     wsec, asec = _section(opts, "weights", "section"), _section(opts, "memory", "arena_section")
-    check_out(out)
     tmp = new_tmp(out)
     try:
         h_text = header(prog, name, model_sha, embedded, asec)

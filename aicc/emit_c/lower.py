@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 
 from ..errors import ConfigError, ModelError, UnsupportedError
 from ..ops import load_all, lookup
-from .memory_plan import Buffer, arena_size, peak_live_bytes, plan
 from .context import StepContext
+from .cwriter import ctype
+from .memory_plan import Buffer, arena_size, peak_live_bytes, plan
 from .sharing import Sharing
 from .weights import WeightsImage
-from .cwriter import ctype
 
 
 @dataclass

@@ -8,10 +8,10 @@ propagate by IEEE arithmetic.
 """
 from __future__ import annotations
 
+from ..emit_c.loops import numel
+from ..kernels.conv.base_c import suffix, typed
 from .base import Op, register
 from .conv import FLOATS
-from ..kernels.conv.base_c import suffix, typed
-from ..emit_c.loops import numel
 
 BASE = """\
 /* Base coordinate i of a dim of n points in [-1, 1] (align: corners at -1 and 1, a single

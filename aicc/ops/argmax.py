@@ -10,9 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..emit_c.cwriter import ctype
-from .base import Op, register_many
-from .base import empty_body
 from ..emit_c.loops import numel
+from .base import Op, empty_body, register_many
 
 
 def _sfx(dt) -> str:

@@ -45,9 +45,8 @@ import math
 import numpy as np
 
 from ..emit_c.cwriter import c_float, ctype
-from .base import Op, register
-from .base import empty_body
 from ..emit_c.loops import numel
+from .base import Op, empty_body, register
 
 PARAMS = """\
 /* One Attention node. Q, K, V and Y are viewed as [batch][head][seq][dim] with the dim

@@ -9,9 +9,8 @@ reads as True), so no value can produce an invalid bool.
 """
 from __future__ import annotations
 
-from .base import Op, register
 from ..emit_c.loops import numel
-from .base import dtype_reason
+from .base import Op, dtype_reason, register
 
 
 @register("BitCast", since=26)

@@ -15,9 +15,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..emit_c.cwriter import ctype
+from ..emit_c.loops import emit_broadcast, emit_map, numel
 from .base import Op, register, register_many
 from .cast import cast_expr
-from ..emit_c.loops import emit_broadcast, emit_map, numel
 
 INT_TYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 U64, I64 = np.dtype(np.uint64), np.dtype(np.int64)

@@ -27,12 +27,12 @@ import numpy as np
 from onnx import helper
 
 from ..emit_c.cwriter import c_float, ctype
-from .base import Op, register
-from ..kernels.vmath import half as half_simd
+from ..emit_c.loops import emit_map, numel
 from ..kernels.dtype import lowp
 from ..kernels.dtype.half import HALF_TYPES, from_float, to_float
 from ..kernels.dtype.lowp import LOWP, LOWP_FLOAT, LOWP_INT
-from ..emit_c.loops import emit_map, numel
+from ..kernels.vmath import half as half_simd
+from .base import Op, register
 
 _OK = {"float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
        "uint64", "bool", "float16", "bfloat16"} | LOWP

@@ -13,11 +13,10 @@ native implementation is used whenever the node itself reaches aicc.
 """
 from __future__ import annotations
 
-from .base import Op, register
 from ..emit_c.loops import numel, strides_of
-from .reshape import static_output_reason
 from ..kernels.move.copy import emit_copy, empty_guard
-from .base import dtype_reason
+from .base import Op, dtype_reason, register
+from .reshape import static_output_reason
 
 
 @register("CenterCropPad", since=18)

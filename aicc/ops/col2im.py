@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..emit_c.loops import numel
+from ..kernels.conv.base_c import suffix, typed
 from .base import Op, register
 from .conv import FLOATS
-from ..kernels.conv.base_c import suffix, typed
-from ..emit_c.loops import numel
 
 MAXR = 8
 

@@ -5,10 +5,9 @@ Dtype-agnostic; values (NaN included) are copied bit for bit.
 """
 from __future__ import annotations
 
-from .base import Op, register
 from ..emit_c.loops import strides_of
 from ..kernels.move.copy import emit_copy, empty_guard
-from .base import dtype_reason
+from .base import Op, dtype_reason, register
 
 
 @register("Concat", since=1)

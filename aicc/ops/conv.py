@@ -30,15 +30,15 @@ its tile into NaN; see kernels/winograd/simd.py).
 """
 from __future__ import annotations
 
-from ..kernels.vmath.act import apply_epilogue, unfused
-from .base import Op, register
+from ..emit_c.loops import numel
 from ..kernels.conv import portable
 from ..kernels.conv import residual as conv_residual
 from ..kernels.conv import simd as conv_simd
 from ..kernels.conv.base_c import act_check
-from ..emit_c.loops import numel
 from ..kernels.conv.geometry import ConvGeometry, static_shapes
 from ..kernels.conv.schedule import ALGOS
+from ..kernels.vmath.act import apply_epilogue, unfused
+from .base import Op, register
 from .reference import run_onnx_reference
 
 FLOATS = ("float32", "float64")

@@ -38,16 +38,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels.vmath.act import ACT_ATTRS, act_expr, apply_epilogue, fused_epilogue, unfused
 from ..kernels.conv import bcast as conv_bcast
 from ..kernels.conv import nhwc_dw as conv_nhwc_dw
-from .base import Op, register
-from ..kernels.conv.geometry import ConvGeometry
 from ..kernels.conv.base_c import act_check
+from ..kernels.conv.geometry import ConvGeometry
 from ..kernels.gemm.call import emit_epilogue, gemm_call, gemm_plan
 from ..kernels.gemm.portable import pack_b
-from .reference import run_onnx_reference
 from ..kernels.isa.x86 import simd_isa
+from ..kernels.vmath.act import ACT_ATTRS, act_expr, apply_epilogue, fused_epilogue, unfused
+from .base import Op, register
+from .reference import run_onnx_reference
 
 
 class Geo:

@@ -20,16 +20,15 @@ they reach. Summation order differs from onnxruntime (agreement to rounding).
 """
 from __future__ import annotations
 
+from ..emit_c.loops import numel
 from ..kernels.conv import simd as conv_simd
 from ..kernels.conv import transpose_simd as conv_transpose_simd
+from ..kernels.conv.base_c import (AXPY, PACK8, TILE, epilogue, pack_weights, packed_weights,
+                                   params_c, suffix, tile_size, use)
+from ..kernels.conv.geometry import AUTO_PADS, ints
 from ..kernels.vmath.act import apply_epilogue, unfused
 from .base import register
 from .conv import ConvLike
-from ..kernels.conv.base_c import packed_weights
-from ..kernels.conv.geometry import AUTO_PADS, ints
-from ..kernels.conv.base_c import (AXPY, PACK8, TILE, epilogue, pack_weights, params_c,
-                                   suffix, tile_size, use)
-from ..emit_c.loops import numel
 from .reference import run_onnx_reference
 
 CONVT = """\

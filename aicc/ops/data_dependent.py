@@ -22,9 +22,8 @@ for bit.
 """
 from __future__ import annotations
 
-from .base import Op, register
 from ..emit_c.loops import numel, strides_of
-from .base import dtype_reason
+from .base import Op, dtype_reason, register
 
 WHY = ("its output size depends on the input values ({what}), and aicc sizes every buffer at "
        "compile time; declare the output shape in the model (a fixed count) to compile it")

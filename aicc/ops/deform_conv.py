@@ -13,11 +13,11 @@ input value causes undefined behaviour.
 """
 from __future__ import annotations
 
+from ..emit_c.loops import numel
+from ..kernels.conv.base_c import suffix, typed
+from ..kernels.conv.geometry import ints
 from .base import Op, register
 from .conv import FLOATS
-from ..kernels.conv.geometry import ints
-from ..kernels.conv.base_c import suffix, typed
-from ..emit_c.loops import numel
 
 KERNEL = """\
 /* Bilinear sample of an H x W plane at (y, x), neighbours outside reading 0 (NaN: NaN). */

@@ -8,10 +8,9 @@ says so otherwise. Dtype-agnostic, bit-exact (NaN payloads preserved).
 """
 from __future__ import annotations
 
-from .base import Op, register
 from ..emit_c.loops import strides_of
 from ..kernels.move.copy import emit_gather_copy, empty_guard
-from .base import dtype_reason
+from .base import Op, dtype_reason, register
 
 
 def _mode(op, node):

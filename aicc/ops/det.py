@@ -9,8 +9,8 @@ entries follow IEEE arithmetic (Inf - Inf = NaN).
 from __future__ import annotations
 
 from ..emit_c.cwriter import ctype
-from .base import Op, register
 from ..emit_c.loops import numel
+from .base import Op, register
 
 DET = """\
 /* Determinants of `batch` n x n matrices x (row-major, consecutive) into y: LU with partial

@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Op, register
 from ..emit_c.loops import numel
-from .base import dtype_reason
+from .base import Op, dtype_reason, register
 
 _MT = r"""/* numpy's legacy RandomState(seed) MT19937 (init_genrand seeding, 53-bit doubles):
    the keep mask of a training-mode Dropout is uniform(0,1) >= ratio, as onnx.reference */

@@ -18,9 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..emit_c.cwriter import c_literal, ctype
-from .base import Op, register
-from .base import empty_body
 from ..emit_c.loops import numel, strides_of
+from .base import Op, empty_body, register
 
 DTYPES = {np.dtype(t) for t in (np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
                                  np.uint8, np.uint16, np.uint32, np.uint64)}

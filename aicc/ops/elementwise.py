@@ -28,13 +28,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..emit_c.cwriter import c_literal, ctype, dtype_tag
+from ..emit_c.loops import emit_broadcast, emit_map, numel
 from ..kernels.vmath import vector
-from ..kernels.vmath.act import (ACT, INT_OK, act_expr, act_numpy, act_params,
-                                 apply_epilogue, fused_epilogue, unfused)
+from ..kernels.vmath.act import (ACT, INT_OK, act_expr, act_numpy, act_params, apply_epilogue,
+                                 fused_epilogue, unfused)
 from ..kernels.vmath.fused import fused_act_helper, fused_array_act
 from .base import Op, register_many
 from .cast import cast_expr
-from ..emit_c.loops import emit_broadcast, emit_map, numel
 
 UNARY = sorted(set(ACT) - {"Clip", "Gelu"})
 

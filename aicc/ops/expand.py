@@ -15,12 +15,11 @@ bit-exact.
 """
 from __future__ import annotations
 
-from ..errors import UnsupportedError
-from .base import Op, register
 from ..emit_c.loops import strides_of
-from .reshape import static_output_reason
+from ..errors import UnsupportedError
 from ..kernels.move.copy import emit_copy, emit_gather_copy, empty_guard
-from .base import dtype_reason
+from .base import Op, dtype_reason, register
+from .reshape import static_output_reason
 
 
 @register("Expand", since=8)

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Op, register
-from .misc import _fill_literal
 from ..kernels.move.copy import empty_guard
-from .base import dtype_reason
+from .base import Op, dtype_reason, register
+from .misc import _fill_literal
 
 
 @register("EyeLike", since=9)

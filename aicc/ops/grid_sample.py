@@ -21,9 +21,9 @@ with the coordinate bounded first, so no input value causes undefined behaviour.
 """
 from __future__ import annotations
 
-from .base import Op, register
-from ..kernels.conv.base_c import suffix, typed
 from ..emit_c.loops import numel
+from ..kernels.conv.base_c import suffix, typed
+from .base import Op, register
 
 MODES = {"bilinear": 1, "linear": 1, "nearest": 0, "bicubic": 2, "cubic": 2}
 PADS = {"zeros": 0, "border": 1, "reflection": 2}

@@ -26,9 +26,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..emit_c.cwriter import c_literal, ctype
-from .base import Op, register
-from .base import empty_body
 from ..emit_c.loops import numel
+from .base import Op, empty_body, register
 from .softmax import _row_helper, _strided_helper
 
 REDUCTIONS = {"none": 0, "sum": 1, "mean": 2}

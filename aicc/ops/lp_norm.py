@@ -22,9 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..emit_c.cwriter import c_literal, ctype
-from .base import Op, register
-from .base import empty_body, float_dtype_reason
 from ..emit_c.loops import numel
+from .base import Op, empty_body, float_dtype_reason, register
 from .reduce import _groups
 
 

@@ -7,10 +7,10 @@ gives Inf; a window without input elements gives 0.
 """
 from __future__ import annotations
 
+from ..emit_c.loops import numel
+from ..kernels.conv.base_c import params_c, suffix, typed, use
 from .base import Op, register
 from .conv import FLOATS
-from ..kernels.conv.base_c import params_c, suffix, typed, use
-from ..emit_c.loops import numel
 from .pool import PoolGeometry
 
 KERNEL = """\

@@ -20,11 +20,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..emit_c.cwriter import ctype
-from ..kernels.vmath.act import apply_epilogue, unfused
-from .base import Op, empty_body, float_dtype_reason, register
+from ..emit_c.loops import collapse, collapsed_strides, numel
 from ..kernels.gemm.call import batch_dims, check_epilogue, emit_epilogue, gemm_call, gemm_plan
 from ..kernels.gemm.portable import pack_b, pack_helper, packed_elems
-from ..emit_c.loops import collapse, collapsed_strides, numel
+from ..kernels.vmath.act import apply_epilogue, unfused
+from .base import Op, empty_body, float_dtype_reason, register
 
 
 @register("MatMul", since=1)

@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..emit_c.cwriter import ctype
-from .base import Op, register
 from ..emit_c.loops import numel
+from .base import Op, register
 
 KERNEL = """\
 /* MaxUnpool: y = 0, then each x[k] is written where its index idx[k] points. The index is

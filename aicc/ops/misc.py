@@ -12,10 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..emit_c.cwriter import c_literal
-from ..errors import UnsupportedError
-from .base import Op, register
 from ..emit_c.loops import numel
-from .base import dtype_reason
+from ..errors import UnsupportedError
+from .base import Op, dtype_reason, register
 
 
 def _fill_literal(v, dt: np.dtype) -> str:

@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..emit_c.cwriter import c_float, c_literal, ctype
-from .base import Op, register
 from ..emit_c.loops import emit_map, numel
+from .base import Op, register
 
 ML = "ai.onnx.ml"
 NUMERIC = ("float32", "float64", "int64", "int32", "int16")

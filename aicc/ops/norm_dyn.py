@@ -17,8 +17,8 @@ n = 0 (an empty real box) counts as 1. NaN/Inf propagate as in the ONNX ops.
 from __future__ import annotations
 
 from ..emit_c.cwriter import c_float
-from .base import Op, register
 from ..emit_c.loops import numel, strides_of
+from .base import Op, register
 from .pad_fill import _CLAMP, _extent_c
 
 

@@ -28,10 +28,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..emit_c.cwriter import c_literal, ctype
-from .base import Op, register
-from .base import empty_body, float_dtype_reason
 from ..emit_c.loops import numel
 from ..kernels.vmath.sum16 import sum16
+from .base import Op, empty_body, float_dtype_reason, register
 
 
 def _sfx(dt) -> str:

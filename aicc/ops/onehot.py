@@ -11,11 +11,10 @@ and is copied bit for bit.
 """
 from __future__ import annotations
 
-from .base import Op, register
 from ..emit_c.loops import numel
-from .reshape import static_output_reason
 from ..kernels.move.copy import empty_guard
-from .base import dtype_reason
+from .base import Op, dtype_reason, register
+from .reshape import static_output_reason
 
 
 @register("OneHot", since=9)

@@ -24,13 +24,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import UnsupportedError
-from .base import Op, register
 from ..emit_c.loops import numel, strides_of
+from ..errors import UnsupportedError
+from ..kernels.move.copy import _Nest
+from .base import Op, dtype_reason, register
 from .misc import _fill_literal
 from .reshape import is_runtime, static_output_reason
-from ..kernels.move.copy import _Nest
-from .base import dtype_reason
 
 MODES = {"constant": 0, "reflect": 1, "edge": 2, "wrap": 3}
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..emit_c.cwriter import c_literal, ctype
-from .base import Op, register
 from ..emit_c.loops import numel
+from .base import Op, register
 
 
 def _ext(j):

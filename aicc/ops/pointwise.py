@@ -17,9 +17,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..emit_c.cwriter import c_literal
+from ..emit_c.loops import emit_broadcast, emit_map, numel
 from .base import Op, register
 from .cast import cast_expr
-from ..emit_c.loops import emit_broadcast, emit_map, numel
 
 FLOATS = ("float32", "float64")
 INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")

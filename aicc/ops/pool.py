@@ -30,13 +30,13 @@ Semantics at the edges:
 """
 from __future__ import annotations
 
+from ..emit_c.loops import numel
+from ..kernels.conv.base_c import params_c, suffix, use
+from ..kernels.conv.geometry import AUTO_PADS, ints, static_shapes
 from ..kernels.pool import simd as pool_simd
+from ..kernels.pool.portable import DIVIDE, GLOBAL, POOL, POOL_IDX, ROWS, TAPS, ptyped
 from .base import Op, register, register_many
 from .conv import FLOATS
-from ..kernels.conv.geometry import AUTO_PADS, ints, static_shapes
-from ..kernels.conv.base_c import params_c, suffix, use
-from ..kernels.pool.portable import DIVIDE, GLOBAL, POOL, POOL_IDX, ROWS, TAPS, ptyped
-from ..emit_c.loops import numel
 
 
 class PoolGeometry:

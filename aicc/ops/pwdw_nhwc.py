@@ -27,18 +27,18 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ..ir import Node
-from ..kernels.vmath.act import apply_epilogue
 from . import conv_nhwc
+from ..ir import Node
 from ..kernels.conv import nhwc_dw as conv_nhwc_dw
-from .base import Op, register
 from ..kernels.conv.base_c import act_check, epilogue
-from .conv_nhwc import ConvNHWC, Geo
 from ..kernels.conv.simd_gemm import clamp_of
 from ..kernels.gemm.call import emit_epilogue, gemm_call, gemm_plan
 from ..kernels.gemm.portable import pack_b
 from ..kernels.gemm.simd import flit
 from ..kernels.isa.x86 import simd_isa
+from ..kernels.vmath.act import apply_epilogue
+from .base import Op, register
+from .conv_nhwc import ConvNHWC, Geo
 
 PW_ACT, PW_PARAMS = "aicc_pw_act", "aicc_pw_act_params"
 BAND_KB = 384       # default band buffer (conv schedule pwdw_kb): well inside L2

@@ -19,13 +19,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..emit_c.cwriter import ctype
-from ..kernels.qgemm import quantize as quantize_simd
-from .base import Op, register
 from ..emit_c.loops import numel
+from ..kernels.isa.x86 import SIMD, simd_isa
+from ..kernels.qgemm import quantize as quantize_simd
 from ..kernels.qgemm.simd import scalar
+from .base import Op, register
 from .qlinear import INT8
 from .quantize import QTYPES, emit_blocks, round_helper
-from ..kernels.isa.x86 import SIMD, simd_isa
 
 ONE = """\
 /* The sum of two dequantized values, each product and the sum rounded to float32. */

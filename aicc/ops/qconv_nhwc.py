@@ -35,17 +35,17 @@ from copy import copy
 import numpy as np
 
 from ..emit_c.cwriter import ctype
+from ..emit_c.loops import numel
 from ..kernels.conv import nhwc_dw as conv_nhwc_dw
+from ..kernels.qgemm import simd as qgemm_simd
+from ..kernels.qgemm.requant import Requant, WRAP, irange, requant_helper, sums_fit, wrap_i32
+from ..kernels.qgemm.round import multipliers
+from ..kernels.qgemm.simd import conv_weights, isa_for, zp_const, zp_expr
 from .base import Op, register
 from .conv_nhwc import Geo
-from ..emit_c.loops import numel
-from ..kernels.qgemm.simd import conv_weights, isa_for, zp_const, zp_expr
 from .qlinear import INT8, _requant_prelude
-from ..kernels.qgemm.requant import WRAP, Requant, irange, requant_helper, sums_fit, wrap_i32
-from ..kernels.qgemm.round import multipliers
 from .quantize import round_helper
 from .reference import run_onnx_reference
-from ..kernels.qgemm import simd as qgemm_simd
 
 MAX_TAPS = 258      # taps * 255 * 255 < 2^24: exact float32 sums (as kernels/qgemm/depthwise.py)
 

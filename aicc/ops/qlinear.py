@@ -23,20 +23,19 @@ from __future__ import annotations
 import numpy as np
 
 from ..emit_c.cwriter import ctype
-from .base import Op, register
-from ..kernels.conv.geometry import ConvGeometry, static_shapes
-from ..kernels.conv.base_c import PARAMS, RANGE
-from .base import empty_body
 from ..emit_c.loops import collapse, collapsed_strides, numel
+from ..kernels.conv.base_c import PARAMS, RANGE
+from ..kernels.conv.geometry import ConvGeometry, static_shapes
 from ..kernels.gemm.call import batch_dims
-from .quantize import round_helper
+from ..kernels.qgemm import conv as qgemm_conv
 from ..kernels.qgemm import planes as qconv_planes
 from ..kernels.qgemm import portable as qgemm_c
-from ..kernels.qgemm import conv as qgemm_conv
 from ..kernels.qgemm import simd as qgemm_simd
-from ..kernels.qgemm.simd import scalar, zp_const, zp_expr
-from ..kernels.qgemm.requant import WRAP, Requant, irange, sums_fit
+from ..kernels.qgemm.requant import Requant, WRAP, irange, sums_fit
 from ..kernels.qgemm.round import multipliers, requant_mult
+from ..kernels.qgemm.simd import scalar, zp_const, zp_expr
+from .base import Op, empty_body, register
+from .quantize import round_helper
 
 INT8 = ("uint8", "int8")
 DOT_ROWS, DOT_MACS = 4, 64   # convs take qgemm_c's dot kernel from 4 output channels per group

@@ -38,11 +38,11 @@ from onnx import helper
 
 from ..emit_c.cwriter import c_float, c_int, ctype
 from ..kernels.dtype import lowp
-from ..kernels.qgemm import quantize as quantize_simd
-from .base import Op, register
 from ..kernels.dtype.lowp import E8M0, LOWP_INT
-from ..kernels.vmath.portable import sel
 from ..kernels.dtype.lowp import LOWP_FLOAT as _LF
+from ..kernels.qgemm import quantize as quantize_simd
+from ..kernels.vmath.portable import sel
+from .base import Op, register
 
 LOWP_FLOAT = _LF - {E8M0}     # float8_e8m0fnu is not a quantized type
 from ..emit_c.loops import numel

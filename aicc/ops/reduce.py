@@ -39,11 +39,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..emit_c.cwriter import c_literal, ctype
-from .base import Op, register_many
-from .base import empty_body
 from ..emit_c.loops import numel
 from ..kernels.reduce.runtime_axes import emit_runtime
 from ..kernels.vmath.sum16 import sum16
+from .base import Op, empty_body, register_many
 
 FLOAT_ONLY = {"ReduceMean", "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp",
               "ReduceLogSum"}

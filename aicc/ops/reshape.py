@@ -12,8 +12,7 @@ shape is not static, check() says so. Values (NaN included) are copied bit for b
 """
 from __future__ import annotations
 
-from .base import Op, register
-from .base import dtype_reason
+from .base import Op, dtype_reason, register
 
 
 def is_runtime(node, g, k) -> bool:

@@ -46,13 +46,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import UnsupportedError
-from .base import Op, register
 from ..emit_c.loops import numel, strides_of
-from .reshape import is_runtime, static_output_reason
-from ..kernels.resize.tables import CMODES, NMODES, emit_taps, table_helpers, taps_reason
+from ..errors import UnsupportedError
 from ..kernels.move.copy import _Nest
-from .base import dtype_reason
+from ..kernels.resize.tables import CMODES, NMODES, emit_taps, table_helpers, taps_reason
+from .base import Op, dtype_reason, register
+from .reshape import is_runtime, static_output_reason
 
 F = np.float32
 COORD_MODES = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",

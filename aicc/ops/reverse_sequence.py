@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Op, register
 from ..emit_c.loops import numel, strides_of
 from ..kernels.move.copy import empty_guard
-from .base import dtype_reason
+from .base import Op, dtype_reason, register
 
 
 @register("ReverseSequence", since=10)

@@ -19,11 +19,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..emit_c.cwriter import c_literal, ctype
-from .base import Op, register
-from .base import empty_body, float_dtype_reason
 from ..emit_c.loops import emit_broadcast
-from .normalization import LayerNormalization, _param_stride
 from ..kernels.vmath.sum16 import sum16
+from .base import Op, empty_body, float_dtype_reason, register
+from .normalization import LayerNormalization, _param_stride
 
 
 def _sfx(dt) -> str:

@@ -26,13 +26,13 @@ import hashlib
 import numpy as np
 
 from ..emit_c.cwriter import c_float, ctype, sanitize
-from ..kernels.vmath.vector import array_act
-from ..kernels.vmath.act import ACT
-from .base import Op, register
 from ..kernels.conv.base_c import suffix, typed
-from ..kernels.rnn.cells import CELL, DRIVER, PARAMS, linalg, tch
 from ..kernels.isa.x86 import include, simd_isa
 from ..kernels.move.copy import avx_helper
+from ..kernels.rnn.cells import CELL, DRIVER, PARAMS, linalg, tch
+from ..kernels.vmath.act import ACT
+from ..kernels.vmath.vector import array_act
+from .base import Op, register
 
 FLOATS = ("float32", "float64")
 

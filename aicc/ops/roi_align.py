@@ -16,10 +16,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..emit_c.cwriter import c_float
+from ..emit_c.loops import numel
+from ..kernels.conv.base_c import suffix, typed
 from .base import Op, register
 from .conv import FLOATS
-from ..kernels.conv.base_c import suffix, typed
-from ..emit_c.loops import numel
 
 KERNEL = """\
 /* Bilinear sampling point (y, x) of an H x W plane: the 4 corner offsets and weights (all 0

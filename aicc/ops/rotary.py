@@ -17,9 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..emit_c.cwriter import ctype
-from .base import Op, register
-from .base import empty_body
 from ..emit_c.loops import numel
+from .base import Op, empty_body, register
 
 KERNEL = """\
 /* RoPE over x viewed as [B][S][H][D] at strides (x_b, x_s, x_h), the D values contiguous;

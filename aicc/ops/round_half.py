@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 from onnx import helper
 
-from .base import Op, register
+from ..emit_c.loops import emit_map, numel
 from ..kernels.dtype.half import round_float
 from ..kernels.vmath.half import emit_round
-from ..emit_c.loops import emit_map, numel
+from .base import Op, register
 
 
 @register("RoundHalf", domain="aicc")

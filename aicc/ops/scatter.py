@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import UnsupportedError
-from .base import Op, register
 from ..emit_c.loops import numel, strides_of
-from ..kernels.move.copy import _cat, _Nest
-from .base import dtype_reason
+from ..errors import UnsupportedError
+from ..kernels.move.copy import _Nest, _cat
+from .base import Op, dtype_reason, register
 
 REDUCTIONS = ("none", "add", "mul", "max", "min")
 

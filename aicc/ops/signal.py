@@ -21,8 +21,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..emit_c.cwriter import c_int, ctype
-from .base import Op, register
 from ..emit_c.loops import numel
+from .base import Op, register
 
 FLOATS = ("float32", "float64")
 

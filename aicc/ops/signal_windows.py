@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..emit_c.cwriter import c_float
-from .base import Op, register, register_many
 from ..emit_c.loops import numel
+from .base import Op, register, register_many
 from .signal import FLOATS, _scalar_i64, _zero_out
 
 # -- windows ---------------------------------------------------------------------------------

@@ -18,12 +18,11 @@ outside [-rank, rank) is ignored, a repeated axis takes its last entry, and a ru
 """
 from __future__ import annotations
 
-from ..errors import UnsupportedError
-from .base import Op, register
 from ..emit_c.loops import numel, strides_of
-from .reshape import is_runtime, static_output_reason
+from ..errors import UnsupportedError
 from ..kernels.move.copy import _Nest, emit_gather_copy, empty_guard
-from .base import dtype_reason
+from .base import Op, dtype_reason, register
+from .reshape import is_runtime, static_output_reason
 
 
 def slice_plan(shape, starts, ends, axes=None, steps=None):

@@ -27,11 +27,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..emit_c.cwriter import c_literal, ctype
-from .base import Op, register_many
-from .base import empty_body, float_dtype_reason
 from ..emit_c.loops import numel
-from .reduce import row_extremum
 from ..kernels.isa.x86 import SIMD, simd_isa
+from .base import Op, empty_body, float_dtype_reason, register_many
+from .reduce import row_extremum
 
 
 def _sfx(dt) -> str:

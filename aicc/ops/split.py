@@ -8,12 +8,11 @@ with them is ignored; nothing is read or written out of bounds). Dtype-agnostic,
 """
 from __future__ import annotations
 
-from ..errors import UnsupportedError
-from .base import Op, register
 from ..emit_c.loops import numel, strides_of
-from .reshape import static_output_reason
+from ..errors import UnsupportedError
 from ..kernels.move.copy import emit_copy
-from .base import dtype_reason
+from .base import Op, dtype_reason, register
+from .reshape import static_output_reason
 
 
 @register("Split", since=1)

@@ -18,11 +18,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..emit_c.cwriter import c_literal, ctype
+from ..emit_c.loops import numel
+from ..kernels.isa.x86 import SIMD, simd_isa
 from ..kernels.vmath.mathlib import math_override, scalar
 from ..kernels.vmath.vector import swish_vector
 from .base import Op, register
-from ..emit_c.loops import numel
-from ..kernels.isa.x86 import SIMD, simd_isa
 
 
 def swish_expr(x: str, alpha: float, dt, exp: str | None = None) -> str:

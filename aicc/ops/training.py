@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Op, register
 from ..emit_c.loops import numel
+from .base import Op, register
 
 DOMAIN = "ai.onnx.preview.training"
 

@@ -8,10 +8,9 @@ overflow. Kept values are copied bit for bit (NaN preserved); zeros are the dtyp
 """
 from __future__ import annotations
 
-from .base import Op, register
 from ..emit_c.loops import numel
 from ..kernels.move.copy import empty_guard
-from .base import dtype_reason
+from .base import Op, dtype_reason, register
 
 
 @register("Trilu", since=14)

@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..emit_c.cwriter import c_literal, ctype
+from ..emit_c.loops import emit_broadcast
 from .base import Op, register_many
 from .cast import cast_expr
-from ..emit_c.loops import emit_broadcast
 
 INT_TYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 

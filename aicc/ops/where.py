@@ -6,9 +6,8 @@ branch per element ran 13x slower on random conditions with GCC 12 on x86-avx512
 from __future__ import annotations
 
 from ..emit_c.cwriter import ctype, sanitize
-from .base import Op, register
 from ..emit_c.loops import emit_broadcast
-from .base import dtype_reason
+from .base import Op, dtype_reason, register
 
 
 @register("Where", since=9)

@@ -27,8 +27,8 @@ import numpy as np
 
 from ...emit_c.cwriter import ctype, sanitize
 from ..vmath.act import ACT, ACT_ATTRS, act_expr, fused_epilogue
-from ..vmath.vector import array_act
 from ..vmath.mathlib import tag_of
+from ..vmath.vector import array_act
 
 # im2col tile budget in elements (256 KiB of float32): ConvTranspose's tiles (tile_size) and
 # the conv GEMM's (conv_gemm_c.gemm_tiles)

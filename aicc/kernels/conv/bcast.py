@@ -52,15 +52,15 @@ import math
 import numpy as np
 
 from . import bcast_edges as edges
-from .bcast_k import MAX_UNROLL, kernel
+from ..gemm.simd import ISA, _header, flit
+from ..gemm.tile import clamp_sides
+from ..isa.x86 import include, vcopy
+from ..move.transpose import transpose_c
 from .base_c import epilogue, use
+from .bcast_k import MAX_UNROLL, kernel
+from .schedule import node_schedule, padded_extents
 from .simd_gemm import KEY, clamp_of
 from .transposed import lanes
-from ..gemm.simd import ISA, _header, flit
-from ..isa.x86 import include, vcopy
-from ..gemm.tile import clamp_sides
-from ..move.transpose import transpose_c
-from .schedule import node_schedule, padded_extents
 
 BAND_POS = 64            # output positions per band (input rows padded, outputs transposed)
 # auto rules per ISA: input channels counted as few (0: none), output floats at most, weight

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import hashlib
 
-from .bcast_edges import NONE
 from ..gemm.simd import ISA
 from ..gemm.tile import clamp_expr
+from .bcast_edges import NONE
 
 MAX_UNROLL = 48          # taps per input channel unrolled in full (else ky runs in a loop)
 

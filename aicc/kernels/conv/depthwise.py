@@ -21,9 +21,9 @@ or Inf input reaches the outputs whose taps cover it (0 * Inf = NaN for zero wei
 """
 from __future__ import annotations
 
+from ..gemm.simd import ISA, flit
 from .base_c import epilogue, use
 from .simd_gemm import KEY, clamp_of
-from ..gemm.simd import ISA, flit
 
 UNROLL = 8          # vectors per step of the kernel (independent FMA chains)
 

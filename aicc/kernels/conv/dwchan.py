@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..gemm.simd import ISA, flit
 from .base_c import epilogue, use
 from .simd_gemm import KEY, clamp_of
-from ..gemm.simd import ISA, flit
 
 
 def _driver(isa: str) -> str:

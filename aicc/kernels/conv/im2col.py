@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 import re
 
+from ..gemm.simd import ISA, flit, nr_of
 from .base_c import use
 from .simd_gemm import GEMM_FN, KEY, clamp_of, packed_weights, tile_gemm
-from ..gemm.simd import ISA, flit, nr_of
 
 # copy of NR floats d[0 .. NR) = s[0 .. NR) (vector moves: no memmove call per panel row)
 COPYNR = {      # the second vector only when the run is longer than one (CNT)

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import math
 
+from ..gemm.simd import flit, nr_of
 from .base_c import epilogue, use
 from .simd_gemm import GEMM_FN_TABLE, KEY, clamp_of, packed_weights, tile_gemm
-from ..gemm.simd import flit, nr_of
 
 DRIVER = """\
 /* Implicit-GEMM conv (see kernels/conv/implicit.py): per batch item, the padded volume xp (sizes e;

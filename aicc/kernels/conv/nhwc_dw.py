@@ -41,11 +41,11 @@ import hashlib
 
 import numpy as np
 
+from ..gemm.simd import _header, flit
+from ..gemm.tile import clamp_expr, clamp_sides
+from ..isa.x86 import include, pin
 from .base_c import epilogue
 from .simd_gemm import KEY, clamp_of
-from ..gemm.simd import _header, flit
-from ..isa.x86 import include, pin
-from ..gemm.tile import clamp_expr, clamp_sides
 
 # vector flavors: C spellings, lanes L
 FLAVORS = {

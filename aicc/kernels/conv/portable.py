@@ -6,9 +6,9 @@ one input or one output channel per group, else im2col tiles + the 4 x 8 GEMM ti
 """
 from __future__ import annotations
 
+from . import planes_c as conv_planes
 from ...emit_c.loops import numel
 from ..winograd import portable as conv_winograd_p
-from . import planes_c as conv_planes
 from .base_c import AXPY, DIRECT, PACK8, TILE, epilogue, pack_weights, packed_weights, suffix, use
 from .gemm_c import GEMM, IM2COL, gemm_tiles
 

@@ -66,16 +66,16 @@ the transforms), not only to the outputs whose receptive field holds it.
 from __future__ import annotations
 
 from . import bcast as conv_bcast
+from . import depthwise as conv_depthwise
+from . import dwchan as conv_depthwise_c
 from . import im2col as conv_im2col
 from . import implicit as conv_simd_i
 from . import transposed as conv_simd_t
-from ..winograd import simd as conv_winograd
 from ..gemm.simd import ISA, nr_of
 from ..isa.registry import isa_for
 from ..isa.x86 import vcopy
+from ..winograd import simd as conv_winograd
 from .schedule import balanced, extents, node_schedule, padded_extents
-from . import depthwise as conv_depthwise
-from . import dwchan as conv_depthwise_c
 
 
 PAD = """\

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import math
 
+from ..gemm.simd import ISA, _header, nr_of, panels_at_once, register_clamp, row_counts
+from ..gemm.simd import epilogue as scalar_epilogue
+from ..gemm.tile import V, _f, column_loops, tile_clamp, tile_k_loop, tile_open, tile_store
 from ..vmath.act import ACT_ATTRS, fused_epilogue
-from ..gemm.simd import (ISA, _header, epilogue as scalar_epilogue, nr_of, panels_at_once,
-                         register_clamp, row_counts)
-from ..gemm.tile import (V, _f, column_loops, tile_clamp, tile_k_loop, tile_open,
-                         tile_store)
 
 KEY = "gemm_simd.6.cv"           # helper keys sort after gemm_simd's includes and epilogues
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import math
 
-from .base_c import AXPY, use
-from .simd_gemm import GEMM_FN, KEY, pack_a, tile_gemm
 from ..gemm.simd import nr_of
+from .base_c import AXPY, use
 from .schedule import balanced
+from .simd_gemm import GEMM_FN, KEY, pack_a, tile_gemm
 
 DRIVER = """\
 /* ConvTranspose through the conv tile GEMM (kernels/conv/transpose_simd.py): per batch item, group

@@ -25,10 +25,10 @@ import math
 
 import numpy as np
 
-from .base_c import epilogue, use
-from .simd_gemm import GEMM_FN, KEY, clamp_of, tile_gemm
 from ..gemm.portable import pack_b, pack_helper
 from ..gemm.simd import flit, nr_of
+from .base_c import epilogue, use
+from .simd_gemm import GEMM_FN, KEY, clamp_of, tile_gemm
 
 PACKP = """\
 /* Patches of output positions [p0, p0 + m) x entries [k0, k1) of one group in the kernels'

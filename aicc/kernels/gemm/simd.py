@@ -43,8 +43,7 @@ import numpy as np
 from ...emit_c.cwriter import c_literal
 from ..isa.registry import table
 from ..vmath.act import ACT_ATTRS, act_expr
-from .tile import (V, _f, column_loops, tile_clamp, tile_k_loop, tile_open,
-                   tile_store)
+from .tile import V, _f, column_loops, tile_clamp, tile_k_loop, tile_open, tile_store
 
 # ``nc``, columns per L2 block of B (nc x kc floats): all of M passes each block while it is
 # in L2. With the N panels inside the M blocks instead, a B larger than L2 was streamed from

@@ -42,8 +42,8 @@ butterfly reduction across lanes; the mean divides the sum by n.
 from __future__ import annotations
 
 from ..conv.base_c import use
-from .portable import TAPS
 from ..isa.x86 import simd_isa
+from .portable import TAPS
 
 ISAS = ("avx2", "avx512")
 

@@ -25,15 +25,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..conv.geometry import ConvGeometry
-from ..conv.base_c import PARAMS, RANGE
-from ...emit_c.loops import numel
+from . import amx as qgemm_amx
 from . import copy as qconv_copy
 from . import depthwise as qconv_dw
-from . import amx as qgemm_amx
-from .simd import (FORMS, ISA, as_elems, const_operand, conv_weights, gemm, isa_for,
-                   pair_form, plane_2d, quad_form, typed, zp_expr)
+from ...emit_c.loops import numel
+from ..conv.base_c import PARAMS, RANGE
+from ..conv.geometry import ConvGeometry
 from .requant import Requant, add_expr, channel_terms, output
+from .simd import (FORMS, ISA, as_elems, const_operand, conv_weights, gemm, isa_for, pair_form,
+                   plane_2d, quad_form, typed, zp_expr)
 
 MIN_K = 16          # convs with fewer products per output (not depthwise) keep the tap loops
 PANEL_KB = 128      # im2col panels of one position block (L2)

@@ -27,11 +27,11 @@ from __future__ import annotations
 import numpy as np
 
 from ...emit_c.cwriter import ctype
-from ..conv.geometry import ConvGeometry
 from ...emit_c.loops import numel
-from .simd import conv_weights, isa_for, plane_2d, typed, zp_expr
-from .requant import Requant, channel_terms, output
+from ..conv.geometry import ConvGeometry
 from ..isa.x86 import SIMD, include
+from .requant import Requant, channel_terms, output
+from .simd import conv_weights, isa_for, plane_2d, typed, zp_expr
 
 MAX_TAPS = 258      # T * 255 * 255 < 2^24: exact float32 sums
 PLANE_KB = 24       # the padded plane (a band of it) per channel, KiB (in L1)

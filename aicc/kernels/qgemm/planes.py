@@ -14,8 +14,8 @@ T * 255^2 < 2^31 (``supports``): the modulo-2^32 sums of aicc_iconv, the same va
 """
 from __future__ import annotations
 
-from ..conv.planes_c import BLOCK, geometry, phase_fill
 from ...emit_c.loops import numel
+from ..conv.planes_c import BLOCK, geometry, phase_fill
 
 KEY = "qlinear.2.planes"
 

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...emit_c.cwriter import ctype
 from . import cpad as qgemm_cpad
-from ..conv.base_c import PARAMS, RANGE, patch_loops
+from ...emit_c.cwriter import ctype
 from ...emit_c.loops import numel
-from .simd import conv_weights, zp_const, zp_expr
+from ..conv.base_c import PARAMS, RANGE, patch_loops
 from .requant import WRAP, irange, span, sums_fit
+from .simd import conv_weights, zp_const, zp_expr
 
 GRAN_MAX = 32       # Kp = K rounded up to the target's int16 lanes (gran): the dot loop's
                     # count is then a multiple of the vector length, as GCC -O2 needs

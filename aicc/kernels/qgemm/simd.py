@@ -41,13 +41,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ...emit_c.cwriter import c_float, c_int, ctype
 from . import amx as qgemm_amx
+from ...emit_c.cwriter import c_float, c_int, ctype
 from ...emit_c.loops import numel
 from ..gemm.call import batch_dims
-from .requant import WRAP, Requant, output, sums_fit, wrap_i32
 from ..isa import registry
 from ..isa.x86 import include
+from .requant import Requant, WRAP, output, sums_fit, wrap_i32
 
 ISA = {
     "avx512": dict(nr=32, mr=8, vi="__m512i", zero="_mm512_setzero_si512()",

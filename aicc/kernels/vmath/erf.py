@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...emit_c.cwriter import c_literal
-from .coeffs import ERF_BIG, ERF_MID, ERF_SMALL, GELU_K
 from ..isa.x86 import SIMD, include_vmath, vpoly
+from .coeffs import ERF_BIG, ERF_MID, ERF_SMALL, GELU_K
 
 # blend(a, b, m): b where the compare mask m holds, else a; cmp(x, c, pred) the mask
 _SEL = {

@@ -5,11 +5,12 @@ branch-free C, else libm.
 """
 from __future__ import annotations
 
-from ..isa.x86 import INT, lane0, simd_isa
 from . import expm1 as expm1_simd
 from . import log as log_simd
 from . import portable as math_c
 from . import trig as trig_simd
+from ..isa.registry import ISAS
+from ..isa.x86 import lane0, simd_isa
 from .erf import verf
 from .exp import FUNCS, vexp, vtanh
 
@@ -41,7 +42,7 @@ def math_override(ctx, m, portable: bool = True):
 def tag_of(expr: str) -> str:
     """Suffix for a helper name whose C text is ``expr``: the ISA when the expression uses the
     lane-0 forms (the same activation emits different text per ISA)."""
-    for isa in INT:
+    for isa in ISAS:
         if any(f"aicc_{f}1_{isa}(" in expr
                for f in FUNCS + log_simd.FUNCS + expm1_simd.FUNCS + trig_simd.FUNCS):
             return f"_{isa}"

@@ -10,11 +10,11 @@ import hashlib
 
 import numpy as np
 
-from ..isa.x86 import INT, SIMD, include_vmath, simd_isa, vconst
 from . import erf as erf_simd
 from . import expm1 as expm1_simd
 from . import log as log_simd
 from . import trig as trig_simd
+from ..isa.x86 import INT, SIMD, include_vmath, simd_isa, vconst
 from .act import act_expr
 from .exp import vexp, vtanh
 

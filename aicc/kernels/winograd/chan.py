@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .transforms import SKEW, VEC, _transform, cook_toom
-from .tpad import lanes4, pad_t
-from ..gemm.simd import driver, nr_of, schedule
 from ..gemm.portable import pack_b
+from ..gemm.simd import driver, nr_of, schedule
+from .tpad import lanes4, pad_t
+from .transforms import SKEW, VEC, _transform, cook_toom
 
 MASKED = {   # masked store of the first n lanes
     "avx2": "_mm256_maskstore_ps({p}, _mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + "

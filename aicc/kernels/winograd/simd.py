@@ -77,10 +77,10 @@ import numpy as np
 from . import chan as conv_winograd_t
 from ..conv.base_c import epilogue, use
 from ..conv.simd_gemm import GEMM_FN, KEY, clamp_of, pack_a, tile_gemm
-from .transforms import SKEW, cook_toom, input_transform, output_transform
-from .rows import input_transform_rows, output_transform_rows, rows_of
 from ..gemm.simd import flit, nr_of
 from ..isa.x86 import vcopy
+from .rows import input_transform_rows, output_transform_rows, rows_of
+from .transforms import SKEW, cook_toom, input_transform, output_transform
 
 # auto, per ISA (benchmarks/conv_layers.py): minimum input / output channels; with at most
 # `few` F(2,3) tiles per batch item only up to C * K = few_ck (the transformed weights, 16/9 of
