@@ -22,6 +22,7 @@ or Inf input reaches the outputs whose taps cover it (0 * Inf = NaN for zero wei
 from __future__ import annotations
 
 from ..gemm.simd import ISA, flit
+from ..isa.registry import include_line
 from .base_c import epilogue, use
 from .simd_gemm import KEY, clamp_of
 
@@ -76,7 +77,7 @@ def kernel(ctx, isa: str, u: int) -> str:
         lines.append("        " + d["store"].format(p=f"out + v * {L}u + {i * L}u",
                                                     v=f"{mn}(vhi, {mx}(vlo, {a}))") + ";")
     lines += ["    }", "}"]
-    ctx.helper(f"gemm_{isa}.0.include", "#include <immintrin.h>")   # as gemm_simd's header
+    ctx.helper(f"gemm_{isa}.0.include", include_line(isa))   # as gemm_simd's header
     ctx.helper(f"{KEY}.4.dw.{name}", "\n".join(lines))
     return name
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..gemm.simd import ISA, flit
+from ..isa.registry import include_line
 from .base_c import epilogue, use
 from .simd_gemm import KEY, clamp_of
 
@@ -116,7 +117,7 @@ def emit(ctx, node, geo, isa: str, bias: str) -> None:
     C, T = geo.group, kh * kw
     lo, hi, act = clamp_of(node)
     use(ctx, "float32")
-    ctx.helper(f"gemm_{isa}.0.include", "#include <immintrin.h>")   # as gemm_simd's header
+    ctx.helper(f"gemm_{isa}.0.include", include_line(isa))   # as gemm_simd's header
     ctx.helper(f"{KEY}.5.dwc_{isa}", _driver(isa))
     ep = epilogue(ctx, node, "float32") if act else "NULL"
     w = ctx.in_const(1)

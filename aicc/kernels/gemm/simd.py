@@ -41,7 +41,7 @@ import math
 import numpy as np
 
 from ...emit_c.cwriter import c_literal
-from ..isa.registry import table
+from ..isa.registry import include_line, table
 from ..vmath.act import ACT_ATTRS, act_expr
 from .tile import V, _f, column_loops, tile_clamp, tile_k_loop, tile_open, tile_store
 
@@ -137,7 +137,7 @@ def schedule(isa: str, overrides: dict | None = None, v: int = V) -> dict:
 
 
 def _header(ctx, isa: str) -> None:
-    ctx.helper(f"gemm_{isa}.0.include", "#include <immintrin.h>")
+    ctx.helper(f"gemm_{isa}.0.include", include_line(isa))
     if isa == "avx2":
         ctx.helper("gemm_avx2.1.mtab", """\
 /* AVX2 lane masks: 8 - n entries from the middle give the first n lanes set */

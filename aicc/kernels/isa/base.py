@@ -6,7 +6,7 @@ vocabulary (``vector``, used by the element-wise, softmax, normalization and poo
 kernels), the integer spellings of the math functions (``integer``, ``int_bits``), the GEMM
 micro-kernel spellings and default schedule (``gemm``, ``gemm_mr_max``) and the conv
 schedule defaults (``conv``). A kernel family builds its per-ISA table from these fields
-(``table(field)``), so a new ISA is a new description (isa/<name>.py, listed in
+(``table(field)``), so a new ISA is a new description (isa/<name>/, listed in
 isa/registry.py), a target YAML whose ``kernels:`` list names it, and the kernels that need
 spellings of their own.
 """
@@ -22,12 +22,22 @@ class Isa:
     header: str                 # the intrinsics header its kernels include
     vector_bytes: int           # bytes of one vector register
     registers: int              # vector registers the kernels plan with
+    prefix: str = ""            # the intrinsics' name prefix ("_mm256"), for {p} in templates
+    masked: bool = False        # per-lane mask registers: a tail is a masked load / store of
+                                # n lanes; without them a tail reads a lane-mask table
     vector: dict = field(default_factory=dict)     # float32 vector spellings (see isa/x86.py)
     integer: dict = field(default_factory=dict)    # integer vector spellings of exp / tanh
     int_bits: dict = field(default_factory=dict)   # bit-level spellings of log / expm1 / trig
     gemm: dict = field(default_factory=dict)       # GEMM spellings and default schedule
     gemm_mr_max: dict = field(default_factory=dict)  # vectors per panel -> most rows a tile
     conv: dict = field(default_factory=dict)       # float32 conv schedule defaults
+    # the spellings and thresholds of one kernel family each (isa/<name>/<family>.py)
+    conv_kernels: dict = field(default_factory=dict)   # kernels/conv
+    winograd: dict = field(default_factory=dict)       # kernels/winograd
+    qgemm: dict = field(default_factory=dict)          # kernels/qgemm, int8 ops
+    pool: dict = field(default_factory=dict)           # kernels/pool
+    move: dict = field(default_factory=dict)           # kernels/move
+    vmath: dict = field(default_factory=dict)          # kernels/vmath, softmax rows
 
     @property
     def lanes(self) -> int:

@@ -25,3 +25,8 @@ def isa_for(ctx, among=ISAS):
         if name == "generic":
             break
     return None
+
+
+def include_line(isa: str) -> str:
+    """The #include of the intrinsics header of ``isa``'s description."""
+    return f"#include {ISAS[isa].header}"

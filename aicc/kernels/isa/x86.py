@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...emit_c.cwriter import c_literal
-from .registry import isa_for, table
+from .registry import include_line, isa_for, table
 
 SIMD = table("vector")
 
@@ -32,8 +32,8 @@ def simd_isa(ctx):
 
 
 def include(ctx, isa: str) -> None:
-    """#include <immintrin.h> once, sorted with gemm_simd's header."""
-    ctx.helper(f"gemm_{isa}.0.include", "#include <immintrin.h>")
+    """#include the ISA's header once, sorted with gemm_simd's header."""
+    ctx.helper(f"gemm_{isa}.0.include", include_line(isa))
 
 
 PIN = """\
@@ -87,7 +87,7 @@ INT = table("integer")
 
 
 def include_vmath(ctx, isa):
-    ctx.helper(f"0.{isa}.0.include", "#include <immintrin.h>")
+    ctx.helper(f"0.{isa}.0.include", include_line(isa))
 
 
 def lane0(ctx, isa: str, fn: str, vf: str) -> str:

@@ -42,6 +42,7 @@ butterfly reduction across lanes; the mean divides the sum by n.
 from __future__ import annotations
 
 from ..conv.base_c import use
+from ..isa.registry import include_line
 from ..isa.x86 import simd_isa
 from .portable import TAPS
 
@@ -115,7 +116,7 @@ def isa_of(ctx, dt):
 
 
 def _header(ctx, isa):
-    ctx.helper(f"pool_simd.{isa}.0.include", "#include <immintrin.h>")
+    ctx.helper(f"pool_simd.{isa}.0.include", include_line(isa))
     if isa == "avx2":
         ctx.helper("pool_simd.avx2.1.mtab", """\
 /* AVX2 lane masks: 8 - n entries from the middle give the first n lanes set */

@@ -21,6 +21,7 @@ rounding (a few ulp).
 """
 from __future__ import annotations
 
+from ..isa.registry import include_line
 from ..isa.x86 import INT, INT_BITS, SIMD, lane0, vconst, vpoly
 from .coeffs import EXP_C
 
@@ -38,7 +39,7 @@ def vexpm1(ctx, isa: str) -> str:
     p = vpoly(d, "r", _TAYLOR[::-1])
     hi = vconst(d, 89.0)
     name = f"aicc_expm1_{isa}"
-    ctx.helper(f"0.{isa}.0.include", "#include <immintrin.h>")
+    ctx.helper(f"0.{isa}.0.include", include_line(isa))
     ctx.helper(f"0.{isa}.1.{name}", f"""\
 /* expm1 of {d['L']} floats (kernels/vmath/expm1.py): clamp to [-30, 89], x = n ln2 + r, e = expm1(r)
  * by its series to r^7, then 2 (2^(n-1) e + 2^(n-1) - 1/2) in one FMA (2^(n-1) normal for

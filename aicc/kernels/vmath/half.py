@@ -12,6 +12,7 @@ the payload as it is.
 """
 from __future__ import annotations
 
+from ..isa.registry import include_line
 from ..isa.x86 import simd_isa
 
 RNE = "_MM_FROUND_TO_NEAREST_INT"
@@ -66,7 +67,7 @@ def _emit(ctx, isa, way, n):
     v = _V[isa]
     x, y, L = ctx.inp[0], ctx.out[0], v["L"]
     ctx.kernel = isa
-    ctx.helper(f"0.{isa}.0.include", "#include <immintrin.h>")
+    ctx.helper(f"0.{isa}.0.include", include_line(isa))
     full = n - n % L
     if full:
         with ctx.block(f"for (size_t i = 0; i < {full}u; i += {L}u)"):

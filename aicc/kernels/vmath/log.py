@@ -20,6 +20,7 @@ results differ between targets by rounding (a few ulp).
 """
 from __future__ import annotations
 
+from ..isa.registry import include_line
 from ..isa.x86 import INT_BITS, SIMD, lane0, vconst, vpoly
 from .coeffs import LOG_P
 
@@ -37,7 +38,7 @@ def vlog(ctx, isa: str) -> str:
         return d["sel"].format(a=a, b=b, x=x, y=y, p=p)
     poly = vpoly(d, "f", LOG_P[::-1])
     tiny = vconst(d, 1.17549435e-38)      # FLT_MIN: below it, x is scaled by 2^23 first
-    ctx.helper(f"0.{isa}.0.include", "#include <immintrin.h>")
+    ctx.helper(f"0.{isa}.0.include", include_line(isa))
     ctx.helper(f"0.{isa}.1.{name}", f"""\
 /* log of {d['L']} floats (kernels/vmath/log.py): x = m 2^e, m in [sqrt(1/2), sqrt(2)) (subnormal x
  * scaled by 2^23 first), f = m - 1, Cephes' logf polynomial, + e ln 2 in two parts. x < 0 and

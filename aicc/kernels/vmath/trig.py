@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...emit_c.cwriter import c_literal
+from ..isa.registry import include_line
 from ..isa.x86 import INT, INT_BITS, SIMD, lane0, vconst, vpoly
 
 FUNCS = ("sin", "cos", "atan", "asin", "acos")
@@ -62,7 +63,7 @@ def _spell(isa):
 def _register(ctx, isa, fn, comment, body) -> str:
     d = SIMD[isa]
     name = f"aicc_{fn}_{isa}"
-    ctx.helper(f"0.{isa}.0.include", "#include <immintrin.h>")
+    ctx.helper(f"0.{isa}.0.include", include_line(isa))
     ctx.helper(f"0.{isa}.1.{name}", f"""\
 /* {fn} of {d['L']} floats (kernels/vmath/trig.py): {comment} */
 static {d['v']} {name}({d['v']} x)

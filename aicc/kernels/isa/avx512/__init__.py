@@ -3,10 +3,12 @@ registers, mask registers.
 """
 from __future__ import annotations
 
-from .base import Isa
+from ..base import Isa
+from . import conv, move, pool, qgemm, vmath, winograd
 
 ISA = Isa(
     name="avx512", family="x86", header="<immintrin.h>", vector_bytes=64, registers=32,
+    prefix="_mm512", masked=True,
     vector=dict(v="__m512", L=16, set1="_mm512_set1_ps", add="_mm512_add_ps", sub="_mm512_sub_ps",
                 mul="_mm512_mul_ps", div="_mm512_div_ps", fma="_mm512_fmadd_ps",
                 fnma="_mm512_fnmadd_ps", max="_mm512_max_ps", ld="_mm512_loadu_ps",
@@ -35,4 +37,6 @@ ISA = Isa(
     gemm_mr_max={1: 28, 2: 14, 3: 9},
     conv=dict(mr=12, kc=256, jb=64, tile_kb=192, implicit_pct=13, algo="auto", wino_m=0,
               wino_kb=768, wino_chan=1, edge_kernels=8),
+    conv_kernels=conv.TABLE, winograd=winograd.TABLE, qgemm=qgemm.TABLE, pool=pool.TABLE,
+    move=move.TABLE, vmath=vmath.TABLE,
 )

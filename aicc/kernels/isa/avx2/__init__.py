@@ -2,10 +2,12 @@
 """
 from __future__ import annotations
 
-from .base import Isa
+from ..base import Isa
+from . import conv, move, pool, qgemm, vmath, winograd
 
 ISA = Isa(
     name="avx2", family="x86", header="<immintrin.h>", vector_bytes=32, registers=16,
+    prefix="_mm256", masked=False,
     vector=dict(v="__m256", L=8, set1="_mm256_set1_ps", add="_mm256_add_ps", sub="_mm256_sub_ps",
                 mul="_mm256_mul_ps", div="_mm256_div_ps", fma="_mm256_fmadd_ps",
                 fnma="_mm256_fnmadd_ps", max="_mm256_max_ps", ld="_mm256_loadu_ps",
@@ -31,4 +33,6 @@ ISA = Isa(
     gemm_mr_max={1: 12, 2: 6, 3: 4},
     conv=dict(mr=6, kc=256, jb=64, tile_kb=192, implicit_pct=5, algo="auto", wino_m=0,
               wino_kb=768, wino_chan=1, edge_kernels=8),
+    conv_kernels=conv.TABLE, winograd=winograd.TABLE, qgemm=qgemm.TABLE, pool=pool.TABLE,
+    move=move.TABLE, vmath=vmath.TABLE,
 )

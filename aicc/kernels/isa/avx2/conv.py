@@ -1,0 +1,2 @@
+"""avx2: the conv kernels' spellings and tuning (kernels/conv)."""
+TABLE: dict = {}

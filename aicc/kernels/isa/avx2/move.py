@@ -1,0 +1,2 @@
+"""avx2: the move kernels' spellings and tuning (kernels/move)."""
+TABLE: dict = {}

@@ -1,0 +1,2 @@
+"""avx2: the pool kernels' spellings and tuning (kernels/pool)."""
+TABLE: dict = {}

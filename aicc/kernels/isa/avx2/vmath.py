@@ -1,0 +1,2 @@
+"""avx2: the vmath kernels' spellings and tuning (kernels/vmath)."""
+TABLE: dict = {}

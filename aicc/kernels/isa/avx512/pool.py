@@ -1,0 +1,2 @@
+"""avx512: the pool kernels' spellings and tuning (kernels/pool)."""
+TABLE: dict = {}

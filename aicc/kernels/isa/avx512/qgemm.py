@@ -1,0 +1,2 @@
+"""avx512: the qgemm kernels' spellings and tuning (kernels/qgemm)."""
+TABLE: dict = {}

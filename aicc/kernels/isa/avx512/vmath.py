@@ -1,0 +1,2 @@
+"""avx512: the vmath kernels' spellings and tuning (kernels/vmath)."""
+TABLE: dict = {}

@@ -1,0 +1,2 @@
+"""avx512: the winograd kernels' spellings and tuning (kernels/winograd)."""
+TABLE: dict = {}
