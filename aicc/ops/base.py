@@ -23,6 +23,7 @@ class Op:
     since: int = 1
     attrs: dict = {}            # attribute name -> spec default (None: required / no default)
     folds: bool = True          # may constant folding evaluate it?
+    traits: frozenset = frozenset()     # what passes may assume of it (ops/traits.py)
     # Memory sharing (emit_c/sharing.py): a view op's output is its input 0 under another
     # shape (no step, no copy). inplace_inputs(node, g) -> input indices whose memory the
     # op may overwrite with output 0 (its emitted loops must read each element before
@@ -70,14 +71,18 @@ def register(op_type: str, since: int = 1, domain: str = "") -> Callable:
     return deco
 
 
-def register_many(op_types, since: int = 1, domain: str = "", **fields) -> Callable:
-    """Register one class under several op types (tables of small families)."""
+def register_many(op_types, since: int = 1, domain: str = "", traits=None,
+                  **fields) -> Callable:
+    """Register one class under several op types (tables of small families). ``traits``:
+    {op type: its traits} added to the class's."""
     def deco(cls):
         for t in op_types:
             inst = cls()
             inst.op_type, inst.since, inst.domain = t, since, domain
             for k, v in fields.items():
                 setattr(inst, k, v)
+            if traits and t in traits:
+                inst.traits = cls.traits | frozenset(traits[t])
             lst = _REGISTRY.setdefault((domain, t), [])
             lst.append((since, inst))
             lst.sort(key=lambda p: p[0])
@@ -94,6 +99,22 @@ def lookup(node, opset: int) -> Op | None:
         if since <= opset or node.domain == "aicc":
             best = op
     return best
+
+
+def has_trait(node, trait: str) -> bool:
+    """Whether an op registered for node's domain and type declares ``trait``."""
+    from . import load_all
+    load_all()
+    lst = _REGISTRY.get((node.domain if node.domain != "ai.onnx" else "", node.op_type), ())
+    return any(trait in op.traits for _, op in lst)
+
+
+def ops_with(trait: str) -> list:
+    """The op types (domain-qualified outside the default domain) declaring ``trait``."""
+    from . import load_all
+    load_all()
+    return sorted({f"{d + '.' if d else ''}{t}" for (d, t), lst in _REGISTRY.items()
+                   if any(trait in op.traits for _, op in lst)})
 
 
 def registered_ops() -> list:

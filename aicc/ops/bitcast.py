@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from ..emit_c.loops import numel
 from .base import Op, dtype_reason, register
+from .traits import HALF_NATIVE
 
 
 @register("BitCast", since=26)
 class BitCast(Op):
+    traits = frozenset({HALF_NATIVE})
     attrs = {"to": None}
 
     def check(self, node, g):

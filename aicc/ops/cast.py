@@ -33,6 +33,7 @@ from ..kernels.dtype.half import HALF_TYPES, from_float, to_float
 from ..kernels.dtype.lowp import LOWP, LOWP_FLOAT, LOWP_INT
 from ..kernels.vmath import half as half_simd
 from .base import Op, register
+from .traits import ELEMENTWISE, HALF_NATIVE
 
 _OK = {"float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
        "uint64", "bool", "float16", "bfloat16"} | LOWP
@@ -164,6 +165,7 @@ class _CastBase(Op):
 
 @register("Cast", since=1)
 class Cast(_CastBase):
+    traits = frozenset({ELEMENTWISE, HALF_NATIVE})
     attrs = {"to": None, "saturate": 1, "round_mode": "up"}
 
     def dst(self, node, g):
@@ -172,6 +174,7 @@ class Cast(_CastBase):
 
 @register("CastLike", since=15)
 class CastLike(_CastBase):
+    traits = frozenset({HALF_NATIVE})
     attrs = {"saturate": 1, "round_mode": "up"}
 
     def dst(self, node, g):

@@ -8,10 +8,12 @@ from __future__ import annotations
 from ..emit_c.loops import strides_of
 from ..kernels.move.copy import emit_copy, empty_guard
 from .base import Op, dtype_reason, register
+from .traits import HALF_NATIVE
 
 
 @register("Concat", since=1)
 class Concat(Op):
+    traits = frozenset({HALF_NATIVE})
     attrs = {"axis": None}
 
     def check(self, node, g):

@@ -40,6 +40,7 @@ from ..kernels.conv.schedule import ALGOS
 from ..kernels.vmath.act import apply_epilogue, unfused
 from .base import Op, register
 from .reference import run_onnx_reference
+from .traits import EPILOGUE, SCHEDULABLE
 
 FLOATS = ("float32", "float64")
 
@@ -78,6 +79,7 @@ class ConvLike(Op):
 
 @register("Conv", since=1)
 class Conv(ConvLike):
+    traits = frozenset({EPILOGUE, SCHEDULABLE})
     attrs = {"auto_pad": "NOTSET", "dilations": None, "group": 1, "kernel_shape": None,
              "pads": None, "strides": None}
     geometry = ConvGeometry

@@ -30,6 +30,7 @@ from ..kernels.vmath.act import apply_epilogue, unfused
 from .base import register
 from .conv import ConvLike
 from .reference import run_onnx_reference
+from .traits import EPILOGUE
 
 CONVT = """\
 /* ConvTranspose by scattering: every input row, scaled by one kernel tap, is added to the
@@ -234,6 +235,7 @@ class ConvTGeometry:
 
 @register("ConvTranspose", since=1)
 class ConvTranspose(ConvLike):
+    traits = frozenset({EPILOGUE})
     attrs = {"auto_pad": "NOTSET", "dilations": None, "group": 1, "kernel_shape": None,
              "output_padding": None, "output_shape": None, "pads": None, "strides": None}
     geometry = ConvTGeometry

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from ..emit_c.loops import numel, strides_of
 from .base import Op, dtype_reason, register
+from .traits import HALF_NATIVE
 
 WHY = ("its output size depends on the input values ({what}), and aicc sizes every buffer at "
        "compile time; declare the output shape in the model (a fixed count) to compile it")
@@ -81,6 +82,7 @@ class NonZero(Op):
 
 @register("Compress", since=9)
 class Compress(Op):
+    traits = frozenset({HALF_NATIVE})
     attrs = {"axis": None}
 
     def check(self, node, g):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..emit_c.loops import strides_of
 from ..kernels.move.copy import emit_gather_copy, empty_guard
 from .base import Op, dtype_reason, register
+from .traits import HALF_NATIVE
 
 
 def _mode(op, node):
@@ -19,6 +20,7 @@ def _mode(op, node):
 
 
 class _Block(Op):
+    traits = frozenset({HALF_NATIVE})
     attrs = {"blocksize": None, "mode": "DCR"}
 
     def check(self, node, g):

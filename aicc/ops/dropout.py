@@ -23,6 +23,7 @@ import numpy as np
 
 from ..emit_c.loops import numel
 from .base import Op, dtype_reason, register
+from .traits import HALF_NATIVE
 
 _MT = r"""/* numpy's legacy RandomState(seed) MT19937 (init_genrand seeding, 53-bit doubles):
    the keep mask of a training-mode Dropout is uniform(0,1) >= ratio, as onnx.reference */
@@ -73,6 +74,7 @@ def _training_const(node, g):
 @register("Dropout", since=1)
 class Dropout(Op):
     """Opset < 12: inference only (the ratio attribute does not matter)."""
+    traits = frozenset({HALF_NATIVE})
     attrs = {"ratio": 0.5, "is_test": 0}
     folds = False
 
@@ -103,6 +105,7 @@ def _emit_copy(ctx):
 
 @register("Dropout", since=12)
 class Dropout12(Op):
+    traits = frozenset({HALF_NATIVE})
     attrs = {"seed": None}
     folds = False
 

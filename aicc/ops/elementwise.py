@@ -35,8 +35,16 @@ from ..kernels.vmath.act import (ACT, INT_OK, act_expr, act_numpy, act_params, a
 from ..kernels.vmath.fused import fused_act_helper, fused_array_act
 from .base import Op, register_many
 from .cast import cast_expr
+from .traits import ACTIVATION, ARITHMETIC, ELEMENTWISE, HALF_NATIVE, ROUNDING_COMMUTES
 
 UNARY = sorted(set(ACT) - {"Clip", "Gelu"})
+UNARY_TRAITS = {
+    **{a: {ACTIVATION, ELEMENTWISE} for a in ("LeakyRelu", "Sigmoid", "HardSigmoid",
+                                              "HardSwish", "Tanh")},
+    "Relu": {ACTIVATION, ELEMENTWISE, ROUNDING_COMMUTES},
+    "Elu": {ELEMENTWISE}, "Selu": {ELEMENTWISE},
+    "Abs": {ELEMENTWISE, ROUNDING_COMMUTES}, "Neg": {ELEMENTWISE, ROUNDING_COMMUTES},
+}
 
 
 def _same_shape_inputs(node, g):
@@ -46,7 +54,7 @@ def _same_shape_inputs(node, g):
     return [k for k, i in enumerate(node.inputs) if i and g.shape(i) == out]
 
 
-@register_many(UNARY, since=1)
+@register_many(UNARY, since=1, traits=UNARY_TRAITS)
 class Unary(Op):
     inplace_inputs = staticmethod(_same_shape_inputs)
     def check(self, node, g):
@@ -104,6 +112,7 @@ class Clip(Unary):
     """Clip: bounds from attributes (opset < 11) or inputs 1/2; constant bounds are baked in,
     bounds fed at run time are read once from their pointers. min > max gives max
     everywhere (the spec's rule); a NaN bound (float) clips nothing; NaN x stays NaN."""
+    traits = frozenset({ACTIVATION, ROUNDING_COMMUTES, ELEMENTWISE})
 
     def emit(self, node, ctx):
         g = ctx.g
@@ -249,7 +258,8 @@ def _wrap(ctx, dt, expr_u64):
     return cast_expr(ctx, U64, dt, f"({expr_u64})")
 
 
-@register_many(ARITH + list(COMPARE) + list(LOGIC), since=1)
+@register_many(ARITH + list(COMPARE) + list(LOGIC), since=1,
+               traits={t: {ARITHMETIC, ELEMENTWISE} for t in ("Add", "Sub", "Mul", "Div")})
 class Binary(Op):
     inplace_inputs = staticmethod(_same_shape_inputs)
     attrs = {"fmod": 0}
@@ -347,6 +357,7 @@ class Not(Op):
 
 @register_many(["Identity"], since=1)
 class Identity(Op):
+    traits = frozenset({ELEMENTWISE, HALF_NATIVE})
     view = True          # no step when the output is not a graph output (emit_c/sharing.py)
     def check(self, node, g):
         t = g.type_of(node.inputs[0])

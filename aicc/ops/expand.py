@@ -20,10 +20,12 @@ from ..errors import UnsupportedError
 from ..kernels.move.copy import emit_copy, emit_gather_copy, empty_guard
 from .base import Op, dtype_reason, register
 from .reshape import static_output_reason
+from .traits import HALF_NATIVE
 
 
 @register("Expand", since=8)
 class Expand(Op):
+    traits = frozenset({HALF_NATIVE})
     def check(self, node, g):
         return (dtype_reason(g, node.inputs[:1])
                 or static_output_reason(node, g, "the run-time shape input")
@@ -61,6 +63,7 @@ def _tile_reason(shape, out):
 
 @register("Tile", since=6)
 class Tile(Op):
+    traits = frozenset({HALF_NATIVE})
     def check(self, node, g):
         return (dtype_reason(g, node.inputs[:1])
                 or static_output_reason(node, g, "the run-time repeats input")

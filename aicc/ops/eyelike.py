@@ -10,10 +10,12 @@ import numpy as np
 from ..kernels.move.copy import empty_guard
 from .base import Op, dtype_reason, register
 from .misc import _fill_literal
+from .traits import HALF_NATIVE
 
 
 @register("EyeLike", since=9)
 class EyeLike(Op):
+    traits = frozenset({HALF_NATIVE})
     attrs = {"dtype": None, "k": 0}
 
     def check(self, node, g):

@@ -14,6 +14,7 @@ from ..emit_c.loops import numel, strides_of
 from ..errors import UnsupportedError
 from ..kernels.move.copy import _Nest, _cat
 from .base import Op, dtype_reason, register
+from .traits import HALF_NATIVE
 
 
 def _index_reason(g, name):
@@ -51,6 +52,7 @@ def _fetch(ctx, j, src, n, dst, q, ct):
 
 @register("Gather", since=1)
 class Gather(Op):
+    traits = frozenset({HALF_NATIVE})
     attrs = {"axis": 0}
 
     def check(self, node, g):
@@ -83,6 +85,7 @@ class Gather(Op):
 
 @register("GatherElements", since=11)
 class GatherElements(Op):
+    traits = frozenset({HALF_NATIVE})
     attrs = {"axis": 0}
 
     def check(self, node, g):
@@ -119,6 +122,7 @@ class GatherElements(Op):
 
 @register("GatherND", since=11)
 class GatherND(Op):
+    traits = frozenset({HALF_NATIVE})
     attrs = {"batch_dims": 0}
 
     def check(self, node, g):

@@ -10,10 +10,12 @@ from ..kernels.gemm.call import a_rows, check_epilogue, emit_epilogue, gemm_call
 from ..kernels.gemm.portable import pack_b, pack_helper, packed_elems
 from ..kernels.vmath.act import apply_epilogue, unfused
 from .base import Op, empty_body, float_dtype_reason, register
+from .traits import EPILOGUE, SCHEDULABLE
 
 
 @register("Gemm", since=7)
 class Gemm(Op):
+    traits = frozenset({EPILOGUE, SCHEDULABLE})
     attrs = {"alpha": 1.0, "beta": 1.0, "transA": 0, "transB": 0}
 
     def _mnk(self, node, g):

@@ -25,10 +25,12 @@ from ..kernels.gemm.call import batch_dims, check_epilogue, emit_epilogue, gemm_
 from ..kernels.gemm.portable import pack_b, pack_helper, packed_elems
 from ..kernels.vmath.act import apply_epilogue, unfused
 from .base import Op, empty_body, float_dtype_reason, register
+from .traits import EPILOGUE, SCHEDULABLE
 
 
 @register("MatMul", since=1)
 class MatMul(Op):
+    traits = frozenset({EPILOGUE, SCHEDULABLE})
     def check(self, node, g):
         ins = [i for i in node.inputs if i]
         r = float_dtype_reason(g.dtype(i) for i in ins)

@@ -15,6 +15,7 @@ from ..emit_c.cwriter import c_literal
 from ..emit_c.loops import numel
 from ..errors import UnsupportedError
 from .base import Op, dtype_reason, register
+from .traits import HALF_NATIVE
 
 
 def _fill_literal(v, dt: np.dtype) -> str:
@@ -38,6 +39,7 @@ def _write_values(ctx, arr: np.ndarray) -> None:
 
 @register("Constant", since=1)
 class Constant(Op):
+    traits = frozenset({HALF_NATIVE})
     def emit(self, node, ctx):
         from ..passes.fold_constants import constant_node_value
         v = constant_node_value(node)
@@ -49,6 +51,7 @@ class Constant(Op):
 
 @register("Shape", since=1)
 class Shape(Op):
+    traits = frozenset({HALF_NATIVE})
     attrs = {"start": 0, "end": None}
 
     def emit(self, node, ctx):
@@ -64,6 +67,7 @@ class Shape(Op):
 
 @register("Size", since=1)
 class Size(Op):
+    traits = frozenset({HALF_NATIVE})
     def emit(self, node, ctx):
         ctx("/* Size: static */")
         _write_values(ctx, np.array([numel(ctx.in_shape(0))], dtype=np.int64))
@@ -71,6 +75,7 @@ class Size(Op):
 
 @register("ConstantOfShape", since=9)
 class ConstantOfShape(Op):
+    traits = frozenset({HALF_NATIVE})
     attrs = {"value": None}
 
     def check(self, node, g):

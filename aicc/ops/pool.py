@@ -37,6 +37,7 @@ from ..kernels.pool import simd as pool_simd
 from ..kernels.pool.portable import DIVIDE, GLOBAL, POOL, POOL_IDX, ROWS, TAPS, ptyped
 from .base import Op, register, register_many
 from .conv import FLOATS
+from .traits import ROUNDING_COMMUTES
 
 
 class PoolGeometry:
@@ -169,6 +170,7 @@ class _Pool(Op):
 
 @register("MaxPool", since=1)
 class MaxPool(_Pool):
+    traits = frozenset({ROUNDING_COMMUTES})
     dtypes = FLOATS + ("int8", "uint8")
     attrs = {"auto_pad": "NOTSET", "ceil_mode": 0, "dilations": None, "kernel_shape": None,
              "pads": None, "storage_order": 0, "strides": None}
@@ -192,7 +194,8 @@ class AveragePool(_Pool):
         self._emit(node, ctx, True, int(self.attr(node, "count_include_pad") or 0))
 
 
-@register_many(["GlobalAveragePool", "GlobalMaxPool"], since=1)
+@register_many(["GlobalAveragePool", "GlobalMaxPool"], since=1,
+               traits={"GlobalMaxPool": {ROUNDING_COMMUTES}})
 class GlobalPool(Op):
     def check(self, node, g):
         reason = _check_float(g, node)

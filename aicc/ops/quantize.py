@@ -43,6 +43,7 @@ from ..kernels.dtype.lowp import LOWP_FLOAT as _LF
 from ..kernels.qgemm import quantize as quantize_simd
 from ..kernels.vmath.portable import sel
 from .base import Op, register
+from .traits import ELEMENTWISE, LOWP_NATIVE
 
 LOWP_FLOAT = _LF - {E8M0}     # float8_e8m0fnu is not a quantized type
 from ..emit_c.loops import numel
@@ -201,6 +202,7 @@ def emit_blocks(ctx, n: int, value, out: str, yct: str, lo: int, hi: int, rnd: s
 
 @register("QuantizeLinear", since=10)
 class QuantizeLinear(Op):
+    traits = frozenset({ELEMENTWISE, LOWP_NATIVE})
     attrs = {"axis": 1, "saturate": 1, "block_size": 0, "output_dtype": 0, "precision": 0}
 
     def check(self, node, g):
@@ -293,6 +295,7 @@ class QuantizeLinear(Op):
 
 @register("DequantizeLinear", since=10)
 class DequantizeLinear(Op):
+    traits = frozenset({ELEMENTWISE, LOWP_NATIVE})
     attrs = {"axis": 1, "block_size": 0, "output_dtype": 0}
 
     def check(self, node, g):

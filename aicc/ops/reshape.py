@@ -13,6 +13,7 @@ shape is not static, check() says so. Values (NaN included) are copied bit for b
 from __future__ import annotations
 
 from .base import Op, dtype_reason, register
+from .traits import HALF_NATIVE
 
 
 def is_runtime(node, g, k) -> bool:
@@ -42,6 +43,7 @@ def emit_memcpy(ctx) -> None:
 
 
 class _Reshape(Op):
+    traits = frozenset({HALF_NATIVE})
     view = True          # no step when the output is not a graph output (emit_c/sharing.py)
     shape_inputs = (1,)
 

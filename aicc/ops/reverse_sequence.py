@@ -15,10 +15,12 @@ import numpy as np
 from ..emit_c.loops import numel, strides_of
 from ..kernels.move.copy import empty_guard
 from .base import Op, dtype_reason, register
+from .traits import HALF_NATIVE
 
 
 @register("ReverseSequence", since=10)
 class ReverseSequence(Op):
+    traits = frozenset({HALF_NATIVE})
     attrs = {"batch_axis": 1, "time_axis": 0}
 
     def check(self, node, g):

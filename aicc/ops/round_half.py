@@ -16,10 +16,12 @@ from ..emit_c.loops import emit_map, numel
 from ..kernels.dtype.half import round_float
 from ..kernels.vmath.half import emit_round
 from .base import Op, register
+from .traits import ELEMENTWISE
 
 
 @register("RoundHalf", domain="aicc")
 class RoundHalf(Op):
+    traits = frozenset({ELEMENTWISE})
     attrs = {"to": None}
     inplace_inputs = staticmethod(lambda node, g: [0])
 

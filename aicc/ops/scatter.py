@@ -20,6 +20,7 @@ from ..emit_c.loops import numel, strides_of
 from ..errors import UnsupportedError
 from ..kernels.move.copy import _Nest, _cat
 from .base import Op, dtype_reason, register
+from .traits import HALF_NATIVE
 
 REDUCTIONS = ("none", "add", "mul", "max", "min")
 
@@ -48,6 +49,7 @@ def _combine(ctx, red, dst, src):
 
 
 class _Scatter(Op):
+    traits = frozenset({HALF_NATIVE})
     attrs = {"reduction": "none"}
 
     def check(self, node, g):

@@ -23,6 +23,7 @@ from ..errors import UnsupportedError
 from ..kernels.move.copy import _Nest, emit_gather_copy, empty_guard
 from .base import Op, dtype_reason, register
 from .reshape import is_runtime, static_output_reason
+from .traits import HALF_NATIVE
 
 
 def slice_plan(shape, starts, ends, axes=None, steps=None):
@@ -55,6 +56,7 @@ def slice_plan(shape, starts, ends, axes=None, steps=None):
 
 @register("Slice", since=1)
 class Slice(Op):
+    traits = frozenset({HALF_NATIVE})
     attrs = {"starts": None, "ends": None, "axes": None}
 
     def check(self, node, g):

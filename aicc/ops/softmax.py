@@ -31,6 +31,7 @@ from ..emit_c.loops import numel
 from ..kernels.isa.x86 import SIMD, simd_isa
 from .base import Op, empty_body, float_dtype_reason, register_many
 from .reduce import row_extremum
+from .traits import SCHEDULABLE
 
 
 def _sfx(dt) -> str:
@@ -292,7 +293,7 @@ static void {name}(size_t O, size_t D, size_t I, const {ct} *restrict x, {ct} *r
 }}""")
 
 
-@register_many(["Softmax", "LogSoftmax", "Hardmax"], since=1)
+@register_many(["Softmax", "LogSoftmax", "Hardmax"], since=1, traits={"Softmax": {SCHEDULABLE}})
 class Softmax(Op):
     def _axis_default(self, g):
         return -1 if g.opset >= 13 else 1

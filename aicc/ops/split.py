@@ -13,10 +13,12 @@ from ..errors import UnsupportedError
 from ..kernels.move.copy import emit_copy
 from .base import Op, dtype_reason, register
 from .reshape import static_output_reason
+from .traits import HALF_NATIVE
 
 
 @register("Split", since=1)
 class Split(Op):
+    traits = frozenset({HALF_NATIVE})
     attrs = {"axis": 0, "split": None, "num_outputs": None}
 
     def check(self, node, g):

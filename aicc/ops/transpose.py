@@ -5,10 +5,12 @@ from __future__ import annotations
 from ..emit_c.loops import strides_of
 from ..kernels.move.copy import emit_gather_copy, empty_guard
 from .base import Op, dtype_reason, register
+from .traits import HALF_NATIVE
 
 
 @register("Transpose", since=1)
 class Transpose(Op):
+    traits = frozenset({HALF_NATIVE})
     attrs = {"perm": None}
 
     def check(self, node, g):

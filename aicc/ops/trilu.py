@@ -11,10 +11,12 @@ from __future__ import annotations
 from ..emit_c.loops import numel
 from ..kernels.move.copy import empty_guard
 from .base import Op, dtype_reason, register
+from .traits import HALF_NATIVE
 
 
 @register("Trilu", since=14)
 class Trilu(Op):
+    traits = frozenset({HALF_NATIVE})
     attrs = {"upper": 1}
 
     def check(self, node, g):

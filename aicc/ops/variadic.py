@@ -16,6 +16,7 @@ from ..emit_c.cwriter import c_literal, ctype
 from ..emit_c.loops import emit_broadcast
 from .base import Op, register_many
 from .cast import cast_expr
+from .traits import ELEMENTWISE, ROUNDING_COMMUTES
 
 INT_TYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 
@@ -39,7 +40,7 @@ def _maxmin_helper(ctx, op, dt) -> str:
                       f"static {ct} {name}({ct} a, {ct} b)\n{{\n    return {body};\n}}")
 
 
-@register_many(["Sum", "Mean", "Max", "Min"], since=1)
+@register_many(["Sum", "Mean", "Max", "Min"], since=1, traits={"Max": {ELEMENTWISE, ROUNDING_COMMUTES}, "Min": {ELEMENTWISE, ROUNDING_COMMUTES}})
 class Variadic(Op):
     inplace_inputs = staticmethod(_same_shape_inputs)
 

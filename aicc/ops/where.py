@@ -8,10 +8,12 @@ from __future__ import annotations
 from ..emit_c.cwriter import ctype, sanitize
 from ..emit_c.loops import emit_broadcast
 from .base import Op, dtype_reason, register
+from .traits import HALF_NATIVE
 
 
 @register("Where", since=9)
 class Where(Op):
+    traits = frozenset({HALF_NATIVE})
     def check(self, node, g):
         return dtype_reason(g, node.inputs)
 

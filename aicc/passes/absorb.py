@@ -1,11 +1,11 @@
 """The walk shared by the fusion passes: a node is absorbed into the Conv/ConvTranspose/Gemm/
 MatMul that produces one of its inputs, and the rewritten producer takes over its output.
 
-``absorb_into_producer(g, candidates, rewrite, producers=PRODUCERS)`` visits the nodes in
+``absorb_into_producer(g, candidates, rewrite, producer=EPILOGUE)`` visits the nodes in
 order. For a node ``n``, ``candidates(n)`` names the inputs it could be absorbed through. An
-input ``y`` qualifies when its producer ``p`` is a standard-domain ``producers`` node (op
-types; fuse-binary-activation passes Add/Sub/Mul/Div) with one output and no fused
-activation yet, ``y`` is read by ``n`` only and is not a graph output. ``rewrite(p, n, y)``
+input ``y`` qualifies when its producer ``p`` is a standard-domain node whose op declares
+the trait ``producer`` (EPILOGUE; fuse-binary-activation passes ARITHMETIC: Add/Sub/Mul/Div)
+with one output and no fused activation yet, ``y`` is read by ``n`` only and is not a graph output. ``rewrite(p, n, y)``
 then returns ``(inputs, attrs, new_constants)`` for ``p`` computing ``n``'s output, or None
 to leave both alone. ``g`` is edited in place (pass a copy).
 """
@@ -14,8 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Node
+from ..ops.base import has_trait
+from ..ops.traits import EPILOGUE
 
-PRODUCERS = {"Conv", "ConvTranspose", "Gemm", "MatMul"}
 
 
 def std_domain(n) -> bool:
@@ -61,7 +62,7 @@ def sole_use(name, node, cons, outs) -> bool:
     return name not in outs and len(users) == 1 and users[0] is node
 
 
-def absorb_into_producer(g, candidates, rewrite, producers=PRODUCERS):
+def absorb_into_producer(g, candidates, rewrite, producer=EPILOGUE):
     cons, outs = g.consumers(), set(g.outputs)
     kept, where = [], {}          # where: tensor -> index in kept of its producer
     for n in g.nodes:
@@ -69,7 +70,7 @@ def absorb_into_producer(g, candidates, rewrite, producers=PRODUCERS):
         for y in (candidates(n) if std_domain(n) else ()):
             k = where.get(y)
             p = kept[k] if k is not None else None
-            if (p is None or p.op_type not in producers or not std_domain(p)
+            if (p is None or not std_domain(p) or not has_trait(p, producer)
                     or len(p.outputs) != 1 or "aicc_act" in p.attrs
                     or not sole_use(y, n, cons, outs)):
                 continue

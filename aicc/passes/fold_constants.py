@@ -11,8 +11,6 @@ from ..ops import load_all, lookup
 from ..ops.reference import run_onnx_reference
 from .registry import graph_pass
 
-NEVER_FOLD = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
-              "Multinomial", "Bernoulli"}
 
 
 def constant_node_value(node):
@@ -82,7 +80,7 @@ def fold_constants(g, *, max_bytes: int = 256 << 20):
             elif n.op_type in ("Shape", "Size") and (n.inputs[0] in g.types or n.inputs[0] in g.constants):
                 v = _shape_value(n, g)
                 vals = None if v is None else [v]
-            elif (n.op_type not in NEVER_FOLD and n.inputs and
+            elif (n.inputs and
                   all(i in g.constants for i in n.inputs if i) and
                   not any(isinstance(v, object) and hasattr(v, "SerializeToString")
                           for v in n.attrs.values())):

@@ -21,9 +21,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels.vmath.act import act_params
+from ..ops.base import has_trait
+from ..ops.traits import ACTIVATION
 from .absorb import absorb_into_producer
 from .registry import graph_pass
-FUSABLE = {"Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh"}
 
 
 def _act_ok(act, g) -> bool:
@@ -61,4 +62,4 @@ def fuse_activation(g):
 
     g = g.copy()
     return absorb_into_producer(
-        g, lambda n: [n.inputs[0]] if n.op_type in FUSABLE and n.inputs else [], rewrite)
+        g, lambda n: [n.inputs[0]] if n.inputs and has_trait(n, ACTIVATION) else [], rewrite)

@@ -6,7 +6,7 @@ itself (graph outputs keep their names), with the attributes of fuse-activation:
 = the activation's op type and ``aicc_act_params`` = ``activations.act_params(act, g)`` (spec
 defaults filled), when:
 
-* Act is one of fuse-activation's FUSABLE activations (Relu, Clip, LeakyRelu, Sigmoid,
+* Act is an op declaring the ACTIVATION trait (Relu, Clip, LeakyRelu, Sigmoid,
   HardSigmoid, HardSwish, Tanh), standard domain; a Clip's min/max inputs, if given, are
   constant scalars;
 * P is a standard-domain Add, Sub, Mul or Div (one output, broadcasting allowed) with no fused
@@ -28,11 +28,12 @@ Conv -> Add(bias) into the Conv's bias). Anything else is left unchanged.
 """
 from __future__ import annotations
 
+from ..ops.base import has_trait
+from ..ops.traits import ACTIVATION, ARITHMETIC
 from .absorb import absorb_into_producer
-from .fuse_activation import FUSABLE, _act_ok, fused_attrs
+from .fuse_activation import _act_ok, fused_attrs
 from .registry import graph_pass
 
-BINARY = {"Add", "Sub", "Mul", "Div"}
 FLOAT_TYPES = ("float32", "float64")
 
 
@@ -53,5 +54,5 @@ def fuse_binary_activation(g):
 
     g = g.copy()
     return absorb_into_producer(
-        g, lambda n: [n.inputs[0]] if n.op_type in FUSABLE and n.inputs else [], rewrite,
-        producers=BINARY)
+        g, lambda n: [n.inputs[0]] if n.inputs and has_trait(n, ACTIVATION) else [],
+        rewrite, producer=ARITHMETIC)

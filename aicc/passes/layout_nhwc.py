@@ -23,7 +23,7 @@ other element-wise ops (MobileNetV2 int8's residual DQ -> Add -> Q), a Dequantiz
 when its input is a tensor transposed for a conv (the bytes move, not the floats). ``qratio``
 is ``ratio`` for them.
 
-Element-wise ops (``SINKABLE``, fused activations included) with at least one input that
+Element-wise ops (trait ELEMENTWISE, fused activations included) with at least one input that
 is the NCHW side of such a Transpose, and every input of the output's shape or a constant
 scalar, run on the NHWC tensors instead (one Transpose after them): the other full-shape
 inputs are transposed in (constants at compile time), e.g. MobileNetV2's residual Add whose
@@ -68,15 +68,11 @@ import numpy as np
 from ..errors import ConfigError
 from ..ir import Node, TensorType
 from ..kernels.conv.geometry import ConvGeometry
-from ..ops.base import lookup
+from ..ops.base import has_trait, lookup
+from ..ops.traits import ELEMENTWISE
 from .absorb import fresh_name, std_domain, taken_names
 from .registry import graph_pass
 
-SINKABLE = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Relu", "Clip", "LeakyRelu", "Sigmoid",
-            "HardSigmoid", "HardSwish", "Tanh", "Elu", "Selu", "Neg", "Abs", "Identity",
-            "DequantizeLinear", "QuantizeLinear",     # (these two: per-tensor scales)
-            "Cast"}           # (upcast-half's roundings between the convs of float16 models)
-AICC_SINKABLE = {"RoundHalf"}   # element-wise aicc ops (the same roundings in one step)
 TO_NHWC, TO_NCHW = [0, 2, 3, 1], [0, 3, 1, 2]
 MIN_GEMM_COUT = 16      # auto: a non-pointwise group-1 conv needs this many output channels
 NCHW_IN_CIN = 4         # ... unless it has at most this many input channels (ConvNHWC runs
@@ -153,8 +149,8 @@ def _spatial_mean(n, g) -> bool:
 
 
 def _sinkable(n, g) -> bool:
-    ours = n.domain == "aicc" and n.op_type in AICC_SINKABLE
-    return (ours or n.op_type in SINKABLE and std_domain(n)) and len(n.outputs) == 1
+    return (std_domain(n) or n.domain == "aicc") and has_trait(n, ELEMENTWISE) \
+        and len(n.outputs) == 1
 
 
 def _components(g, kinds) -> dict:

@@ -8,9 +8,9 @@ that matches no node is reported at once, with the op types that do accept overr
 from __future__ import annotations
 
 from ..errors import ConfigError
+from ..ops.base import has_trait, ops_with
+from ..ops.traits import SCHEDULABLE
 
-# ops whose emitters read aicc_kernel / aicc_schedule (docs/ARCHITECTURE.md)
-OVERRIDABLE = {"Conv", "Gemm", "MatMul", "Softmax"}
 
 
 def apply_node_overrides(g, nodes: dict, target):
@@ -20,16 +20,16 @@ def apply_node_overrides(g, nodes: dict, target):
     by_name = {n.name: n for n in g.nodes}
     missing = sorted(k for k in nodes if k not in by_name)
     if missing:
-        known = sorted(n.name for n in g.nodes if n.op_type in OVERRIDABLE and n.name)
+        known = sorted(n.name for n in g.nodes if n.name and has_trait(n, SCHEDULABLE))
         hint = ", ".join(known[:12]) + (", ..." if len(known) > 12 else "")
         raise ConfigError(f"config: nodes: no node named {', '.join(map(repr, missing))} after "
-                          f"the pipeline (Conv/Gemm/MatMul/Softmax nodes: {hint or 'none'})")
+                          f"the pipeline ({'/'.join(ops_with(SCHEDULABLE))} nodes: {hint or 'none'})")
     bad = []
     for name, over in nodes.items():
         n = by_name[name]
-        if n.op_type not in OVERRIDABLE:
+        if not has_trait(n, SCHEDULABLE):
             bad.append(f"{name!r} is a {n.op_type} (overrides apply to "
-                       f"{', '.join(sorted(OVERRIDABLE))})")
+                       f"{', '.join(ops_with(SCHEDULABLE))})")
         k = over.get("kernel")
         if k is not None and str(k) not in target.kernels:
             bad.append(f"{name!r}: kernel {k!r} is not one of target {target.name}'s kernels "

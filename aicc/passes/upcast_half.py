@@ -1,15 +1,15 @@
 """upcast-half: run float16/bfloat16 arithmetic in float32.
 
-Ops that only move data (reshape, transpose, gather, ...) handle half types as raw bits;
-every other node that reads or writes a float16/bfloat16 tensor is wrapped: its half inputs
-are converted to float32 (constants at compile time, run-time tensors by a Cast node), it
-computes in float32, and each half output is rounded back by a Cast node (nearest even).
+Ops that only move data (reshape, transpose, gather, ...: trait HALF_NATIVE) handle half
+types as raw bits; every other node that reads or writes a float16/bfloat16 tensor is
+wrapped: its half inputs are converted to float32 (constants at compile time, run-time
+tensors by a Cast node), it computes in float32, and each half output is rounded back by a Cast node (nearest even).
 This is how onnxruntime's CPU kernels treat most half-precision ops (compute in float32,
 round each op's result), so results agree within half precision.
 
-Ops whose value commutes with that rounding (``COMMUTES``: maxima, minima and sign changes
-of their inputs; RNE rounding is monotonic and symmetric, so R(round(t)) = round(R(t))) read
-the float32 result of a wrapped producer itself instead of its rounded half converted back:
+Ops whose value commutes with that rounding (trait ROUNDING_COMMUTES: maxima, minima and
+sign changes of their inputs; RNE rounding is monotonic and symmetric, so
+R(round(t)) = round(R(t))) read the float32 result of a wrapped producer itself instead of its rounded half converted back:
 the same values, one Cast pair less, and Conv -> Relu stays a pair that fuse-activation
 fuses; layout-nhwc then runs the convs channel-last through the Casts between them (float16
 DS-CNN, ratio to onnxruntime, x86-avx512 1.03 -> 0.63, x86-avx2 1.41 -> 0.98; MobileNetV1
@@ -21,7 +21,7 @@ x86-avx512, ratio to onnxruntime 0.72-0.75 -> 0.62-0.63).
 
 The 8-bit floats (float8_e4m3fn/e4m3fnuz/e5m2/e5m2fnuz) and float4_e2m1fn are treated the
 same way (their Casts round to nearest even, saturating), except in QuantizeLinear and
-DequantizeLinear, which read/write them directly. 4-bit and 2-bit integers are not wrapped:
+DequantizeLinear (trait LOWP_NATIVE), which read/write them directly. 4-bit and 2-bit integers are not wrapped:
 data movement copies their bytes; other ops must handle or refuse them.
 """
 from __future__ import annotations
@@ -31,6 +31,8 @@ import numpy as np
 from onnx import TensorProto
 
 from ..ir import Node, TensorType
+from ..ops.base import has_trait
+from ..ops.traits import HALF_NATIVE, LOWP_NATIVE, ROUNDING_COMMUTES
 from .registry import graph_pass
 
 HALF = {"float16": TensorProto.FLOAT16, "bfloat16": TensorProto.BFLOAT16,
@@ -39,26 +41,14 @@ HALF = {"float16": TensorProto.FLOAT16, "bfloat16": TensorProto.BFLOAT16,
         "float8_e5m2": TensorProto.FLOAT8E5M2, "float8_e5m2fnuz": TensorProto.FLOAT8E5M2FNUZ,
         "float4_e2m1fn": TensorProto.FLOAT4E2M1, "float8_e8m0fnu": TensorProto.FLOAT8E8M0}
 LOWP = set(HALF) - {"float16", "bfloat16"}
-# ops that read/write the 8-bit/4-bit float types themselves (but not float16/bfloat16)
-LOWP_NATIVE = {"QuantizeLinear", "DequantizeLinear"}
-# ops with R(round(t)) == round(R(t)) for every float32 t under float16 / bfloat16 rounding
-# (nearest even: monotonic and symmetric; Clip only with bounds of the half type: inputs of
-# it, or attributes it represents). Not for the 8-bit floats (saturating, unsigned zeros).
-COMMUTES = {"Relu", "Abs", "Neg", "Max", "Min", "MaxPool", "GlobalMaxPool", "Clip"}
-
-# ops that handle half types themselves: data movement (copy by bits) and conversions
-HALF_NATIVE = {
-    "Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Concat", "Split",
-    "Slice", "Gather", "GatherElements", "GatherND", "Expand", "Tile", "Where", "Cast",
-    "CastLike", "Shape", "Size", "Constant", "ConstantOfShape", "DepthToSpace",
-    "SpaceToDepth", "ReverseSequence", "Trilu", "ScatterND", "ScatterElements", "Scatter",
-    "EyeLike", "Compress", "Dropout", "BitCast",
-}
 
 
 def _commutes(n, half: str) -> bool:
-    """n's value commutes with rounding to ``half`` (see COMMUTES)."""
-    if n.op_type not in COMMUTES or (n.op_type == "MaxPool" and len(n.outputs) > 1) \
+    """R(round(t)) == round(R(t)) for every float32 t under rounding to ``half`` (nearest
+    even: monotonic and symmetric), for ops declaring ROUNDING_COMMUTES; Clip only with bounds
+    of the half type (inputs of it, or attributes it represents). Not for the 8-bit floats
+    (saturating, unsigned zeros)."""
+    if not has_trait(n, ROUNDING_COMMUTES) or (n.op_type == "MaxPool" and len(n.outputs) > 1) \
             or half not in ("float16", "bfloat16"):
         return False
     ht = np.float16 if half == "float16" else ml_dtypes.bfloat16
@@ -70,7 +60,7 @@ def _half_name(g, name) -> str:
     return np.dtype(g.types[name].dtype).name
 
 
-def _is_half(g, name, op_type="") -> bool:
+def _is_half(g, name, node=None) -> bool:
     if not name:
         return False
     if name in g.constants:
@@ -80,7 +70,7 @@ def _is_half(g, name, op_type="") -> bool:
         if t is None:
             return False
         dt = np.dtype(t.dtype).name
-    if op_type in LOWP_NATIVE and dt in LOWP:
+    if dt in LOWP and node is not None and has_trait(node, LOWP_NATIVE):
         return False
     return dt in HALF
 
@@ -88,7 +78,7 @@ def _is_half(g, name, op_type="") -> bool:
 @graph_pass("upcast-half")
 def upcast_half(g, *, commute: bool = True, round_op: bool = True):
     """Wrap every non-native node touching float16/bfloat16 tensors in Casts to and from
-    float32 (see the module docstring; ``commute``: COMMUTES ops read their producers'
+    float32 (see the module docstring; ``commute``: ROUNDING_COMMUTES ops read their producers'
     float32 values; ``round_op``: a rounding read only in float32 is one aicc.RoundHalf).
     Graph inputs, outputs and names are unchanged."""
     if not any(_is_half(g, t) for n in g.nodes for t in list(n.inputs) + list(n.outputs)):
@@ -101,7 +91,7 @@ def upcast_half(g, *, commute: bool = True, round_op: bool = True):
     nodes = []
 
     def wrapped(n):
-        return n.domain in ("", "ai.onnx", "ai.onnx.preview") and n.op_type not in HALF_NATIVE
+        return n.domain in ("", "ai.onnx", "ai.onnx.preview") and not has_trait(n, HALF_NATIVE)
     readers = {}
     for n in g.nodes:
         for i in n.inputs:
@@ -111,14 +101,14 @@ def upcast_half(g, *, commute: bool = True, round_op: bool = True):
         if not wrapped(n):
             nodes.append(n)
             continue
-        ins = [i for i in n.inputs if _is_half(g, i, n.op_type)]
-        outs = [o for o in n.outputs if _is_half(g, o, n.op_type)]
+        ins = [i for i in n.inputs if _is_half(g, i, n)]
+        outs = [o for o in n.outputs if _is_half(g, o, n)]
         if not ins and not outs:
             nodes.append(n)
             continue
         new_inputs = []
         for i in n.inputs:
-            if not _is_half(g, i, n.op_type):
+            if not _is_half(g, i, n):
                 new_inputs.append(i)
                 continue
             if commute and i in exact and _commutes(n, _half_name(g, i)):
@@ -137,7 +127,7 @@ def upcast_half(g, *, commute: bool = True, round_op: bool = True):
         downs = []
         new_outputs = []
         for o in n.outputs:
-            if not _is_half(g, o, n.op_type):
+            if not _is_half(g, o, n):
                 new_outputs.append(o)
                 continue
             t = g.types[o]
@@ -161,7 +151,7 @@ def upcast_half(g, *, commute: bool = True, round_op: bool = True):
         nodes.append(m)
         nodes.extend(downs)
         downs_made.update(d.outputs[0] for d in downs)
-    # a rounding that only a COMMUTES op read (it reads the float32 value now) goes
+    # a rounding that only a ROUNDING_COMMUTES op read (it reads the float32 value now) goes
     read = {i for n in nodes for i in n.inputs} | set(g.outputs)
     g.nodes = [n for n in nodes if n.outputs[0] not in downs_made or n.outputs[0] in read]
     for o in gone:

@@ -7,14 +7,16 @@ import aicc
 from aicc.config import Options
 from aicc.errors import ConfigError, UnsupportedError
 from aicc.frontend import import_model
+from aicc.ops.base import ops_with
+from aicc.ops.traits import ACTIVATION
 from aicc.passes import PASSES, load_all, run_pipeline
-from aicc.passes.fuse_activation import FUSABLE
 from tests.models.fixtures import load_fixture
 from tests.oracle import check, make_model, reference
 from tests.passes.helpers import (assert_same_outputs, build, node, ops, rand, run_graph,
                                   run_pass)
 
 DEFAULT = Options.load().pipeline
+FUSABLE = set(ops_with(ACTIVATION))
 
 
 def test_default_pipeline_names_and_order():
