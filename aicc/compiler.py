@@ -52,6 +52,11 @@ def build(model_path, target: str = "generic", out=None, config=None, *,
     if dyn is not None:
         prog, d = dynamic_bundle(model_path, opts, dyn, input_shapes, name=opts.name, sha=sha,
                                  check=check, trace=trace)
+        if dump_ir is not None:
+            for p in d.plans:
+                dump_ir.write(f"# kernels and schedules after lowering, bucket "
+                              f"{', '.join(f'{n}={v}' for n, v in zip(d.names, p.dims))}\n"
+                              f"{kernel_table(p.prog)}")
         return write_bundle(prog, out, name=opts.name, target=opts.target, opts=opts,
                             model_sha=sha, original_inputs=original, dynamic=d)
     g, prog = compile_graph(g, opts, check=check, trace=trace)

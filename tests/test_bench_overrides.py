@@ -163,3 +163,35 @@ def test_kernels_in_dump_ir_and_inspect(tmp_path):
     line = next(ln for ln in r.stdout.splitlines() if ln.strip().startswith("kernels:"))
     for s in man["steps"]:
         assert f"{s['op']} {s['kernel'] or 'inline C'} x" in line, (line, s)
+
+
+def test_kernels_of_every_bucket(tmp_path):
+    """A model with a dynamic dim: --dump-ir gives one kernel table per bucket, and
+    manifest.json's plans carry the same per step."""
+    from onnx import TensorProto, numpy_helper
+    w = numpy_helper.from_array(np.random.default_rng(0).normal(size=(16, 8)).astype(np.float32),
+                                "W")
+    g = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "W"], ["m"], name="mm"),
+         helper.make_node("Relu", ["m"], ["y"], name="act")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 8])], [w])
+    model = tmp_path / "dyn.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), model)
+    target = SIMD[0] if SIMD else "generic"
+    r = cli("build", model, "-t", target, "-o", tmp_path / "b", "--buckets", "n=4,16",
+            "--dump-ir")
+    assert r.returncode == 0, r.stderr
+    man = json.loads((tmp_path / "b" / "manifest.json").read_text())
+    plans = man["dynamic"]["plans"]
+    assert [p["dims"] for p in plans] == [{"n": 4}, {"n": 16}]
+    for p in plans:
+        table = r.stdout.split(f"# kernels and schedules after lowering, bucket n={p['dims']['n']}"
+                               "\n")[1].split("#")[0].splitlines()
+        steps = [ln for ln in table if ln.startswith("step ")]
+        assert len(steps) == len(p["kernels"]) == 1      # the Relu is fused into the MatMul
+        s = p["kernels"][0]
+        assert s["op"] == "MatMul" and s["node"] == "mm" and s["kernel"]
+        assert f"MatMul 'mm': {s['kernel']}" in steps[0]
+        for k, v in s["schedule"].items():
+            assert f"{k}={v}" in steps[0]

@@ -130,6 +130,13 @@ def _io(g, names):
              "shape": [int(d) for d in g.shape(n)], "buckets": {}} for n in names]
 
 
+def step_kernel(s) -> dict:
+    """A step's chosen kernel and resolved schedule, as manifest.json records them."""
+    return {"kernel": getattr(s.ctx, "kernel", "") or "",
+            "schedule": {k: _jsonable(v)
+                         for k, v in sorted(getattr(s.ctx, "schedule", {}).items())}}
+
+
 def manifest(prog, name, target, opts, model_sha, embedded, original) -> dict:
     g = prog.graph
     steps = []
@@ -137,9 +144,7 @@ def manifest(prog, name, target, opts, model_sha, embedded, original) -> dict:
         n = s.node
         steps.append({"index": s.index, "op": n.op_type, "node": n.name,
                       "inputs": list(n.inputs), "outputs": list(n.outputs),
-                      "kernel": getattr(s.ctx, "kernel", "") or "",
-                      "schedule": {k: _jsonable(v)
-                                   for k, v in sorted(getattr(s.ctx, "schedule", {}).items())},
+                      **step_kernel(s),
                       "fused": {k[5:]: _jsonable(v) for k, v in sorted(n.attrs.items())
                                 if k.startswith("aicc_")}})
     bufs = [{"tensor": b.name, "offset": int(o), "size": int(b.size), "first_step": b.first,

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..bundle.writer import step_kernel
 from ..emit_c.cwriter import sanitize
 from ..emit_c.lower import lower
 from ..emit_c.weights import WeightsImage
@@ -97,7 +98,10 @@ class DynamicBundle:
                      for s, n in enumerate(self.names)],
             "plans": [{"dims": dict(zip(self.names, p.dims)), "arena_bytes": p.arena_need,
                        "plan_arena_bytes": p.prog.arena_bytes, "steps": len(p.prog.steps),
-                       "peak_live_bytes": p.prog.peak_bytes} for p in self.plans],
+                       "peak_live_bytes": p.prog.peak_bytes,
+                       "kernels": [{"index": s.index, "op": s.node.op_type, "node": s.node.name,
+                                    **step_kernel(s)} for s in p.prog.steps]}
+                      for p in self.plans],
         }
         return m
 
