@@ -104,141 +104,36 @@ def lower(g, opts, *, weights: WeightsImage | None = None, helpers: dict | None 
 
 
 def _lower(g, opts, weights, helpers, place: bool) -> Program:
+    """One lowering: steps, lifetimes, the arena plan, then the weights and each step's
+    arguments (``place``: Concat placement and Split/Slice sub-views)."""
     align = int(opts.memory.get("alignment", 64))
     limits = opts.raw.get("limits", {}) if opts.raw else {}
     index_max = (1 << (int(getattr(opts.target, "index_bits", 64)) - 1)) - 1
-    steps = []
     share = Sharing(g, place)
-    placed = 0
-    for node in g.nodes:
-        if share.is_view(node):
-            share.add_view(node)           # no step: the output is the input's memory
-            continue
-        if share.try_place(node) or share.try_subview(node):
-            placed += 1                    # no step: inputs/outputs are chunks of one buffer
-            continue
-        op = lookup(node, g.opset)
-        k = len(steps)
-        ctx = StepContext(g, node, k, opts.target, helpers)
-        try:
-            op.emit(node, ctx)
-        except ValueError as e:
-            # a kernel or schedule forced on this node (build YAML `nodes:`) that its emitter
-            # refuses: the user's configuration, not a bug in aicc
-            if "aicc_schedule" not in node.attrs and "aicc_kernel" not in node.attrs:
-                raise
-            raise ConfigError(f"node {node.name!r} ({node.op_type}): {e}") from e
-        steps.append(Step(k, node, ctx.w.text(), ctx))
-
-    # -- lifetimes (per tensor, then per shared buffer) ---------------------------------
-    inputs, outputs = set(g.inputs), set(g.outputs)
-    first, last = {}, {}
-    for s in steps:
-        for name in s.node.outputs:
-            if name:
-                first.setdefault(name, s.index)
-                last[name] = max(last.get(name, s.index), s.index)
-        for k, name in enumerate(s.node.inputs):
-            if name and _uses(s.body, s.ctx.inp[k]):
-                last[name] = max(last.get(name, -1), s.index)
-
+    steps, placed = _emit_steps(g, opts, helpers, share)
     io_in_arena = bool(opts.memory.get("io_in_arena", False))
+    first, last = _lifetimes(g, steps, io_in_arena)
+    inputs, outputs = set(g.inputs), set(g.outputs)
 
     def arena_tensor(name):
         if io_in_arena:            # the caller writes inputs and reads outputs in the arena
             return name not in g.constants
         return name not in outputs and name not in inputs and name not in g.constants
 
-    if io_in_arena:
-        end = max(len(steps) - 1, 0)
-        for name in g.inputs:       # written by the caller before the first step
-            first[name] = 0
-            last.setdefault(name, 0)
-        for name in g.outputs:      # read by the caller after the last step
-            if name in g.inputs or name in g.constants:
-                raise ModelError(f"memory.io_in_arena: graph output {name!r} is an input or "
-                                 "a constant")
-            last[name] = end
-
     if opts.memory.get("inplace", True):
         for s in steps:
             share.try_inplace(s, last, arena_tensor)
-    gfirst, glast = {}, {}
-    for name in first:
-        r = share.root(name)
-        gfirst[r] = min(gfirst.get(r, first[name]), first[name])
-    for name, lst in last.items():
-        r = share.root(name)
-        glast[r] = max(glast.get(r, lst), lst)
-    bufs, where = [], {}
-    for name in sorted(gfirst, key=lambda n: (gfirst[n], n)):
-        if not arena_tensor(name) or share.root(name) != name:
-            continue
-        where[name] = len(bufs)
-        bufs.append(Buffer(name, g.type_of(name).nbytes, gfirst[name], glast[name], align))
-    scratch_ix = {}
-    for s in steps:
-        for var, nbytes, _ct in s.ctx.scratches:
-            scratch_ix[(s.index, var)] = len(bufs)
-            bufs.append(Buffer(f"step{s.index}.{var}", nbytes, s.index, s.index, align))
+    bufs, where, scratch_ix = _buffers(g, steps, share, first, last, arena_tensor, align)
     checked = bool(opts.memory.get("checked", False))
     rz = _align(int(opts.memory.get("redzone", 64 if checked else 0)), align) if checked else 0
-    if rz:
-        # checked mode: a guard zone after every buffer and one before the first
-        guarded = [Buffer(b.name, b.size + rz, b.first, b.last, b.align) for b in bufs]
-        offsets = [o + rz for o in plan(guarded, opts.memory.get("planner", "search"),
-                                        int(opts.memory.get("search_iterations", 300)))]
-        arena = rz + arena_size(guarded, [o - rz for o in offsets], align)
-    else:
-        offsets = plan(bufs, opts.memory.get("planner", "search"),
-                       int(opts.memory.get("search_iterations", 300)))
-        arena = max(arena_size(bufs, offsets, align), align)
+    offsets, arena = _plan_arena(bufs, opts, align, rz)
     cap = min(int(limits.get("max_arena_bytes", 1 << 40)), index_max)
     if arena > cap:
         raise ModelError(f"the arena needs {arena} bytes, above the limit of {cap} "
                          "(limits.max_arena_bytes)")
-
-    # -- weights image ----------------------------------------------------------------
     image = WeightsImage(align) if weights is None else weights
-    put = image.put
-
-    locations = {}
-    if not io_in_arena:
-        for i, name in enumerate(g.inputs):
-            locations[name] = ("input", i)
-        for i, name in enumerate(g.outputs):
-            locations[name] = ("output", i)
-    for name, ix in where.items():
-        locations[name] = ("arena", offsets[ix])
-    for name in share.parent:                  # views, in-place outputs, placed chunks
-        r = share.root(name)
-        if r in locations:
-            kind, off = locations[r]
-            locations[name] = (kind, off + share.root_offset(name) if kind == "arena" else off)
-
-    for s in steps:
-        n, ctx = s.node, s.ctx
-        for k, name in enumerate(n.inputs):
-            var = ctx.inp[k]
-            if not name or not _uses(s.body, var):
-                continue
-            if name in g.constants and name not in locations:
-                locations[name] = ("weights", put(name, g.constants[name]))
-            kind, off = locations[name]
-            s.args.append((var, kind, off, ctype(g.dtype(name)), True, str(g.type_of(name))))
-        for k, name in enumerate(n.outputs):
-            var = ctx.out[k]
-            if not name:
-                continue
-            kind, off = locations[name]
-            s.args.append((var, kind, off, ctype(g.dtype(name)), False, str(g.type_of(name))))
-        for var, arr in ctx.extra_consts:
-            off = put(f"step{s.index}.{var}", arr)
-            s.args.append((var, "weights", off, ctype(arr.dtype), True,
-                           f"{arr.dtype.name}{list(arr.shape)} derived"))
-        for var, nbytes, ct in ctx.scratches:
-            off = offsets[scratch_ix[(s.index, var)]]
-            s.args.append((var, "arena", off, ct, False, f"scratch {nbytes} bytes"))
+    locations = _locations(g, share, where, offsets, io_in_arena)
+    _bind_args(g, steps, locations, offsets, scratch_ix, image)
     blob = image.image()
     cap = min(int(limits.get("max_weights_bytes", 1 << 40)), index_max)
     if len(blob) > cap:
@@ -263,3 +158,143 @@ def _lower(g, opts, weights, helpers, place: bool) -> Program:
                                if io_in_arena else None),
                    shared_offsets={k: share.root_offset(k) for k in sorted(share.parent)
                                    if share.root_offset(k)}, placed=placed)
+
+
+def _emit_steps(g, opts, helpers, share) -> tuple:
+    """-> (steps, placed): a step per node that is neither a view nor a placed chunk, with
+    the C body its op's emitter wrote; ``placed`` counts the nodes placed without a step."""
+    steps, placed = [], 0
+    for node in g.nodes:
+        if share.is_view(node):
+            share.add_view(node)           # no step: the output is the input's memory
+            continue
+        if share.try_place(node) or share.try_subview(node):
+            placed += 1                    # no step: inputs/outputs are chunks of one buffer
+            continue
+        op = lookup(node, g.opset)
+        k = len(steps)
+        ctx = StepContext(g, node, k, opts.target, helpers)
+        try:
+            op.emit(node, ctx)
+        except ValueError as e:
+            # a kernel or schedule forced on this node (build YAML `nodes:`) that its emitter
+            # refuses: the user's configuration, not a bug in aicc
+            if "aicc_schedule" not in node.attrs and "aicc_kernel" not in node.attrs:
+                raise
+            raise ConfigError(f"node {node.name!r} ({node.op_type}): {e}") from e
+        steps.append(Step(k, node, ctx.w.text(), ctx))
+    return steps, placed
+
+
+def _lifetimes(g, steps, io_in_arena: bool) -> tuple:
+    """-> (first, last): per tensor the first step writing it and the last step touching it
+    (an input counts only where the step's body reads it). With io_in_arena the caller
+    writes the inputs before step 0 and reads the outputs after the last step."""
+    first, last = {}, {}
+    for s in steps:
+        for name in s.node.outputs:
+            if name:
+                first.setdefault(name, s.index)
+                last[name] = max(last.get(name, s.index), s.index)
+        for k, name in enumerate(s.node.inputs):
+            if name and _uses(s.body, s.ctx.inp[k]):
+                last[name] = max(last.get(name, -1), s.index)
+    if io_in_arena:
+        end = max(len(steps) - 1, 0)
+        for name in g.inputs:
+            first[name] = 0
+            last.setdefault(name, 0)
+        for name in g.outputs:
+            if name in g.inputs or name in g.constants:
+                raise ModelError(f"memory.io_in_arena: graph output {name!r} is an input or "
+                                 "a constant")
+            last[name] = end
+    return first, last
+
+
+def _buffers(g, steps, share, first, last, arena_tensor, align) -> tuple:
+    """-> (bufs, where, scratch_ix): one buffer per shared root in the arena, living from
+    the first to the last step of any tensor sharing it (in order of first use), then one
+    per step scratch; ``where``: root tensor -> buffer index; ``scratch_ix``: (step, var) ->
+    buffer index."""
+    gfirst, glast = {}, {}
+    for name in first:
+        r = share.root(name)
+        gfirst[r] = min(gfirst.get(r, first[name]), first[name])
+    for name, lst in last.items():
+        r = share.root(name)
+        glast[r] = max(glast.get(r, lst), lst)
+    bufs, where = [], {}
+    for name in sorted(gfirst, key=lambda n: (gfirst[n], n)):
+        if not arena_tensor(name) or share.root(name) != name:
+            continue
+        where[name] = len(bufs)
+        bufs.append(Buffer(name, g.type_of(name).nbytes, gfirst[name], glast[name], align))
+    scratch_ix = {}
+    for s in steps:
+        for var, nbytes, _ct in s.ctx.scratches:
+            scratch_ix[(s.index, var)] = len(bufs)
+            bufs.append(Buffer(f"step{s.index}.{var}", nbytes, s.index, s.index, align))
+    return bufs, where, scratch_ix
+
+
+def _plan_arena(bufs, opts, align: int, rz: int) -> tuple:
+    """-> (offsets, arena bytes) from the configured planner; ``rz`` > 0 (checked mode): a
+    guard zone of rz bytes after every buffer and one before the first."""
+    planner = opts.memory.get("planner", "search")
+    iters = int(opts.memory.get("search_iterations", 300))
+    if rz:
+        guarded = [Buffer(b.name, b.size + rz, b.first, b.last, b.align) for b in bufs]
+        offsets = [o + rz for o in plan(guarded, planner, iters)]
+        return offsets, rz + arena_size(guarded, [o - rz for o in offsets], align)
+    offsets = plan(bufs, planner, iters)
+    return offsets, max(arena_size(bufs, offsets, align), align)
+
+
+def _locations(g, share, where, offsets, io_in_arena: bool) -> dict:
+    """tensor -> (kind, offset or index): the caller's inputs and outputs, arena buffers,
+    and the views, in-place outputs and placed chunks at their root's place."""
+    locations = {}
+    if not io_in_arena:
+        for i, name in enumerate(g.inputs):
+            locations[name] = ("input", i)
+        for i, name in enumerate(g.outputs):
+            locations[name] = ("output", i)
+    for name, ix in where.items():
+        locations[name] = ("arena", offsets[ix])
+    for name in share.parent:
+        r = share.root(name)
+        if r in locations:
+            kind, off = locations[r]
+            locations[name] = (kind, off + share.root_offset(name) if kind == "arena" else off)
+    return locations
+
+
+def _bind_args(g, steps, locations, offsets, scratch_ix, image) -> None:
+    """Each step's arguments (variable, kind, offset, C type, read-only, comment), in order:
+    inputs its body reads (constants enter the weights image here, in step order), outputs,
+    derived constants, scratch buffers."""
+    put = image.put
+    for s in steps:
+        n, ctx = s.node, s.ctx
+        for k, name in enumerate(n.inputs):
+            var = ctx.inp[k]
+            if not name or not _uses(s.body, var):
+                continue
+            if name in g.constants and name not in locations:
+                locations[name] = ("weights", put(name, g.constants[name]))
+            kind, off = locations[name]
+            s.args.append((var, kind, off, ctype(g.dtype(name)), True, str(g.type_of(name))))
+        for k, name in enumerate(n.outputs):
+            var = ctx.out[k]
+            if not name:
+                continue
+            kind, off = locations[name]
+            s.args.append((var, kind, off, ctype(g.dtype(name)), False, str(g.type_of(name))))
+        for var, arr in ctx.extra_consts:
+            off = put(f"step{s.index}.{var}", arr)
+            s.args.append((var, "weights", off, ctype(arr.dtype), True,
+                           f"{arr.dtype.name}{list(arr.shape)} derived"))
+        for var, nbytes, ct in ctx.scratches:
+            off = offsets[scratch_ix[(s.index, var)]]
+            s.args.append((var, "arena", off, ct, False, f"scratch {nbytes} bytes"))
