@@ -28,6 +28,17 @@ from .extent import Compound, Ext
 from .padding import insert_padding
 
 
+# AICC_MAX_RANK of runtime_c/aicc_rt.h: the dispatcher's shape arrays and the run-time box
+# copy of padded inputs and outputs hold this many dims
+MAX_RANK = 8
+
+
+def _check_rank(what: str, name: str, rank: int) -> None:
+    if rank > MAX_RANK:
+        raise UnsupportedError(f"{what} {name!r} has rank {rank}: a bundle with dynamic dims "
+                               f"takes inputs and outputs of rank {MAX_RANK} at most")
+
+
 def _align(x: int, a: int) -> int:
     return (x + a - 1) // a * a
 
@@ -120,6 +131,8 @@ def compile_buckets(model_path, opts, dyn, user_shapes, *, check=False, trace=No
     if opts.memory.get("io_in_arena"):
         raise ConfigError("memory.io_in_arena is not available with dynamic dims (each bucket "
                           "stages its inputs and outputs in the arena itself)")
+    for inp, shp in dyn.shapes.items():
+        _check_rank("input", inp, len(shp))
     align = int(opts.memory.get("alignment", 64))
     image, helpers, plans = WeightsImage(align), {}, []
     sym_ix = {n: i for i, n in enumerate(dyn.names)}
@@ -153,6 +166,8 @@ def compile_buckets(model_path, opts, dyn, user_shapes, *, check=False, trace=No
                    [Ext.sym(sym_ix[d]) if isinstance(d, str) else int(d) for d in dyn.shapes[i]],
                    any(isinstance(d, str) for d in dyn.shapes[i]))
               for i in plans[0].prog.graph.inputs]
+    for o in plans[0].prog.graph.outputs:
+        _check_rank("output", o, len(plans[0].prog.graph.shape(o)))
     outputs = [_output_port(o, plans, pads_by_plan, dyn) for o in plans[0].prog.graph.outputs]
     for p in plans:
         off = _align(max(p.prog.arena_bytes, 1), align)

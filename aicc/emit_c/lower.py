@@ -81,6 +81,8 @@ def lower(g, opts, *, weights: WeightsImage | None = None, helpers: dict | None 
             raise UnsupportedError(f"tensor {name!r} has a non-static shape {t}; give the "
                                    "model's dynamic dims buckets (--buckets DIM=a,b,...) or "
                                    "pin them (--input-shape NAME=d0,d1,...)")
+        if any(d < 0 for d in t.shape):
+            raise ModelError(f"tensor {name!r} {t} has a negative dim")
         if t.nbytes > max_tensor:
             raise ModelError(f"tensor {name!r} {t} needs {t.nbytes} bytes, above the limit of "
                              f"{max_tensor} (limits.max_tensor_bytes / the target's index type)")

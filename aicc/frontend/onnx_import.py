@@ -83,6 +83,8 @@ def pin_input_shapes(model: onnx.ModelProto, shapes: dict) -> list:
         old = list(tt.shape.dim)
         if old and len(old) != len(dims):
             raise ModelError(f"--input-shape {name}: rank {len(dims)}, the model says {len(old)}")
+        if any(int(v) < 0 for v in dims):
+            raise ModelError(f"--input-shape {name}: dims must not be negative ({dims})")
         for d, v in zip(old, dims):
             if d.HasField("dim_value") and d.dim_value != v:
                 raise ModelError(f"--input-shape {name}: dim {d.dim_value} is fixed by the model, "
@@ -117,6 +119,7 @@ def prepare(model: onnx.ModelProto, name: str = "model") -> onnx.ModelProto:
         onnx.checker.check_model(model, full_check=False)
     except Exception as e:  # noqa: BLE001
         raise ModelError(f"{name}: fails the ONNX checker: {_one_line(e)}") from None
+    _check_input_dims(model, name)
     if model.functions:
         from onnx import inliner
         model = inliner.inline_local_functions(model)
@@ -135,6 +138,20 @@ def prepare(model: onnx.ModelProto, name: str = "model") -> onnx.ModelProto:
     except Exception as e:  # noqa: BLE001
         raise ModelError(f"{name}: shape inference failed: {_one_line(e)}") from None
     return model
+
+
+def _check_input_dims(model: onnx.ModelProto, name: str) -> None:
+    """A graph input with a negative dim (the checker lets it pass) is refused: its sizes
+    would multiply out to a negative or wrong element count in the generated loops."""
+    inits = {i.name for i in model.graph.initializer}
+    for i in model.graph.input:
+        if i.name in inits or i.type.WhichOneof("value") != "tensor_type":
+            continue
+        dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?")
+                for d in i.type.tensor_type.shape.dim]
+        if any(isinstance(d, int) and d < 0 for d in dims):
+            raise ModelError(f"{name}: graph input '{_text(i.name)}' has a negative dim "
+                             f"(shape {dims})")
 
 
 def model_opset(model: onnx.ModelProto) -> int:

@@ -158,11 +158,27 @@ def schema_type_reason(node, g) -> str | None:
     return None
 
 
+def _negative_output(n, g) -> str | None:
+    """Why n's outputs cannot exist: a negative dim that its sizes, scales, pads or k gave
+    (shape inference lets them through; the loops would run over a wrapped count)."""
+    for o in n.outputs:
+        t = g.types.get(o) if o else None
+        if t is not None and any(isinstance(d, (int, np.integer)) and d < 0 for d in t.shape):
+            return (f"output {o!r} would have the negative shape {list(t.shape)}: check the "
+                    "node's sizes, scales, pads or k")
+    return None
+
+
 def check_supported(g) -> None:
     """Raise one UnsupportedError naming every unsupported op and its nodes."""
     problems: dict = {}
     for n in g.nodes:
         op = lookup(n, g.opset)
+        neg = _negative_output(n, g)
+        if neg:
+            problems.setdefault((n.op_type if not n.domain else f"{n.domain}.{n.op_type}",
+                                 neg), []).append(n.name)
+            continue
         if op is None:
             reason = "no implementation"
         else:

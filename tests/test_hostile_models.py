@@ -1,0 +1,96 @@
+"""Hostile models (issue: negative dims, ranks above the runtime's): each is refused at build
+time with exit 2 and one line naming the cause, and nothing is written to -o."""
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from tests.test_cli import aicc as cli
+
+F = TensorProto.FLOAT
+
+
+def _vi(name, rank, t=F):
+    return helper.make_tensor_value_info(name, t, [f"{name}{i}" for i in range(rank)])
+
+
+def _model(path, nodes, inputs, outputs, inits=()):
+    g = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def _const(name, values, dtype):
+    return numpy_helper.from_array(np.array(values, dtype), name)
+
+
+CASES = {
+    # graph input dims below zero: the product is negative, or positive for two of them
+    "input_negative": (lambda p: _model(p, [helper.make_node("Relu", ["x"], ["y"])],
+                                        [helper.make_tensor_value_info("x", F, [-5, 3])],
+                                        [_vi("y", 2)]),
+                       "graph input 'x' has a negative dim"),
+    "input_two_negative": (lambda p: _model(p, [helper.make_node("Relu", ["x"], ["y"])],
+                                            [helper.make_tensor_value_info("x", F, [-2, -3])],
+                                            [_vi("y", 2)]),
+                           "graph input 'x' has a negative dim"),
+    "split_negative": (lambda p: _model(
+        p, [helper.make_node("Split", ["x", "s"], ["a", "b"], axis=0)],
+        [helper.make_tensor_value_info("x", F, [4, 3])], [_vi("a", 2), _vi("b", 2)],
+        [_const("s", [6, -2], np.int64)]), "output 'b' would have the negative shape [-2, 3]"),
+    "topk_negative_k": (lambda p: _model(
+        p, [helper.make_node("TopK", ["x", "k"], ["v", "i"])],
+        [helper.make_tensor_value_info("x", F, [4, 3])],
+        [_vi("v", 2), _vi("i", 2, TensorProto.INT64)], [_const("k", [-1], np.int64)]),
+        "output 'v' would have the negative shape [4, -1]"),
+    "resize_negative_scales": (lambda p: _model(
+        p, [helper.make_node("Resize", ["x", "", "sc"], ["y"])],
+        [helper.make_tensor_value_info("x", F, [1, 1, 4, 4])], [_vi("y", 4)],
+        [_const("sc", [1, 1, -2, -2], np.float32)]), "output 'y' would have the negative shape"),
+    "resize_nan_scale": (lambda p: _model(
+        p, [helper.make_node("Resize", ["x", "", "sc"], ["y"])],
+        [helper.make_tensor_value_info("x", F, [1, 1, 4, 4])], [_vi("y", 4)],
+        [_const("sc", [1, 1, np.nan, 2], np.float32)]), "output 'y' would have the negative shape"),
+    "pad_negative": (lambda p: _model(
+        p, [helper.make_node("Pad", ["x", "p"], ["y"])],
+        [helper.make_tensor_value_info("x", F, [2, 3])], [_vi("y", 2)],
+        [_const("p", [0, -5, 0, 0], np.int64)]), "output 'y' would have the negative shape [2, -2]"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_refused(tmp_path, case):
+    make, message = CASES[case]
+    model = make(tmp_path / f"{case}.onnx")
+    r = cli("build", model, "-o", tmp_path / "out")
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert message in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_negative_pinned_shape(tmp_path):
+    model = _model(tmp_path / "m.onnx", [helper.make_node("Relu", ["x"], ["y"])],
+                   [helper.make_tensor_value_info("x", F, ["n", 3])], [_vi("y", 2)])
+    r = cli("build", model, "-o", tmp_path / "out", "--input-shape", "x=-1,3")
+    assert r.returncode == 2 and "dims must be >= 0" in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_rank_above_runtime_maximum_with_dynamic_dims(tmp_path):
+    """The dispatcher's shape arrays hold AICC_MAX_RANK dims: a rank-9 dynamic input would
+    write past them at run time."""
+    header = Path(__file__).parent.parent / "runtime_c" / "aicc_rt.h"
+    assert "#define AICC_MAX_RANK 8" in header.read_text()
+    model = _model(tmp_path / "m.onnx", [helper.make_node("Relu", ["x"], ["y"])],
+                   [helper.make_tensor_value_info("x", F, ["a"] + [1] * 8)], [_vi("y", 9)])
+    r = cli("build", model, "-o", tmp_path / "out", "--buckets", "a=2,4")
+    assert r.returncode == 2, r.stderr
+    assert "input 'x' has rank 9" in r.stderr and "rank 8 at most" in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists()
+    ok = _model(tmp_path / "m8.onnx", [helper.make_node("Relu", ["x"], ["y"])],
+                [helper.make_tensor_value_info("x", F, ["a"] + [1] * 7)], [_vi("y", 8)])
+    r = cli("build", ok, "-o", tmp_path / "out8", "--buckets", "a=2,4")
+    assert r.returncode == 0, r.stderr
