@@ -23,14 +23,15 @@ import numpy as np
 
 from ..gemm.portable import pack_b
 from ..gemm.simd import driver, nr_of, schedule
+from ..isa.registry import ISAS
 from .tpad import lanes4, pad_t
-from .transforms import SKEW, VEC, _transform, cook_toom
+from .transforms import SKEW, _transform, cook_toom, vec
 
-MASKED = {   # masked store of the first n lanes
-    "avx2": "_mm256_maskstore_ps({p}, _mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + "
-            "8u - ({n}))), {v})",
-    "avx512": "_mm512_mask_storeu_ps({p}, (__mmask16)((1u << ({n})) - 1u), {v})",
-}
+
+def _masked(isa: str) -> str:
+    """Masked store of the first {n} lanes of {v} at {p} (the GEMM's mask and masked store)."""
+    g = ISAS[isa].gemm
+    return g["mstore"].format(p="{p}", m=g["mask"], v="{v}")
 
 
 def _loads(d, names_ptrs, n, L, ind):
@@ -44,7 +45,7 @@ def input_transform(isa: str, m: int, C: int, Wp: int, vs: int) -> tuple:
     displacement (as arguments GCC kept their addresses in spilled registers; with the output
     transform's: 32 channels at 16x16 on x86-avx512 19.1 -> 18.4 us, AMD Zen 4)."""
     bt, _, _ = cook_toom(m)
-    t, d = m + 2, VEC[isa]
+    t, d = m + 2, vec(isa)
     L = d["L"]
     name = f"aicc_wg{m}t_in_{isa}_{C}_{Wp}_{vs}"
     ind = "            "
@@ -70,7 +71,7 @@ def input_transform(isa: str, m: int, C: int, Wp: int, vs: int) -> tuple:
     o += [f"{ind}    {d['st']}(vj + {i * t + q}u * vs, w{i}_{q});" for i in range(t)
           for q in range(t)]
     o.append(f"{ind}}} else {{")
-    o += [f"{ind}    " + MASKED[isa].format(p=f"vj + {i * t + q}u * vs", n="nc", v=f"w{i}_{q}")
+    o += [f"{ind}    " + _masked(isa).format(p=f"vj + {i * t + q}u * vs", n="nc", v=f"w{i}_{q}")
           + ";" for i in range(t) for q in range(t)]
     o += [f"{ind}}}", "        }", "    }", "}"]
     return name, "\n".join(o)
@@ -80,7 +81,7 @@ def output_transform(isa: str, m: int, ms: int) -> tuple:
     """(name, C text); ms (floats between the M^T matrices) a constant of the helper, as the
     input transform's strides."""
     _, _, at = cook_toom(m)
-    t, d = m + 2, VEC[isa]
+    t, d = m + 2, vec(isa)
     L = d["L"]
     name = f"aicc_wg{m}t_out_{isa}_{ms}"
     ind = "            "
@@ -112,8 +113,8 @@ def output_transform(isa: str, m: int, ms: int) -> tuple:
         for q in range(m):
             o.append(f"{ind}const {d['v']} c{i}_{q} = {d['min']}(vhi, {d['max']}(vlo, "
                      f"bias ? {d['add']}(z{i}_{q}, vb) : z{i}_{q}));")
-    if isa == "avx512" and m == 4:
-        o += _rows_out4(ind)
+    if m == 4 and ISAS[isa].winograd.get("chan_rows4"):
+        o += _rows_out4(isa, ind)
     o.append(f"{ind}float buf[{m * m}][{L}];")
     o += [f"{ind}{d['st']}(buf[{i * m + q}], c{i}_{q});" for i in range(m) for q in range(m)]
     o += [f"{ind}for (size_t i = 0; i < {m}u && oy + i < OH; ++i)",
@@ -124,20 +125,22 @@ def output_transform(isa: str, m: int, ms: int) -> tuple:
     return name, "\n".join(o)
 
 
-def _rows_out4(ind) -> list:
-    """F(4,3), x86-avx512, 16 channels of a tile inside the output: per tile row i, the four
-    vectors c{i}_q (16 channels each of output column q) transposed in 128-bit lanes (unpack,
-    then shuffle: lane b of u{i}_e holds channel 4 b + e's 4 outputs of the row), each row of
-    4 outputs of a channel stored with one 128-bit store, instead of 16 x 16 scalar stores."""
-    o = [f"{ind}if (nk == 16u && oy + 4u <= OH && ox + 4u <= OW) {{",
+def _rows_out4(isa: str, ind) -> list:
+    """F(4,3), L channels of a tile inside the output (``chan_rows4``): per tile row i, the
+    four vectors c{i}_q (L channels each of output column q) transposed in 128-bit lanes
+    (unpack, then shuffle: lane b of u{i}_e holds channel 4 b + e's 4 outputs of the row),
+    each row of 4 outputs of a channel stored with one 128-bit store (``store_part[4]``),
+    instead of L x 16 scalar stores."""
+    L, st4 = ISAS[isa].lanes, ISAS[isa].winograd["store_part"][4]
+    o = [f"{ind}if (nk == {L}u && oy + 4u <= OH && ox + 4u <= OW) {{",
          f"{ind}    float *restrict yk = y + k * P + oy * OW + ox;"]
     for i in range(4):
-        o += lanes4("avx512", [f"c{i}_{q}" for q in range(4)], f"t{i}_",
+        o += lanes4(isa, [f"c{i}_{q}" for q in range(4)], f"t{i}_",
                     [f"u{i}_{e}" for e in range(4)], ind + "    ")
-        for b in range(4):
+        for b in range(L // 4):
             for e in range(4):
-                o.append(f"{ind}    _mm_storeu_ps(yk + {4 * b + e}u * P + {i}u * OW, "
-                         f"_mm512_extractf32x4_ps(u{i}_{e}, {b}));")
+                o.append(f"{ind}    " + st4.format(p=f"yk + {4 * b + e}u * P + {i}u * OW",
+                                                    v=f"u{i}_{e}", i=b) + ";")
     o += [f"{ind}    continue;", f"{ind}}}"]
     return o
 

@@ -1,5 +1,6 @@
-"""Winograd transforms (kernels/winograd/simd.py, tiles vectorized) for planes narrower than a vector
-of tiles, x86-avx512: TW tiles per tile row with TW dividing L = 16, so a full vector of L
+"""Winograd transforms (kernels/winograd/simd.py, tiles vectorized) for planes narrower than a
+vector of tiles, on an ISA whose winograd table has ``rows`` (two-source permutes, constant-mask
+blends: x86-avx512, L = 16): TW tiles per tile row with TW dividing L, so a full vector of L
 tiles (it starts at a tile row, as blocks and vectors start at multiples of L) holds the same
 TW columns of R = L / TW consecutive tile rows (ResNet-8: F(4,3) at 32x32 outputs, TW = 8;
 F(2,3) at 16x16, TW = 8; 8x8, TW = 4).
@@ -8,13 +9,13 @@ conv_winograd_c's general transforms handle such a vector in R passes (full load
 de-interleaves per tile row, blended) and write its outputs through a buffer, copied run by
 run. These helpers, specialized for one TW, build each patch value's vector from R row
 segments directly: the W = TW * m floats of a segment (plus the 2 the patch reaches past them)
-are one or two unaligned 16-float loads, and a two-source permute (``_mm512_permutex2var_ps``)
-picks the stride-m values of one segment (W > 16) or of two (W <= 16) into their lanes; mask
+are one or two unaligned L-float loads, and a two-source permute (``rows["permute"]``)
+picks the stride-m values of one segment (W > L) or of two (W <= L) into their lanes; mask
 blends join the R / 2 or R partial vectors. The t patch rows run as a loop, each row's 1-D
 transform stored to a t x t vector buffer that the column transforms read back: with all rows
 unrolled GCC kept ~70 vectors live and spilled them (ResNet-8's 16@32 F(4,3) step 22.7 -> 21.7
 us, AMD Zen 4). The output transform stores each interleaved
-output vector (m * L / m = 16 outputs of L / m tiles) whole when those tiles lie in one tile
+output vector (m * L / m = L outputs of L / m tiles) whole when those tiles lie in one tile
 row, else in TW * m-float pieces (256- or 128-bit stores). Vectors past the plane's last full
 vector (nl < L) and outputs clipped at OH / OW go to the general helpers, one vector at a time.
 
@@ -23,33 +24,37 @@ bitwise the same; only the data movement differs.
 """
 from __future__ import annotations
 
-from .transforms import (IDX512_ZIP, _columns_from, _transform_row, cook_toom,
-                         input_transform, output_rows, output_transform)
-
-L512 = 16
+from ..isa.registry import ISAS
+from .transforms import (_columns_from, _transform_row, cook_toom, input_transform, output_rows,
+                         output_transform)
 
 
 def rows_of(isa: str, m: int, tw: int) -> int:
-    """R: tile rows per vector of the specialized helpers, or 1 (use the general ones):
-    x86-avx512, TW < 16 dividing 16, output pieces of at least 4 floats, R <= 8."""
-    if isa != "avx512" or tw >= L512 or L512 % tw or tw * m < 4 or L512 // tw > 8:
+    """R: tile rows per vector of the specialized helpers, or 1 (use the general ones): an ISA
+    with these helpers (``rows`` in its winograd table), TW < L dividing L, output pieces of
+    at least 4 floats, R <= max_rows."""
+    I = ISAS[isa]
+    L = I.lanes
+    if ("rows" not in I.winograd or tw >= L or L % tw or tw * m < 4
+            or L // tw > I.winograd["rows"]["max_rows"]):
         return 1
-    return L512 // tw
+    return L // tw
 
 
-def _idx(vals) -> str:
-    return "_mm512_set_epi32(" + ", ".join(str(v) for v in reversed(vals)) + ")"
+def _idx(isa: str, vals) -> str:
+    return ISAS[isa].winograd["rows"]["idx"].format(", ".join(str(v) for v in reversed(vals)))
 
 
-def input_transform_rows(m: int, tw: int) -> tuple:
+def input_transform_rows(isa: str, m: int, tw: int) -> tuple:
     """(name, C text): same signature as conv_winograd_c.input_transform's helper."""
-    isa, L = "avx512", L512
+    I = ISAS[isa]
+    L, v, ld, RW = I.lanes, I.vector["v"], I.vector["ld"], I.winograd["rows"]
     bt, _, _ = cook_toom(m)
     t = m + 2
     R, W, nr = L // tw, tw * m, 2 * L
     gen, _ = input_transform(isa, m)
     name = f"aicc_wg{m}_in_{isa}_tw{tw}"
-    two = W > 16                 # a segment's values span two loads (one segment per permute)
+    two = W > L                  # a segment's values span two loads (one segment per permute)
     per = 1 if two else 2        # segments per permute
     ind = "        "
     # phase s < m of segment g: value k * m + s (k < TW) of the segment's load(s); phases
@@ -59,9 +64,9 @@ def input_transform_rows(m: int, tw: int) -> tuple:
         lanes = []
         for lane in range(L):
             g, k = divmod(lane, tw)
-            lanes.append(k * m + s + (16 * (g % 2) if per == 2 else 0))
+            lanes.append(k * m + s + (L * (g % 2) if per == 2 else 0))
         pidx[s] = f"ix{s}"
-        consts.append(f"    const __m512i ix{s} = {_idx(lanes)};")
+        consts.append(f"    const {I.integer['vi']} ix{s} = {_idx(isa, lanes)};")
     o = [f"/* Winograd F({m}x{m}, 3x3) input transform ({isa}), {tw} tiles per tile row "
          f"(kernels/winograd/rows.py): as {gen},",
          f" * each full vector of {L} tiles = {R} tile rows, its patch rows gathered from "
@@ -79,28 +84,28 @@ def input_transform_rows(m: int, tw: int) -> tuple:
           "            continue;",
           "        }",
           f"        const float *restrict s = xp + (j / {tw}u) * {m}u * Wp;",
-          f"        __m512 hb[{t * t}];     /* the rows' transforms */"]
+          f"        {v} hb[{t * t}];     /* the rows' transforms */"]
     o.append(f"{ind}for (size_t r = 0; r < {t}u; ++r) {{   /* patch row r of the R segments */")
     o.append(f"{ind}const float *restrict q = s + r * Wp;")
     for off in (0, m):
         for g in range(R):
             base = f"q + {g * m}u * Wp + {off}u"
-            o.append(f"{ind}const __m512 a{off}_{g} = _mm512_loadu_ps({base});")
+            o.append(f"{ind}const {v} a{off}_{g} = {ld}({base});")
             if two:
-                o.append(f"{ind}const __m512 b{off}_{g} = _mm512_loadu_ps({base} + 16u);")
+                o.append(f"{ind}const {v} b{off}_{g} = {ld}({base} + {L}u);")
     for s_ in range(t):
         off, ph = (0, s_) if s_ < m else (m, s_ - m)
         parts = []
         for h in range(R // per):
             g = h * per
             src2 = f"b{off}_{g}" if two else f"a{off}_{g + 1}"
-            parts.append(f"_mm512_permutex2var_ps(a{off}_{g}, {pidx[ph]}, {src2})")
+            parts.append(RW["permute"].format(a=f"a{off}_{g}", i=pidx[ph], b=src2))
         e = parts[0]
         for h, p in enumerate(parts[1:], 1):
             lo_lane, hi_lane = h * per * tw, (h + 1) * per * tw
             mk = ((1 << hi_lane) - 1) & ~((1 << lo_lane) - 1)
-            e = f"_mm512_mask_blend_ps((__mmask16)0x{mk:04X}u, {e}, {p})"
-        o.append(f"{ind}const __m512 d0_{s_} = {e};")
+            e = RW["blend"].format(mk=mk, a=e, b=p)
+        o.append(f"{ind}const {v} d0_{s_} = {e};")
     o += _transform_row(isa, bt, 0, "d", ind)
     o += [f"{ind}hb[r * {t}u + {j}u] = h0_{j};" for j in range(t)]
     o.append(f"{ind}}}")
@@ -109,20 +114,19 @@ def input_transform_rows(m: int, tw: int) -> tuple:
     return name, "\n".join(o)
 
 
-def _store(r: str, dst: str, lanes: int, piece: int) -> str:
+def _store(isa: str, r: str, dst: str, lanes: int, piece: int) -> str:
     """Store `lanes` floats of r from lane `piece * lanes`."""
-    if lanes == 16:
-        return f"_mm512_storeu_ps({dst}, {r});"
-    if lanes == 8:
-        return (f"_mm256_storeu_ps({dst}, _mm256_castpd_ps(_mm512_extractf64x4_pd("
-                f"_mm512_castps_pd({r}), {piece})));")
-    return f"_mm_storeu_ps({dst}, _mm512_extractf32x4_ps({r}, {piece}));"
+    I = ISAS[isa]
+    if lanes == I.lanes:
+        return f"{I.vector['st']}({dst}, {r});"
+    return I.winograd["store_part"][lanes].format(p=dst, v=r, i=piece) + ";"
 
 
-def output_transform_rows(m: int, tw: int, ms: int, ntp: int) -> tuple:
+def output_transform_rows(isa: str, m: int, tw: int, ms: int, ntp: int) -> tuple:
     """(name, C text): same signature and constant strides as conv_winograd_c.output_transform's
     helper."""
-    isa, L = "avx512", L512
+    I = ISAS[isa]
+    L, d = I.lanes, I.vector
     R, G = L // tw, L // m       # tile rows per vector; tiles per interleaved output vector
     gen, _ = output_transform(isa, m, ms, ntp)
     name = f"aicc_wg{m}_out_{isa}_tw{tw}_{ms}_{ntp}"
@@ -136,10 +140,10 @@ def output_transform_rows(m: int, tw: int, ms: int, ntp: int) -> tuple:
          "    size_t j0, size_t nb, const float *restrict bias, float lo, float hi, "
          "float *restrict y)", "{",
          f"    const size_t P = OH * OW, ms = {ms}u, ntp = {ntp}u;",
-         "    const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);",
-         IDX512_ZIP,
+         f"    const {d['v']} vlo = {d['set1']}(lo), vhi = {d['set1']}(hi);",
+         I.winograd["zip_idx"],
          "    for (size_t k = 0; k < K; ++k) {",
-         "        const __m512 vb = _mm512_set1_ps(bias ? bias[k] : 0.0f);",
+         f"        const {d['v']} vb = {d['set1']}(bias ? bias[k] : 0.0f);",
          "        float *restrict yk = y + k * P;",
          f"        for (size_t jv = 0; jv < nb; jv += {L}u) {{",
          "        const float *restrict s = mm + k * ntp + jv;",
@@ -159,9 +163,9 @@ def output_transform_rows(m: int, tw: int, ms: int, ntp: int) -> tuple:
                 tile = q * G + piece * n // m
                 g, col = divmod(tile, tw)
                 dst = f"yk + (oy + {g * m + i}u) * OW + {col * m}u"
-                out.append(f"{ind}{_store(f'r{i}_{q}', dst, n, piece)}")
+                out.append(f"{ind}{_store(isa, f'r{i}_{q}', dst, n, piece)}")
         return out
-    o += output_rows("avx512", m, ind, lambda p: f"_mm512_loadu_ps({p})", store_row)
+    o += output_rows(isa, m, ind, lambda p: f"{d['ld']}({p})", store_row)
     o += ["        }", "    }", "}"]
     return name, "\n".join(o)
 

@@ -78,22 +78,20 @@ from . import chan as conv_winograd_t
 from ..conv.base_c import epilogue, use
 from ..conv.simd_gemm import GEMM_FN, KEY, clamp_of, pack_a, tile_gemm
 from ..gemm.simd import flit, nr_of
+from ..isa.registry import table
 from ..isa.x86 import vcopy
 from .rows import input_transform_rows, output_transform_rows, rows_of
 from .transforms import SKEW, cook_toom, input_transform, output_transform
 
-# auto, per ISA (benchmarks/conv_layers.py): minimum input / output channels; with at most
-# `few` F(2,3) tiles per batch item only up to C * K = few_ck (the transformed weights, 16/9 of
-# the weight bytes, are then the bottleneck: 512 channels at 7x7 on AVX-512 or 4x4 on AVX2 tie
-# with the GEMM paths). Output planes of one row or column stay on the GEMM paths.
-# Fewer than c_few input channels (first layers) only on planes of at least `plane` outputs a
-# side: with F(4,3) (auto below 64 channels) those run faster than the GEMM / broadcast paths
-# (AMD Zen 4, conv_layers, us, x86-avx512 / x86-avx2: 3 -> 16 channels at 32x32 14 -> 9 /
-# 15 -> 12, 3 -> 64 at 64x64 186 -> 137 / 188 -> 149, 16 -> 8 at 32x32 28 -> 16 (avx512; K = 8
-# was below its k), 12 -> 16 at 32x32 40 -> 18 (avx512); ties at 3 -> 16 at 112x112, slower at
-# 8x8 and below and for C = 1).
-AUTO = {"avx2": dict(c=3, k=8, few=9, few_ck=256 * 256, c_few=8, plane=16),
-        "avx512": dict(c=3, k=8, few=16, few_ck=256 * 256, c_few=8, plane=16)}
+# auto, per ISA (the ``auto`` entry of its winograd table, measured there with
+# benchmarks/conv_layers.py): minimum input / output channels; with at most `few` F(2,3) tiles
+# per batch item only up to C * K = few_ck (the transformed weights, 16/9 of the weight bytes,
+# are then the bottleneck). Output planes of one row or column stay on the GEMM paths. Fewer
+# than c_few input channels (first layers) only on planes of at least `plane` outputs a side:
+# with F(4,3) (auto below 64 channels) those run faster than the GEMM / broadcast paths (AMD
+# Zen 4, x86-avx512: 12 -> 16 at 32x32 40 -> 18 us; ties at 3 -> 16 at 112x112, slower at 8x8
+# and below and for C = 1).
+AUTO = {name: w["auto"] for name, w in table("winograd").items()}
 AUTO_M4_C = 64     # wino_m 0: F(4,3) up to this many input channels (accuracy), else F(2,3)
 
 # The padded input goes channel by channel through one plane buffer that stays in L1, right
@@ -262,7 +260,8 @@ def emit(ctx, node, geo, isa: str, sched: dict, bias: str, balanced) -> None:
         "SL", str(slack(nr))).replace("NTP", str(ntp)).replace("MSu", f"{ms}u").replace(
         "NR", str(nr))
     if narrow:
-        for name, code in (input_transform_rows(m, tw), output_transform_rows(m, tw, ms, ntp)):
+        for name, code in (input_transform_rows(isa, m, tw),
+                           output_transform_rows(isa, m, tw, ms, ntp)):
             ctx.helper(f"{KEY}.2.{name}", code)
     ctx.helper(f"{KEY}.3.{drv}", text.replace("DRV", drv).replace("wgM", f"wg{m}").replace(
         "ISA", isa))

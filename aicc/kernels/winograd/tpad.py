@@ -10,64 +10,66 @@ ms). Values are copied bit for bit (NaN / Inf included).
 """
 from __future__ import annotations
 
-# v: vector type; L lanes; mask-load of {n} floats at {p}; mask-store of the first {n} lanes
-ISA = {
-    "avx512": dict(v="__m512", L=16, zero="_mm512_setzero_ps()",
-                   mload="_mm512_maskz_loadu_ps(mq, {p})",
-                   mqdecl="const __mmask16 mq = (__mmask16)((1u << nq) - 1u);",
-                   mcdecl="const __mmask16 mc = (__mmask16)((1u << nc) - 1u);",
-                   mstore="_mm512_mask_storeu_ps({p}, mc, {v})"),
-    "avx2": dict(v="__m256", L=8, zero="_mm256_setzero_ps()",
-                 mload="_mm256_maskload_ps({p}, mq)",
-                 mqdecl="const __m256i mq = _mm256_loadu_si256((const __m256i *)"
-                        "(aicc_sg_avx2_mtab + 8u - nq));",
-                 mcdecl="const __m256i mc = _mm256_loadu_si256((const __m256i *)"
-                        "(aicc_sg_avx2_mtab + 8u - nc));",
-                 mstore="_mm256_maskstore_ps({p}, mc, {v})"),
-}
+from ..isa.registry import ISAS
+
+
+def _spell(isa: str) -> dict:
+    """v: vector type; L lanes; zero; mask-load of nq floats at {p} (mask mq), mask-store of
+    the first nc lanes of {v} at {p} (mask mc), and the declarations of mq and mc."""
+    I = ISAS[isa]
+    g, mask = I.gemm, I.winograd["lane_mask"]
+    return dict(v=I.vector["v"], L=I.lanes, zero=I.vector["zero"],
+                mload=g["mload"].format(p="{p}", m="mq"),
+                mqdecl=f"const {g['mtype']} mq = {mask.format(n='nq')};",
+                mcdecl=f"const {g['mtype']} mc = {mask.format(n='nc')};",
+                mstore=g["mstore"].format(p="{p}", m="mc", v="{v}"))
 
 
 def lanes4(isa: str, a: list, t: str, out: list, ind: str) -> list:
     """A 4 x 4 transpose inside each 128-bit lane of the vectors a[0..3] (unpack, then
     shuffle): out[e]'s lane k = (a[0][4k + e], a[1][4k + e], a[2][4k + e], a[3][4k + e]);
     temporaries t0..t3."""
-    p, v = ("_mm512", "__m512") if isa == "avx512" else ("_mm256", "__m256")
-    return [f"{ind}const {v} {t}0 = {p}_unpacklo_ps({a[0]}, {a[1]}), "
-            f"{t}1 = {p}_unpackhi_ps({a[0]}, {a[1]});",
-            f"{ind}const {v} {t}2 = {p}_unpacklo_ps({a[2]}, {a[3]}), "
-            f"{t}3 = {p}_unpackhi_ps({a[2]}, {a[3]});",
-            f"{ind}const {v} {out[0]} = {p}_shuffle_ps({t}0, {t}2, 0x44), "
-            f"{out[1]} = {p}_shuffle_ps({t}0, {t}2, 0xEE);",
-            f"{ind}const {v} {out[2]} = {p}_shuffle_ps({t}1, {t}3, 0x44), "
-            f"{out[3]} = {p}_shuffle_ps({t}1, {t}3, 0xEE);"]
+    I = ISAS[isa]
+    v, (lo, hi), sh = I.vector["v"], I.winograd["unpack"], I.winograd["shuffle"]
+    return [f"{ind}const {v} {t}0 = {lo}({a[0]}, {a[1]}), {t}1 = {hi}({a[0]}, {a[1]});",
+            f"{ind}const {v} {t}2 = {lo}({a[2]}, {a[3]}), {t}3 = {hi}({a[2]}, {a[3]});",
+            f"{ind}const {v} {out[0]} = {sh}({t}0, {t}2, 0x44), "
+            f"{out[1]} = {sh}({t}0, {t}2, 0xEE);",
+            f"{ind}const {v} {out[2]} = {sh}({t}1, {t}3, 0x44), "
+            f"{out[3]} = {sh}({t}1, {t}3, 0xEE);"]
 
 
 def _transpose(isa: str, ind: str) -> list:
     """a0..a{L-1} (rows) -> o0..o{L-1} (columns): in-lane 4 x 4 transposes of each group of 4
-    rows (b{4i+e}: per 128-bit lane k, rows 4i..4i+3 of column 4k+e), then the lanes."""
+    rows (b{4i+e}: per 128-bit lane k, rows 4i..4i+3 of column 4k+e), then the lanes: the two
+    halves of a two-half vector (``halves``), else the four 128-bit lanes (``shuffle128``)."""
+    I = ISAS[isa]
+    W, v = I.winograd, I.vector["v"]
     o = []
-    for i in range(4 if isa == "avx512" else 2):
+    for i in range(I.lanes // 4):
         o += lanes4(isa, [f"a{4 * i + k}" for k in range(4)], f"t{i}_",
                     [f"b{4 * i + e}" for e in range(4)], ind)
-    if isa == "avx512":
+    if "halves" in W:
+        lo, hi = W["halves"]["lo"], W["halves"]["hi"]
         for e in range(4):
-            for nm, imm in (("x", "0x88"), ("z", "0xDD")):
-                o.append(f"{ind}const __m512 {nm}{e} = _mm512_shuffle_f32x4(b{e}, b{4 + e}, "
-                         f"{imm}), {nm}{e}h = _mm512_shuffle_f32x4(b{8 + e}, b{12 + e}, {imm});")
-            o.append(f"{ind}const __m512 o{e} = _mm512_shuffle_f32x4(x{e}, x{e}h, 0x88), "
-                     f"o{8 + e} = _mm512_shuffle_f32x4(x{e}, x{e}h, 0xDD);")
-            o.append(f"{ind}const __m512 o{4 + e} = _mm512_shuffle_f32x4(z{e}, z{e}h, 0x88), "
-                     f"o{12 + e} = _mm512_shuffle_f32x4(z{e}, z{e}h, 0xDD);")
+            o.append(f"{ind}const {v} o{e} = {lo.format(a=f'b{e}', b=f'b{4 + e}')}, "
+                     f"o{4 + e} = {hi.format(a=f'b{e}', b=f'b{4 + e}')};")
         return o
+    sh = W["shuffle128"]
     for e in range(4):
-        o.append(f"{ind}const __m256 o{e} = _mm256_permute2f128_ps(b{e}, b{4 + e}, 0x20), "
-                 f"o{4 + e} = _mm256_permute2f128_ps(b{e}, b{4 + e}, 0x31);")
+        for nm, imm in (("x", "0x88"), ("z", "0xDD")):
+            o.append(f"{ind}const {v} {nm}{e} = {sh}(b{e}, b{4 + e}, "
+                     f"{imm}), {nm}{e}h = {sh}(b{8 + e}, b{12 + e}, {imm});")
+        o.append(f"{ind}const {v} o{e} = {sh}(x{e}, x{e}h, 0x88), "
+                 f"o{8 + e} = {sh}(x{e}, x{e}h, 0xDD);")
+        o.append(f"{ind}const {v} o{4 + e} = {sh}(z{e}, z{e}h, 0x88), "
+                 f"o{12 + e} = {sh}(z{e}, z{e}h, 0xDD);")
     return o
 
 
 def pad_t(isa: str) -> tuple:
     """(name, C text): same signature as conv_winograd_t.PAD_T's aicc_wgt_pad."""
-    d = ISA[isa]
+    d = _spell(isa)
     L, v = d["L"], d["v"]
     name = f"aicc_wgt_pad_{isa}"
     ind = "                "

@@ -21,55 +21,21 @@ from __future__ import annotations
 from fractions import Fraction
 
 from . import prog
+from ..isa.registry import ISAS
 from .prog import cook_toom  # noqa: F401  (re-exported: the matrices)
 from .tpad import lanes4
 
 SKEW = 16     # floats between the t * t matrices of V and M: no 4 KiB aliasing of their rows
 
-VEC = {
-    "avx2": dict(L=8, v="__m256", ld="_mm256_loadu_ps", st="_mm256_storeu_ps",
-                 add="_mm256_add_ps", sub="_mm256_sub_ps", mul="_mm256_mul_ps",
-                 fma="_mm256_fmadd_ps", set1="_mm256_set1_ps", max="_mm256_max_ps",
-                 min="_mm256_min_ps", vi="__m256i",
-                 ldi="_mm256_loadu_si256((const __m256i *)({}))",
-                 gather="_mm256_i32gather_ps({p}, {i}, 4)",
-                 mload="_mm256_maskload_ps({p}, _mm256_loadu_si256((const __m256i *)"
-                       "(aicc_sg_avx2_mtab + 8u - ({n}))))"),
-    "avx512": dict(L=16, v="__m512", ld="_mm512_loadu_ps", st="_mm512_storeu_ps",
-                   add="_mm512_add_ps", sub="_mm512_sub_ps", mul="_mm512_mul_ps",
-                   fma="_mm512_fmadd_ps", set1="_mm512_set1_ps", max="_mm512_max_ps",
-                   min="_mm512_min_ps", vi="__m512i", ldi="_mm512_loadu_si512({})",
-                   gather="_mm512_i32gather_ps({i}, {p}, 4)",
-                   mload="_mm512_maskz_loadu_ps((__mmask16)((1u << ({n})) - 1u), {p})"),
-}
 
-# even / odd lanes of the 2L floats a:b, and the interleave of a and b (lo: lanes 0..L/2-1)
-SPLIT = {
-    "avx2": ("_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps({a}, "
-             "{b}, 0x88)), 0xD8))",
-             "_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps({a}, "
-             "{b}, 0xDD)), 0xD8))"),
-    "avx512": ("_mm512_permutex2var_ps({a}, aicc_wg_ev, {b})",
-               "_mm512_permutex2var_ps({a}, aicc_wg_od, {b})"),
-}
-ZIP = {
-    "avx2": ("_mm256_permute2f128_ps(_mm256_unpacklo_ps({a}, {b}), _mm256_unpackhi_ps({a}, {b}),"
-             " 0x20)",
-             "_mm256_permute2f128_ps(_mm256_unpacklo_ps({a}, {b}), _mm256_unpackhi_ps({a}, {b}),"
-             " 0x31)"),
-    "avx512": ("_mm512_permutex2var_ps({a}, aicc_wg_lo, {b})",
-               "_mm512_permutex2var_ps({a}, aicc_wg_hi, {b})"),
-}
-IDX512 = """\
-    const __m512i aicc_wg_ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8,
-                                                6, 4, 2, 0);
-    const __m512i aicc_wg_od = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9,
-                                                7, 5, 3, 1);"""
-IDX512_ZIP = """\
-    const __m512i aicc_wg_lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1,
-                                                16, 0);
-    const __m512i aicc_wg_hi = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10,
-                                                25, 9, 24, 8);"""
+
+def vec(isa: str) -> dict:
+    """The float32 vocabulary of the transforms: the ISA's vector spellings, min, and mload: a
+    masked load of the first {n} lanes at {p} (the GEMM's mask and masked load)."""
+    I = ISAS[isa]
+    g = I.gemm
+    return {**I.vector, "min": I.integer["min"],
+            "mload": g["mload"].format(p="{p}", m=g["mask"])}
 
 
 def float_lit(c: Fraction) -> str:
@@ -80,7 +46,7 @@ def float_lit(c: Fraction) -> str:
 
 def lincomb(isa: str, out: str, terms, ind: str) -> str:
     """`const vec out = sum c * src` over (Fraction c, src) terms, +-1 as add/sub."""
-    d = VEC[isa]
+    d = vec(isa)
     terms = [(c, s) for c, s in terms if c != 0]
     terms.sort(key=lambda cs: cs[0] != 1)           # start from a +1 term when there is one
     c0, s0 = terms[0]
@@ -112,12 +78,12 @@ def _transform_row(isa, mat, r, name_in, ind) -> list:
 def _columns_from(isa, mat, t, buf, dst, stride, ind) -> list:
     """Column transforms of the t x t row transforms in the vector buffer buf (row-major),
     each result stored at dst + (i * t + j) * stride."""
-    o = []
+    d, o = vec(isa), []
     for j in range(t):
-        o += [f"{ind}const {VEC[isa]['v']} g{r}_{j} = {buf}[{r * t + j}];" for r in range(t)]
+        o += [f"{ind}const {d['v']} g{r}_{j} = {buf}[{r * t + j}];" for r in range(t)]
         o += prog.emit(lincomb, isa, mat, [f"g{r}_{j}" for r in range(t)],
                        [f"w{i}_{j}" for i in range(t)], f"vp{j}_", ind)
-        o += [f"{ind}{VEC[isa]['st']}({dst} + {i * t + j}u * {stride}, w{i}_{j});"
+        o += [f"{ind}{d['st']}({dst} + {i * t + j}u * {stride}, w{i}_{j});"
               for i in range(t)]
     return o
 
@@ -133,8 +99,8 @@ def _transform_cols(isa, mat, rows_in, name_out, ind) -> list:
 def _row_loads(isa, m, r, out: str, ind) -> list:
     """out{r}_{s}, s < m + 2: s[r * Wp + l * m + s] for lanes l (unit-stride loads from the
     patch row r, de-interleaved by m; reads up to s[r * Wp + L * m + 3])."""
-    d = VEC[isa]
-    L, ev, od = d["L"], *SPLIT[isa]
+    d, W = vec(isa), ISAS[isa].winograd
+    L, (ev, od) = d["L"], W["split"]
     v = d["v"]
     o = [f"{ind}const float *restrict q{r} = s + {r}u * Wp;"]
 
@@ -146,8 +112,8 @@ def _row_loads(isa, m, r, out: str, ind) -> list:
             a, b = f"{d['ld']}(q{r} + {off}u)", f"{d['ld']}(q{r} + {off + L}u)"
             split(a, b, f"{out}{r}_{off}", f"{out}{r}_{off + 1}")
         return o
-    if isa == "avx2":
-        return o + _row_loads4_avx2(r, out, ind)
+    if "halves" in W:
+        return o + _row_loads4_halves(isa, r, out, ind)
     for h in range(2):           # phases 0..3 from the 4 L floats at offset 0
         a = f"{d['ld']}(q{r} + {2 * h * L}u)"
         b = f"{d['ld']}(q{r} + {2 * h * L + L}u)"
@@ -157,52 +123,40 @@ def _row_loads(isa, m, r, out: str, ind) -> list:
         o.append(f"{ind}const {v} {out}{r}_{ph} = {f.format(a=f'{x}{r}_0', b=f'{y}{r}_1')};")
     for ph in (4, 5):            # phase 4 + i of tile l = phase i of tile l + 1
         o.append(f"{ind}const {v} {out}{r}_{ph} = "
-                 f"{SHIFT1.format(a=f'{out}{r}_{ph - 4}', p=f'q{r} + {L * 4 + ph - 4}u')};")
+                 f"{W['shift1'].format(a=f'{out}{r}_{ph - 4}', p=f'q{r} + {L * 4 + ph - 4}u')};")
     return o
 
 
-def _row_loads4_avx2(r, out: str, ind) -> list:
-    """F(4,3) on x86-avx2: tile l's phase p is float p of the 4-float chunk l of the row
-    (chunk 8: the next tile's). The chunk pairs (k | k + 4), k = 0..4, are loaded as the two
-    128-bit halves of a vector, and a 4 x 4 transpose inside the halves gives phases 0..3
-    (lanes: tiles 0..3 | 4..7); phases 4, 5 (floats 0, 1 of chunks l + 1) likewise from the
-    pairs 1..4. 12 in-half shuffles instead of 16 shuffles and lane-crossing permutes plus 2
-    permute-blend-broadcast shifts; reads up to q + 35 (L * m + 3)."""
+def _row_loads4_halves(isa, r, out: str, ind) -> list:
+    """F(4,3) on a vector of two 128-bit halves (8 lanes; ``halves``): tile l's phase p is
+    float p of the 4-float chunk l of the row (chunk 8: the next tile's). The chunk pairs
+    (k | k + 4), k = 0..4, are loaded as the two halves of a vector, and a 4 x 4 transpose
+    inside the halves gives phases 0..3 (lanes: tiles 0..3 | 4..7); phases 4, 5 (floats 0, 1
+    of chunks l + 1) likewise from the pairs 1..4. 12 in-half shuffles instead of 16 shuffles
+    and lane-crossing permutes plus 2 permute-blend-broadcast shifts; reads up to q + 35
+    (L * m + 3)."""
+    W, v = ISAS[isa].winograd, ISAS[isa].vector["v"]
+    load, (unlo, unhi), sh = W["halves"]["load"], W["unpack"], W["shuffle"]
     o = []
     for k in range(5):
-        o.append(f"{ind}const __m256 k{r}_{k} = _mm256_insertf128_ps(_mm256_castps128_ps256("
-                 f"_mm_loadu_ps(q{r} + {4 * k}u)), _mm_loadu_ps(q{r} + {4 * k + 16}u), 1);")
+        o.append(f"{ind}const {v} k{r}_{k} = "
+                 f"{load.format(a=f'q{r} + {4 * k}u', b=f'q{r} + {4 * k + 16}u')};")
     for name, (a, b, hi) in {"t0": (0, 1, 0), "t1": (0, 1, 1), "t2": (2, 3, 0),
                              "t3": (2, 3, 1), "t4": (1, 2, 0), "t5": (3, 4, 0)}.items():
-        f = "_mm256_unpackhi_ps" if hi else "_mm256_unpacklo_ps"
-        o.append(f"{ind}const __m256 {name}{r} = {f}(k{r}_{a}, k{r}_{b});")
+        f = unhi if hi else unlo
+        o.append(f"{ind}const {v} {name}{r} = {f}(k{r}_{a}, k{r}_{b});")
     for ph, (a, b, imm) in enumerate((("t0", "t2", "0x44"), ("t0", "t2", "0xEE"),
                                       ("t1", "t3", "0x44"), ("t1", "t3", "0xEE"),
                                       ("t4", "t5", "0x44"), ("t4", "t5", "0xEE"))):
-        o.append(f"{ind}const __m256 {out}{r}_{ph} = _mm256_shuffle_ps({a}{r}, {b}{r}, {imm});")
+        o.append(f"{ind}const {v} {out}{r}_{ph} = {sh}({a}{r}, {b}{r}, {imm});")
     return o
-
-
-# x86-avx512: lanes 1.. of a, then the float at p: the next tile's value in the last lane
-# (x86-avx2's F(4,3) rows: _row_loads4_avx2)
-SHIFT1 = ("_mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(_mm512_set1_ps(*({p}))),"
-          " _mm512_castps_si512({a}), 1))")
-
-
-BLEND = {"avx2": "_mm256_blendv_ps({a}, {b}, mk)", "avx512": "_mm512_mask_blend_ps(mk, {a}, {b})"}
-MASK = {   # lanes [a, b)
-    "avx2": "const __m256 mk = _mm256_castsi256_ps(_mm256_andnot_si256(_mm256_loadu_si256("
-            "(const __m256i *)(aicc_sg_avx2_mtab + 8u - a)), _mm256_loadu_si256("
-            "(const __m256i *)(aicc_sg_avx2_mtab + 8u - b))));",
-    "avx512": "const __mmask16 mk = (__mmask16)(((1u << b) - 1u) & ~((1u << a) - 1u));",
-}
 
 
 def input_transform(isa: str, m: int) -> tuple:
     """(name, C text) of the input transform of F(m x m, 3 x 3)."""
     bt, _, _ = cook_toom(m)
     t = m + 2
-    d = VEC[isa]
+    d, W = vec(isa), ISAS[isa].winograd
     L, nr, v = d["L"], 2 * d["L"], d["v"]
     name = f"aicc_wg{m}_in_{isa}"
     ind = "        "
@@ -222,8 +176,8 @@ def input_transform(isa: str, m: int) -> tuple:
          f"static void {name}(const float *restrict xp, size_t Wp, size_t CP, size_t TW, "
          "size_t j0,",
          "    size_t nb, float *restrict v, size_t vs)", "{"]
-    if isa == "avx512":
-        o.append(IDX512)
+    if "split_idx" in W:
+        o.append(W["split_idx"])
     o += [f"    for (size_t jv = 0; jv < nb; jv += {L}u) {{",
           "        const size_t j = j0 + jv, ty = j / TW, tx0 = j % TW;",
           f"        const size_t nl = nb - jv < {L}u ? nb - jv : {L}u;",
@@ -238,10 +192,10 @@ def input_transform(isa: str, m: int) -> tuple:
     o += ["        }",
           "        for (size_t a = TW - tx0, row = ty + 1u; a < nl; a += TW, ++row) {",
           "        const size_t b = a + TW < nl ? a + TW : nl;",
-          f"        {MASK[isa]}",
+          f"        {W['range_mask']}",
           f"        const float *restrict s = xp + (row * {m}u + r) * Wp - a * {m}u;"]
     o += _row_loads(isa, m, 0, "l", ind)
-    o += [f"{ind}d0_{s_} = " + BLEND[isa].format(a=f"d0_{s_}", b=f"l0_{s_}") + ";"
+    o += [f"{ind}d0_{s_} = " + W["blend"].format(a=f"d0_{s_}", b=f"l0_{s_}") + ";"
           for s_ in range(t)]
     o.append("        }")
     o += _transform_row(isa, bt, 0, "d", ind)
@@ -252,17 +206,19 @@ def input_transform(isa: str, m: int) -> tuple:
     return name, "\n".join(o)
 
 
-def _interleave4_avx2(i: int, ind: str) -> list:
+def _interleave4_halves(isa: str, i: int, ind: str) -> list:
     """r{i}_0..3: row i of the 8 tiles' 4 x 4 outputs in order (tiles 2q, 2q + 1 in r{i}_q),
-    from y{i}_0..3 (output column j of the 8 tiles): a 4 x 4 transpose inside each 128-bit
-    half (c{i}_k: tiles k | 4 + k) and one cross-half permute per vector: 12 shuffles instead
-    of 24 (unpack + permute2f128 per zip)."""
-    return lanes4("avx2", [f"y{i}_{j}" for j in range(4)], f"u{i}_",
+    from y{i}_0..3 (output column j of the 8 tiles), on a vector of two 128-bit halves
+    (``halves``): a 4 x 4 transpose inside each half (c{i}_k: tiles k | 4 + k) and one
+    cross-half permute per vector: 12 shuffles instead of 24 (unpack + permute per zip)."""
+    v, H = ISAS[isa].vector["v"], ISAS[isa].winograd["halves"]
+    lo, hi = H["lo"], H["hi"]
+    return lanes4(isa, [f"y{i}_{j}" for j in range(4)], f"u{i}_",
                   [f"c{i}_{k}" for k in range(4)], ind) + [
-        f"{ind}const __m256 r{i}_0 = _mm256_permute2f128_ps(c{i}_0, c{i}_1, 0x20), "
-        f"r{i}_1 = _mm256_permute2f128_ps(c{i}_2, c{i}_3, 0x20);",
-        f"{ind}const __m256 r{i}_2 = _mm256_permute2f128_ps(c{i}_0, c{i}_1, 0x31), "
-        f"r{i}_3 = _mm256_permute2f128_ps(c{i}_2, c{i}_3, 0x31);"]
+        f"{ind}const {v} r{i}_0 = {lo.format(a=f'c{i}_0', b=f'c{i}_1')}, "
+        f"r{i}_1 = {lo.format(a=f'c{i}_2', b=f'c{i}_3')};",
+        f"{ind}const {v} r{i}_2 = {hi.format(a=f'c{i}_0', b=f'c{i}_1')}, "
+        f"r{i}_3 = {hi.format(a=f'c{i}_2', b=f'c{i}_3')};"]
 
 
 def output_rows(isa: str, m: int, ind: str, load, store_row) -> list:
@@ -276,8 +232,8 @@ def output_rows(isa: str, m: int, ind: str, load, store_row) -> list:
     x86-avx512 0.800 -> 0.781 ms)."""
     _, _, at = cook_toom(m)
     t = m + 2
-    d = VEC[isa]
-    v, lo, hi = d["v"], *ZIP[isa]
+    d, W = vec(isa), ISAS[isa].winograd
+    v, (lo, hi) = d["v"], W["zip"]
     o = [f"{ind}{v} gb[{m * t}];     /* A^T M, column by column */",
          f"{ind}for (size_t c = 0; c < {t}u; ++c) {{"]
     o += [f"{ind}const {v} x{r} = {load(f's + ({r * t}u + c) * ms')};" for r in range(t)]
@@ -292,8 +248,8 @@ def output_rows(isa: str, m: int, ind: str, load, store_row) -> list:
         for j in range(m):
             o.append(f"{ind}{v} y{i}_{j} = bias ? {d['add']}(z{i}_{j}, vb) : z{i}_{j};")
             o.append(f"{ind}y{i}_{j} = {d['min']}(vhi, {d['max']}(vlo, y{i}_{j}));")
-        if m == 4 and isa == "avx2":
-            o += _interleave4_avx2(i, ind)
+        if m == 4 and "halves" in W:
+            o += _interleave4_halves(isa, i, ind)
         elif m == 2:
             o.append(f"{ind}const {v} r{i}_0 = {lo.format(a=f'y{i}_0', b=f'y{i}_1')}, "
                      f"r{i}_1 = {hi.format(a=f'y{i}_0', b=f'y{i}_1')};")
@@ -315,7 +271,7 @@ def output_transform(isa: str, m: int, ms: int, ntp: int) -> tuple:
     apart, of rows ntp floats apart: compile-time constants, so the t * t loads of a vector of
     tiles are the pointer plus a displacement (with them as arguments GCC kept the 36 load
     addresses in spilled registers: x86-avx2 16@32 F(4,3) 25.3 -> 24.1 us, AMD Zen 4)."""
-    d = VEC[isa]
+    d, W = vec(isa), ISAS[isa].winograd
     L, v = d["L"], d["v"]
     name = f"aicc_wg{m}_out_{isa}_{ms}_{ntp}"
     ind = "        "
@@ -337,8 +293,8 @@ def output_transform(isa: str, m: int, ms: int, ntp: int) -> tuple:
          "float *restrict y)", "{",
          f"    const size_t P = OH * OW, ms = {ms}u, ntp = {ntp}u;",
          f"    const {v} vlo = {d['set1']}(lo), vhi = {d['set1']}(hi);"]
-    if isa == "avx512":
-        o.append(IDX512_ZIP)
+    if "zip_idx" in W:
+        o.append(W["zip_idx"])
     o += ["    for (size_t k = 0; k < K; ++k) {",
           f"        const {v} vb = {d['set1']}(bias ? bias[k] : 0.0f);",
           "        float *restrict yk = y + k * P;",
