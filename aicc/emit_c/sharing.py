@@ -7,6 +7,10 @@
   e.g. elementwise maps) writes its output over input k when that input's memory is an
   arena buffer (not a caller buffer, not weights), has the same size, and is not read after
   this step by anyone (including other views of it). Its pointers lose ``restrict``.
+
+Each group of tensors sharing one buffer keeps its root, every member's byte offset from the
+root and, while in-place decisions are made, its last reading step, updated as members join:
+lowering stays linear in the node count (a chain of in-place steps is one growing group).
 """
 from __future__ import annotations
 
@@ -19,18 +23,34 @@ class Sharing:
         self.place = place               # Concat placement and Split/Slice sub-views allowed
         self.parent: dict = {}           # tensor -> tensor whose memory it uses
         self.offset: dict = {}           # tensor -> its byte offset inside its parent
+        self._root: dict = {}            # tensor with a parent -> its group's root
+        self._off: dict = {}             # tensor with a parent -> its byte offset in the root
+        self._members: dict = {}         # root -> the tensors of its group (itself included)
+        self._last = None                # the ``last`` dict group_last was asked with
+        self._glast: dict = {}           # root -> last step reading its group (under _last)
 
     def root(self, name: str) -> str:
-        while name in self.parent:
-            name = self.parent[name]
-        return name
+        return self._root.get(name, name)
 
     def root_offset(self, name: str) -> int:
-        off = 0
-        while name in self.parent:
-            off += self.offset.get(name, 0)
-            name = self.parent[name]
-        return off
+        return self._off.get(name, 0)
+
+    def _link(self, child: str, parent: str, off: int | None = None) -> None:
+        """child (a root) uses parent's memory at byte offset ``off``; its group joins."""
+        self.parent[child] = parent
+        if off is not None:
+            self.offset[child] = off
+        r, base = self.root(parent), self.root_offset(parent) + (off or 0)
+        group = self._members.pop(child, [child])
+        for t in group:
+            self._root[t] = r
+            self._off[t] = self._off.get(t, 0) + base
+        self._members.setdefault(r, [r]).extend(group)
+        c = self._glast.pop(child, None)
+        if r in self._glast:
+            if c is None:
+                c = max(self._last.get(t, -1) for t in group)
+            self._glast[r] = max(self._glast[r], c)
 
     def _arena_ok(self, name: str) -> bool:
         g = self.g
@@ -54,8 +74,7 @@ class Sharing:
                     or g.type_of(x).nbytes == 0):
                 return False
         for x, off in zip(node.inputs, offs):
-            self.parent[x] = out
-            self.offset[x] = int(off)
+            self._link(x, out, int(off))
         return True
 
     def try_subview(self, node) -> bool:
@@ -77,8 +96,7 @@ class Sharing:
         if offs is None:
             return False
         for o, off in zip(outs, offs):
-            self.parent[o] = src
-            self.offset[o] = int(off)
+            self._link(o, src, int(off))
         return True
 
     def is_view(self, node) -> bool:
@@ -93,11 +111,17 @@ class Sharing:
                 g.type_of(src).nbytes == g.type_of(dst).nbytes)
 
     def add_view(self, node) -> None:
-        self.parent[node.outputs[0]] = node.inputs[0]
+        self._link(node.outputs[0], node.inputs[0])
 
     def group_last(self, root: str, last: dict) -> int:
-        members = [t for t in list(self.parent) + [root] if self.root(t) == root]
-        return max((last.get(t, -1) for t in members), default=-1)
+        """The last step reading any tensor of root's group."""
+        if self._last is not last:
+            self._last, self._glast = last, {}
+        v = self._glast.get(root)
+        if v is None:
+            v = max(last.get(t, -1) for t in self._members.get(root, [root]))
+            self._glast[root] = v
+        return v
 
     def try_inplace(self, step, last: dict, where_ok) -> bool:
         """Let step's output 0 reuse one of its inputs' memory when legal."""
@@ -120,6 +144,6 @@ class Sharing:
                 continue
             if self.group_last(r, last) != step.index:
                 continue
-            self.parent[out] = name
+            self._link(out, name)
             return True
         return False
