@@ -47,6 +47,7 @@ from .qlinear import INT8, _requant_prelude
 from .quantize import round_helper
 from .reference import run_onnx_reference
 
+
 def _bias(node) -> bool:
     return len(node.inputs) > 8 and bool(node.inputs[8])
 

@@ -51,6 +51,7 @@ from ..isa.x86 import include
 from .requant import Requant, WRAP, output, sums_fit, wrap_i32
 from .spell import TABLES, fill
 
+
 class Plane2D(NamedTuple):
     """A 1-D or 2-D conv's geometry as 2-D (a 1-D conv is one row): input, kernel, stride,
     dilation, leading / trailing pads and output, each (height, width)."""
