@@ -8,8 +8,8 @@ constants. The values are the chain's, element for element: each dequantized val
 ``(float)(x - zp) * scale`` rounded to float32, their float32 sum, then QuantizeLinear's
 ``saturate(rint(sum / y_scale) + y_zero_point)`` (quantize.py / kernels/qgemm/quantize.py: the same
 division and rounding; NaN -> the zero point, +-Inf saturate). On the x86 SIMD targets one
-vector loop: bytes widened, shifted, converted, multiplied, added (separate multiply and add
-intrinsics: no contraction in C99 mode), then quantize_simd's rounding and store; elsewhere
+vector loop (kernels/qgemm/qadd.py): bytes widened, shifted, converted, multiplied, added,
+then kernels/qgemm/quantize.py's rounding and store; elsewhere
 quantize.emit_blocks: blocks of 16 that GCC -O2 vectorizes (the clamp to [lo - zp, hi - zp]
 first, which rounding commutes with, NaN to the zero point by a bit select, then rint as the
 1.5 * 2^23 shift), and the n % 16 rest through the scalar rounding.
@@ -20,8 +20,8 @@ import numpy as np
 
 from ..emit_c.cwriter import ctype
 from ..emit_c.loops import numel
-from ..kernels.isa.x86 import SIMD, simd_isa
-from ..kernels.qgemm import quantize as quantize_simd
+from ..kernels.isa.x86 import simd_isa
+from ..kernels.qgemm import qadd as qadd_simd
 from ..kernels.qgemm.simd import scalar
 from .base import Op, register
 from .qlinear import INT8
@@ -81,31 +81,15 @@ class QAdd(Op):
             f"sy = (float){scalar(ctx, 6)};")
         ctx(f"const int32_t za = (int32_t){scalar(ctx, 2)}, zb = (int32_t){scalar(ctx, 5)}, "
             f"zp = (int32_t){scalar(ctx, 7)};")
-        isa = simd_isa(ctx)
-        ta, tb = ctx.in_dtype(0).name, ctx.in_dtype(3).name
-        if isa in ("avx512", "avx2") and ydt.name in quantize_simd.TYPES and n >= SIMD[isa]["L"]:
-            d, p = SIMD[isa], ("_mm512" if isa == "avx512" else "_mm256")
-            vi = "__m512i" if isa == "avx512" else "__m256i"
-            ctx(f"const {vi} vza = {p}_set1_epi32(za), vzb = {p}_set1_epi32(zb);")
-            ctx(f"const {d['v']} vsa = {d['set1']}(sa), vsb = {d['set1']}(sb);")
+        isa, a, b = simd_isa(ctx), ctx.inp[0], ctx.inp[3]
 
-            def dq(k, x, t, z, sc):
-                wide = "epu8" if t == "uint8" else "epi8"
-                raw = (f"_mm_loadu_si128((const __m128i *)(const void *)({x} + {k}))"
-                       if isa == "avx512" else
-                       f"_mm_loadl_epi64((const __m128i *)(const void *)({x} + {k}))")
-                return (f"{d['mul']}({p}_cvtepi32_ps({p}_sub_epi32({p}_cvt{wide}_epi32({raw}), "
-                        f"{z})), {sc})")
-
-            def vec(k):
-                return (f"{d['add']}({dq(k, ctx.inp[0], ta, 'vza', 'vsa')}, "
-                        f"{dq(k, ctx.inp[3], tb, 'vzb', 'vsb')})")
-            quantize_simd.emit(ctx, isa, ydt.name, n, "", ctx.out[0], "sy", "zp", lo, hi, rnd,
-                               vec=vec, one=lambda k: f"aicc_qadd_one({ctx.inp[0]}[{k}], "
-                               f"{ctx.inp[3]}[{k}], za, zb, sa, sb)")
+        def one(k):         # the float sum of element k
+            return f"aicc_qadd_one({a}[{k}], {b}[{k}], za, zb, sa, sb)"
+        if qadd_simd.usable(isa, ydt.name, n):
+            qadd_simd.emit(ctx, isa, ydt.name, n, (a, ctx.in_dtype(0).name),
+                           (b, ctx.in_dtype(3).name), ctx.out[0], lo, hi, rnd, one)
         else:
             ctx.kernel = "generic"
             yct = ctype(ydt)
-            emit_blocks(ctx, n, lambda k: f"aicc_qadd_one({ctx.inp[0]}[{k}], {ctx.inp[3]}[{k}], "
-                        f"za, zb, sa, sb) / sy", ctx.out[0], yct, lo, hi, rnd)
+            emit_blocks(ctx, n, lambda k: f"{one(k)} / sy", ctx.out[0], yct, lo, hi, rnd)
         ctx.helper("qadd.one", ONE)

@@ -18,12 +18,12 @@ Kernels (x86 SIMD targets):
   Cout]`` panels; on AMX targets AMX tiles. Against the NCHW kernel (positions as vector
   lanes, kernels/qgemm/conv.py) the 49 positions of a 7 x 7 layer no longer pad 64 lanes and no
   input plane is copied.
-* depthwise: kernels/conv/nhwc_dw.py's register-blocked channel-last kernel (the float32 one's
-  blocks, taps and borders) on the bytes: each input vector is widened to int32, converted
-  to float and its zero point subtracted; the taps' products and sums are integers below
-  2^24 in magnitude (MAX_TAPS), so float32 computes them exactly in any order; each output
-  row's sums are converted to int32 into a row buffer and requantized with the bias as the
-  per-channel add.
+* depthwise (kernels/qgemm/nhwc_dw.py): kernels/conv/nhwc_dw.py's register-blocked
+  channel-last kernel (the float32 one's blocks, taps and borders) on the bytes: each input
+  vector is widened to int32, converted to float and its zero point subtracted; the taps'
+  products and sums are integers below 2^24 in magnitude, so float32 computes them exactly
+  in any order; each output row's sums are converted to int32 into a row buffer and
+  requantized with the bias as the per-channel add.
 
 Elsewhere (generic, or a depthwise conv of more taps): portable loops per output position
 and channel, the wrapping int32 sum over taps and channels, then the scalar requantization.
@@ -36,89 +36,16 @@ import numpy as np
 
 from ..emit_c.cwriter import ctype
 from ..emit_c.loops import numel
-from ..kernels.conv import nhwc_dw as conv_nhwc_dw
+from ..kernels.qgemm import nhwc_dw as qconv_nhwc_dw
 from ..kernels.qgemm import simd as qgemm_simd
-from ..kernels.qgemm.requant import Requant, WRAP, irange, requant_helper, sums_fit, wrap_i32
+from ..kernels.qgemm.requant import Requant, WRAP, irange
 from ..kernels.qgemm.round import multipliers
-from ..kernels.qgemm.simd import conv_weights, isa_for, zp_const, zp_expr
+from ..kernels.qgemm.simd import conv_weights, isa_for, zp_expr
 from .base import Op, register
 from .conv_nhwc import Geo
 from .qlinear import INT8, _requant_prelude
 from .quantize import round_helper
 from .reference import run_onnx_reference
-
-MAX_TAPS = 258      # taps * 255 * 255 < 2^24: exact float32 sums (as kernels/qgemm/depthwise.py)
-
-
-class _QGen(conv_nhwc_dw._Gen):
-    """conv_nhwc_dw's channel-last depthwise generator on integer inputs: bytes widened and
-    shifted by the zero point, exact float sums stored as int32 into a row buffer that the
-    requantization helper ``rq`` turns into the output row."""
-    kparams, kargs = "float zp", "zp"
-    hkey = "qlinear.5.dwn"       # after the requantization helpers
-    pin_flavors: set = set()     # no pinned inputs (PIN was measured on float32 only)
-
-    def __init__(self, fl, geo, ta: str, yc: str, rq: str):
-        self.prefix = f"aicc_qdwn_{ta}_{rq.replace('aicc_qreq_', '')}"
-        super().__init__(fl, geo)
-        self.xt, self.yt, self.ytn, self.ta, self.rq = ctype(np.dtype(ta)), "int32_t", yc, ta, rq
-        self.dparams = (f"int32_t *restrict acc, {yc} *restrict y, float zp,\n"
-                        "    const int32_t *restrict add, const float *restrict m, size_t ms, "
-                        "int32_t yzp")
-        self.sv = self.nv          # one channel strip: each output row is whole, then requantized
-
-    def load(self, ptr: str, masked: bool) -> str:
-        sx = "epu8" if self.ta == "uint8" else "epi8"
-        p = f"(const void *)({ptr})"
-        if self.fl == "avx512":
-            b = (f"_mm_maskz_loadu_epi8(m, {p})" if masked
-                 else f"_mm_loadu_si128((const __m128i *){p})")
-            v = f"_mm512_cvtepi32_ps(_mm512_cvt{sx}_epi32({b}))"
-            return f"_mm512_sub_ps({v}, _mm512_set1_ps(zp))"
-        if masked and self.fl == "avx512y":
-            b = f"_mm_maskz_loadu_epi8((__mmask16)m, {p})"
-        elif masked:            # AVX2: the tail's bytes only (a load past C may pass the end)
-            b = f"aicc_qdw_tail{self.tail}({p})"
-        else:
-            b = f"_mm_loadl_epi64((const __m128i *){p})"
-        return f"_mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_cvt{sx}_epi32({b})), _mm256_set1_ps(zp))"
-
-    def stores(self, acc, masked: bool) -> list:
-        L, C, o = self.L, self.C, ["    (void)zp;"]
-        for p, row in enumerate(acc):
-            for v, a in enumerate(row):
-                ptr = f"(void *)(y + {p * C + v * L}u)"
-                last = masked and v == len(row) - 1
-                if self.fl == "avx512":
-                    val = f"_mm512_cvtps_epi32({a})"
-                    st = (f"_mm512_mask_storeu_epi32({ptr}, m, {val})" if last
-                          else f"_mm512_storeu_si512({ptr}, {val})")
-                else:
-                    val = f"_mm256_cvtps_epi32({a})"
-                    st = (f"_mm256_mask_storeu_epi32({ptr}, m, {val})" if last and
-                          self.fl == "avx512y" else
-                          f"_mm256_maskstore_epi32((int *){ptr}, m, {val})" if last else
-                          f"_mm256_storeu_si256((__m256i *){ptr}, {val})")
-                o.append(f"    {st};")
-        return o
-
-    def row_dst(self, off: str) -> str:
-        return "acc"
-
-    def row_end(self) -> list:
-        g, C = self.g, self.C
-        return [f"    {self.rq}({g.ow}u, {C}u, acc, {C}u, add, 1u, m, ms, yzp, "
-                f"yn + oy * {g.ow * C}u, {C}u);"]
-
-    def text(self) -> str:
-        t = super().text()
-        if self.fl == "avx2" and self.tail != self.L:
-            t = (f"/* the {self.tail} bytes at p, zeros after them */\n"
-                 f"static __m128i aicc_qdw_tail{self.tail}(const void *p)\n{{\n"
-                 "    long long v = 0;\n"
-                 f"    memcpy(&v, p, {self.tail}u);\n    return _mm_cvtsi64_si128(v);\n}}\n\n"
-                 + t)
-        return t
 
 
 def _bias(node) -> bool:
@@ -187,31 +114,10 @@ class QConvNHWC(Op):
             qgemm_simd.emit_rows(ctx, 0, 2, geo.n * geo.h * geo.w,
                                  w.reshape(geo.cout, geo.cin).T,
                                  Requant(rnd, mc, per_col=wsn > 1, rform=nt, mcol=mcol), bias)
-        elif (isa is not None and geo.depthwise and geo.kh * geo.kw <= MAX_TAPS
-              and conv_nhwc_dw.supports(geo, isa)):
-            _emit_depthwise(ctx, geo, isa, w, bias, rnd, wsn)
+        elif qconv_nhwc_dw.usable(geo, isa):
+            qconv_nhwc_dw.emit(ctx, geo, isa, w, bias, rnd, wsn)
         else:
             _emit_loops(ctx, geo, node, rnd)
-
-
-def _emit_depthwise(ctx, geo, isa, w, bias, rnd, wsn) -> None:
-    ctx.kernel = isa
-    ta, ydt = ctx.in_dtype(0), ctx.out_dtype(0)
-    C, T = geo.cin, geo.kh * geo.kw
-    mc, nt, mcol = multipliers(ctx, wsn > 1, C)
-    fits = (wsn == 1 or mcol) and sums_fit(w.reshape(C, T), ta.name, zp_const(ctx, 2), bias)
-    rq = requant_helper(ctx, isa, ydt.name, rnd, fits, rform=nt, mcol=mcol)
-    gen = _QGen(conv_nhwc_dw.flavor(geo, isa), geo, ta.name, ctype(ydt), rq)
-    wt = np.zeros((T, gen.cp), np.float32)
-    wt[:, :C] = w.reshape(C, T).T
-    wv, bv = ctx.const(wt, "wtap"), ctx.const(np.zeros(gen.cp, np.float32), "bzero")
-    add = np.zeros(C, np.int64) if bias is None else bias
-    av = ctx.const(wrap_i32(add), "qadd")
-    acc = ctx.scratch(geo.ow * C * 4, "int32_t", "qacc")
-    name = conv_nhwc_dw.driver(ctx, geo, isa, gen)
-    ctx.helper("qlinear.4.0.string", "#include <string.h>")
-    ctx(f"{name}({ctx.inp[0]}, {wv}, {bv}, {acc}, {ctx.out[0]}, (float){zp_expr(ctx, 2)}, {av}, "
-        f"{mc}, {1 if wsn > 1 else 0}u, yzp);")
 
 
 def _emit_loops(ctx, geo, node, rnd) -> None:

@@ -32,8 +32,9 @@ from ...emit_c.loops import numel
 from ..conv.base_c import PARAMS, RANGE
 from ..conv.geometry import ConvGeometry
 from .requant import Requant, add_expr, channel_terms, output
-from .simd import (FORMS, ISA, as_elems, const_operand, conv_weights, gemm, isa_for, pair_form,
+from .simd import (FORMS, as_elems, const_operand, conv_weights, gemm, isa_for, pair_form,
                    plane_2d, quad_form, typed, zp_expr)
+from .spell import TABLES
 
 MIN_K = 16          # convs with fewer products per output (not depthwise) keep the tap loops
 PANEL_KB = 128      # im2col panels of one position block (L2)
@@ -64,7 +65,7 @@ def emit_conv_implicit(op, node, ctx, rq: Requant | None) -> None:
     position: K runs over the real taps, nothing is wasted."""
     isa = isa_for(ctx)
     ctx.kernel = isa
-    nr = ISA[isa]["nr"]
+    nr = TABLES[isa]["nr"]
     ta = ctx.in_dtype(op.X)
     geo = ConvGeometry(op, node, ctx.in_shape(op.X), ctx.in_shape(op.W))
     H, W, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, OH, OW = plane_2d(geo)
@@ -192,7 +193,7 @@ def emit_conv(op, node, ctx, rq: Requant | None) -> None:
         return
     isa = isa_for(ctx)
     ctx.kernel = isa
-    nr = ISA[isa]["nr"]
+    nr = TABLES[isa]["nr"]
     form = pair_form(ctx, isa)
     ta = ctx.in_dtype(op.X)
     P, K = numel(geo.out), geo.cin_g * numel(geo.k)

@@ -29,9 +29,11 @@ import numpy as np
 from ...emit_c.cwriter import ctype
 from ...emit_c.loops import numel
 from ..conv.geometry import ConvGeometry
-from ..isa.x86 import SIMD, include
+from ..isa.registry import ISAS
+from ..isa.x86 import include
 from .requant import Requant, channel_terms, output
 from .simd import conv_weights, isa_for, plane_2d, typed, zp_expr
+from .spell import TABLES, fill
 
 MAX_TAPS = 258      # T * 255 * 255 < 2^24: exact float32 sums
 PLANE_KB = 24       # the padded plane (a band of it) per channel, KiB (in L1)
@@ -82,76 +84,16 @@ static void aicc_qdwpad_ISA_SFX(const TA *restrict x, size_t h, size_t w, int32_
     }
 }"""
 
-# one row of w values split into its even and odd columns, x - zp as float, read once (the
-# loop per column phase read each row twice, strided; C loop, x86-avx512-vnni, MobileNetV2
-# int8's stride-2 depthwise convs: 144 channels at 56 x 56 124 -> 87 us, 192 at 28 x 28 56 ->
-# 40, 576 at 14 x 14 51 -> 48)
-DE2 = {"avx512": """\
-/* e[q] = x[2q] - zp (q < (w + 1) / 2), o[q] = x[2q + 1] - zp (q < w / 2), as float */
-static void aicc_qdwde2_avx512_SFX(const TA *restrict x, size_t w, int32_t zp,
-                                   float *restrict e, float *restrict o)
-{
-    const __m512i z = _mm512_set1_epi32(zp);
-    const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
-                                         28, 30);
-    const __m512i io = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27,
-                                         29, 31);
-    size_t q = 0;
-    for (; 2u * q + 32u <= w; q += 16u) {
-        const __m512i a = _mm512_sub_epi32(
-            WIDEN512(_mm_loadu_si128((const __m128i *)(const void *)(x + 2u * q))), z);
-        const __m512i b = _mm512_sub_epi32(
-            WIDEN512(_mm_loadu_si128((const __m128i *)(const void *)(x + 2u * q + 16u))), z);
-        _mm512_storeu_ps(e + q, _mm512_cvtepi32_ps(_mm512_permutex2var_epi32(a, ie, b)));
-        _mm512_storeu_ps(o + q, _mm512_cvtepi32_ps(_mm512_permutex2var_epi32(a, io, b)));
-    }
-    if (2u * q < w) {        /* the last n < 32 values under masks */
-        const size_t n = w - 2u * q;
-        const __mmask16 la = (__mmask16)(n >= 16u ? 0xFFFFu : (1u << n) - 1u);
-        const __mmask16 lb = (__mmask16)(n > 16u ? (1u << (n - 16u)) - 1u : 0u);
-        const __m512i a = _mm512_sub_epi32(
-            WIDEN512(_mm_maskz_loadu_epi8(la, (const void *)(x + 2u * q))), z);
-        const __m512i b = _mm512_sub_epi32(   /* (no address past the row's end formed) */
-            WIDEN512(_mm_maskz_loadu_epi8(lb, (const void *)(x + 2u * q + (lb ? 16u : 0u)))), z);
-        _mm512_mask_storeu_ps(e + q, (__mmask16)((1u << ((n + 1u) / 2u)) - 1u),
-                              _mm512_cvtepi32_ps(_mm512_permutex2var_epi32(a, ie, b)));
-        _mm512_mask_storeu_ps(o + q, (__mmask16)((1u << (n / 2u)) - 1u),
-                              _mm512_cvtepi32_ps(_mm512_permutex2var_epi32(a, io, b)));
-    }
-}""", "avx2": """\
-/* e[q] = x[2q] - zp (q < (w + 1) / 2), o[q] = x[2q + 1] - zp (q < w / 2), as float */
-static void aicc_qdwde2_avx2_SFX(const TA *restrict x, size_t w, int32_t zp,
-                                 float *restrict e, float *restrict o)
-{
-    const __m256i z = _mm256_set1_epi32(zp);
-    const __m256i eo = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);   /* evens low, odds high */
-    size_t q = 0;
-    for (; 2u * q + 16u <= w; q += 8u) {
-        const __m256i a = _mm256_permutevar8x32_epi32(_mm256_sub_epi32(
-            WIDEN256(_mm_loadl_epi64((const __m128i *)(const void *)(x + 2u * q))), z), eo);
-        const __m256i b = _mm256_permutevar8x32_epi32(_mm256_sub_epi32(
-            WIDEN256(_mm_loadl_epi64((const __m128i *)(const void *)(x + 2u * q + 8u))), z),
-            eo);
-        _mm256_storeu_ps(e + q, _mm256_cvtepi32_ps(_mm256_permute2x128_si256(a, b, 0x20)));
-        _mm256_storeu_ps(o + q, _mm256_cvtepi32_ps(_mm256_permute2x128_si256(a, b, 0x31)));
-    }
-    for (; 2u * q + 1u < w; ++q) {
-        e[q] = (float)((int32_t)x[2u * q] - zp);
-        o[q] = (float)((int32_t)x[2u * q + 1u] - zp);
-    }
-    if (2u * q < w)
-        e[q] = (float)((int32_t)x[2u * q] - zp);
-}"""}
-
 
 def _pad(ctx, isa: str, ta) -> str:
-    """The plane copy of activation type ta with its row splitter for isa; returns its name."""
-    s8 = ta.name == "int8"
-    widen = {"WIDEN512": "_mm512_cvtepi8_epi32" if s8 else "_mm512_cvtepu8_epi32",
-             "WIDEN256": "_mm256_cvtepi8_epi32" if s8 else "_mm256_cvtepu8_epi32"}
-    de2, sfx = typed(DE2[isa], ta)
-    for k, v in widen.items():
-        de2 = de2.replace(k, v)
+    """The plane copy of activation type ta with its row splitter for isa (the description's
+    ``de2``: one row of w values split into its even and odd columns, x - zp as float, read
+    once; the loop per column phase read each row twice, strided; C loop, x86-avx512-vnni,
+    MobileNetV2 int8's stride-2 depthwise convs: 144 channels at 56 x 56 124 -> 87 us, 192 at
+    28 x 28 56 -> 40, 576 at 14 x 14 51 -> 48); returns its name."""
+    T = TABLES[isa]
+    widen = T["widths"][ISAS[isa].lanes]["widen"][ta.name]
+    de2, sfx = typed(fill(T["de2"], isa=isa, widen=widen), ta)
     pad, _ = typed(PAD.replace("ISA", isa), ta)
     ctx.helper(f"qlinear.4.1.dwde2_{isa}{sfx}", de2)
     ctx.helper(f"qlinear.4.1.dwpad_{isa}{sfx}", pad)
@@ -167,20 +109,22 @@ def dw_usable(geo) -> bool:
 def _rows_kernel(ctx, isa: str) -> str:
     """``aicc_qdw_{isa}``: one output row of n values: acc[j] = sum over taps t of
     w[t] * p[off[t] + j] (float32, exact), stored as int32."""
-    d = SIMD[isa]
+    I = ISAS[isa]
+    d, g = I.vector, I.gemm
     v, L = d["v"], d["L"]
     name = f"aicc_qdw_{isa}"
-    cvt = "_mm512_cvtps_epi32" if isa == "avx512" else "_mm256_cvtps_epi32"
-    st = ("_mm512_storeu_si512((void *)(y + j + {o}u), {})" if isa == "avx512"
-          else "_mm256_storeu_si256((__m256i *)(y + j + {o}u), {})")
-    masked = isa == "avx512"
+    cvt = I.integer["cvt"]
+
+    def st(val: str, o: int) -> str:        # the int32 vector val at y + j + o
+        return fill(TABLES[isa]["st"], p=f"y + j + {o}u", v=val)
+    mst = TABLES[isa]["widths"][L]["mst"] if I.masked else ""
     tail = (f"""    if (j < n) {{               /* the last n - j < {L} outputs under a lane mask */
-        const __mmask16 k = (__mmask16)((1u << (n - j)) - 1u);
+        const {g['mtype']} k = {fill(g['mask'], n='n - j')};
         {v} a = {d['zero']};
         for (size_t t = 0; t < nt; ++t)
-            a = {d['fma']}({d['set1']}(w[t]), _mm512_maskz_loadu_ps(k, p + off[t] + j), a);
-        _mm512_mask_storeu_epi32(y + j, k, {cvt}(a));
-    }}""" if masked else """    for (; j < n; ++j) {
+            a = {d['fma']}({d['set1']}(w[t]), {fill(g['mload'], m='k', p='p + off[t] + j')}, a);
+        {fill(mst, p='y + j', m='k', v=f'{cvt}(a)')};
+    }}""" if I.masked else """    for (; j < n; ++j) {
         float a = 0.0f;
         for (size_t t = 0; t < nt; ++t)
             a += w[t] * p[off[t] + j];
@@ -188,7 +132,7 @@ def _rows_kernel(ctx, isa: str) -> str:
     }""")
     acc4 = "\n".join(f"            a{c} = {d['fma']}(wv, {d['ld']}(q + {c * L}u), a{c});"
                       for c in range(4))
-    st4 = "\n".join(f"        {st.format(f'{cvt}(a{c})', o=c * L)};" for c in range(4))
+    st4 = "\n".join(f"        {st(f'{cvt}(a{c})', c * L)};" for c in range(4))
     code = f"""\
 /* acc[j] = sum over t < nt of w[t] * p[off[t] + j], j < n: integer-valued float32 sums
  * (exact in any order, module doc), converted to int32 ({isa}): 4 vectors of {L} outputs at
@@ -215,7 +159,7 @@ static void {name}(size_t n, size_t nt, const float *restrict p, const int64_t *
         }}
         if (t < nt)
             a0 = {d['fma']}({d['set1']}(w[t]), {d['ld']}(p + off[t] + j), a0);
-        {st.format(f'{cvt}({d["add"]}(a0, a1))', o=0)};
+        {st(f'{cvt}({d["add"]}(a0, a1))', 0)};
     }}
 {tail}
 }}"""
@@ -238,7 +182,7 @@ def emit(op, node, ctx, rq: Requant | None) -> None:
     B, hb = band(sh, sw, hq, wq, OH, ((kh - 1) * dh) // sh)
     banded = B < OH
     n = (B - 1) * wq + OW            # the run of grid positions: OW outputs of every wq
-    run = use_run(n, B, OW, SIMD[isa]["L"])
+    run = use_run(n, B, OW, ISAS[isa].lanes)
     wf = ctx.const(conv_weights(ctx, op, geo).reshape(C, taps).astype(np.float32), "qdw")
     # tap (a, b) of output (oh, ow): xpad[oh sh + a dh][ow sw + b dw] = phase ((a dh) % sh,
     # (b dw) % sw), row oh + (a dh) / sh, column ow + (b dw) / sw: output oh's row of taps

@@ -42,6 +42,8 @@ from typing import NamedTuple
 import numpy as np
 
 from ...emit_c.cwriter import ctype
+from ..isa.registry import ISAS
+from .spell import TABLES, fill, fill_lines
 
 WRAP = """\
 /* uint32 accumulator (sum modulo 2^32) -> int32 two's complement, without
@@ -83,43 +85,11 @@ class Requant(NamedTuple):
 
 def _requant_fast(isa: str, ydt: str) -> tuple:
     """(setup lines, loop lines) of the requantization for one finite multiplier (no NaN can
-    arise). AVX-512: 16 outputs per step, the last n % 16 under a lane mask; the product
-    clamped to [lo - yzp, hi - yzp] in double, then converted rounding half to even (the
-    embedded rounding of the conversion, whatever MXCSR says) and yzp added in int32: the
-    bounds are integers, so clamping before rounding gives rint's value clamped, the scalar
-    helper's. AVX2: 8 per step (the tail is the caller's scalar loop), rounded, yzp added and
-    clamped in double."""
-    if isa == "avx512":
-        return [
-            "const __m512i va16 = _mm512_set1_epi32(add[0]), vzi = _mm512_set1_epi32(yzp);",
-            "const __m512d vlz = _mm512_sub_pd(vlo, vz), vhz = _mm512_sub_pd(vhi, vz);"], [
-            "for (; j < n; j += 16u) {",
-            "    const __mmask16 k = n - j >= 16u ? (__mmask16)0xFFFFu : (__mmask16)((1u << (n - j)) - 1u);",
-            "    const __m512i ai = _mm512_add_epi32(_mm512_maskz_loadu_epi32(k, acc + j),",
-            "                                        as ? _mm512_maskz_loadu_epi32(k, add + j) : va16);",
-            "    __m512d t0 = _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(ai)), vm0);",
-            "    __m512d t1 = _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(ai, 1)), vm0);",
-            "    t0 = _mm512_max_pd(vlz, _mm512_min_pd(vhz, t0));",
-            "    t1 = _mm512_max_pd(vlz, _mm512_min_pd(vhz, t1));",
-            "    const __m512i r = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvt_roundpd_epi32(",
-            "        t0, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)), _mm512_cvt_roundpd_epi32(",
-            "        t1, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), 1);",
-            "    _mm512_mask_cvtepi32_storeu_epi8(y + j, k, _mm512_add_epi32(r, vzi));",
-            "}"]
-    pk = "_mm_packus_epi16" if ydt == "uint8" else "_mm_packs_epi16"
-    return ["const __m256i va8 = _mm256_set1_epi32(add[0]);"], [
-        "for (const size_t f = n - n % 8u; j < f; j += 8u) {",
-        "    const __m256i ai = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(acc + j)),",
-        "                                        as ? _mm256_loadu_si256((const __m256i *)(add + j)) : va8);",
-        "    __m256d t0 = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(ai)), vm0);",
-        "    __m256d t1 = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(ai, 1)), vm0);",
-        "    t0 = _mm256_add_pd(_mm256_round_pd(t0, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), vz);",
-        "    t1 = _mm256_add_pd(_mm256_round_pd(t1, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), vz);",
-        "    t0 = _mm256_max_pd(vlo, _mm256_min_pd(vhi, t0));",
-        "    t1 = _mm256_max_pd(vlo, _mm256_min_pd(vhi, t1));",
-        "    const __m128i w = _mm_packs_epi32(_mm256_cvtpd_epi32(t0), _mm256_cvtpd_epi32(t1));",
-        f"    _mm_storel_epi64((__m128i *)(void *)(y + j), {pk}(w, w));  /* in range: exact packs */",
-        "}"]
+    arise): the description's ``rq_fast`` (with lane masks the whole row, else whole vectors
+    and the caller's scalar tail)."""
+    T = TABLES[isa]
+    setup, loop = T["rq_fast"]
+    return fill_lines(setup, pk=T["pack"][ydt]), fill_lines(loop, pk=T["pack"][ydt])
 
 
 EXACT = 1 << 24          # float32 holds every integer up to this magnitude
@@ -159,114 +129,51 @@ def _rq_f32(isa: str, rform: str = "") -> tuple:
     """(name, C) of the inline float32 rounding of one vector of sums a (|a| <= 2^24, module
     doc): rint(a * m) as int32, for |m| <= MAX_MULT (no overflow; the caller saturates).
     rform "f": by the fused multiply-add's rounding, for |m| <= F_MAX (no check)."""
+    I, T = ISAS[isa], TABLES[isa]
+    v, vi, bits = I.vector["v"], I.integer["vi"], I.int_bits
     if rform == "f":
         name = f"aicc_qrff_{isa}"
-        if isa == "avx512":
-            v, vi, w = "__m512", "__m512i", "_mm512"
-            fma = ("_mm512_fmadd_round_ps(_mm512_cvtepi32_ps(ai), vm, _mm512_set1_ps(12582912.0f), "
-                   "_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)")
-        else:
-            v, vi, w = "__m256", "__m256i", "_mm256"
-            fma = "_mm256_fmadd_ps(_mm256_cvtepi32_ps(ai), vm, _mm256_set1_ps(12582912.0f))"
+        fma = fill(T["fma_rn"], a=f"{bits['cvt']}(ai)", b="vm",
+                   c=f"{I.vector['set1']}(12582912.0f)")
         C = ["/* rint(ai * vm) as int32 for |ai| <= 2^24 and |vm| <= 0.75 (kernels/qgemm/requant.py):",
              " * fma(ai, vm, 1.5 * 2^23) rounds the exact sum once to an integer while |ai vm| < "
              "2^22, whose", " * float bits are those of 1.5 * 2^23 plus it; beyond, the bits "
              "still order the values (saturated). */",
              f"static inline {vi} {name}({vi} ai, {v} vm)", "{",
-             f"    return {w}_sub_epi32({w}_castps_si{w[3:]}({fma}), {w}_set1_epi32(0x4B400000));",
+             f"    return {I.integer['sub']}({bits['bits']}({fma}), {bits['set1']}(0x4B400000));",
              "}"]
         return name, "\n".join(C)
-    if isa == "avx512":
-        rn = "_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC"
-        body = ["const __m512 a = _mm512_cvtepi32_ps(ai);      /* exact: |ai| <= 2^24 */",
-                f"const __m512 p = _mm512_mul_round_ps(a, vm, {rn});",
-                f"__m512i q = _mm512_cvt_roundps_epi32(p, {rn});",
-                "const __m512 d = _mm512_sub_ps(p, _mm512_cvtepi32_ps(q));",
-                "const __mmask16 tie = _mm512_cmp_ps_mask(_mm512_abs_ps(d), _mm512_set1_ps(0.5f), "
-                "_CMP_EQ_OQ);",
-                "if (tie) {     /* p a half-integer: the exact product's side of it */",
-                f"    const __m512 e = _mm512_fmsub_round_ps(a, vm, p, {rn}), z = _mm512_setzero_ps();",
-                "    const __mmask16 up = _mm512_mask_cmp_ps_mask(tie, e, z, _CMP_GT_OQ) & "
-                "_mm512_cmp_ps_mask(d, z, _CMP_GT_OQ);",
-                "    const __mmask16 dn = _mm512_mask_cmp_ps_mask(tie, e, z, _CMP_LT_OQ) & "
-                "_mm512_cmp_ps_mask(d, z, _CMP_LT_OQ);",
-                "    const __m512i one = _mm512_set1_epi32(1);",
-                "    q = _mm512_mask_sub_epi32(_mm512_mask_add_epi32(q, up, q, one), dn, q, one);",
-                "}", "return q;"]
-        v, vi = "__m512", "__m512i"
-    else:
-        body = ["const __m256 a = _mm256_cvtepi32_ps(ai);      /* exact: |ai| <= 2^24 */",
-                "const __m256 p = _mm256_mul_ps(a, vm);",
-                "__m256 q = _mm256_round_ps(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);",
-                "const __m256 d = _mm256_sub_ps(p, q);",
-                "const __m256 tie = _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), d), "
-                "_mm256_set1_ps(0.5f), _CMP_EQ_OQ);",
-                "if (_mm256_movemask_ps(tie)) {     /* p a half-integer: the exact product's side */",
-                "    const __m256 e = _mm256_fmsub_ps(a, vm, p), z = _mm256_setzero_ps();",
-                "    const __m256 one = _mm256_set1_ps(1.0f);",
-                "    const __m256 up = _mm256_and_ps(tie, _mm256_and_ps(_mm256_cmp_ps(e, z, _CMP_GT_OQ), "
-                "_mm256_cmp_ps(d, z, _CMP_GT_OQ)));",
-                "    const __m256 dn = _mm256_and_ps(tie, _mm256_and_ps(_mm256_cmp_ps(e, z, _CMP_LT_OQ), "
-                "_mm256_cmp_ps(d, z, _CMP_LT_OQ)));",
-                "    q = _mm256_sub_ps(_mm256_add_ps(q, _mm256_and_ps(up, one)), _mm256_and_ps(dn, one));",
-                "}", "return _mm256_cvtps_epi32(q);     /* an integer: exact */"]
-        v, vi = "__m256", "__m256i"
     name = f"aicc_qrf_{isa}"
     C = ["/* rint(ai * vm) as int32 in float32, for |ai| <= 2^24 and |vm| <= 64: the float64",
          " * product's rounding (kernels/qgemm/requant.py). */",
-         f"static inline {vi} {name}({vi} ai, {v} vm)", "{", *["    " + b for b in body], "}"]
+         f"static inline {vi} {name}({vi} ai, {v} vm)", "{", *["    " + b for b in T["rqf_body"]],
+         "}"]
     return name, "\n".join(C)
 
 
 def _requant_fast_f32(isa: str, ydt: str, rf: str, mcol: bool = False) -> tuple:
     """(setup, loop) of the ``_f32`` form for one finite multiplier of at most MAX_MULT (mcol:
     one per column, m[j], each checked so by the build): 4 vectors per step, + yzp,
-    saturated to the output type by the packs, then single vectors (AVX-512: the last under
-    a lane mask, clamped in int32; AVX2: the scalar tail follows)."""
-    pk = "packus" if ydt == "uint8" else "packs"
+    saturated to the output type by the packs, then single vectors (with lane masks the last
+    under a mask, clamped in int32; without, the scalar tail follows)."""
+    I, T = ISAS[isa], TABLES[isa]
+    L, vi, set1, pk = I.lanes, I.integer["vi"], I.int_bits["set1"], T["pack"][ydt]
     lo, hi = irange(ydt)
-    w = 512 if isa == "avx512" else 256
-    vm = f"_mm{w}_loadu_ps(m + j + {{o}}u)" if mcol else "vmf"
-    if isa == "avx512":
-        one = ("_mm512_add_epi32({rf}(_mm512_add_epi32(_mm512_loadu_si512(acc + j + {o}u), "
-               "as ? _mm512_loadu_si512(add + j + {o}u) : va16), " + vm + "), vzi)")
-        return [
-            "const __m512i va16 = _mm512_set1_epi32(add[0]), vzi = _mm512_set1_epi32(yzp);",
-            *([] if mcol else ["const __m512 vmf = _mm512_set1_ps(m[0]);"]),
-            f"const __m512i vqlo = _mm512_set1_epi32({lo}), vqhi = _mm512_set1_epi32({hi});",
-            "const __m512i vperm = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);"], [
-            "for (; j + 64u <= n; j += 64u) {",
-            *[f"    const __m512i r{i} = {one.format(rf=rf, o=16 * i)};" for i in range(4)],
-            f"    const __m512i w = _mm512_{pk}_epi16(_mm512_packs_epi32(r0, r1), "
-            "_mm512_packs_epi32(r2, r3));   /* saturating */",
-            "    _mm512_storeu_si512(y + j, _mm512_permutexvar_epi32(vperm, w));",
-            "}",
-            "for (; j < n; j += 16u) {",
-            "    const __mmask16 k = n - j >= 16u ? (__mmask16)0xFFFFu : (__mmask16)((1u << (n - j)) - 1u);",
-            "    const __m512i ai = _mm512_add_epi32(_mm512_maskz_loadu_epi32(k, acc + j),",
-            "                                        as ? _mm512_maskz_loadu_epi32(k, add + j) : va16);",
-            f"    const __m512i r = _mm512_add_epi32({rf}(ai, "
-            f"{'_mm512_maskz_loadu_ps(k, m + j)' if mcol else 'vmf'}), vzi);",
-            "    _mm512_mask_cvtepi32_storeu_epi8(y + j, k, _mm512_max_epi32(vqlo, "
-            "_mm512_min_epi32(vqhi, r)));",
-            "}"]
-    one = ("_mm256_add_epi32({rf}(_mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(acc + j + {o}u)), "
-           "as ? _mm256_loadu_si256((const __m256i *)(add + j + {o}u)) : va8), " + vm + "), vzi)")
+
+    def one(o: int) -> str:     # the vector of outputs o.. (multipliers m[j + o..] or vmf)
+        return fill(T["rqf_one"], rf=rf, o=o,
+                    vm=f"{I.vector['ld']}(m + j + {o}u)" if mcol else "vmf")
+    # the multipliers of the lanes of mask k (the masked tail's)
+    mk = fill(I.gemm["mload"], m="k", p="m + j") if mcol and I.masked else "vmf"
     return [
-        "const __m256i va8 = _mm256_set1_epi32(add[0]), vzi = _mm256_set1_epi32(yzp);",
-        *([] if mcol else ["const __m256 vmf = _mm256_set1_ps(m[0]);"]),
-        "const __m256i vperm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);"], [
-        "for (; j + 32u <= n; j += 32u) {",
-        *[f"    const __m256i r{i} = {one.format(rf=rf, o=8 * i)};" for i in range(4)],
-        f"    const __m256i w = _mm256_{pk}_epi16(_mm256_packs_epi32(r0, r1), "
-        "_mm256_packs_epi32(r2, r3));   /* saturating */",
-        "    _mm256_storeu_si256((__m256i *)(void *)(y + j), _mm256_permutevar8x32_epi32(w, vperm));",
+        f"const {vi} va{L} = {set1}(add[0]), vzi = {set1}(yzp);",
+        *([] if mcol else [f"const {I.vector['v']} vmf = {I.vector['set1']}(m[0]);"]),
+        *fill_lines(T["rqf_setup"], lo=lo, hi=hi)], [
+        f"for (; j + {4 * L}u <= n; j += {4 * L}u) {{",
+        *[f"    const {vi} r{i} = {one(L * i)};" for i in range(4)],
+        *["    " + s for s in fill_lines(T["rqf_pack4"], pk=pk)],
         "}",
-        "for (const size_t f = n - n % 8u; j < f; j += 8u) {",
-        f"    const __m256i r = {one.format(rf=rf, o=0)};",
-        "    const __m128i h = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));",
-        f"    _mm_storel_epi64((__m128i *)(void *)(y + j), _mm_{pk}_epi16(h, h));",
-        "}"]
+        *fill_lines(T["rqf_tail"], rf=rf, pk=pk, one=one(0), mk=mk)]
 
 
 def requant_helper(ctx, isa: str, ydt: str, rnd: str, f32: bool = False,
@@ -287,43 +194,16 @@ def requant_helper(ctx, isa: str, ydt: str, rnd: str, f32: bool = False,
     name = f"aicc_qreq_{isa}_{ydt}{tag}{'_ra' if per_row else ''}"
     scalar = (f"y[j] = ({yc}){rnd}((double)aicc_u32_i32((uint32_t)acc[j] + (uint32_t)add[as ? j : 0u]) "
               f"* (double)m[ms ? j : 0u], yzp, {lo}, {hi});")
-    if isa == "avx512":
-        L, pd = 8, "_mm512"
-        body = [
-            "const __m256i ai = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(acc + j)), "
-            "as ? _mm256_loadu_si256((const __m256i *)(add + j)) : va);",
-            "const __m512d vm = ms ? _mm512_cvtps_pd(_mm256_loadu_ps(m + j)) : vm0;",
-            "__m512d t = _mm512_mul_pd(_mm512_cvtepi32_pd(ai), vm);",
-            "t = _mm512_add_pd(_mm512_roundscale_pd(t, _MM_FROUND_TO_NEAREST_INT | "
-            "_MM_FROUND_NO_EXC), vz);",
-            "t = _mm512_max_pd(vlo, _mm512_min_pd(vhi, t));   /* NaN stays (second operand) */",
-            "t = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(t, t, _CMP_UNORD_Q), t, vzc);",
-            "_mm_storel_epi64((__m128i *)(void *)(y + j), "
-            "_mm256_cvtepi32_epi8(_mm512_cvtpd_epi32(t)));"]
-    else:
-        L, pd = 4, "_mm256"
-        pk = "_mm_packus_epi16" if ydt == "uint8" else "_mm_packs_epi16"
-        body = [
-            "const __m128i ai = _mm_add_epi32(_mm_loadu_si128((const __m128i *)(acc + j)), "
-            "as ? _mm_loadu_si128((const __m128i *)(add + j)) : va);",
-            "const __m256d vm = ms ? _mm256_cvtps_pd(_mm_loadu_ps(m + j)) : vm0;",
-            "__m256d t = _mm256_mul_pd(_mm256_cvtepi32_pd(ai), vm);",
-            "t = _mm256_add_pd(_mm256_round_pd(t, _MM_FROUND_TO_NEAREST_INT | "
-            "_MM_FROUND_NO_EXC), vz);",
-            "t = _mm256_max_pd(vlo, _mm256_min_pd(vhi, t));   /* NaN stays (second operand) */",
-            "t = _mm256_blendv_pd(t, vzc, _mm256_cmp_pd(t, t, _CMP_UNORD_Q));",
-            "__m128i w = _mm256_cvtpd_epi32(t);",
-            f"w = {pk}(_mm_packs_epi32(w, w), w);    /* in range: the packs never saturate */",
-            "const int32_t o = _mm_cvtsi128_si32(w);",
-            "memcpy(y + j, &o, 4);"]
+    T = TABLES[isa]
+    L = ISAS[isa].vector_bytes // 8           # float64 lanes: outputs per step
+    body = fill_lines(T["rq_body"], pk=T["pack"][ydt])
     if f32:
         rf, code = _rq_f32(isa, nt)
         ctx.helper(f"qlinear.4.2.rqf{nt}_{isa}", code)
         setup, fast = _requant_fast_f32(isa, ydt, rf, mcol)
     else:
         setup, fast = _requant_fast(isa, ydt)
-    vd, ai = f"__m{512 if isa == 'avx512' else 256}d", ("_mm256_set1_epi32" if isa == "avx512"
-                                                         else "_mm_set1_epi32")
+    vd, set1d, half = T["f64"]["v"], T["f64"]["set1"], T["half"]
     C = [f"/* y[j] = saturate(rint((acc[j] + add[j * as]) * m[j * ms]) + yzp) for j < n ({ydt}; the "
          "product in\n * double, add modulo 2^32; NaN -> yzp, clamped): the scalar helper's "
          f"values, {L} at a time; for rows\n * rows of n, acc and y advancing by sa and sy "
@@ -331,10 +211,10 @@ def requant_helper(ctx, isa: str, ydt: str, rnd: str, f32: bool = False,
          f"static void {name}(size_t rows, size_t n, const int32_t *restrict acc, size_t sa,",
          f"    const int32_t *restrict add, size_t as, const float *restrict m, size_t ms, "
          f"int32_t yzp, {yc} *restrict y, size_t sy)", "{",
-         f"    const {'__m256i' if isa == 'avx512' else '__m128i'} va = {ai}(add[0]);",
-         f"    const {vd} vm0 = {pd}_set1_pd((double)m[0]), vz = {pd}_set1_pd((double)yzp);",
-         f"    const {vd} vlo = {pd}_set1_pd({float(lo)!r}), vhi = {pd}_set1_pd({float(hi)!r});",
-         f"    const {vd} vzc = {pd}_set1_pd((double)(yzp < {lo} ? {lo} : "
+         f"    const {half['vi']} va = {half['set1']}(add[0]);",
+         f"    const {vd} vm0 = {set1d}((double)m[0]), vz = {set1d}((double)yzp);",
+         f"    const {vd} vlo = {set1d}({float(lo)!r}), vhi = {set1d}({float(hi)!r});",
+         f"    const {vd} vzc = {set1d}((double)(yzp < {lo} ? {lo} : "
          f"(yzp > {hi} ? {hi} : yzp)));",
          ("    const int finite = 1;  /* per-column multipliers, each finite and at most "
           f"{bound!r} in magnitude\n        (the build checked them): the float32 form */"
@@ -358,10 +238,9 @@ def requant_helper(ctx, isa: str, ydt: str, rnd: str, f32: bool = False,
 
 def _per_row(text: str, isa: str) -> str:
     """The helper's text with ``ar``: add advances by ar per row, its broadcasts renewed."""
-    vi, ai, vf, set1 = (("__m256i", "_mm256_set1_epi32", "va16", "_mm512_set1_epi32")
-                        if isa == "avx512" else
-                        ("__m128i", "_mm_set1_epi32", "va8", "_mm256_set1_epi32"))
-    fvi = "__m512i" if isa == "avx512" else "__m256i"
+    I, half = ISAS[isa], TABLES[isa]["half"]
+    vi, ai, vf, set1 = half["vi"], half["set1"], f"va{I.lanes}", I.int_bits["set1"]
+    fvi = I.integer["vi"]
     reps = [("size_t as, const float", "size_t as, size_t ar, const float"),
             (f"const {vi} va = ", f"{vi} va = "), (f"const {fvi} {vf} = ", f"{fvi} {vf} = "),
             ("++row, acc += sa, y += sy) {", "++row, acc += sa, y += sy, add += ar) {\n"

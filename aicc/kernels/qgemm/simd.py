@@ -46,19 +46,10 @@ from ...emit_c.cwriter import c_float, c_int, ctype
 from ...emit_c.loops import numel
 from ..gemm.call import batch_dims
 from ..isa import registry
+from ..isa.registry import ISAS
 from ..isa.x86 import include
 from .requant import Requant, WRAP, output, sums_fit, wrap_i32
-
-ISA = {
-    "avx512": dict(nr=32, mr=8, vi="__m512i", zero="_mm512_setzero_si512()",
-                   ld="_mm512_loadu_si512((const void *)({p}))",
-                   st="_mm512_storeu_si512((void *)({p}), {v})",
-                   set1="_mm512_set1_epi32", madd="_mm512_madd_epi16", add="_mm512_add_epi32"),
-    "avx2": dict(nr=16, mr=6, vi="__m256i", zero="_mm256_setzero_si256()",
-                 ld="_mm256_loadu_si256((const __m256i *)({p}))",
-                 st="_mm256_storeu_si256((__m256i *)({p}), {v})",
-                 set1="_mm256_set1_epi32", madd="_mm256_madd_epi16", add="_mm256_add_epi32"),
-}
+from .spell import TABLES, fill
 
 
 class Plane2D(NamedTuple):
@@ -91,7 +82,7 @@ def plane_2d(geo) -> Plane2D:
 
 def isa_for(ctx):
     """The integer kernels' ISA for ctx's node (isa/registry.py's rule over this family's ISAs)."""
-    return registry.isa_for(ctx, ISA)
+    return registry.isa_for(ctx, TABLES)
 
 
 def const_operand(ctx, k, zp_k) -> bool:
@@ -117,19 +108,22 @@ def quad_form(ctx, isa: str, consts: np.ndarray, signed_bcast: bool):
 # -- C text --------------------------------------------------------------------------------------
 
 def vnni(ctx, isa: str) -> bool:
-    """AVX-512 VNNI on the target (x86-avx512-vnni): vpdpwssd multiplies the pairs and adds
-    them to the accumulator in one instruction (the same wrapping int32 sums at twice the
-    rate on Zen 5), and vpdpbusd does four uint8 x int8 products (the quad form)."""
-    return isa == "avx512" and "avx512_vnni" in ctx.target.cpu_flags
+    """VNNI on the target (the description's ``vnni`` and its cpu flag, x86-avx512-vnni):
+    vpdpwssd multiplies the pairs and adds them to the accumulator in one instruction (the
+    same wrapping int32 sums at twice the rate on Zen 5), and vpdpbusd does four uint8 x
+    int8 products (the quad form)."""
+    v = TABLES[isa].get("vnni")
+    return v is not None and v["flag"] in ctx.target.cpu_flags
 
 
 # dot-product forms: element type and its bytes, k values per 32-bit lane, C of one
-# accumulation step (av: the broadcast lane of A, b0 / b1: the two vectors of the B row)
+# accumulation step (av: the broadcast lane of A, b0 / b1: the two vectors of the B row); the
+# VNNI forms' steps are the description's (``vnni``)
 FORMS = {
     "p": dict(et="int16_t", size=2, g=2, step="{add}({c}, {madd}(av, {b}))"),  # vpmaddwd + add
-    "pv": dict(et="int16_t", size=2, g=2, step="_mm512_dpwssd_epi32({c}, av, {b})"),
-    "qa": dict(et="uint8_t", size=1, g=4, step="_mm512_dpbusd_epi32({c}, av, {b})"),  # A unsigned
-    "qb": dict(et="uint8_t", size=1, g=4, step="_mm512_dpbusd_epi32({c}, {b}, av)"),  # B unsigned
+    "pv": dict(et="int16_t", size=2, g=2),      # int16 pairs: vpdpwssd
+    "qa": dict(et="uint8_t", size=1, g=4),      # A unsigned: vpdpbusd
+    "qb": dict(et="uint8_t", size=1, g=4),      # B unsigned
 }
 
 
@@ -153,8 +147,9 @@ def pair_form(ctx, isa: str) -> str:
 def _kernel(ctx, isa: str, form: str, mr: int, implicit: bool) -> str:
     """c[r][0:NR] = sum over k groups kg of the A lane a[r][g kg .. g kg + g) times the B lanes
     of row kg (packed panel: at kg * 2 V; implicit: at off[kg]; V elements a vector)."""
-    d, f = ISA[isa], FORMS[form]
+    I, d, f = ISAS[isa], TABLES[isa], FORMS[form]
     nr, half, et, g = d["nr"], d["nr"] // 2, f["et"], f["g"]
+    vi, step = I.integer["vi"], f.get("step") or d["vnni"][form]
     ve = nr // 2 * g                    # elements per vector: NR / 2 columns of g
     name = f"aicc_qk{'i' if implicit else ''}_{form}_{isa}_{mr}"
     L = [f"/* integer GEMM tile ({isa}, form {form}): {mr} rows x {nr} columns, c[r][j] = sum "
@@ -164,23 +159,23 @@ def _kernel(ctx, isa: str, form: str, mr: int, implicit: bool) -> str:
          f"const {et} *restrict b, {'const int32_t *restrict off, ' if implicit else ''}"
          "int32_t *restrict c, size_t ldc)", "{"]
     acc = [(r, h) for r in range(mr) for h in range(2)]
-    L.append("    " + f"{d['vi']} " + ", ".join(f"c{r}_{h} = {d['zero']}" for r, h in acc) + ";")
+    L.append("    " + f"{vi} " + ", ".join(f"c{r}_{h} = {d['zero']}" for r, h in acc) + ";")
     L.append("    for (size_t kg = 0; kg < kgn; ++kg) {")
     L.append(f"        const {et} *bk = {'b + off[kg]' if implicit else f'b + kg * {2 * ve}u'};")
-    L.append(f"        const {d['vi']} b0 = {d['ld'].format(p='bk')};")
-    L.append(f"        const {d['vi']} b1 = {d['ld'].format(p=f'bk + {ve}u')};")
+    L.append(f"        const {vi} b0 = {fill(d['ld'], p='bk')};")
+    L.append(f"        const {vi} b1 = {fill(d['ld'], p=f'bk + {ve}u')};")
     for r in range(mr):
         L.append("        {")
         L.append("            int32_t s;")
         L.append(f"            memcpy(&s, a + {r}u * lda + {g}u * kg, sizeof s);")
-        L.append(f"            const {d['vi']} av = {d['set1']}(s);")
+        L.append(f"            const {vi} av = {I.int_bits['set1']}(s);")
         for h in range(2):
-            st = f["step"].format(add=d["add"], madd=d["madd"], c=f"c{r}_{h}", b=f"b{h}")
+            st = fill(step, add=I.integer["add"], madd=d["madd"], c=f"c{r}_{h}", b=f"b{h}")
             L.append(f"            c{r}_{h} = {st};")
         L.append("        }")
     L.append("    }")
     for r, h in acc:
-        L.append("    " + d["st"].format(p=f"c + {r}u * ldc + {h * half}u", v=f"c{r}_{h}") + ";")
+        L.append("    " + fill(d["st"], p=f"c + {r}u * ldc + {h * half}u", v=f"c{r}_{h}") + ";")
     L.append("}")
     include(ctx, isa)
     ctx.helper("qlinear.4.0.string", "#include <string.h>")
@@ -193,7 +188,7 @@ def gemm(ctx, isa: str, form: str, m: int, implicit: bool = False) -> str:
     """``aicc_qgemm*``: C [m x (np * NR)] (ldc) = A [m rows of g * kgn] x np panels of B
     (packed: panel p at bp + p * kgn * NR * g; implicit: the columns p * NR.. of rows at
     bp + off[kg], i.e. panel p at bp + p * NR * g)."""
-    d, f = ISA[isa], FORMS[form]
+    d, f = TABLES[isa], FORMS[form]
     mr, nr, et, g = d["mr"], d["nr"], f["et"], f["g"]
     tag = "i" if implicit else ""
     name = f"aicc_qgemm{tag}_{form}_{isa}_{m}"
@@ -315,7 +310,7 @@ def emit_rows(ctx, a_k: int, az_k: int, rows: int, b: np.ndarray, rq: Requant | 
     2^32), requantized by rq or the int32 sums (rq None): a is input a_k (rows of k, its
     zero point input az_k), b the constant ``[k, n]`` values minus their zero points."""
     isa = isa_for(ctx)
-    d = ISA[isa]
+    d = TABLES[isa]
     ctx.kernel = isa
     ta = ctx.in_dtype(a_k)
     k, n = b.shape
