@@ -94,3 +94,70 @@ def test_rank_above_runtime_maximum_with_dynamic_dims(tmp_path):
                 [helper.make_tensor_value_info("x", F, ["a"] + [1] * 7)], [_vi("y", 8)])
     r = cli("build", ok, "-o", tmp_path / "out8", "--buckets", "a=2,4")
     assert r.returncode == 0, r.stderr
+
+
+def test_dynamic_bundle_without_its_weights_writes_nothing(tmp_path):
+    """A dynamic bundle built with --weights-file and run without weights returns
+    AICC_ERR_WEIGHTS before it stages any input into the arena."""
+    from aicc.bundle.loader import load
+    from aicc.errors import AiccError
+    w = numpy_helper.from_array(np.random.default_rng(0).normal(size=(4, 3)).astype(np.float32),
+                                "W")
+    model = _model(tmp_path / "m.onnx", [helper.make_node("MatMul", ["x", "W"], ["y"])],
+                   [helper.make_tensor_value_info("x", F, ["n", 4])],
+                   [helper.make_tensor_value_info("y", F, ["n", 3])], [w])
+    r = cli("build", model, "-o", tmp_path / "b", "--buckets", "n=2,4", "--weights-file")
+    assert r.returncode == 0, r.stderr
+    b = load(tmp_path / "b")
+    x = np.random.default_rng(1).normal(size=(3, 4)).astype(np.float32)
+    y = b.run({"x": x})["y"]
+    np.testing.assert_allclose(y, x @ numpy_helper.to_array(w), rtol=1e-5, atol=1e-6)
+    bare = load(tmp_path / "b")
+    bare.weights = None                 # the caller forgot to load weights.bin
+    bare.arena[:] = 0xAB
+    with pytest.raises(AiccError, match="weights"):
+        bare.run({"x": x})
+    assert (bare.arena == 0xAB).all()
+
+
+@pytest.mark.parametrize("elem, name", [(TensorProto.STRING, "string"),
+                                        (TensorProto.COMPLEX64, "complex64")])
+def test_non_numeric_graph_input(tmp_path, elem, name):
+    model = _model(tmp_path / "m.onnx", [helper.make_node("Identity", ["x"], ["y"])],
+                   [helper.make_tensor_value_info("x", elem, [2])],
+                   [helper.make_tensor_value_info("y", elem, [2])])
+    r = cli("build", model, "-o", tmp_path / "out")
+    assert r.returncode == 2, r.stderr
+    assert f"graph input 'x' has dtype {name}" in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_names_that_are_not_utf8(tmp_path):
+    """b'\\xff' and b'\\xfe' would decode to one replacement character: one tensor."""
+    vi = helper.make_tensor_value_info
+    m = helper.make_model(helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Neg", ["x"], ["b"]),
+         helper.make_node("Add", ["a", "b"], ["y"])], "g",
+        [vi("x", F, [4])], [vi("y", F, [4])]), opset_imports=[helper.make_opsetid("", 17)])
+    raw = m.SerializeToString()
+    for old, new in ((b"\x0a\x01a", b"\x0a\x01\xff"), (b"\x12\x01a", b"\x12\x01\xff"),
+                     (b"\x0a\x01b", b"\x0a\x01\xfe"), (b"\x12\x01b", b"\x12\x01\xfe")):
+        assert old in raw
+        raw = raw.replace(old, new)
+    (tmp_path / "m.onnx").write_bytes(raw)
+    r = cli("build", tmp_path / "m.onnx", "-o", tmp_path / "out")
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "is not valid UTF-8" in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("spec", ["seq=100000000000000000000000000000",
+                                  "seq=max:100000000000000000000000000000", "seq=0", "seq=1e30"])
+def test_bucket_sizes_out_of_range(tmp_path, spec):
+    model = _model(tmp_path / "m.onnx", [helper.make_node("Relu", ["x"], ["y"])],
+                   [helper.make_tensor_value_info("x", F, ["seq", 4])],
+                   [helper.make_tensor_value_info("y", F, ["seq", 4])])
+    r = cli("build", model, "-o", tmp_path / "out", "--buckets", spec)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith("aicc: error: --buckets") and len(r.stderr.splitlines()) == 1
+    assert not (tmp_path / "out").exists()

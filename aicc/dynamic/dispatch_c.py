@@ -167,6 +167,10 @@ def dynamic_source(d, name: str, model_sha: str, embedded: bool) -> str:
     w("            return AICC_ERR_BAD_INPUT;")
     w("        }")
     w("    }")
+    w("    if (weights == NULL && bk->plan->embedded_weights == NULL && "
+      "bk->plan->weights_bytes > 0u) {")
+    w("        return AICC_ERR_WEIGHTS;       /* before anything is written */")
+    w("    }")
     w(f"    for (k = 0; k < {nin}u; ++k) {{   /* dynamic inputs: zero-padded into the bucket's shape */")
     w("        ins[k] = inputs[k];")
     w("        if (bk->in_shape[k] != NULL) {")

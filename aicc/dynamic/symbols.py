@@ -25,6 +25,9 @@ class DynDims:
         return [self.buckets[n][-1] for n in self.names]
 
 
+MAX_BUCKET = (1 << 31) - 1      # a dim past this is no bucket a tensor limit would allow
+
+
 def ladder(maximum: int, start: int = 8) -> list:
     if maximum < 1:
         raise ConfigError(f"dynamic max {maximum}: must be at least 1")
@@ -40,14 +43,14 @@ def parse_bucket_spec(text: str, what: str):
     """'16,32,64' -> [16, 32, 64]; 'max:128' -> ('max', 128)."""
     t = text.strip()
     try:
-        if t.startswith("max:"):
-            return ("max", int(t[4:]))
-        vals = sorted({int(v) for v in t.split(",") if v.strip()})
+        vals = ([int(t[4:])] if t.startswith("max:")
+                else sorted({int(v) for v in t.split(",") if v.strip()}))
     except ValueError:
         raise ConfigError(f"{what}: expected sizes like 16,32,64 or max:N, not {text!r}") from None
-    if not vals or vals[0] < 1:
-        raise ConfigError(f"{what}: bucket sizes must be positive integers, not {text!r}")
-    return vals
+    if not vals or vals[0] < 1 or vals[-1] > MAX_BUCKET:
+        raise ConfigError(f"{what}: bucket sizes must be positive integers up to {MAX_BUCKET}, "
+                          f"not {text!r}")
+    return ("max", vals[0]) if t.startswith("max:") else vals
 
 
 def find_dynamic_dims(g, config: dict, cli_buckets: dict) -> DynDims | None:
@@ -68,7 +71,7 @@ def find_dynamic_dims(g, config: dict, cli_buckets: dict) -> DynDims | None:
             carriers[d].append((inp, ax))
     spec = dict((config or {}).get("buckets") or {})
     for k, v in ((config or {}).get("max") or {}).items():
-        spec.setdefault(k, ("max", int(v)))
+        spec.setdefault(k, f"max:{v}")
     spec.update(cli_buckets)
     unknown = [k for k in spec if k not in carriers]
     if unknown:
@@ -90,14 +93,8 @@ def find_dynamic_dims(g, config: dict, cli_buckets: dict) -> DynDims | None:
     buckets = {}
     for n in names:
         v = spec[n]
-        if isinstance(v, tuple):
-            v = ladder(v[1], start)
-        elif isinstance(v, str):
-            v = parse_bucket_spec(v, f"buckets of {n!r}")
-            v = ladder(v[1], start) if isinstance(v, tuple) else v
-        else:
-            v = sorted({int(x) for x in v})
-            if not v or v[0] < 1:
-                raise ConfigError(f"buckets of {n!r}: sizes must be positive integers")
-        buckets[n] = v
+        if not isinstance(v, tuple):        # YAML lists and numbers, --buckets text
+            v = parse_bucket_spec(",".join(map(str, v)) if isinstance(v, (list, set))
+                                  else str(v), f"buckets of {n!r}")
+        buckets[n] = ladder(v[1], start) if isinstance(v, tuple) else v
     return DynDims(names, carriers, shapes, buckets)

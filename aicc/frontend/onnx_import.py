@@ -164,8 +164,16 @@ def model_opset(model: onnx.ModelProto) -> int:
 
 
 def _text(x) -> str:
-    """A protobuf string field (bytes when the file holds invalid UTF-8) as text."""
-    return x.decode("utf-8", errors="replace") if isinstance(x, bytes) else x
+    """A protobuf string field as text. protobuf hands over bytes when the file holds invalid
+    UTF-8: such a name is refused (decoded with replacement characters, b'\\xff' and b'\\xfe'
+    would become one tensor)."""
+    if isinstance(x, bytes):
+        try:
+            return x.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ModelError(f"the name {x!r} is not valid UTF-8 (ONNX names are UTF-8 "
+                             "strings)") from None
+    return x
 
 
 def _one_line(e: Exception) -> str:

@@ -171,6 +171,14 @@ def _negative_output(n, g) -> str | None:
 
 def check_supported(g) -> None:
     """Raise one UnsupportedError naming every unsupported op and its nodes."""
+    for kind, names in (("input", g.inputs), ("output", g.outputs)):
+        for name in names:
+            t = g.types.get(name)
+            dt = np.dtype(t.dtype) if t is not None else None
+            if dt is not None and dt.name not in C_TYPES:
+                raise UnsupportedError(
+                    f"graph {kind} {name!r} has dtype {'string' if dt.kind in 'OSU' else dt.name}"
+                    ": aicc compiles numeric and boolean tensors only")
     problems: dict = {}
     for n in g.nodes:
         op = lookup(n, g.opset)
