@@ -161,3 +161,53 @@ def test_bucket_sizes_out_of_range(tmp_path, spec):
     assert r.returncode == 2, r.stderr
     assert r.stderr.startswith("aicc: error: --buckets") and len(r.stderr.splitlines()) == 1
     assert not (tmp_path / "out").exists()
+
+
+def test_einsum_equation_with_two_ellipses(tmp_path):
+    """"i...j...->" sends onnx's shape inference into an endless loop: refused before it."""
+    model = _model(tmp_path / "m.onnx",
+                   [helper.make_node("Einsum", ["x"], ["y"], equation="i...j...->")],
+                   [helper.make_tensor_value_info("x", F, [2, 3, 4])],
+                   [helper.make_tensor_value_info("y", F, [])])
+    r = cli("build", model, "-o", tmp_path / "out")
+    assert r.returncode == 2, r.stderr
+    assert "equation 'i...j...->' has a malformed ellipsis" in r.stderr, r.stderr
+
+
+def _nested_loops(path, depth, trips):
+    """Loops nested ``depth`` deep, each of ``trips`` iterations adding 1 (trip count and
+    condition from the outer graph): trips^depth Adds once unrolled."""
+    def body(d):
+        nodes = [helper.make_node("Identity", [f"c_in{d}"], [f"c_out{d}"])]
+        if d == 0:
+            nodes.append(helper.make_node("Add", [f"x_in{d}", "one"], [f"x_out{d}"]))
+        else:
+            nodes.append(helper.make_node("Loop", ["M", "C", f"x_in{d}"], [f"x_out{d}"],
+                                          body=body(d - 1)))
+        vi = helper.make_tensor_value_info
+        return helper.make_graph(
+            nodes, f"b{d}", [vi(f"it{d}", TensorProto.INT64, []),
+                             vi(f"c_in{d}", TensorProto.BOOL, []), vi(f"x_in{d}", F, [2])],
+            [vi(f"c_out{d}", TensorProto.BOOL, []), vi(f"x_out{d}", F, [2])])
+    return _model(path, [helper.make_node("Loop", ["M", "C", "x"], ["y"], body=body(depth - 1))],
+                  [helper.make_tensor_value_info("x", F, [2])],
+                  [helper.make_tensor_value_info("y", F, [2])],
+                  [_const("M", trips, np.int64), _const("C", True, np.bool_),
+                   _const("one", [1, 1], np.float32)])
+
+
+def test_nested_loops_unroll_within_a_node_budget(tmp_path):
+    """Two nested loops of 8 unroll (and compute x + 64); five nested loops of 64 (a
+    1 KB model, 64^5 steps) are refused once the graph would pass the node budget."""
+    from aicc.bundle.loader import load
+    ok = _nested_loops(tmp_path / "two.onnx", 2, 8)
+    r = cli("build", ok, "-o", tmp_path / "two")
+    assert r.returncode == 0, r.stderr
+    x = np.array([0.5, -3.0], np.float32)
+    np.testing.assert_array_equal(load(tmp_path / "two").run({"x": x})["y"], x + 64)
+    bomb = _nested_loops(tmp_path / "five.onnx", 5, 64)
+    assert bomb.stat().st_size < 1200
+    r = cli("build", bomb, "-o", tmp_path / "five")
+    assert r.returncode == 2, r.stderr
+    assert "would take the graph past 200000 nodes" in r.stderr, r.stderr
+    assert not (tmp_path / "five").exists()

@@ -120,6 +120,7 @@ def prepare(model: onnx.ModelProto, name: str = "model") -> onnx.ModelProto:
     except Exception as e:  # noqa: BLE001
         raise ModelError(f"{name}: fails the ONNX checker: {_one_line(e)}") from None
     _check_input_dims(model, name)
+    _check_einsum(model, name)
     if model.functions:
         from onnx import inliner
         model = inliner.inline_local_functions(model)
@@ -138,6 +139,34 @@ def prepare(model: onnx.ModelProto, name: str = "model") -> onnx.ModelProto:
     except Exception as e:  # noqa: BLE001
         raise ModelError(f"{name}: shape inference failed: {_one_line(e)}") from None
     return model
+
+
+def all_nodes(model: onnx.ModelProto):
+    """Every node of the model: the graph's, its subgraphs' (If / Loop / Scan bodies, at any
+    depth) and the model-local functions'."""
+    stack = [model.graph.node] + [f.node for f in model.functions]
+    while stack:
+        for n in stack.pop():
+            yield n
+            for a in n.attribute:
+                if a.type == onnx.AttributeProto.GRAPH:
+                    stack.append(a.g.node)
+                elif a.type == onnx.AttributeProto.GRAPHS:
+                    stack.extend(g.node for g in a.graphs)
+
+
+def _check_einsum(model: onnx.ModelProto, name: str) -> None:
+    """An Einsum term with two ellipses ("i...j...->") sends onnx's shape inference into an
+    endless loop: refused before it runs."""
+    for n in all_nodes(model):
+        if n.op_type != "Einsum" or n.domain not in ("", "ai.onnx"):
+            continue
+        eq = next((a.s for a in n.attribute if a.name == "equation"), b"")
+        eq = eq.decode("utf-8", errors="replace") if isinstance(eq, bytes) else eq
+        for term in eq.replace("->", ",").split(","):
+            if term.count("...") > 1 or term.replace("...", "").count(".") > 0:
+                raise ModelError(f"{name}: Einsum node '{_text(n.name)}': equation {eq!r} has "
+                                 f"a malformed ellipsis in {term.strip()!r} (one '...' per term)")
 
 
 def _check_input_dims(model: onnx.ModelProto, name: str) -> None:

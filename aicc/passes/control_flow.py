@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
+from ..errors import ModelError
 from ..ir import Node
 from .registry import graph_pass
 
@@ -216,16 +217,17 @@ def _inline_scan(node, g, fresh, max_unroll):
 
 
 @graph_pass("inline-control-flow")
-def inline_control_flow(g, *, max_unroll: int = 64):
+def inline_control_flow(g, *, max_unroll: int = 64, max_nodes: int = 200_000):
     """Flatten If (both branches + Where, or the constant branch), for-style Loop with a
-    constant trip count and Scan over static sequences into plain nodes (see module doc)."""
+    constant trip count and Scan over static sequences into plain nodes (see module doc).
+    Nested loops multiply: a graph growing past ``max_nodes`` nodes is refused."""
     if not any(n.op_type in CONTROL and n.domain in ("", "ai.onnx") for n in g.nodes):
         return g
     g = g.copy()
     counter = iter(range(1 << 30))
     for _round in range(8):                      # nested control flow: a few rounds
         changed, nodes = False, []
-        for n in g.nodes:
+        for i, n in enumerate(g.nodes):
             res = None
             if n.domain in ("", "ai.onnx") and n.op_type in CONTROL:
                 def fresh(n=n):
@@ -240,6 +242,10 @@ def inline_control_flow(g, *, max_unroll: int = 64):
                 nodes.append(n)
                 continue
             new_nodes, consts = res
+            if len(nodes) + len(new_nodes) + len(g.nodes) - i - 1 > max_nodes:
+                raise ModelError(f"{n.op_type} node {n.name!r}: unrolling it would take the "
+                                 f"graph past {max_nodes} nodes (nested loops multiply; "
+                                 "inline-control-flow max_nodes)")
             nodes += new_nodes
             g.constants.update(consts)
             changed = True
