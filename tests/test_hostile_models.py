@@ -211,3 +211,88 @@ def test_nested_loops_unroll_within_a_node_budget(tmp_path):
     assert r.returncode == 2, r.stderr
     assert "would take the graph past 200000 nodes" in r.stderr, r.stderr
     assert not (tmp_path / "five").exists()
+
+
+def _external(name, location, values):
+    """A float32 tensor whose data is declared external at ``location``."""
+    t = numpy_helper.from_array(np.asarray(values, np.float32), name)
+    t.ClearField("raw_data")
+    t.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", location), ("offset", "0"), ("length", str(4 * len(values)))):
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    return t
+
+
+def _function_model(path, const_tensor):
+    """y = x + C, with C a Constant inside a model-local function's body."""
+    fn = helper.make_function("local", "AddC", ["a"], ["b"], [
+        helper.make_node("Constant", [], ["c"], value=const_tensor),
+        helper.make_node("Add", ["a", "c"], ["b"])],
+        opset_imports=[helper.make_opsetid("", 17)])
+    g = helper.make_graph([helper.make_node("AddC", ["x"], ["y"], domain="local")], "g",
+                          [helper.make_tensor_value_info("x", F, [2])],
+                          [helper.make_tensor_value_info("y", F, [2])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                            helper.make_opsetid("local", 1)], functions=[fn])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save(m, path)
+    return path
+
+
+def _sparse_model(path, values_tensor):
+    """y = x + C, with C a Constant of sparse_value (two of four elements set)."""
+    idx = numpy_helper.from_array(np.array([1, 3], np.int64), "idx")
+    sp = helper.make_sparse_tensor(values_tensor, idx, [4])
+    g = helper.make_graph([helper.make_node("Constant", [], ["c"], sparse_value=sp),
+                           helper.make_node("Add", ["x", "c"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", F, [4])],
+                          [helper.make_tensor_value_info("y", F, [4])])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+@pytest.mark.parametrize("kind", ["function", "sparse"])
+def test_external_data_stays_in_the_model_folder(tmp_path, kind, monkeypatch):
+    """A file beside the user (the current folder) named by a function body's or a sparse
+    Constant's external data is refused; the same data inside the model's folder is read
+    from there."""
+    from aicc.bundle.loader import load
+    make = _function_model if kind == "function" else _sparse_model
+    secret = np.array([7.0, 9.0], np.float32)
+    (tmp_path / "secret.bin").write_bytes(secret.tobytes())
+    monkeypatch.chdir(tmp_path)                 # where a cwd-relative read would find it
+    bad = make(tmp_path / "models" / "m.onnx", _external("c", "secret.bin", secret))
+    r = cli("build", bad, "-o", tmp_path / "out", cwd=tmp_path)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "is missing or outside the model's folder" in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists()
+    up = make(tmp_path / "models2" / "m.onnx", _external("c", "../secret.bin", secret))
+    r = cli("build", up, "-o", tmp_path / "out", cwd=tmp_path)
+    assert r.returncode == 2 and "not a relative path inside" in r.stderr, r.stderr
+    nul = make(tmp_path / "models3" / "m.onnx", _external("c", "sec\x00ret.bin", secret))
+    r = cli("build", nul, "-o", tmp_path / "out", cwd=tmp_path)
+    assert r.returncode == 2 and "not a relative path inside" in r.stderr, r.stderr
+    (tmp_path / "models" / "secret.bin").write_bytes(secret.tobytes())
+    r = cli("build", bad, "-o", tmp_path / "good", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    n = 2 if kind == "function" else 4
+    x = np.arange(n, dtype=np.float32)
+    want = x + (secret if kind == "function" else np.array([0, 7, 0, 9], np.float32))
+    np.testing.assert_array_equal(load(tmp_path / "good").run({"x": x})["y"], want)
+
+
+def test_external_data_larger_than_a_tensor_can_be(tmp_path):
+    t = _external("W", "w.bin", [1.0, 2.0])
+    for e in t.external_data:
+        if e.key == "length":
+            e.value = str(1 << 31)
+    with open(tmp_path / "w.bin", "wb") as f:           # a sparse file: no disk space used
+        f.truncate((1 << 31) + 8)
+    model = _model(tmp_path / "m.onnx", [helper.make_node("Add", ["x", "W"], ["y"])],
+                   [helper.make_tensor_value_info("x", F, [2])],
+                   [helper.make_tensor_value_info("y", F, [2])], [t])
+    r = cli("build", model, "-o", tmp_path / "out")
+    assert r.returncode == 2, r.stderr
+    assert "one tensor holds at most" in r.stderr, r.stderr

@@ -1,4 +1,6 @@
-"""External tensor data, read only from inside the model's folder."""
+"""External tensor data, read only from inside the model's folder: one resolver for every
+tensor of the model (graph, subgraphs, functions, sparse constants), each range checked
+against the file and the size limit before anything is read."""
 from __future__ import annotations
 
 import os
@@ -9,29 +11,54 @@ import onnx
 from ..errors import ModelError
 
 
-def _tensors(graph):
-    yield from graph.initializer
-    for n in graph.node:
+MAX_TENSOR_BYTES = (1 << 31) - 1     # protobuf's bytes field: a larger raw_data cannot exist
+
+
+def _node_tensors(nodes):
+    for n in nodes:
         for a in n.attribute:
             if a.type == onnx.AttributeProto.TENSOR:
                 yield a.t
+            elif a.type == onnx.AttributeProto.TENSORS:
+                yield from a.tensors
+            elif a.type == onnx.AttributeProto.SPARSE_TENSOR:
+                yield from (a.sparse_tensor.values, a.sparse_tensor.indices)
+            elif a.type == onnx.AttributeProto.SPARSE_TENSORS:
+                for sp in a.sparse_tensors:
+                    yield from (sp.values, sp.indices)
             elif a.type == onnx.AttributeProto.GRAPH:
-                yield from _tensors(a.g)
+                yield from _graph_tensors(a.g)
             elif a.type == onnx.AttributeProto.GRAPHS:
                 for sub in a.graphs:
-                    yield from _tensors(sub)
+                    yield from _graph_tensors(sub)
+
+
+def _graph_tensors(graph):
+    yield from graph.initializer
+    for sp in graph.sparse_initializer:
+        yield from (sp.values, sp.indices)
+    yield from _node_tensors(graph.node)
+
+
+def _tensors(model):
+    """Every tensor of the model that may hold external data: initializers (dense and
+    sparse), Constant-like attributes (tensor, tensors, sparse) of the graph's nodes, of its
+    subgraphs at any depth and of the model-local functions' nodes."""
+    yield from _graph_tensors(model.graph)
+    for f in model.functions:
+        yield from _node_tensors(f.node)
 
 
 def load_external_data(model: onnx.ModelProto, base_dir: Path) -> None:
     """Fill external tensors in place. Paths must stay inside base_dir (no absolute
     paths, no '..', no symlink leading out); offset and length are checked."""
     base = Path(base_dir).resolve()
-    for t in _tensors(model.graph):
+    for t in _tensors(model):
         if t.data_location != onnx.TensorProto.EXTERNAL:
             continue
         info = {e.key: e.value for e in t.external_data}
         loc = info.get("location", "")
-        if not loc or os.path.isabs(loc) or ".." in Path(loc).parts:
+        if not loc or "\x00" in loc or os.path.isabs(loc) or ".." in Path(loc).parts:
             raise ModelError(f"tensor '{t.name}': external data path {loc!r} is not a "
                              "relative path inside the model's folder")
         target = (base / loc).resolve()
@@ -47,6 +74,9 @@ def load_external_data(model: onnx.ModelProto, base_dir: Path) -> None:
         if offset < 0 or length < 0 or offset + length > size:
             raise ModelError(f"tensor '{t.name}': external data range "
                              f"[{offset}, {offset + length}) outside {loc!r} ({size} bytes)")
+        if length > MAX_TENSOR_BYTES:
+            raise ModelError(f"tensor '{t.name}': {length} bytes of external data; one tensor "
+                             f"holds at most {MAX_TENSOR_BYTES}")
         with open(target, "rb") as f:
             f.seek(offset)
             t.raw_data = f.read(length)
