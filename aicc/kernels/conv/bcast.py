@@ -231,7 +231,7 @@ def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False,
             nch = min(wb, g.cout - cb * wb)
             nv, mask = -(-nch // L), nch % L
             if mask and (has_b or nhwc):
-                _header(ctx, isa)                # avx2's lane-mask table
+                _header(ctx, isa)                # the lane-mask table (no mask registers)
             for x0, x1, rr, cols in runs:
                 name, text = kernel(isa, g, rr, nv, wb, tag, has_b, clamp, mask, nhwc,
                                     regs(ctx), (rows, cols))

@@ -37,8 +37,8 @@ TABLE: dict = dict(
     ),
     # the float at lvalue {x} in every lane (bcast_k's input broadcasts)
     splat="_mm512_set1_ps({x})",
-    # im2col panel copy of NR = 2 vectors d[0 .. NR) = s[0 .. NR): the second vector only when
-    # the run is longer than one (CNT)
+    # im2col panel copy of NR = 2 vectors d[0 .. NR) = s[0 .. NR) (vector moves: no memmove
+    # call per panel row); the second vector only when the run is longer than one (CNT)
     copy_nr="_mm512_storeu_ps(DST, _mm512_loadu_ps(SRC)); "
             "if (CNT > 16u) _mm512_storeu_ps(DST + 16u, _mm512_loadu_ps(SRC + 16u));",
     # im2col stride-2 gather of NR floats d[l] = s[2 * l] (reads s[0 .. 2 * NR - 1]: one past
