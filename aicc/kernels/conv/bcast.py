@@ -26,8 +26,9 @@ conv 3 -> 16 @32x32 5.6 vs 9.7 (implicit), 16 -> 32 stride 2 14.3 vs 18.3 (im2co
 stride 2 13.6 vs 16.3, 1x1 stride 2 2.4 vs 3.1; ResNet-18's 128 -> 256 stride 2 636 vs 756.
 Losses (auto excludes them): 256 -> 512 stride 2 @14 (4.7 MB of weights streamed per band)
 1331 vs 723; 3 -> 32 stride 2 onto 112x112 (the transposes of 400 K outputs) 238 vs 193.
-x86-avx2: see AUTO (strided convs only). Whole models, ratio to onnxruntime (interleaved):
-ResNet-8 x86-avx512 0.81 -> 0.74, x86-avx2 1.18 -> 1.13; DS-CNN x86-avx512 0.69 -> 0.68.
+x86-avx2: strided convs only (its rules: isa/avx2/conv.py). Whole models, ratio to
+onnxruntime (interleaved): ResNet-8 x86-avx512 0.81 -> 0.74, x86-avx2 1.18 -> 1.13; DS-CNN
+x86-avx512 0.69 -> 0.68.
 
 Epilogue: + bias, then the clamp for none / Relu / Clip in registers (as conv_simd_gemm's:
 max then min, a NaN passes), other activations as the shared scalar/vector pass over each
@@ -54,6 +55,7 @@ import numpy as np
 from . import bcast_edges as edges
 from ..gemm.simd import ISA, _header, flit
 from ..gemm.tile import clamp_sides
+from ..isa.registry import ISAS
 from ..isa.x86 import include, vcopy
 from ..move.transpose import transpose_c
 from .base_c import epilogue, use
@@ -63,54 +65,36 @@ from .simd_gemm import KEY, clamp_of
 from .transposed import lanes
 
 BAND_POS = 64            # output positions per band (input rows padded, outputs transposed)
-# auto rules per ISA: input channels counted as few (0: none), output floats at most, weight
-# bytes at most. x86-avx2 (measured, C loop, us, bcast vs the variant auto took before):
-# 16 -> 32 stride 2 23.8 vs 26.2, 32 -> 64 stride 2 22.9 vs 24.7, 1x1 stride 2 3.4 vs 4.6,
-# 128 -> 256 stride 2 at 28x28 1149 vs 1131, ResNet-8's first conv 13.1 vs 11.6 (implicit)
-# ConvNHWC (prefer_nhwc): input channels counted as few there, channel vectors at most (avx2,
-# ConvNHWC vs its im2col GEMM, us: 3 -> 32 s2 onto 112x112 258 vs 293, 3 -> 16 s2 onto 48x48
-# 22.9 vs 26.4, 3 -> 24 s2 onto 64x64 63 vs 70; 8 vectors, where each band's input is
-# broadcast 4 times, lose: 3 -> 64 s2 onto 112x112 488 vs 460, 1 -> 64 10x4 s2 onto 25x5 6.7
-# vs 5.8. avx512 takes 8 and 12 vectors: 3 -> 128 / 192 s2 onto 56x56 143 / 193 vs 167 / 219)
-# few_out_max: the output limit for convs of few input channels (small_cin), where each output
-# is a short chain and the transposes weigh more (x86-avx512, Zen 4, us, bcast vs im2col:
-# 3 -> 8 / 16 / 24 / 40 s2 from 96x96 / 64x64: 12.2 / 11.7 / 20.4 / 36.0 vs 19.8 / 12.7 /
-# 17.5 / 26.0; 3 -> 32 / 64 s2 from 32x32: 5.5 / 10.2 vs 5.8 / 10.1)
-AUTO = {"avx512": dict(small_cin=4, out_max=65536, few_out_max=20480, w_max=2 << 20,
-                       nhwc_cin=4, nhwc_nv=None),
-        "avx2": dict(small_cin=0, out_max=16384, few_out_max=16384, w_max=2 << 20, nhwc_cin=4,
-                     nhwc_nv=4, nhwc_nv_cin1=8)}
-# nhwc_nv_cin1: one input channel (the band re-broadcast per channel block is one plane):
-# DS-CNN's 1 -> 64 10x4 on x86-avx2 with its padded taps left out (conv_bcast_edges), Intel
-# Xeon, C A/B: the model -2.7% against the im2col ConvNHWC
-# accumulators per register block, leaving room for the V weight vectors and the broadcasts:
-# avx2 has 16 registers (16 -> 32 stride 2: 28.5 us with 12 accumulators, GCC spilled; 23.8
-# with 10); avx512 32 (7x7 stride 2, 3 -> 64 onto 112x112, 4 vectors: 6 positions, 24
-# accumulators, 2015 us; 5 positions 1548; 4 positions 1701)
-ACC = {"avx512": 20, "avx2": 10}
-VMAX = {"avx512": 4, "avx2": 2}        # channel vectors per block
+
+
+def _rules(isa: str) -> dict:
+    """The ISA's auto rules and register blocking (its description's conv ``bcast`` entry):
+    for NCHW, input channels counted as few (small_cin, 0: none), output floats at most
+    (out_max; few_out_max with few input channels), weight bytes at most (w_max); for
+    ConvNHWC (prefer_nhwc), input channels counted as few (nhwc_cin) and channel vectors at
+    most (nhwc_nv, None: any; nhwc_nv_cin1 for one input channel); accumulators per register
+    block (acc) and channel vectors per block (vmax); narrow: the ISA whose vectors a conv
+    with a mostly empty last vector takes (vector_isa)."""
+    return ISAS[isa].conv_kernels["bcast"]
 
 
 def vector_isa(ctx, geo, isa: str) -> str:
-    """The ISA whose vectors the kernels use: x86-avx512 takes 8-lane (x86-avx2) vectors when
-    the last 16-lane vector of output channels would be at most half used (Cout % 16 in 1..8:
-    fewer FMAs on Zen 4, which splits 512-bit FMAs in two; on Intel a half-empty 512-bit FMA
-    costs what a full 256-bit one does). Measured
-    (Zen 4, C loop, us, 8 lanes / 16 lanes / the variant auto took before): MobileNetV1-0.25's
-    first conv, 3 -> 8 stride 2 onto 48 x 48, 12.2 / 21.8 / 15.3 (implicit); 8 -> 8 stride 2
-    onto 16 x 16 3.4 / 6.1 / 5.1 (implicit); 16 -> 20 stride 2 onto 16 x 16 17.8 / 22.8 /
-    18.8 (im2col). With AVX-512's 32 registers the blocks hold ACC["avx512"] accumulators.
-    A node's ``aicc_kernel`` keeps its ISA's vectors."""
-    if (isa == "avx512" and "avx2" in ctx.target.kernels
+    """The ISA whose vectors the kernels use: the ``narrow`` ISA of isa's rules when the
+    target lists it and the last vector of output channels would be at most half used
+    (Cout % lanes in 1 .. the narrow ISA's lanes: x86-avx512 takes 8-lane vectors there). A
+    node's ``aicc_kernel`` keeps its ISA's vectors."""
+    narrow = _rules(isa).get("narrow")
+    if (narrow is not None and narrow in ctx.target.kernels
             and ctx.node.attrs.get("aicc_kernel") is None         # a forced ISA stays
-            and 1 <= geo.cout % 16 <= 8):
-        return "avx2"
+            and 1 <= geo.cout % ISAS[isa].lanes <= ISAS[narrow].lanes):
+        return narrow
     return isa
 
 
 def regs(ctx) -> int:
-    """Vector registers of the target: 32 with AVX-512 (also for 8-lane kernels)."""
-    return 32 if "avx512" in ctx.target.kernels else 16
+    """Vector registers of the target: the most of the ISAs it lists (also for the kernels of
+    a narrower ISA's vectors: 8-lane kernels on x86-avx512 plan with its 32)."""
+    return max(ISAS[k].registers for k in ctx.target.kernels if k in ISAS)
 
 
 def supports(geo) -> bool:
@@ -121,9 +105,9 @@ def supports(geo) -> bool:
 def prefer_nhwc(ctx, geo, isa: str) -> bool:
     """ConvNHWC (group 1, not pointwise): few input channels (first convs, where the im2col
     GEMM's K is short: DS-CNN's 10x4 conv of 1 -> 64 channels, 4.3 -> 3.6 us on avx512), on
-    avx2 only up to 4 channel vectors (AUTO: MobileNetV2's 3 -> 32 stride 2), 8 for one input
-    channel (DS-CNN's)."""
-    a = AUTO[isa]
+    avx2 only up to 4 channel vectors (nhwc_nv: MobileNetV2's 3 -> 32 stride 2), 8 for one
+    input channel (DS-CNN's)."""
+    a = _rules(isa)
     L = ISA[vector_isa(ctx, geo, isa)]["lanes"]
     nv = -(-geo.cout // L)
     nv_max = a.get("nhwc_nv_cin1") if geo.cin == 1 else None
@@ -132,12 +116,12 @@ def prefer_nhwc(ctx, geo, isa: str) -> bool:
 
 
 def prefer(ctx, geo, isa: str) -> bool:
-    """NCHW auto rule (AUTO): constant weights, a strided conv or one of few input channels
+    """NCHW auto rule (_rules): constant weights, a strided conv or one of few input channels
     (where the GEMM forms are weakest), whose output channels fill the lanes, with a small
     output (the transposes to NCHW cost ~0.4 cycles a float: a first conv of K = 27 onto
     224x224 x 32 loses to im2col; few_out_max for few input channels) and weights that stay
     in L2 (every band streams them)."""
-    a = AUTO[isa]
+    a = _rules(isa)
     few = geo.cin <= a["small_cin"]
     wbytes = 4 * geo.cout * geo.cin_g * math.prod(geo.k)
     out_max = a["few_out_max" if few else "out_max"]
@@ -147,14 +131,14 @@ def prefer(ctx, geo, isa: str) -> bool:
 
 
 def blocking(isa: str, cout: int, ow: int, nregs: int = 0) -> tuple:
-    """(V channel vectors per block, R positions per block): V up to VMAX, R the output row
-    split into equal blocks of at most ACC / V positions (ACC of the register count: nregs,
-    else the ISA's own)."""
+    """(V channel vectors per block, R positions per block): V up to vmax, R the output row
+    split into equal blocks of at most acc / V positions (vmax and acc of the ISA with nregs
+    registers, else of isa)."""
     nv = -(-cout // ISA[isa]["lanes"])
-    key = {32: "avx512", 16: "avx2"}.get(nregs, isa)
-    v = min(nv, VMAX[key])
+    a = _rules(next((k for k, d in ISAS.items() if d.registers == nregs), isa))
+    v = min(nv, a["vmax"])
     v = -(-nv // -(-nv // v))                  # equal channel blocks
-    rmax = max(1, ACC[key] // v)
+    rmax = max(1, a["acc"] // v)
     return v, -(-ow // -(-ow // rmax))
 
 
@@ -215,7 +199,7 @@ def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False,
     w = ctx.in_const(1)
     if w is None:
         raise ValueError("conv algo 'bcast' needs constant weights")
-    kmax = node_schedule(ctx, isa)["edge_kernels"]     # before an 8-lane avx512 conv is "avx2"
+    kmax = node_schedule(ctx, isa)["edge_kernels"]     # of isa, before vector_isa narrows it
     isa = vector_isa(ctx, geo, isa)
     L = ISA[isa]["lanes"]
     g = _Geo2(geo, padded_extents(geo), xin)
@@ -247,7 +231,7 @@ def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False,
             nch = min(wb, g.cout - cb * wb)
             nv, mask = -(-nch // L), nch % L
             if mask and (has_b or nhwc):
-                _header(ctx, isa)                # avx2's lane-mask table
+                _header(ctx, isa)                # the lane-mask table (no mask registers)
             for x0, x1, rr, cols in runs:
                 name, text = kernel(isa, g, rr, nv, wb, tag, has_b, clamp, mask, nhwc,
                                     regs(ctx), (rows, cols))

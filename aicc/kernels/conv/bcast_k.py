@@ -8,6 +8,7 @@ import hashlib
 
 from ..gemm.simd import ISA
 from ..gemm.tile import clamp_expr
+from ..isa.registry import ISAS
 from .bcast_edges import NONE
 
 MAX_UNROLL = 48          # taps per input channel unrolled in full (else ky runs in a loop)
@@ -44,7 +45,7 @@ def _row_shared(g, taps, ky: int, r: int, nv: int, acc, wstep: int, src: str, d,
             o.append(f"            const {vec} w{kx}_{j} = "
                      + d["load"].format(p=f"w + {t * wstep + j * L}u") + ";")
     for off in sorted(uses):
-        o.append(f"            {{ const {vec} x = {bc(f'{src}[{off}u]')};")
+        o.append(f"            {{ const {vec} x = {bc(x=f'{src}[{off}u]')};")
         for i, kx in uses[off]:
             for j in range(nv):
                 o.append(f"              {acc[i][j]} = "
@@ -63,15 +64,13 @@ def kernel(isa: str, g, r: int, nv: int, wstep: int, tag: str, bias: bool, clamp
     clamp: (lo finite, hi finite), the sides of [lo, hi] applied. skip: (kernel rows, (position,
     kx) pairs) on the padding, left out (conv_bcast_edges; rows only with unrolled taps).
     nregs: the target's vector registers (_shares)."""
-    d = ISA[isa]
+    d, I = ISA[isa], ISAS[isa]
     L, vec = d["lanes"], d["vec"]
-    pf = "_mm512" if isa == "avx512" else "_mm256"
     name = f"aicc_cb_{isa}_{tag}_r{r}v{nv}" + (f"m{mask}{'s' if mstore else ''}" if mask else "")
     rows, cols = skip
     if rows or cols:
         name += "_e" + hashlib.sha1(repr((sorted(rows), sorted(cols))).encode()).hexdigest()[:6]
-    bc = (lambda p: f"_mm512_set1_ps({p})") if isa == "avx512" else \
-        (lambda p: f"_mm256_broadcast_ss(&{p})")
+    bc = I.conv_kernels["splat"].format      # bc(x=lvalue): its float in every lane
     acc = [[f"c{i}_{j}" for j in range(nv)] for i in range(r)]
     ln = [f"static void {name}(const float *restrict a, const float *restrict w,",
           "    const float *restrict b, float *restrict y, size_t ys, float lo, float hi)", "{",
@@ -99,7 +98,7 @@ def kernel(isa: str, g, r: int, nv: int, wstep: int, tag: str, bias: bool, clamp
                         + d["load"].format(p=f"w + {t * wstep + j * L}u") + ";")
         for i in pos:
             off = g.tap(ky, kx) + i * g.sx * g.xs
-            body.append(f"            {{ const {vec} x = {bc(f'{src}[{off}u]')};")
+            body.append(f"            {{ const {vec} x = {bc(x=f'{src}[{off}u]')};")
             for j in range(nv):
                 body.append(f"              {acc[i][j]} = "
                             + d["fma"].format(a="x", b=f"w{j}", c=acc[i][j]) + ";")
@@ -124,14 +123,15 @@ def kernel(isa: str, g, r: int, nv: int, wstep: int, tag: str, bias: bool, clamp
                   d["load"].format(p=f"b + {j * L}u"))
             ln.append(f"    {{ const {vec} bv = {ld};")
             for i in range(r):
-                ln.append(f"      {acc[i][j]} = {pf}_add_ps({acc[i][j]}, bv);")
+                ln.append(f"      {acc[i][j]} = {I.vector['add']}({acc[i][j]}, bv);")
             ln.append("    }")
     if any(clamp):
-        ln.append("    {" + "".join(f" const {vec} v{s} = {pf}_set1_ps({s});"
+        ln.append("    {" + "".join(f" const {vec} v{s} = {I.vector['set1']}({s});"
                                      for s, on in zip(("lo", "hi"), clamp) if on))
+        mn, mx = I.integer["min"], I.vector["max"]          # float min / max
         for row in acc:
             for c in row:
-                ln.append(f"      {c} = {clamp_expr(c, clamp, pf + '_min_ps', pf + '_max_ps')};")
+                ln.append(f"      {c} = {clamp_expr(c, clamp, mn, mx)};")
         ln.append("    }")
     for i in range(r):
         for j in range(nv):

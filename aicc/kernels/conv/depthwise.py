@@ -22,7 +22,7 @@ or Inf input reaches the outputs whose taps cover it (0 * Inf = NaN for zero wei
 from __future__ import annotations
 
 from ..gemm.simd import ISA, flit
-from ..isa.registry import include_line
+from ..isa.registry import ISAS, include_line
 from .base_c import epilogue, use
 from .simd_gemm import KEY, clamp_of
 
@@ -32,8 +32,7 @@ UNROLL = 8          # vectors per step of the kernel (independent FMA chains)
 def kernel(ctx, isa: str, u: int) -> str:
     d = ISA[isa]
     L, vec = d["lanes"], d["vec"]
-    mx, mn = ("_mm256_max_ps", "_mm256_min_ps") if isa == "avx2" else ("_mm512_max_ps",
-                                                                       "_mm512_min_ps")
+    mx, mn = ISAS[isa].vector["max"], ISAS[isa].integer["min"]     # float max / min
     name = f"aicc_dw_{isa}_u{u}"
     accs = [f"a{i}" for i in range(u)]
     fma = d["fma"]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..gemm.simd import ISA, flit
-from ..isa.registry import include_line
+from ..isa.registry import ISAS, include_line
 from .base_c import epilogue, use
 from .simd_gemm import KEY, clamp_of
 
@@ -30,6 +30,8 @@ def _driver(isa: str) -> str:
     L, vec = d["lanes"], d["vec"]
     ld, st, fma, zero = d["load"], d["store"], d["fma"], d["zero"]
     accs = [f"a{i}" for i in range(4)]
+    c1 = ISAS[isa].conv_kernels["clamp1"]                         # the scalar clamp
+    clamp = c1["expr"].format(x="ot[q * Cp + c] + bv", br="\n" + " " * 28)
     ind = " " * 20
     four = "\n".join(ind + a + " = " + fma.format(a=ld.format(p=f"w + {i * L}u"),
                                                 b=ld.format(p=f"s + {i * L}u"), c=a) + ";"
@@ -51,7 +53,7 @@ static void aicc_dwc_{isa}(const aicc_conv_params *p, const float *restrict x,
     const size_t P = OH * OW, T = p->k[1] * p->k[2], sy = p->stride[1], sx = p->stride[2];
     const size_t ny = Hp > p->pad[1] ? (Hp - p->pad[1] < H ? Hp - p->pad[1] : H) : 0;
     const size_t nx = Wp > p->pad[2] ? (Wp - p->pad[2] < W ? Wp - p->pad[2] : W) : 0;
-    const __m128 vlo = _mm_set_ss(lo), vhi = _mm_set_ss(hi);
+    {c1['decl']}
     for (size_t i = 0; i < Hp * Wp * Cp; ++i)
         xt[i] = 0.0f;
     for (size_t n = 0; n < p->batch; ++n) {{
@@ -87,8 +89,7 @@ static void aicc_dwc_{isa}(const aicc_conv_params *p, const float *restrict x,
             const float bv = bias ? bias[c] : 0.0f;
             float *restrict yc = y + (n * C + c) * P;
             for (size_t q = 0; q < P; ++q)      /* branch-free clamp (NaN passes) */
-                yc[q] = _mm_cvtss_f32(_mm_min_ss(vhi, _mm_max_ss(vlo,
-                            _mm_set_ss(ot[q * Cp + c] + bv))));
+                yc[q] = {clamp};
             if (ep)
                 ep(yc, P);
         }}

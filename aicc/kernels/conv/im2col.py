@@ -11,32 +11,9 @@ import math
 import re
 
 from ..gemm.simd import ISA, flit, nr_of
+from ..isa.registry import ISAS
 from .base_c import use
 from .simd_gemm import GEMM_FN, KEY, clamp_of, packed_weights, tile_gemm
-
-# copy of NR floats d[0 .. NR) = s[0 .. NR) (vector moves: no memmove call per panel row)
-COPYNR = {      # the second vector only when the run is longer than one (CNT)
-    "avx2": "_mm256_storeu_ps(DST, _mm256_loadu_ps(SRC)); "
-            "if (CNT > 8u) _mm256_storeu_ps(DST + 8u, _mm256_loadu_ps(SRC + 8u));",
-    "avx512": "_mm512_storeu_ps(DST, _mm512_loadu_ps(SRC)); "
-              "if (CNT > 16u) _mm512_storeu_ps(DST + 16u, _mm512_loadu_ps(SRC + 16u));",
-}
-
-# stride-2 gather of NR floats d[l] = s[2 * l] (reads s[0 .. 2 * NR - 1]: one past the last)
-STRIDE2 = {
-    "avx2": """\
-for (size_t h = 0; h < CNT; h += 8u) {
-    const __m256 a = _mm256_loadu_ps(SRC + 2u * h), b = _mm256_loadu_ps(SRC + 2u * h + 8u);
-    const __m256 q = _mm256_shuffle_ps(a, b, 0x88);
-    _mm256_storeu_ps(DST + h, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(q),
-                                                                      0xD8)));
-}""",
-    "avx512": """\
-const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-for (size_t h = 0; h < CNT; h += 16u)
-    _mm512_storeu_ps(DST + h, _mm512_permutex2var_ps(_mm512_loadu_ps(SRC + 2u * h), ev,
-                                                     _mm512_loadu_ps(SRC + 2u * h + 16u)));""",
-}
 
 PACK = """\
 /* im2col of output positions [p0, p0 + nt) x patch entries [k0, k1) of one group into
@@ -178,11 +155,13 @@ def emit(ctx, node, geo, isa: str, sched: dict, bias: str, direct: bool, pad_c: 
     use(ctx, "float32")
     ctx.helper(f"{KEY}.1.pad", pad_c)
     half = ISA[isa]["lanes"]
+    # the ISA's panel copies (stride 1: copy_nr, stride 2: stride2) in place of COPY / STRIDE2
+    copies = ISAS[isa].conv_kernels
     pack = re.sub(r"( *)STRIDE2\((\w+), (\w+), ([\w\[\]]+)\)", lambda m: "\n".join(
-        m.group(1) + ln for ln in STRIDE2[isa].replace("DST", m.group(2))
+        m.group(1) + ln for ln in copies["stride2"].replace("DST", m.group(2))
         .replace("SRC", m.group(3)).replace("CNT", f"({m.group(4)} > {half}u ? NRu : {half}u)")
         .split("\n")), PACK)
-    pack = re.sub(r"COPY\((\w+), (\w+), ([\w\[\]]+)\)", lambda m: COPYNR[isa]
+    pack = re.sub(r"COPY\((\w+), (\w+), ([\w\[\]]+)\)", lambda m: copies["copy_nr"]
                   .replace("DST", m.group(1)).replace("SRC", m.group(2))
                   .replace("CNT", m.group(3)), pack)
     ctx.helper(f"{KEY}.1.pack_{isa}", pack.replace("NR", str(nr)).replace("ISA", isa))

@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 
 from ..gemm.simd import flit, nr_of
+from ..isa.registry import ISAS
 from .base_c import epilogue, use
 from .simd_gemm import GEMM_FN_TABLE, KEY, clamp_of, packed_weights, tile_gemm
 
@@ -122,37 +123,12 @@ DEINTERLEAVE
         xp[C * e[0] * e[1] * e[2] + i] = 0.0f;
 }"""
 
-# d[lo + h] = s0[2 h] for h < n (n >= 1): full vectors while they read below s0[2 n - 1]
-DEINTERLEAVE = {
-    "avx2": """\
-size_t h = 0;
-for (; h + 8u < n; h += 8u) {
-    const __m256 a = _mm256_loadu_ps(s0 + 2u * h), b = _mm256_loadu_ps(s0 + 2u * h + 8u);
-    const __m256 v = _mm256_shuffle_ps(a, b, 0x88);
-    _mm256_storeu_ps(d + lo + h, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(v),
-                                                                        0xD8)));
-}
-for (; h < n; ++h) d[lo + h] = s0[2u * h];""",
-    "avx512": """\
-const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-size_t h = 0;
-for (; h + 16u < n; h += 16u)
-    _mm512_storeu_ps(d + lo + h, _mm512_permutex2var_ps(_mm512_loadu_ps(s0 + 2u * h), ev,
-                                                        _mm512_loadu_ps(s0 + 2u * h + 16u)));
-{   /* 1..16 outputs left, 2 (n - h) - 1 floats to read */
-    const size_t rs = 2u * (n - h) - 1u;
-    const __mmask16 m0 = (__mmask16)(rs >= 16u ? 0xFFFFu : (1u << rs) - 1u);
-    const __mmask16 m1 = (__mmask16)(rs > 16u ? (1u << (rs - 16u)) - 1u : 0u);
-    const __m512 v = _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(m0, s0 + 2u * h), ev,
-                                            _mm512_maskz_loadu_ps(m1, s0 + 2u * h + 16u));
-    _mm512_mask_storeu_ps(d + lo + h, (__mmask16)((1u << (n - h)) - 1u), v);
-}""",
-}
-
 
 def pad_ph(isa: str) -> str:
+    """PAD_PH with the ISA's stride-2 de-interleave (its description's ``deinterleave``)."""
     ind = " " * 24
-    body = "\n".join(ind + ln if ln else ln for ln in DEINTERLEAVE[isa].split("\n"))
+    body = "\n".join(ind + ln if ln else ln
+                     for ln in ISAS[isa].conv_kernels["deinterleave"].split("\n"))
     return PAD_PH.replace("DEINTERLEAVE", body).replace("ISA", isa)
 
 

@@ -43,42 +43,44 @@ import numpy as np
 
 from ..gemm.simd import _header, flit
 from ..gemm.tile import clamp_expr, clamp_sides
+from ..isa.registry import ISAS
 from ..isa.x86 import include, pin
 from .base_c import epilogue
 from .simd_gemm import KEY, clamp_of
 
-# vector flavors: C spellings, lanes L
-FLAVORS = {
-    "avx2": dict(vec="__m256", L=8, p="_mm256",
-                 mdecl="const __m256i m = _mm256_loadu_si256((const __m256i *)"
-                       "(aicc_sg_avx2_mtab + {c}u));",
-                 mload="_mm256_maskload_ps({p}, m)", mstore="_mm256_maskstore_ps({p}, m, {v})"),
-    "avx512": dict(vec="__m512", L=16, p="_mm512",
-                   mdecl="const __mmask16 m = (__mmask16){mask}u;",
-                   mload="_mm512_maskz_loadu_ps(m, {p})",
-                   mstore="_mm512_mask_storeu_ps({p}, m, {v})"),
-    "avx512y": dict(vec="__m256", L=8, p="_mm256",
-                    mdecl="const __mmask8 m = (__mmask8){mask}u;",
-                    mload="_mm256_maskz_loadu_ps(m, {p})",
-                    mstore="_mm256_mask_storeu_ps({p}, m, {v})"),
-}
-# per flavor (measured on Zen 5, MobileNet shapes): channel vectors per block (at most),
-# positions per block (at most), registers for a block's accumulators and weights, bytes of
-# the input rows one output row of a channel strip reads (L1 budget)
-TUNE = {"avx2": (1, 8, 14, 24576), "avx512": (2, 8, 29, 20000),
-        "avx512y": (1, 12, 29, 24576)}
-# flavors whose input vectors are pinned in registers (simd.PIN: GCC folded each load into the
-# 2-3 FMAs using it, and the loads set the pace; Intel Xeon, C A/B: DS-CNN x86-avx512 -3%
-# against the unpinned kernels, MobileNetV1-0.25 -0.7%, MobileNetV2 unchanged)
-PIN = {"avx512"}
+
+def _flavors() -> dict:
+    """The vector flavors, by name: per ISA whose description has a conv ``nhwc_dw`` entry
+    one of its vectors (named as the ISA), and one of its ``nhwc_dw_narrow`` entry (few
+    channels: x86-avx512's 8-lane "avx512y"). Each: vec, L (lanes), p (intrinsics prefix),
+    mdecl / mload / mstore (the tail mask and masked accesses), tune, pin, isa (whose)."""
+    out = {}
+    for name, i in ISAS.items():
+        k = i.conv_kernels
+        if "nhwc_dw" in k:
+            out[name] = dict(vec=i.vector["v"], L=i.lanes, p=i.prefix, isa=name, **k["nhwc_dw"])
+        if "nhwc_dw_narrow" in k:
+            out[k["nhwc_dw_narrow"]["name"]] = dict(k["nhwc_dw_narrow"], isa=name)
+    return out
+
+
+FLAVORS = _flavors()
+# per flavor: channel vectors per block (at most), positions per block (at most), registers
+# for a block's accumulators and weights, bytes of the input rows one output row of a channel
+# strip reads (L1 budget); each measured (isa/<name>/conv.py)
+TUNE = {fl: f["tune"] for fl, f in FLAVORS.items()}
+# flavors whose input vectors are pinned in registers (isa/x86.PIN)
+PIN = {fl for fl, f in FLAVORS.items() if f["pin"]}
 
 
 def supports(geo, isa) -> bool:
-    return isa in ("avx2", "avx512") and geo.depthwise
+    return isa in ISAS and "nhwc_dw" in ISAS[isa].conv_kernels and geo.depthwise
 
 
 def flavor(geo, isa: str) -> str:
-    return "avx512y" if isa == "avx512" and geo.cin <= 8 else isa
+    """isa's flavor, or its narrow one for at most its ``cmax`` channels."""
+    narrow = ISAS[isa].conv_kernels.get("nhwc_dw_narrow")
+    return narrow["name"] if narrow is not None and geo.cin <= narrow["cmax"] else isa
 
 
 def _groups(nv: int, vbmax: int) -> list:
@@ -338,8 +340,8 @@ def driver(ctx, geo, isa: str, gen: _Gen | None = None, clamp: tuple = (True, Tr
     gen = gen or _Gen(flavor(geo, isa), geo, clamp)
     if gen.pinned:
         pin(ctx)
-    if gen.fl == "avx2" and gen.tail != gen.L:
-        _header(ctx, "avx2")            # the include and the lane mask table
+    if not ISAS[gen.f["isa"]].masked and gen.tail != gen.L:
+        _header(ctx, gen.f["isa"])      # the include and the lane mask table (mdecl's)
     else:
         include(ctx, isa)
     ctx.helper(f"{gen.hkey}.{gen.name}", gen.text())

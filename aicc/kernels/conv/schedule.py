@@ -5,7 +5,8 @@ node's ``aicc_schedule``; and the input extents the padded copies cover.
 from __future__ import annotations
 
 from ..gemm.simd import nr_of
-from ..isa.registry import table
+from ..gemm.tile import V
+from ..isa.registry import ISAS, table
 
 
 # conv schedule defaults per ISA (target yaml `schedule: conv:` and aicc_schedule override)
@@ -21,7 +22,9 @@ def schedule(isa: str, *overrides) -> dict:
             if k in s:
                 s[k] = str(v) if k == "algo" else int(v)
     nr = nr_of(isa)
-    s["mr"] = max(1, min(s["mr"], 14 if isa == "avx512" else 6))
+    # the micro-kernels hold mr x V vectors of accumulators: the rows the GEMM's V-vector
+    # kernels take at most on the ISA's registers
+    s["mr"] = max(1, min(s["mr"], ISAS[isa].gemm_mr_max[V]))
     s["kc"] = max(1, s["kc"])
     s["jb"] = max(nr, s["jb"] // nr * nr)
     s["tile_kb"] = max(1, s["tile_kb"])

@@ -1,4 +1,4 @@
-"""The SIMD GEMM of the conv paths (kernels/conv/simd.py, float32, avx2 / avx512): micro-kernels in
+"""The SIMD GEMM of the conv paths (kernels/conv/simd.py, float32, x86 SIMD): micro-kernels in
 kernels/gemm/simd.py's design (mr rows x NR = 2 vectors of FMA accumulators, 1-/2-row kernels on 4/2
 panels at once, the last partial panel masked) generalized for conv: the B operand is read as
 ``B(k, j) = b[(j / NR) * bs + k * rs + j % NR]`` (packed im2col panels: bs = K * NR, rs = NR;
@@ -16,6 +16,7 @@ import math
 from ..gemm.simd import ISA, _header, nr_of, panels_at_once, register_clamp, row_counts
 from ..gemm.simd import epilogue as scalar_epilogue
 from ..gemm.tile import V, _f, column_loops, tile_clamp, tile_k_loop, tile_open, tile_store
+from ..isa.registry import ISAS
 from ..vmath.act import ACT_ATTRS, fused_epilogue
 
 KEY = "gemm_simd.6.cv"           # helper keys sort after gemm_simd's includes and epilogues
@@ -59,7 +60,10 @@ def kernel(ctx, isa: str, mr: int, table: bool = False) -> str:
     if mr == 1:
         o.append("    (void)ldy;")
     o.append("    size_t j = 0;")
-    add = "_mm256_add_ps" if isa == "avx2" else "_mm512_add_ps"
+    add = ISAS[isa].vector["add"]
+    # the same row of the next panel toward the cache (as the GEMM kernels do), on the ISAs
+    # whose description has it (tile_prefetch: why, measured)
+    pf = ISAS[isa].conv_kernels.get("tile_prefetch")
 
     def body(npb: int, masked: bool, ind: str):
         cols = npb * V
@@ -67,16 +71,10 @@ def kernel(ctx, isa: str, mr: int, table: bool = False) -> str:
         tile_open(o, d, ind, nr, npb, accs, masked, guard=False)
         pre = [f"const float *restrict ak = a + k * {mr}u;"]
         pre += [f"const float *restrict bk{p} = b{p} + {brow};" for p in range(npb)]
-        if not table and isa == "avx512":
-            # the same row of the next panel, toward L2 (ISA pf_next) while this one computes
-            # (as the GEMM kernels do): weights streamed from memory (ResNet-18's
-            # 512-channel 3x3 convs on 7x7, 9 MB each: 1.34 -> 1.05 ms interleaved with
-            # onnxruntime, prefetched to L1); to L2 instead of L1: ResNet-18 -2.7 to -3.4%
-            # (Intel Xeon), ResNet-8 1.00-1.01 (gemm_simd). Integer arithmetic,
-            # as the last panel's "next" is past the array. Not on avx2: its 6-row kernels ran
-            # the same layer 1.24 -> 1.82 ms with it (measured on AMD Zen 5)
-            pre += [f"_mm_prefetch((const char *)((uintptr_t)(bk{npb - 1} + {q}u) + "
-                    f"bs * sizeof(float)), _MM_HINT_{d['pf_next']});" for q in range(0, nr, 16)]
+        if not table and pf:
+            # integer address arithmetic, as the last panel's "next" is past the array
+            pre += [pf.format(p=f"(uintptr_t)(bk{npb - 1} + {q}u) + bs * sizeof(float)",
+                              hint=d["pf_next"]) + ";" for q in range(0, nr, 16)]
         # B is not padded (the input itself, or a partial im2col panel): masked loads
         tile_k_loop(o, d, ind, accs, pre,
                     lambda p, c: _f(d["mload"] if masked else d["load"], p=f"bk{p} + {c * L}u",

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..gemm.portable import pack_b, pack_helper
 from ..gemm.simd import flit, nr_of
+from ..isa.registry import ISAS
 from .base_c import epilogue, use
 from .simd_gemm import GEMM_FN, KEY, clamp_of, tile_gemm
 
@@ -82,19 +83,6 @@ COPYRUN
         }
 }"""
 
-COPYRUN = {
-    "avx2": """\
-                        const __m256i m0 = _mm256_loadu_si256(
-                            (const __m256i *)(aicc_sg_avx2_mtab + 8u - (n < 8u ? n : 8u)));
-                        const __m256i m1 = _mm256_loadu_si256(
-                            (const __m256i *)(aicc_sg_avx2_mtab + 8u - (n > 8u ? n - 8u : 0u)));
-                        _mm256_storeu_ps(dr, _mm256_maskload_ps(sr, m0));
-                        _mm256_storeu_ps(dr + 8u, _mm256_maskload_ps(sr + 8u, m1));""",
-    "avx512": """\
-                        _mm512_storeu_ps(dr, _mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1u),
-                                                                   sr));""",
-}
-
 DRIVER = """\
 /* Transposed conv GEMM: per batch item, group and tile of nt positions, Y^T[m, Mo] =
  * patches[m, K] @ W^T (wp: per group the weights in column panels of NR, K * NR floats each;
@@ -111,7 +99,7 @@ static void aicc_cv_convt_ISA(const aicc_conv_params *p, const float *restrict x
     const size_t ntap = p->k[0] * p->k[1] * p->k[2], K = p->cin_g * ntap;
     const size_t C = p->group * p->cin_g, Mo = p->cout_g, npan = (Mo + NRu - 1) / NRu;
     const size_t Vg = p->cin_g * e[0] * e[1] * e[2];
-    const __m128 vlo = _mm_set_ss(lo), vhi = _mm_set_ss(hi);
+    CLAMP1_DECL
     for (size_t n = 0; n < p->batch; ++n) {
         const float *restrict xn = x + n * C * X;
         if (xp) {
@@ -134,8 +122,7 @@ static void aicc_cv_convt_ISA(const aicc_conv_params *p, const float *restrict x
                     const float b = bias ? bias[oc] : 0.0f;
                     float *restrict yr = y + (n * p->group * Mo + oc) * P + p0;
                     for (size_t r = 0; r < m; ++r)      /* branch-free clamp (NaN passes) */
-                        yr[r] = _mm_cvtss_f32(_mm_min_ss(vhi, _mm_max_ss(vlo,
-                                    _mm_set_ss(tbuf[r * Mo + j] + b))));
+                        yr[r] = CLAMP1;
                     if (ep)
                         ep(yr, m);
                 }
@@ -188,10 +175,14 @@ def emit(ctx, node, geo, isa: str, sched: dict, bias: str, pad_c: str, ext) -> N
     ep = epilogue(ctx, node, "float32") if act else "NULL"
     use(ctx, "float32")
     ctx.helper(f"{KEY}.1.pad", pad_c)
-    ctx.helper(f"{KEY}.1.packp_{isa}", PACKP.replace("COPYRUN", COPYRUN[isa])
-               .replace("ISA", isa))
+    # COPYRUN: the ISA's copy of a stride-1 run (its description's copy_run)
+    run = "\n".join(" " * 24 + ln for ln in ISAS[isa].conv_kernels["copy_run"].split("\n"))
+    ctx.helper(f"{KEY}.1.packp_{isa}", PACKP.replace("COPYRUN", run).replace("ISA", isa))
+    c1 = ISAS[isa].conv_kernels["clamp1"]                         # the scalar clamp
+    clamp = c1["expr"].format(x="tbuf[r * Mo + j] + b", br="\n" + " " * 36)
     ctx.helper(f"{KEY}.3.convt_{isa}", DRIVER.replace("GEMM_FN", GEMM_FN).replace("NR", str(nr))
-               .replace("ISA", isa))
+               .replace("ISA", isa).replace("CLAMP1_DECL", c1["decl"])
+               .replace("CLAMP1", clamp))
     npan = -(-mo // nr)
     w = ctx.in_const(1)
     if w is not None:

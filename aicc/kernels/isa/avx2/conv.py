@@ -1,2 +1,88 @@
-"""avx2: the conv kernels' spellings and tuning (kernels/conv)."""
-TABLE: dict = {}
+"""avx2: the conv kernels' spellings and tuning (kernels/conv).
+
+Templates: {x} / {p} / {v} as each entry says; DST, SRC and CNT are the pointer / count
+placeholders of kernels/conv/im2col.py's panel copies.
+"""
+TABLE: dict = dict(
+    # kernels/conv/bcast.py, direct conv with the input broadcast: its auto rules (prefer /
+    # prefer_nhwc) and register blocking (blocking). Measured on x86-avx2, C loop, us, bcast vs
+    # the variant auto took before: 16 -> 32 stride 2 23.8 vs 26.2, 32 -> 64 stride 2 22.9 vs
+    # 24.7, 1x1 stride 2 3.4 vs 4.6, 128 -> 256 stride 2 at 28x28 1149 vs 1131, ResNet-8's
+    # first conv 13.1 vs 11.6 (implicit): strided convs only, small outputs.
+    bcast=dict(
+        small_cin=0,            # input channels counted as few (0: none)
+        out_max=16384,          # output floats at most
+        few_out_max=16384,      # output floats at most with few input channels
+        w_max=2 << 20,          # weight bytes at most (every band streams them: stay in L2)
+        # ConvNHWC: input channels counted as few, channel vectors at most (vs its im2col
+        # GEMM, us: 3 -> 32 s2 onto 112x112 258 vs 293, 3 -> 16 s2 onto 48x48 22.9 vs 26.4,
+        # 3 -> 24 s2 onto 64x64 63 vs 70; 8 vectors, where each band's input is broadcast 4
+        # times, lose: 3 -> 64 s2 onto 112x112 488 vs 460, 1 -> 64 10x4 s2 onto 25x5 6.7 vs
+        # 5.8)
+        nhwc_cin=4, nhwc_nv=4,
+        # one input channel (the band re-broadcast per channel block is one plane): DS-CNN's
+        # 1 -> 64 10x4 with its padded taps left out (conv_bcast_edges), Intel Xeon, C A/B:
+        # the model -2.7% against the im2col ConvNHWC
+        nhwc_nv_cin1=8,
+        # accumulators per register block beside the V weight vectors and the broadcasts, of
+        # 16 registers (16 -> 32 stride 2: 28.5 us with 12 accumulators, GCC spilled; 23.8
+        # with 10)
+        acc=10,
+        vmax=2,                 # channel vectors per block
+    ),
+    # the float at lvalue {x} in every lane (bcast_k's input broadcasts)
+    splat="_mm256_broadcast_ss(&{x})",
+    # im2col panel copy of NR = 2 vectors d[0 .. NR) = s[0 .. NR) (vector moves: no memmove
+    # call per panel row); the second vector only when the run is longer than one (CNT)
+    copy_nr="_mm256_storeu_ps(DST, _mm256_loadu_ps(SRC)); "
+            "if (CNT > 8u) _mm256_storeu_ps(DST + 8u, _mm256_loadu_ps(SRC + 8u));",
+    # im2col stride-2 gather of NR floats d[l] = s[2 * l] (reads s[0 .. 2 * NR - 1]: one past
+    # the last)
+    stride2="""\
+for (size_t h = 0; h < CNT; h += 8u) {
+    const __m256 a = _mm256_loadu_ps(SRC + 2u * h), b = _mm256_loadu_ps(SRC + 2u * h + 8u);
+    const __m256 q = _mm256_shuffle_ps(a, b, 0x88);
+    _mm256_storeu_ps(DST + h, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(q),
+                                                                      0xD8)));
+}""",
+    # implicit GEMM's stride-2 phase planes: d[lo + h] = s0[2 h] for h < n (n >= 1), full
+    # vectors while they read below s0[2 n - 1], then scalar
+    deinterleave="""\
+size_t h = 0;
+for (; h + 8u < n; h += 8u) {
+    const __m256 a = _mm256_loadu_ps(s0 + 2u * h), b = _mm256_loadu_ps(s0 + 2u * h + 8u);
+    const __m256 v = _mm256_shuffle_ps(a, b, 0x88);
+    _mm256_storeu_ps(d + lo + h, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(v),
+                                                                        0xD8)));
+}
+for (; h < n; ++h) d[lo + h] = s0[2u * h];""",
+    # transposed GEMM's patch gather, stride 1: the run of n <= 16 floats at sr to dr, two
+    # 8-lane masked loads (rows of the lane-mask table) stored 16 floats wide
+    copy_run="""\
+const __m256i m0 = _mm256_loadu_si256(
+    (const __m256i *)(aicc_sg_avx2_mtab + 8u - (n < 8u ? n : 8u)));
+const __m256i m1 = _mm256_loadu_si256(
+    (const __m256i *)(aicc_sg_avx2_mtab + 8u - (n > 8u ? n - 8u : 0u)));
+_mm256_storeu_ps(dr, _mm256_maskload_ps(sr, m0));
+_mm256_storeu_ps(dr + 8u, _mm256_maskload_ps(sr + 8u, m1));""",
+    # the branch-free scalar clamp of the transposed copies to NCHW (dwchan, transposed):
+    # decl declares vlo / vhi from lo / hi, expr is min(hi, max(lo, {x})) ({br}: its line
+    # break); max / min return the second operand when one is NaN, so NaN passes. SSE scalar:
+    # the same on every x86 ISA
+    clamp1=dict(decl="const __m128 vlo = _mm_set_ss(lo), vhi = _mm_set_ss(hi);",
+                expr="_mm_cvtss_f32(_mm_min_ss(vhi, _mm_max_ss(vlo,{br}_mm_set_ss({x}))))"),
+    # no tile_prefetch (the conv micro-kernels' prefetch of the next panel): the 6-row
+    # kernels ran ResNet-18's 512-channel 3x3 convs on 7x7 1.24 -> 1.82 ms with it (AMD Zen 5)
+    #
+    # kernels/conv/nhwc_dw.py, channel-last depthwise: the tail vector's mask ({c} = 8 - tail
+    # lanes: a row of gemm_simd's lane-mask table), masked load / store of {p} (and {v});
+    # tune: channel vectors per block (at most), positions per block (at most), registers for
+    # a block's accumulators and weights, bytes of the input rows one output row of a channel
+    # strip reads (L1 budget), measured on Zen 5, MobileNet shapes; pin: input vectors pinned
+    # in registers (isa/x86.PIN)
+    nhwc_dw=dict(
+        mdecl="const __m256i m = _mm256_loadu_si256((const __m256i *)"
+              "(aicc_sg_avx2_mtab + {c}u));",
+        mload="_mm256_maskload_ps({p}, m)", mstore="_mm256_maskstore_ps({p}, m, {v})",
+        tune=(1, 8, 14, 24576), pin=False),
+)
