@@ -296,3 +296,34 @@ def test_external_data_larger_than_a_tensor_can_be(tmp_path):
     r = cli("build", model, "-o", tmp_path / "out")
     assert r.returncode == 2, r.stderr
     assert "one tensor holds at most" in r.stderr, r.stderr
+
+
+def test_folding_never_evaluates_an_output_above_its_limit(tmp_path, monkeypatch):
+    """Range(0, 3e9, 1) has constant inputs; folding would build its 24 GB output before
+    comparing it with max_bytes. It is not evaluated (the Range stays a node), and the
+    build stops at the tensor limit with one line."""
+    from aicc.frontend import import_model
+    from aicc.passes import fold_constants as fc
+    calls = []
+    real = fc.lookup
+
+    def spy(node, opset):
+        op = real(node, opset)
+        if node.op_type == "Range":
+            calls.append(node.name)
+        return op
+    monkeypatch.setattr(fc, "lookup", spy)
+    c = {"a": 0, "b": 3_000_000_000, "d": 1}
+    model = _model(tmp_path / "m.onnx",
+                   [helper.make_node("Range", ["a", "b", "d"], ["r"]),
+                    helper.make_node("ReduceSum", ["r"], ["s"], keepdims=1),
+                    helper.make_node("Cast", ["s"], ["sf"], to=F),
+                    helper.make_node("Add", ["x", "sf"], ["y"])],
+                   [helper.make_tensor_value_info("x", F, [1])],
+                   [helper.make_tensor_value_info("y", F, [1])],
+                   [_const(k, v, np.int64) for k, v in c.items()])
+    g = fc.fold_constants(import_model(model))
+    assert calls == [] and "r" not in g.constants
+    assert [n.op_type for n in g.nodes][0] == "Range"
+    r = cli("build", model, "-o", tmp_path / "out")
+    assert r.returncode == 2 and "limits.max_tensor_bytes" in r.stderr, r.stderr

@@ -63,6 +63,17 @@ def _shape_value(node, g):
     return np.array(dims, dtype=np.int64)
 
 
+def _too_big(g, n, max_bytes: int) -> bool:
+    """n's outputs, by their inferred types, exceed max_bytes: not evaluated at all (a
+    Range or ConstantOfShape of 3e9 elements would take its 24 GB before the size check)."""
+    total = 0
+    for o in n.outputs:
+        t = g.types.get(o) if o else None
+        if t is not None and t.is_static:
+            total += max(t.nbytes, 0)
+    return total > max_bytes
+
+
 @graph_pass("fold-constants")
 def fold_constants(g, *, max_bytes: int = 256 << 20):
     """Replace every foldable node by constants. A node folds when all its (present)
@@ -80,7 +91,7 @@ def fold_constants(g, *, max_bytes: int = 256 << 20):
             elif n.op_type in ("Shape", "Size") and (n.inputs[0] in g.types or n.inputs[0] in g.constants):
                 v = _shape_value(n, g)
                 vals = None if v is None else [v]
-            elif (n.inputs and
+            elif (n.inputs and not _too_big(g, n, max_bytes) and
                   all(i in g.constants for i in n.inputs if i) and
                   not any(isinstance(v, object) and hasattr(v, "SerializeToString")
                           for v in n.attrs.values())):
