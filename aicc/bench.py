@@ -1,5 +1,6 @@
 """Latency of a bundle, optionally side by side with onnxruntime (1 thread, all graph
-optimizations) in the same process, interleaved run by run. Median and p90 in ms."""
+optimizations) in the same process, interleaved run by run. Median and p90 of the thread
+CPU time per run, in ms."""
 from __future__ import annotations
 
 import time
@@ -7,7 +8,25 @@ import time
 import numpy as np
 
 from .bundle.loader import load
-from .validate import random_inputs
+from .errors import InputError
+from .validate import load_npz, random_inputs
+
+
+def _ort_runner(model, feeds):
+    """A function running the model once in onnxruntime on one thread; onnxruntime's own
+    errors (a model it cannot load, inputs it refuses) become one InputError line."""
+    try:
+        import onnxruntime as ort
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = 1
+        so.inter_op_num_threads = 1
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        sess = ort.InferenceSession(str(model), so, providers=["CPUExecutionProvider"])
+        sess.run(None, feeds)
+    except Exception as e:  # noqa: BLE001 - onnxruntime raises many kinds
+        msg = " ".join(str(e).split())
+        raise InputError(f"onnxruntime cannot run {model}: {msg[:300]}") from None
+    return lambda: sess.run(None, feeds)
 
 
 def _stats(ts):
@@ -17,23 +36,20 @@ def _stats(ts):
 
 
 def bench(bundle, model=None, *, seconds: float = 2.0, warmup: int = 5, min_runs: int = 10,
-          ort_isa: str = "native") -> dict:
-    """``ort_isa``: a level of isa_mask.LEVELS (e.g. "avx2") hides newer CPU features from
-    onnxruntime, which must not be loaded in this process yet; "native": what the CPU has."""
+          ort_isa: str = "native", inputs=None) -> dict:
+    """Times are the calling thread's CPU time per run (both engines run on it: onnxruntime
+    with one intra-op thread), so a busy machine does not inflate them. ``ort_isa``: a level
+    of isa_mask.LEVELS (e.g. "avx2") hides newer CPU features from onnxruntime, which must
+    not be loaded in this process yet; "native": what the CPU has. ``inputs``: an .npz of
+    the inputs (default: random, seeded)."""
     if model is not None:
         from .isa_mask import restrict
         restrict(ort_isa)
     b = load(bundle)
-    feeds = random_inputs(b.inputs, 0)
+    feeds = load_npz(inputs) if inputs is not None else random_inputs(b.inputs, 0)
     fns = {"aicc": lambda: b.run(feeds)}
     if model is not None:
-        import onnxruntime as ort
-        so = ort.SessionOptions()
-        so.intra_op_num_threads = 1
-        so.inter_op_num_threads = 1
-        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        sess = ort.InferenceSession(str(model), so, providers=["CPUExecutionProvider"])
-        fns["onnxruntime"] = lambda: sess.run(None, feeds)
+        fns["onnxruntime"] = _ort_runner(model, feeds)
     for f in fns.values():
         for _ in range(warmup):
             f()
@@ -41,9 +57,9 @@ def bench(bundle, model=None, *, seconds: float = 2.0, warmup: int = 5, min_runs
     deadline = time.perf_counter() + seconds * len(fns)
     while time.perf_counter() < deadline or min(len(v) for v in times.values()) < min_runs:
         for k, f in fns.items():
-            t0 = time.perf_counter()
+            t0 = time.thread_time()
             f()
-            times[k].append(time.perf_counter() - t0)
+            times[k].append(time.thread_time() - t0)
     res = {k: _stats(v) for k, v in times.items()}
     if "onnxruntime" in res:
         res["ratio"] = res["aicc"]["median_ms"] / res["onnxruntime"]["median_ms"]

@@ -195,6 +195,7 @@ def golden_check(bundle, golden_dir):
 @cli.command()
 @click.argument("bundle", type=click.Path(file_okay=False))
 @click.option("--model", type=click.Path(dir_okay=False), help="Also time onnxruntime (1 thread).")
+@click.option("-i", "--inputs", type=click.Path(dir_okay=False), help="inputs.npz [random, seeded]")
 @click.option("--seconds", default=2.0, show_default=True, help="Time budget per engine.")
 @click.option("--warmup", default=5, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
@@ -205,12 +206,14 @@ def golden_check(bundle, golden_dir):
               type=click.Choice(["native", *ISA_LEVELS]),
               help="Hide newer CPU features from onnxruntime (Linux x86-64 with CPUID "
                    "faulting), e.g. avx2 to compare an x86-avx2 bundle with its AVX2 kernels.")
-def bench(bundle, model, seconds, warmup, as_json, top, ort_isa):
-    """Median and p90 latency of BUNDLE (and of onnxruntime with --model), interleaved."""
+def bench(bundle, model, inputs, seconds, warmup, as_json, top, ort_isa):
+    """Median and p90 thread CPU time per run of BUNDLE (and of onnxruntime with --model),
+    interleaved."""
     if top is not None:
         return _profile(bundle, warmup, as_json, top)
     from .bench import bench as do_bench
-    res = do_bench(bundle, model, seconds=seconds, warmup=warmup, ort_isa=ort_isa)
+    res = do_bench(bundle, model, seconds=seconds, warmup=warmup, ort_isa=ort_isa,
+                   inputs=inputs)
     if as_json:
         click.echo(json.dumps(res, indent=1, sort_keys=True))
         return

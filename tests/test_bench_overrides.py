@@ -132,6 +132,20 @@ def test_bench_and_profile(tmp_path):
     assert res["aicc"]["runs"] >= 10 and res["onnxruntime"]["runs"] >= 10
     assert res["aicc"]["median_ms"] > 0 and res["ratio"] > 0
     assert res["aicc"]["p90_ms"] >= res["aicc"]["median_ms"]
+    feeds = {i["name"]: rng(5).normal(size=i["shape"]).astype(np.float32)
+             for i in json.loads((out / "manifest.json").read_text())["inputs"]}
+    np.savez(tmp_path / "in.npz", **feeds)
+    r = cli("bench", out, "--model", model, "-i", tmp_path / "in.npz", "--seconds", "0.1",
+            "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["onnxruntime"]["runs"] >= 10
+    bad = {k: v[..., :1] for k, v in feeds.items()}          # a shape onnxruntime refuses
+    np.savez(tmp_path / "bad.npz", **bad)
+    r = cli("bench", tmp_path / "b", "--model", model, "-i", tmp_path / "bad.npz",
+            "--seconds", "0.1")
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith("aicc: error: onnxruntime cannot run ") \
+        and len(r.stderr.splitlines()) == 1, r.stderr
     r = cli("bench", out, "--profile", "0", "--json")
     assert r.returncode == 0, r.stderr
     prof = json.loads(r.stdout)
