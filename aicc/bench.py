@@ -9,7 +9,7 @@ import numpy as np
 
 from .bundle.loader import load
 from .errors import InputError
-from .validate import load_npz, random_inputs
+from .validate import index_bounds, load_npz, random_inputs
 
 
 def _ort_runner(model, feeds):
@@ -46,7 +46,8 @@ def bench(bundle, model=None, *, seconds: float = 2.0, warmup: int = 5, min_runs
         from .isa_mask import restrict
         restrict(ort_isa)
     b = load(bundle)
-    feeds = load_npz(inputs) if inputs is not None else random_inputs(b.inputs, 0)
+    feeds = (load_npz(inputs) if inputs is not None else
+             random_inputs(b.inputs, 0, bounds=index_bounds(model) if model else None))
     fns = {"aicc": lambda: b.run(feeds)}
     if model is not None:
         fns["onnxruntime"] = _ort_runner(model, feeds)

@@ -113,18 +113,19 @@ def _report(results, rtol, atol, label):
 def validate(model, bundle, inputs, seed, rtol, atol):
     """Compare BUNDLE with onnxruntime (or onnx.reference) on MODEL; exit 1 on mismatch."""
     from .bundle.loader import load
-    from .validate import compare, load_npz, random_inputs, reference_outputs
-    from .validate import dynamic_sizes
+    from .validate import (compare, dynamic_sizes, index_bounds, load_npz, random_inputs,
+                           reference_outputs)
     b = load(bundle)
     names = [o["name"] for o in b.outputs]
+    bounds = index_bounds(model)
     if inputs or not b.dynamic:
-        feeds = load_npz(inputs) if inputs else random_inputs(b.inputs, seed)
+        feeds = load_npz(inputs) if inputs else random_inputs(b.inputs, seed, bounds=bounds)
         want, which = reference_outputs(model, feeds, names)
         _report(compare(b.run(feeds), want, rtol, atol), rtol, atol, f"validate against {which}")
         return
     results = []          # a dynamic bundle without -i: 1, each bucket and one past it
     for dims in dynamic_sizes(b.dynamic):
-        feeds = random_inputs(b.inputs, seed, dims)
+        feeds = random_inputs(b.inputs, seed, dims, bounds)
         want, which = reference_outputs(model, feeds, names)
         at = ",".join(f"{k}={v}" for k, v in dims.items())
         for c in compare(b.run(feeds), want, rtol, atol):

@@ -9,14 +9,15 @@ import numpy as np
 from . import __version__
 from .bundle.loader import load
 from .errors import InputError, ValidationMismatch
-from .validate import compare, load_npz, random_inputs, reference_outputs
+from .validate import compare, index_bounds, load_npz, random_inputs, reference_outputs
 
 
 def record(model, bundle, golden_dir, *, inputs=None, seed=0, rtol=1e-4, atol=1e-5) -> str:
     """Run the bundle, check it against the reference (onnxruntime when installed), and
     store inputs, the bundle's outputs and the tolerance for ``check``."""
     b = load(bundle)
-    feeds = load_npz(inputs) if inputs else random_inputs(b.inputs, seed)
+    feeds = (load_npz(inputs) if inputs
+             else random_inputs(b.inputs, seed, bounds=index_bounds(model)))
     got = b.run(feeds)
     want, which = reference_outputs(model, feeds, [o["name"] for o in b.outputs])
     res = compare(got, want, rtol, atol)

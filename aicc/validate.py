@@ -13,12 +13,46 @@ DEFAULT_RTOL = 1e-4
 DEFAULT_ATOL = 1e-5
 
 
-def random_inputs(specs: list, seed: int = 0, dims: dict | None = None) -> dict:
+# ops that pass integer values through unchanged on the way to a Gather's indices
+_VALUE_PRESERVING = {"Cast", "Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Expand"}
+
+
+def index_bounds(model_path) -> dict:
+    """{graph input: n} for integer inputs that reach a Gather's indices (through Cast,
+    Reshape and similar), n the smallest size of the axes they index (an embedding table of
+    2 rows, BERT's token types): random values must stay below it."""
+    import onnx
+    model = onnx.load(str(model_path), load_external_data=False)
+    g = model.graph
+    shapes = {t.name: list(t.dims) for t in g.initializer}
+    for vi in list(g.input) + list(g.value_info):
+        dims = vi.type.tensor_type.shape.dim
+        if vi.name not in shapes and all(d.HasField("dim_value") for d in dims):
+            shapes[vi.name] = [d.dim_value for d in dims]
+    inits = {t.name for t in g.initializer}
+    origin = {i.name: i.name for i in g.input if i.name not in inits}
+    bounds: dict = {}
+    for n in g.node:                       # nodes are in topological order
+        if n.op_type in _VALUE_PRESERVING and n.input and n.input[0] in origin:
+            for o in n.output:
+                origin[o] = origin[n.input[0]]
+        if n.op_type == "Gather" and len(n.input) > 1 and n.input[1] in origin:
+            data = shapes.get(n.input[0])
+            axis = next((a.i for a in n.attribute if a.name == "axis"), 0)
+            if data and -len(data) <= axis < len(data) and data[axis] > 0:
+                src = origin[n.input[1]]
+                bounds[src] = min(bounds.get(src, data[axis]), data[axis])
+    return bounds
+
+
+def random_inputs(specs: list, seed: int = 0, dims: dict | None = None,
+                  bounds: dict | None = None) -> dict:
     """Seeded inputs for manifest input specs: floats ~ N(0, 1), 8-bit integers uniform over
     their whole range (quantized tensors: values in [0, 10) would sit far from a zero point of
     128 and saturate every output, which also hides data-dependent branches from aicc bench),
-    other integers in [0, 10) (indices, sizes), bools uniform. dims: values of a dynamic
-    bundle's dims (by name)."""
+    other integers in [0, 10) (indices, sizes; below ``bounds[name]`` for inputs indexing a
+    smaller table, see index_bounds), bools uniform. dims: values of a dynamic bundle's dims
+    (by name)."""
     rng = np.random.default_rng(seed)
     feeds = {}
     for s in specs:
@@ -35,7 +69,8 @@ def random_inputs(specs: list, seed: int = 0, dims: dict | None = None) -> dict:
             info = np.iinfo(dt)
             feeds[s["name"]] = rng.integers(info.min, int(info.max) + 1, size=shape).astype(dt)
         else:
-            feeds[s["name"]] = rng.integers(0, 10, size=shape).astype(dt)
+            top = min(10, (bounds or {}).get(s["name"], 10))
+            feeds[s["name"]] = rng.integers(0, top, size=shape).astype(dt)
     return feeds
 
 

@@ -327,3 +327,24 @@ def test_folding_never_evaluates_an_output_above_its_limit(tmp_path, monkeypatch
     assert [n.op_type for n in g.nodes][0] == "Range"
     r = cli("build", model, "-o", tmp_path / "out")
     assert r.returncode == 2 and "limits.max_tensor_bytes" in r.stderr, r.stderr
+
+
+def test_validate_keeps_random_indices_inside_their_table(tmp_path):
+    """Token types index a 2-row embedding through a Cast: validate's random int64 inputs
+    stay below 2 (values up to 9 made every reference fail: exit 2)."""
+    from aicc.validate import index_bounds
+    table = _const("emb", np.random.default_rng(0).normal(size=(2, 4)), np.float32)
+    words = _const("words", np.random.default_rng(1).normal(size=(30, 4)), np.float32)
+    vi = helper.make_tensor_value_info
+    model = _model(tmp_path / "m.onnx",
+                   [helper.make_node("Cast", ["types"], ["t32"], to=TensorProto.INT32),
+                    helper.make_node("Gather", ["emb", "t32"], ["e"]),
+                    helper.make_node("Gather", ["words", "ids"], ["w"]),
+                    helper.make_node("Add", ["e", "w"], ["y"])],
+                   [vi("types", TensorProto.INT64, [1, 5]), vi("ids", TensorProto.INT64, [1, 5])],
+                   [vi("y", F, [1, 5, 4])], [table, words])
+    assert index_bounds(model) == {"types": 2, "ids": 30}
+    r = cli("build", model, "-o", tmp_path / "b")
+    assert r.returncode == 0, r.stderr
+    r = cli("validate", model, tmp_path / "b")
+    assert r.returncode == 0, (r.stdout, r.stderr)
