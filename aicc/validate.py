@@ -132,11 +132,30 @@ class Comparison:
     max_abs: float
     max_rel: float
     detail: str
+    cosine: float = 1.0         # cosine similarity of got and want (finite elements)
+    rel_l2: float = 0.0         # ||got - want|| / ||want|| (finite elements)
+    atol: float = 0.0           # the absolute tolerance applied
+
+    def metrics(self) -> str:
+        return (f"max abs err {self.max_abs:.3g}, max rel err {self.max_rel:.3g}, "
+                f"cosine {self.cosine:.9f}, rel L2 err {self.rel_l2:.3g}")
 
 
-def compare(got: dict, want: dict, rtol=DEFAULT_RTOL, atol=DEFAULT_ATOL) -> list:
+def _cosine_l2(g, w) -> tuple:
+    nw, ng = float(np.linalg.norm(w)), float(np.linalg.norm(g))
+    cos = float(np.dot(g, w) / (nw * ng)) if nw > 0 and ng > 0 else float(nw == ng)
+    rel = float(np.linalg.norm(g - w) / nw) if nw > 0 else float(np.linalg.norm(g) > 0)
+    return cos, rel
+
+
+def compare(got: dict, want: dict, rtol=DEFAULT_RTOL, atol=DEFAULT_ATOL,
+            scaled: bool = False) -> list:
     """|got - want| <= atol + rtol * |want| elementwise (NaN must match NaN); exact for
-    integers and bools."""
+    integers and bools. ``scaled``: atol is relative to the output's magnitude (times the
+    root mean square of its finite values when that is above 1): rounding in a sum grows
+    with the size of its terms, so a near-zero element of a large output (a logit that
+    cancels out) may differ by rounding far above 1e-5 while a real error stays far above
+    that. Each float output also gets its cosine similarity and relative L2 error."""
     res = []
     for name, w in want.items():
         w = np.asarray(w)
@@ -158,15 +177,19 @@ def compare(got: dict, want: dict, rtol=DEFAULT_RTOL, atol=DEFAULT_ATOL) -> list
             inf_ok = np.array_equal(np.where(np.isinf(w64), w64, 0), np.where(np.isinf(g64), g64, 0))
             diff = np.abs(g64 - w64)[fin]
             rel = diff / np.maximum(np.abs(w64[fin]), 1e-30)
-            within = bool(np.all(diff <= atol + rtol * np.abs(w64[fin])))
+            a = atol
+            if scaled and fin.any():
+                a = atol * max(1.0, float(np.sqrt(np.mean(np.square(w64[fin])))))
+            within = bool(np.all(diff <= a + rtol * np.abs(w64[fin])))
             ma = float(diff.max()) if diff.size else 0.0
             mr = float(rel.max()) if rel.size else 0.0
             ok = nan_ok and inf_ok and within
             detail = "" if ok else ("NaN positions differ" if not nan_ok else
                                     "Inf positions differ" if not inf_ok else
-                                    f"{int(np.sum(diff > atol + rtol * np.abs(w64[fin])))} "
+                                    f"{int(np.sum(diff > a + rtol * np.abs(w64[fin])))} "
                                     f"of {w.size} elements out of tolerance")
-            res.append(Comparison(name, ok, ma, mr, detail))
+            cos, l2 = _cosine_l2(g64[fin], w64[fin])
+            res.append(Comparison(name, ok, ma, mr, detail, cos, l2, a))
         else:
             eq = np.array_equal(g, w)
             bad = int(np.sum(g != w))

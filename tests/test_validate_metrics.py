@@ -1,0 +1,63 @@
+"""aicc validate's comparison: metrics (max abs / rel, cosine, relative L2) and the default
+absolute tolerance scaled to each output's magnitude."""
+import numpy as np
+
+from aicc.validate import compare
+from tests.oracle import rng
+from tests.test_cli import aicc as cli
+from tests.test_cli import small_model
+
+
+def _large_output():
+    """Logits of rms ~100 and their float32 rounding-level perturbation, plus one element
+    that cancels to ~0 and carries an absolute rounding error of 4e-4."""
+    w = (rng(0).normal(size=1000) * 100).astype(np.float64)
+    w[7] = 1e-3
+    g = w * (1 + rng(1).uniform(-5e-8, 5e-8, size=w.size))
+    g[7] = w[7] + 4e-4
+    return g, w
+
+
+def test_rounding_on_a_large_output_passes_when_scaled():
+    g, w = _large_output()
+    plain = compare({"y": g}, {"y": w})[0]
+    scaled = compare({"y": g}, {"y": w}, scaled=True)[0]
+    assert not plain.ok and "1 of 1000 elements" in plain.detail
+    assert scaled.ok and 5e-4 < scaled.atol < 2e-3
+
+
+def test_a_real_error_fails_when_scaled():
+    g, w = _large_output()
+    g[100] += 0.01 * np.sqrt(np.mean(w ** 2))          # 1% of the output's rms
+    r = compare({"y": g}, {"y": w}, scaled=True)[0]
+    assert not r.ok and "1 of 1000 elements" in r.detail
+
+
+def test_small_outputs_keep_the_absolute_tolerance():
+    w = rng(2).normal(size=100) * 0.01
+    g = w + 2e-5
+    assert not compare({"y": g}, {"y": w}, scaled=True)[0].ok      # rms < 1: atol stays 1e-5
+    assert compare({"y": w + 5e-6}, {"y": w}, scaled=True)[0].ok
+
+
+def test_cosine_and_relative_l2():
+    w = rng(3).normal(size=(4, 50))
+    g = w + rng(4).normal(size=w.shape) * 1e-3
+    r = compare({"y": g}, {"y": w})[0]
+    gw, ww = g.ravel(), w.ravel()
+    assert np.isclose(r.cosine, gw @ ww / np.linalg.norm(gw) / np.linalg.norm(ww), rtol=1e-12)
+    assert np.isclose(r.rel_l2, np.linalg.norm(gw - ww) / np.linalg.norm(ww), rtol=1e-12)
+    assert 1e-4 < r.rel_l2 < 1e-2 and 0.99999 < r.cosine < 1
+    assert np.isclose(r.max_abs, np.abs(gw - ww).max())
+
+
+def test_validate_prints_the_metrics(tmp_path):
+    model, _ = small_model(tmp_path)
+    r = cli("build", model, "-o", tmp_path / "b")
+    assert r.returncode == 0, r.stderr
+    r = cli("validate", model, tmp_path / "b")
+    assert r.returncode == 0, r.stderr
+    assert "cosine" in r.stdout and "rel L2 err" in r.stdout and "max rel err" in r.stdout
+    assert "x the output's rms" in r.stdout
+    r = cli("validate", model, tmp_path / "b", "--atol", "1e-6")
+    assert r.returncode == 0 and "atol 1e-06)" in r.stdout, r.stdout
