@@ -9,7 +9,10 @@ weighted corner values).
 Edge cases: a batch index outside [0, N) gives an all-zero RoI output; a non-finite sample
 coordinate counts as outside (0); the adaptive sampling grid is capped at 65536 points per
 dim (only RoIs that large or NaN are affected; NaN sizes use 1), so no input value causes
-undefined behaviour.
+undefined behaviour. Run time: the sampling points off the image are not visited one by one
+(their contribution, 0 * x[0], enters once, exactly as visiting them would), so a bin costs
+at most the points that fall on the image, about (2H + 3) x (2W + 3) with the adaptive grid,
+whatever the RoI's size.
 """
 from __future__ import annotations
 
@@ -72,7 +75,45 @@ static size_t aicc_roi_grid_SFX(int ratio, TYPE size, size_t bins)
     return g > 65536 ? 65536 : (size_t)g;
 }
 
-/* RoiAlign: rois [R][4] (x1, y1, x2, y2), bidx [R], y [R][C][OH][OW]. */
+/* The sample coordinate i of a grid of g points over a bin from base, b wide (the one
+ * expression every use shares: the spans below rely on its rounding being monotonic) */
+static TYPE aicc_roi_at_SFX(TYPE base, TYPE b, size_t i, size_t g)
+{
+    return base + ((TYPE)i + (TYPE)0.5) * b / (TYPE)g;
+}
+
+/* [*lo, *hi): the grid indices whose coordinate lies in [-1, n], the rest being outside the
+ * image (weight 0). Binary searches on the monotonic coordinate when b > 0; else all. */
+static void aicc_roi_span_SFX(TYPE base, TYPE b, size_t g, size_t n, size_t *lo, size_t *hi)
+{
+    size_t a = 0, z = g;
+    *lo = 0;
+    *hi = g;
+    if (!(b > 0))
+        return;
+    while (a < z) {                     /* the first index at or above -1 */
+        const size_t m = a + (z - a) / 2;
+        if (aicc_roi_at_SFX(base, b, m, g) >= (TYPE)-1)
+            z = m;
+        else
+            a = m + 1;
+    }
+    *lo = a;
+    z = g;
+    while (a < z) {                     /* the first index above n */
+        const size_t m = a + (z - a) / 2;
+        if (aicc_roi_at_SFX(base, b, m, g) > (TYPE)n)
+            z = m;
+        else
+            a = m + 1;
+    }
+    *hi = a;
+}
+
+/* RoiAlign: rois [R][4] (x1, y1, x2, y2), bidx [R], y [R][C][OH][OW]. Points outside the
+ * image (weight 0, value 0 * x[0]) are not visited one by one: the sum adds their value
+ * once, the max takes it once where a run of them would come (both exact: adding 0 again
+ * or taking the same max again changes nothing), so a bin costs the points on the image. */
 static void aicc_roi_align_SFX(size_t N, size_t C, size_t H, size_t W, size_t R, size_t OH,
                                size_t OW, int ratio, TYPE scale, int half_pixel, int max_mode,
                                const TYPE *restrict x, const TYPE *restrict rois,
@@ -101,17 +142,29 @@ static void aicc_roi_align_SFX(size_t N, size_t C, size_t H, size_t W, size_t R,
         gw = aicc_roi_grid_SFX(ratio, rw, OW);
         cnt = (TYPE)(gh * gw > 0 ? gh * gw : 1);
         for (size_t ph = 0; ph < OH; ++ph)
-            for (size_t pw = 0; pw < OW; ++pw)
+            for (size_t pw = 0; pw < OW; ++pw) {
+                const TYPE by = y0 + (TYPE)ph * bh, bx = x0 + (TYPE)pw * bw;
+                size_t ylo, yhi, xlo, xhi;
+                aicc_roi_span_SFX(by, bh, gh, H, &ylo, &yhi);
+                aicc_roi_span_SFX(bx, bw, gw, W, &xlo, &xhi);
+                if (xlo >= xhi)
+                    ylo = yhi = gh;
                 for (size_t c = 0; c < C; ++c) {
                     const TYPE *xc = x + ((size_t)bidx[r] * C + c) * H * W;
+                    const TYPE z = (TYPE)0 * xc[0];      /* an outside point's weighted value */
                     TYPE acc = 0;
                     int first = 1;
-                    for (size_t iy = 0; iy < gh; ++iy)
-                        for (size_t ix = 0; ix < gw; ++ix) {
-                            const TYPE sy =
-                                y0 + (TYPE)ph * bh + ((TYPE)iy + (TYPE)0.5) * bh / (TYPE)gh;
-                            const TYPE sx =
-                                x0 + (TYPE)pw * bw + ((TYPE)ix + (TYPE)0.5) * bw / (TYPE)gw;
+#define AICC_ROI_OUTSIDE() do { \
+        if (!max_mode) acc += z + z + z + z; \
+        else { acc = first || z > acc ? z : acc; first = 0; } } while (0)
+                    if (ylo > 0)
+                        AICC_ROI_OUTSIDE();
+                    for (size_t iy = ylo; iy < yhi; ++iy) {
+                        const TYPE sy = aicc_roi_at_SFX(by, bh, iy, gh);
+                        if (xlo > 0)
+                            AICC_ROI_OUTSIDE();
+                        for (size_t ix = xlo; ix < xhi; ++ix) {
+                            const TYPE sx = aicc_roi_at_SFX(bx, bw, ix, gw);
                             size_t pos[4];
                             TYPE wt[4], v;
                             aicc_roi_point_SFX(sy, sx, H, W, pos, wt);
@@ -126,8 +179,15 @@ static void aicc_roi_align_SFX(size_t N, size_t C, size_t H, size_t W, size_t R,
                             acc = first || v > acc ? v : acc;
                             first = 0;
                         }
+                        if (xhi < gw)
+                            AICC_ROI_OUTSIDE();
+                    }
+                    if (yhi < gh)
+                        AICC_ROI_OUTSIDE();
+#undef AICC_ROI_OUTSIDE
                     yr[(c * OH + ph) * OW + pw] = max_mode ? acc : acc / cnt;
                 }
+            }
     }
 }"""
 

@@ -58,3 +58,19 @@ def test_roi_align_bad_batch_index_gives_zeros(tmp_path):
                           output_width=2)
     y = compile_and_run(model, feeds, tmp_path)["y"]
     assert y[0].any() and not y[1:].any()
+
+
+@pytest.mark.parametrize("mode", ["avg", "max"])
+@pytest.mark.parametrize("ctm", ["half_pixel", "output_half_pixel"])
+def test_roi_align_huge_rois(mode, ctm, tmp_path):
+    """RoIs hundreds of times the image (adaptive grids of ~300 x 300 points per bin, most of
+    them off the image), a RoI entirely off it, and one straddling an edge: the points off
+    the image enter once per run instead of one by one, with the same results as
+    onnxruntime visiting each."""
+    x = rng(8).normal(size=(1, 2, 6, 5)).astype(np.float32)
+    x[0, 0, 0, 0] = -2.5                      # x[0] is what an outside point weighs (by 0)
+    rois = np.array([[-900, -700, 800, 950], [-300, 2, 400, 3.5], [50, 60, 80, 90],
+                     [-2.2, -1.7, 3.3, 4.1]], np.float32)
+    model, feeds = _model(x, rois, np.zeros(4, np.int64), mode=mode,
+                          coordinate_transformation_mode=ctm, output_height=3, output_width=2)
+    check(model, feeds, tmp_path)
