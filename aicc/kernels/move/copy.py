@@ -185,8 +185,10 @@ def byte_helper(ctx) -> str:
     name = "aicc_tr_u8_sse"
     u = ISAS[AVX].move["u8"]
     st = "\n".join(f"                for (int i = 0; i < 8; ++i) {{\n"
-                   f"                    {d}[i] = {u['lo'].format(w=w)}({s}[2 * i], {s}[2 * i + 1]);\n"
-                   f"                    {d}[i + 8] = {u['hi'].format(w=w)}({s}[2 * i], {s}[2 * i + 1]);\n"
+                   f"                    {d}[i] = {u['lo'].format(w=w)}({s}[2 * i], "
+                   f"{s}[2 * i + 1]);\n"
+                   f"                    {d}[i + 8] = {u['hi'].format(w=w)}({s}[2 * i], "
+                   f"{s}[2 * i + 1]);\n"
                    "                }" for s, d, w in (("a", "b", 8), ("b", "a", 16),
                                                        ("a", "b", 32), ("b", "a", 64)))
     block = f"""\

@@ -35,6 +35,7 @@ def verf(ctx, isa: str) -> str:
     def bit(op, a, b):
         return ISAS[isa].integer["bit"].format(op=op, a=a, b=b)
 
+    any_big = s["any"].format(m=s["mask_andnot"].format(a="lt2", b="lt4"))   # t in [2.25, 4)
     ctx.helper(f"0.{isa}.2.{name}", f"""\
 /* erf of {d['L']} floats: activations._erf's pieces with FMA Horner steps (the [2.25, 4) piece
  * only when a lane needs it) */
@@ -49,7 +50,7 @@ static AICC_UNUSED {v} {name}({v} x)
     const {s['mask']} lt2 = {cmp('t', '2.25f', '_CMP_LT_OQ')};
     const {s['mask']} small = {cmp('t', '0.875f', '_CMP_NGE_UQ')};
     {v} h = {one};
-    if ({s['any'].format(m=s['mask_andnot'].format(a='lt2', b='lt4'))} != 0) {{   /* a lane in [2.25, 4): the third piece (rare for activations) */
+    if ({any_big} != 0) {{   /* a lane in [2.25, 4): the third piece (rare for activations) */
         const {v} ub = {d['sub']}(t, {d['set1']}(3.125f));
         const {v} big = {d['sub']}({one}, {vpoly(d, 'ub', ERF_BIG)});
         h = {s['blend'].format(a=one, b='big', m='lt4')};
