@@ -28,6 +28,7 @@ import numpy as np
 
 from ..emit_c.cwriter import c_literal, ctype
 from ..emit_c.loops import numel
+from ..kernels.isa.registry import ISAS
 from ..kernels.isa.x86 import SIMD, simd_isa
 from .base import Op, empty_body, float_dtype_reason, register_many
 from .reduce import row_extremum
@@ -84,33 +85,15 @@ static void {name}(size_t R, size_t D, const {ct} *restrict x, {ct} *restrict y)
 
 # -- SIMD rows (float32 Softmax / LogSoftmax, contiguous rows, x86-avx2 / x86-avx512) ---------
 
-# in-register reductions of one vector to a float: max and sum across the lanes (a tree)
-_HRED = {
-    "avx2": """\
-static AICC_UNUSED float aicc_hmax_avx2(__m256 v)
-{
-    __m128 t = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    t = _mm_max_ps(t, _mm_movehl_ps(t, t));
-    return _mm_cvtss_f32(_mm_max_ss(t, _mm_movehdup_ps(t)));
-}
-
-static AICC_UNUSED float aicc_hsum_avx2(__m256 v)
-{
-    __m128 t = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    t = _mm_add_ps(t, _mm_movehl_ps(t, t));
-    return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
-}""",
-    "avx512": """\
-static AICC_UNUSED float aicc_hmax_avx512(__m512 v)
-{
-    return _mm512_reduce_max_ps(v);
-}
-
-static AICC_UNUSED float aicc_hsum_avx512(__m512 v)
-{
-    return _mm512_reduce_add_ps(v);
-}""",
-}
+def _hred(ctx, isa) -> None:
+    """aicc_hmax_ISA / aicc_hsum_ISA: max and sum across the lanes of one vector, in
+    registers (the ISA's vmath table: ``hred``)."""
+    v, body = SIMD[isa]["v"], ISAS[isa].vmath["hred"]
+    ctx.helper(f"0.{isa}.5.aicc_hred", "\n\n".join(f"""\
+static AICC_UNUSED float aicc_h{fn}_{isa}({v} v)
+{{
+{body.format(op=op)}
+}}""" for fn, op in (("max", "max"), ("sum", "add"))))
 
 
 def _simd_row_helper(ctx, kind, isa) -> str:
@@ -123,7 +106,7 @@ def _simd_row_helper(ctx, kind, isa) -> str:
     d = SIMD[isa]
     v, L = d["v"], d["L"]
     ex = vexp(ctx, isa)
-    ctx.helper(f"0.{isa}.5.aicc_hred", _HRED[isa])
+    _hred(ctx, isa)
     name = f"aicc_{kind.lower()}_rows_f32_{isa}"
     if kind == "Softmax":        # e stored, then scaled by 1 / sum
         store = [f"{d['st']}(yr + j, e0);", f"{d['st']}(yr + j + {L}u, e1);"]

@@ -72,7 +72,6 @@ def gemm_helper(ctx, dt, nb: int) -> str:
     full block one at a time, 1 x 16 (GEMM 512^3 on generic, SSE2: 10.8 -> 8.5 ms)."""
     ct = ctype(dt)
     name = f"aicc_gemm_{_sfx(dt)}_nb{nb}"
-    z = c_literal(0, dt)
     sub, sub1 = min(nb, 8), min(nb, 16)
     full = _block(ct, range(MR), sub, lambda r: f"A[(i + {r}u) * ars + k * acs]", " " * 20)
     one = _block(ct, [0], sub1, lambda r: "A[(i + r) * ars + k * acs]", " " * 24)

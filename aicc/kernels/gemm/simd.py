@@ -41,7 +41,8 @@ import math
 import numpy as np
 
 from ...emit_c.cwriter import c_literal
-from ..isa.registry import include_line, table
+from ..isa.registry import ISAS, include_line, table
+from ..isa.x86 import lane_mask_table
 from ..vmath.act import ACT_ATTRS, act_expr
 from .tile import V, _f, column_loops, tile_clamp, tile_k_loop, tile_open, tile_store
 
@@ -50,7 +51,7 @@ from .tile import V, _f, column_loops, tile_clamp, tile_k_loop, tile_open, tile_
 # memory once per M block: [128 x 768] @ [768 x 3072] (9 MB of weights) took 3.3 ms
 # interleaved with onnxruntime, which reads them once (2.9 ms). 512 x 256 floats: 512 KB
 # (avx512 CPUs have 1-2 MB of L2); 256 x 256: 256 KB (AVX2 cores from Haswell on: 256 KB and
-# more). The values are in each ISA's description (isa/avx2.py, isa/avx512.py).
+# more). The values are in each ISA's description (isa/<name>/__init__.py, gemm nc).
 
 # kernels of several panels at once (few rows: B is read once, from L2 or further) prefetch
 # their panels' rows this many k ahead. benchmarks.gemm_kernels (B = 1 MB in L2, Intel Xeon),
@@ -99,19 +100,19 @@ MR_MAX = table("gemm_mr_max")
 
 def panels_at_once(mr: int, isa: str, v: int = V) -> int:
     """Adjacent panels a kernel of mr rows processes together: at least ~8 accumulators
-    (2 * mr per panel) and, on avx512, up to 24 of its 32 registers. Measured on GEMM
+    (2 * mr per panel) and two panels as long as their accumulators fit in the ISA's
+    ``acc_max`` (3/4 of the registers: 24 of avx512's 32, 12 of avx2's 16). Measured on GEMM
     Mx512x512 (avx512, weights from L3): M = 3 / 4 / 5 / 6 from 17.0 / 16.2 / 16.7 / 17.9 us
     with one panel to 13.4 / 13.3 / 13.4 / 14.9 us with two; avx2 M = 3 from 19.7 to 15.5 us
     (12 accumulators of its 16 registers). Panels of v != 2 vectors: enough panels for 8
-    accumulators, within 24 (avx512) / 12 (avx2)."""
+    accumulators, within acc_max."""
+    acc_max = ISA[isa]["acc_max"]
     if v != V:
         acc = mr * v
-        return max(1, min(-(-8 // acc), (24 if isa == "avx512" else 12) // acc))
+        return max(1, min(-(-8 // acc), acc_max // acc))
     if mr == 1:
         return 4
-    if mr == 2 or (mr == 3 and isa == "avx2") or (mr <= 6 and isa == "avx512"):
-        return 2
-    return 1
+    return 2 if 2 * mr * V <= acc_max else 1
 
 
 WIDE = 1 << 16     # column block of a GEMM with a single row tile (M < MR): no blocking
@@ -138,11 +139,8 @@ def schedule(isa: str, overrides: dict | None = None, v: int = V) -> dict:
 
 def _header(ctx, isa: str) -> None:
     ctx.helper(f"gemm_{isa}.0.include", include_line(isa))
-    if isa == "avx2":
-        ctx.helper("gemm_avx2.1.mtab", """\
-/* AVX2 lane masks: 8 - n entries from the middle give the first n lanes set */
-static const int32_t aicc_sg_avx2_mtab[16] = {-1, -1, -1, -1, -1, -1, -1, -1,
-                                              0, 0, 0, 0, 0, 0, 0, 0};""")
+    if not ISAS[isa].masked:      # the tails' lane-mask vectors (the ISA's gemm "mask")
+        ctx.helper(f"gemm_{isa}.1.mtab", lane_mask_table(isa, f"aicc_sg_{isa}_mtab"))
 
 
 def _vtag(v: int) -> str:
@@ -187,8 +185,8 @@ def _kernel_text(isa: str, mr: int, prefetch: bool = True, v: int = V) -> tuple:
         # MobileNetV2 (pointwise weights <= 1 MB, cold) ratio 0.91 with, 0.94 without.
         # Several panels at once (few rows): their own rows PF_AHEAD k ahead instead, to L1.
         ahead, hint = ("bs", d["pf_next"]) if np_b == 1 else (f"{PF_AHEAD * nr}u", "T0")
-        pre = [f"_mm_prefetch((const char *)((uintptr_t)(b{p} + k * {nr}u + {q}u) + "
-               f"{ahead} * sizeof(float)), _MM_HINT_{hint});"
+        pre = [_f(d["prefetch"], p=f"(uintptr_t)(b{p} + k * {nr}u + {q}u) + {ahead} * "
+                                  "sizeof(float)", hint=hint) + ";"
                for p in range(np_b) for q in range(0, nr, 16)] \
             if prefetch and not masked and (np_b == 1 or mr >= d["pf_rows"]) else []
         # B panels are zero padded past N: plain loads in the masked step too
@@ -197,7 +195,7 @@ def _kernel_text(isa: str, mr: int, prefetch: bool = True, v: int = V) -> tuple:
                     lambda r: f"a{r} + k", v)
         # fused epilogue (the last K block, see driver): + bias[j] per column, then the
         # clamp min(hi, max(lo, v)) (NaN passes, as the activation table's Relu / Clip)
-        pfx = "_mm256" if isa == "avx2" else "_mm512"
+        add = ISAS[isa].vector["add"]
         o.append(f"{ind}if (bias) {{")
         for c in range(cols):
             bp = f"bias + j + {c * L}u"
@@ -205,7 +203,7 @@ def _kernel_text(isa: str, mr: int, prefetch: bool = True, v: int = V) -> tuple:
                   if masked else _f(d["load"], p=bp))
             o.append(f"{ind}    {{ const {vec} bv = {ld};")
             for r in range(mr):
-                o.append(f"{ind}      {accs[r][c]} = {pfx}_add_ps({accs[r][c]}, bv);")
+                o.append(f"{ind}      {accs[r][c]} = {add}({accs[r][c]}, bv);")
             o.append(f"{ind}    }}")
         o.append(f"{ind}}}")
         o.append(f"{ind}if (lohi)")
@@ -361,7 +359,7 @@ static void {name}(size_t M, size_t N, size_t K, const float *restrict A, size_t
 {{
 {pre}    const size_t bs = K * {nr}u;
     for (size_t q = 0; q < bs && q < 4096u; q += 16u)     /* the first panel, toward L1 */
-        _mm_prefetch((const char *)(Bp + q), _MM_HINT_T0);
+        {_f(ISA[isa]["prefetch"], p="Bp + q", hint="T0")};
     for (size_t pc = 0; pc < K; pc += {kc}u) {{
         const size_t kc = K - pc < {kc}u ? K - pc : {kc}u;
         const int acc = pc > 0, last = pc + kc == K;

@@ -117,8 +117,7 @@ def tile_clamp(o: list, d: dict, ind: str, accs: list, lohi: str = "lohi") -> No
     """Clamp the accumulators to [lohi[0], lohi[1]] (a runtime pointer, non-NULL): hi = +inf
     (Relu) takes the max alone, one branch per tile (Relu: 1 instruction per vector instead of 2,
     DS-CNN on x86-avx512 -1.3%)."""
-    pfx = "_mm256" if d["lanes"] == 8 else "_mm512"
-    mn, mx = f"{pfx}_min_ps", f"{pfx}_max_ps"
+    mn, mx = d["min"], d["max"]
     xs = [x for row in accs for x in row]
     o.append(f"{ind}{{ const {d['vec']} vlo = " + _f(d["bcast"], p=lohi) + ";")
     o.append(f"{ind}  if ({lohi}[1] < HUGE_VALF) {{")

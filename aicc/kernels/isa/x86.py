@@ -7,9 +7,15 @@ from __future__ import annotations
 import numpy as np
 
 from ...emit_c.cwriter import c_literal
-from .registry import include_line, isa_for, table
+from .registry import ISAS, include_line, isa_for, table
 
 SIMD = table("vector")
+
+# The 8-float vector moves (aicc_vcopy / aicc_vzero, the 8 x 8 float and 16 x 16 byte
+# transpositions of kernels/move/copy.py) run on every x86 SIMD target, each of which has AVX
+# (AVX-512 includes it): they are spelled in, and keyed by, the x86 description with 256-bit
+# vectors.
+AVX = next(n for n, i in ISAS.items() if i.family == "x86" and i.vector_bytes == 32)
 
 
 def vconst(d, v) -> str:
@@ -52,34 +58,49 @@ def pin(ctx) -> None:
     ctx.helper("gemm_0.pin", PIN)
 
 
-VCOPY = """\
-/* n floats from s to d (not overlapping), n zeros into d: 8-float vector moves. GCC 12
+def _vcopy_text(d) -> str:
+    L = d["L"]
+    return f"""\
+/* n floats from s to d (not overlapping), n zeros into d: {L}-float vector moves. GCC 12
  * expands a memcpy / memset of a constant size of a few hundred bytes (these rows, once
  * inlined) as rep movsq / rep stosq on x86-avx2 (generic tuning), ~60 cycles a row:
  * MobileNetV1-0.25's first conv spent 5.6 of its 15 us in its band copies. */
 static inline void aicc_vcopy(float *restrict d, const float *restrict s, size_t n)
-{
-    const size_t nv = n / 8u * 8u;     /* (i + 8 <= n: a GCC 12 false UB warning) */
-    for (size_t i = 0; i < nv; i += 8u)
-        _mm256_storeu_ps(d + i, _mm256_loadu_ps(s + i));
+{{
+    const size_t nv = n / {L}u * {L}u;     /* (i + {L} <= n: a GCC 12 false UB warning) */
+    for (size_t i = 0; i < nv; i += {L}u)
+        {d['st']}(d + i, {d['ld']}(s + i));
     for (size_t i = nv; i < n; ++i)
         d[i] = s[i];
-}
+}}
 
 static inline void aicc_vzero(float *restrict d, size_t n)
-{
-    const size_t nv = n / 8u * 8u;     /* (i + 8 <= n: a GCC 12 false UB warning) */
-    for (size_t i = 0; i < nv; i += 8u)
-        _mm256_storeu_ps(d + i, _mm256_setzero_ps());
+{{
+    const size_t nv = n / {L}u * {L}u;     /* (i + {L} <= n: a GCC 12 false UB warning) */
+    for (size_t i = 0; i < nv; i += {L}u)
+        {d['st']}(d + i, {d['zero']});
     for (size_t i = nv; i < n; ++i)
         d[i] = 0.0f;
-}"""
+}}"""
+
+
+VCOPY = _vcopy_text(SIMD[AVX])
 
 
 def vcopy(ctx) -> None:
-    """aicc_vcopy / aicc_vzero (VCOPY; AVX, on both x86 targets)."""
-    include(ctx, "avx2")
-    ctx.helper("gemm_avx2.0.vcopy", VCOPY)
+    """aicc_vcopy / aicc_vzero (VCOPY; AVX, on every x86 SIMD target)."""
+    include(ctx, AVX)
+    ctx.helper(f"gemm_{AVX}.0.vcopy", VCOPY)
+
+
+def lane_mask_table(isa: str, name: str) -> str:
+    """C text of ``int32_t name[2 L]``, L lanes of -1 then L of 0: for an ISA without mask
+    registers, the vector of the first n lanes set is a load at ``name + L - n``."""
+    L = ISAS[isa].lanes
+    head = f"static const int32_t {name}[{2 * L}] = {{"
+    return (f"/* {isa.upper()} lane masks: {L} - n entries from the middle give the first n "
+            f"lanes set */\n{head}{', '.join(['-1'] * L)},\n"
+            f"{' ' * len(head)}{', '.join(['0'] * L)}}};")
 
 
 # per ISA: integer vector type and ops, abs/sign masks, compare-select, lane 0

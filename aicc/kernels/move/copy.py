@@ -14,7 +14,8 @@ bounds: all offsets are computed at compile time from static shapes.
 from __future__ import annotations
 
 from ...emit_c.loops import numel, strides_of
-from ..isa.x86 import include, simd_isa
+from ..isa.registry import ISAS
+from ..isa.x86 import AVX, SIMD, include, simd_isa
 
 
 C_BLOCK = 4         # block edge of the portable 2-D transposition (elements)
@@ -119,7 +120,7 @@ def c_helper(ctx, ct: str) -> str:
 
 
 def _blocked(ctx, name: str, et: str, bs: int, doc: str, block: str,
-             isa: str | None = "avx2") -> str:
+             isa: str | None = AVX) -> str:
     """Register the 2-D transposition helper ``name(R, C, src, ss, dst, ds)``: dst[c * ds + r]
     = src[r * ss + c] on elements et, ``block`` (C text over s, d) moving each bs x bs block
     of the column panels of 64, each panel through all rows, then the scalar edges."""
@@ -156,16 +157,18 @@ def avx_helper(ctx) -> str:
     """float32 2-D transposition in 8 x 8 register blocks (AVX): bits are moved unchanged
     (also Gemm's transposed A operand on the SIMD targets, gemm.a_rows)."""
     name = "aicc_tr_f32_avx"
-    loads = "\n".join(f"                const __m256 r{i} = _mm256_loadu_ps(s + {i}u * ss);"
+    d, p = SIMD[AVX], ISAS[AVX].prefix
+    v = d["v"]
+    loads = "\n".join(f"                const {v} r{i} = {d['ld']}(s + {i}u * ss);"
                        for i in range(8))
-    unp = "\n".join(f"                const __m256 t{2 * i} = _mm256_unpacklo_ps(r{2 * i}, r{2 * i + 1}), "
-                     f"t{2 * i + 1} = _mm256_unpackhi_ps(r{2 * i}, r{2 * i + 1});"
+    unp = "\n".join(f"                const {v} t{2 * i} = {p}_unpacklo_ps(r{2 * i}, r{2 * i + 1}), "
+                     f"t{2 * i + 1} = {p}_unpackhi_ps(r{2 * i}, r{2 * i + 1});"
                      for i in range(4))
     shf = "\n".join(
-        f"                const __m256 u{4 * h + 2 * j} = _mm256_shuffle_ps(t{4 * h + j}, "
-        f"t{4 * h + j + 2}, 0x44), u{4 * h + 2 * j + 1} = _mm256_shuffle_ps(t{4 * h + j}, "
+        f"                const {v} u{4 * h + 2 * j} = {p}_shuffle_ps(t{4 * h + j}, "
+        f"t{4 * h + j + 2}, 0x44), u{4 * h + 2 * j + 1} = {p}_shuffle_ps(t{4 * h + j}, "
         f"t{4 * h + j + 2}, 0xEE);" for h in range(2) for j in range(2))
-    sto = "\n".join(f"                _mm256_storeu_ps(d + {i}u * ds, _mm256_permute2f128_ps(u{i % 4}, "
+    sto = "\n".join(f"                {d['st']}(d + {i}u * ds, {p}_permute2f128_ps(u{i % 4}, "
                      f"u{i % 4 + 4}, {'0x20' if i < 4 else '0x31'}));" for i in range(8))
     return _blocked(ctx, name, "float", 8, """\
 /* 2-D float transposition dst[c * ds + r] = src[r * ss + c] (r < R, c < C) in 8 x 8 AVX
@@ -180,19 +183,22 @@ def byte_helper(ctx) -> str:
     moved unchanged (channel-last int8 chains, passes/layout_nhwc.py: MobileNetV2 int8's
     32 x 112 x 112 uint8 NCHW -> NHWC took 195 us as strided loops)."""
     name = "aicc_tr_u8_sse"
+    u = ISAS[AVX].move["u8"]
     st = "\n".join(f"                for (int i = 0; i < 8; ++i) {{\n"
-                   f"                    {d}[i] = _mm_unpacklo_epi{w}({s}[2 * i], {s}[2 * i + 1]);\n"
-                   f"                    {d}[i + 8] = _mm_unpackhi_epi{w}({s}[2 * i], {s}[2 * i + 1]);\n"
+                   f"                    {d}[i] = {u['lo'].format(w=w)}({s}[2 * i], "
+                   f"{s}[2 * i + 1]);\n"
+                   f"                    {d}[i + 8] = {u['hi'].format(w=w)}({s}[2 * i], "
+                   f"{s}[2 * i + 1]);\n"
                    "                }" for s, d, w in (("a", "b", 8), ("b", "a", 16),
                                                        ("a", "b", 32), ("b", "a", 64)))
     block = f"""\
                 static const unsigned char rev[16] = {{0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15}};
-                __m128i a[16], b[16];
+                {u['vec']} a[16], b[16];
                 for (int i = 0; i < 16; ++i)
-                    a[i] = _mm_loadu_si128((const __m128i *)(const void *)(s + (size_t)i * ss));
+                    a[i] = {u['ld']}((const {u['vec']} *)(const void *)(s + (size_t)i * ss));
 {st}
                 for (int k = 0; k < 16; ++k)
-                    _mm_storeu_si128((__m128i *)(void *)(d + (size_t)rev[k] * ds), a[k]);"""
+                    {u['st']}(({u['vec']} *)(void *)(d + (size_t)rev[k] * ds), a[k]);"""
     return _blocked(ctx, name, "uint8_t", 16, """\
 /* 2-D byte transposition dst[c * ds + r] = src[r * ss + c] (r < R, c < C) in 16 x 16 SSE2
  * register blocks: four perfect-shuffle stages of unpacks (8-, 16-, 32-, 64-bit), after

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from string import Template
 
+from ..isa.registry import ISAS
+
 TEMPLATE = Template("""\
 /* y[c * ldy + p] = t[p * ldt + c] for p < np, c < nc (ldt >= nc rounded up to $L): $L x $L
  * blocks in registers, the last channels' rows not stored; the last positions scalar. */
@@ -41,32 +43,9 @@ $lanes
     }
 }""")
 
-LANES = {   # (the 128-bit lane stages, the array holding the transposed rows)
-    "avx512": ("""\
-            for (int i = 0; i < 4; ++i) {
-                s[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
-                s[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xDD);
-                s[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
-                s[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xDD);
-            }
-            for (int i = 0; i < 4; ++i) {
-                r[i] = _mm512_shuffle_f32x4(s[i], s[i + 8], 0x88);
-                r[i + 8] = _mm512_shuffle_f32x4(s[i], s[i + 8], 0xDD);
-                r[i + 4] = _mm512_shuffle_f32x4(s[i + 4], s[i + 12], 0x88);
-                r[i + 12] = _mm512_shuffle_f32x4(s[i + 4], s[i + 12], 0xDD);
-            }""", "r"),
-    "avx2": ("""\
-            for (int i = 0; i < 4; ++i) {
-                s[i] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x20);
-                s[i + 4] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x31);
-            }""", "s"),
-}
-
-_ISA = {"avx512": ("__m512", "16", "_mm512"), "avx2": ("__m256", "8", "_mm256")}
-
 
 def transpose_c(isa: str) -> str:
-    """C text of aicc_cb_tr_{isa}."""
-    vec, lanes, pfx = _ISA[isa]
-    lane_text, out = LANES[isa]
-    return TEMPLATE.substitute(isa=isa, vec=vec, L=lanes, pfx=pfx, lanes=lane_text, out=out)
+    """C text of aicc_cb_tr_{isa} (the 128-bit lane stages: the ISA's move table)."""
+    I = ISAS[isa]
+    return TEMPLATE.substitute(isa=isa, vec=I.vector["v"], L=str(I.lanes), pfx=I.prefix,
+                               lanes=I.move["tr_lanes"], out=I.move["tr_out"])

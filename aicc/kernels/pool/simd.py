@@ -42,68 +42,20 @@ butterfly reduction across lanes; the mean divides the sum by n.
 from __future__ import annotations
 
 from ..conv.base_c import use
-from ..isa.registry import include_line
-from ..isa.x86 import simd_isa
+from ..isa.registry import ISAS, include_line, table
+from ..isa.x86 import lane_mask_table, simd_isa
 from .portable import TAPS
 
-ISAS = ("avx2", "avx512")
+# the ISAs with pool spellings (isa/<name>/pool.py)
+POOL = table("pool")
 
-_D = {
-    "avx2": dict(
-        L=8, v="__m256", mt="__m256i", ld="_mm256_loadu_ps", st="_mm256_storeu_ps",
-        set1="_mm256_set1_ps", add="_mm256_add_ps", mul="_mm256_mul_ps",
-        zero="_mm256_setzero_ps()",
-        mask="_mm256_loadu_si256((const __m256i *)(aicc_ps_mtab + 8u - ({n})))",
-        mload="_mm256_maskload_ps({p}, {m})", mstore="_mm256_maskstore_ps({p}, {m}, {v})",
-        # masked load with -inf in the masked-off lanes
-        mload_ninf="_mm256_blendv_ps(_mm256_set1_ps(-INFINITY), _mm256_maskload_ps({p}, {m}), "
-                   "_mm256_castsi256_ps({m}))",
-        # quotient, 0 where the divisor is 0
-        divz="_mm256_and_ps(_mm256_div_ps({a}, {d}), "
-             "_mm256_cmp_ps({d}, _mm256_setzero_ps(), _CMP_NEQ_UQ))",
-        even="_mm256_shuffle_ps({lo}, {hi}, 0x88)",     # lanes 0 2 8 10 | 4 6 12 14
-        odd="_mm256_shuffle_ps({lo}, {hi}, 0xDD)",      # lanes 1 3 9 11 | 5 7 13 15
-        fix="_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd({a}), 0xD8))",
-        gidx="_mm256_setr_epi32({lanes})",
-        gather="_mm256_i32gather_ps({p}, gi, 4)",
-        perms=["_mm256_permute2f128_ps({a}, {a}, 1)", "_mm256_permute_ps({a}, 0x4E)",
-               "_mm256_permute_ps({a}, 0xB1)"],
-        first="_mm256_cvtss_f32({a})",
-    ),
-    "avx512": dict(
-        L=16, v="__m512", mt="__mmask16", ld="_mm512_loadu_ps", st="_mm512_storeu_ps",
-        set1="_mm512_set1_ps", add="_mm512_add_ps", mul="_mm512_mul_ps",
-        zero="_mm512_setzero_ps()",
-        mask="(__mmask16)((1u << ({n})) - 1u)",
-        mload="_mm512_maskz_loadu_ps({m}, {p})", mstore="_mm512_mask_storeu_ps({p}, {m}, {v})",
-        mload_ninf="_mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), {m}, {p})",
-        divz="_mm512_maskz_div_ps(_mm512_cmp_ps_mask({d}, _mm512_setzero_ps(), _CMP_NEQ_UQ), "
-             "{a}, {d})",
-        even="_mm512_permutex2var_ps({lo}, ev, {hi})",
-        odd="_mm512_permutex2var_ps({lo}, od, {hi})",
-        fix="{a}",
-        gidx="_mm512_setr_epi32({lanes})",
-        gather="_mm512_i32gather_ps(gi, {p}, 4)",
-        perms=["_mm512_shuffle_f32x4({a}, {a}, 0x4E)", "_mm512_shuffle_f32x4({a}, {a}, 0xB1)",
-               "_mm512_permute_ps({a}, 0x4E)", "_mm512_permute_ps({a}, 0xB1)"],
-        first="_mm512_cvtss_f32({a})",
-    ),
-}
 
-MAXN = {
-    "avx2": """\
-/* max with NaN propagation from either operand (max_ps alone returns b when one is NaN) */
-static inline __m256 aicc_ps_maxn_avx2(__m256 a, __m256 b)
-{
-    return _mm256_blendv_ps(_mm256_max_ps(a, b), a, _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
-}""",
-    "avx512": """\
-/* max with NaN propagation from either operand (max_ps alone returns b when one is NaN) */
-static inline __m512 aicc_ps_maxn_avx512(__m512 a, __m512 b)
-{
-    return _mm512_mask_max_ps(a, _mm512_cmp_ps_mask(a, a, _CMP_ORD_Q), a, b);
-}""",
-}
+def _spell(isa) -> dict:
+    """The spellings of the pool kernels on ``isa``: the vector vocabulary, the GEMM's masked
+    load / store (``mt`` the mask type), lane 0 as a float (``first``) and the pool table."""
+    I = ISAS[isa]
+    return {**I.vector, "mt": I.gemm["mtype"], "mload": I.gemm["mload"],
+            "mstore": I.gemm["mstore"], "first": I.integer["lane0"] + "({a})", **I.pool}
 
 
 def isa_of(ctx, dt):
@@ -112,36 +64,39 @@ def isa_of(ctx, dt):
     if str(dt) != "float32":
         return None
     isa = simd_isa(ctx)
-    return isa if isa in ISAS else None
+    return isa if isa in POOL else None
 
 
 def _header(ctx, isa):
     ctx.helper(f"pool_simd.{isa}.0.include", include_line(isa))
-    if isa == "avx2":
-        ctx.helper("pool_simd.avx2.1.mtab", """\
-/* AVX2 lane masks: 8 - n entries from the middle give the first n lanes set */
-static const int32_t aicc_ps_mtab[16] = {-1, -1, -1, -1, -1, -1, -1, -1,
-                                         0, 0, 0, 0, 0, 0, 0, 0};""")
+    if not ISAS[isa].masked:      # tails through lane-mask vectors (the pool table's mask)
+        ctx.helper(f"pool_simd.{isa}.1.mtab", lane_mask_table(isa, "aicc_ps_mtab"))
 
 
 def _op(ctx, isa, avg):
     """The combining operation (a, b) -> C expression: add, or the NaN-propagating max (its
     helper registered only then: an unused static function fails clang's -Werror)."""
     if avg:
-        return lambda a, b: f"{_D[isa]['add']}({a}, {b})"
-    ctx.helper(f"pool_simd.{isa}.2.maxn", MAXN[isa])
+        return lambda a, b: f"{ISAS[isa].vector['add']}({a}, {b})"
+    v = ISAS[isa].vector["v"]
+    ctx.helper(f"pool_simd.{isa}.2.maxn", f"""\
+/* max with NaN propagation from either operand (max_ps alone returns b when one is NaN) */
+static inline {v} aicc_ps_maxn_{isa}({v} a, {v} b)
+{{
+    return {POOL[isa]['maxn']};
+}}""")
     return lambda a, b: f"aicc_ps_maxn_{isa}({a}, {b})"
 
 
 def _reduce(isa, op, a):
     """Lines folding the lanes of vector ``a`` with ``op`` (butterfly: every lane ends with
     the result)."""
-    return [f"{a} = {op(a, p.format(a=a))};" for p in _D[isa]["perms"]]
+    return [f"{a} = {op(a, p.format(a=a))};" for p in POOL[isa]["perms"]]
 
 
 def row_buffer(geo, isa) -> int:
     """Floats of the padded row buffer: the padded row and every horizontal vector read."""
-    L = _D[isa]["L"]
+    L = ISAS[isa].lanes
     W, OW, PW = geo.inp[-1], geo.out[-1], geo.pad[-1]
     KW, SW, DW = geo.k[-1], geo.stride[-1], geo.dil[-1]
     last = -(-OW // L) * L - L              # start of the last (maybe partial) vector
@@ -156,7 +111,7 @@ def row_buffer(geo, isa) -> int:
 
 
 def _window_helper(ctx, isa, geo, avg) -> str:
-    d = _D[isa]
+    d = _spell(isa)
     L, v = d["L"], d["v"]
     k3 = (1,) * (3 - len(geo.k)) + tuple(geo.k)
     KD, KH, KW = k3
@@ -173,15 +128,14 @@ def _window_helper(ctx, isa, geo, avg) -> str:
             e = off - off % 2
             return d["odd" if off % 2 else "even"].format(lo=f"lo{e}", hi=f"hi{e}")
         return d["gather"].format(p=f"s + {off}u")
-    consts = []
-    if SW == 2 and isa == "avx512":
+    consts, vi = [], ISAS[isa].integer["vi"]
+    if SW == 2 and d.get("pair_index"):
         for nm, first in (("ev", 0), ("od", 1)):
             if not any(t * DW % 2 == first for t in range(KW)):
                 continue              # (no odd tap offsets with an even dilation)
-            consts.append(f"const __m512i {nm} = _mm512_setr_epi32("
-                          + ", ".join(str(2 * i + first) for i in range(L)) + ");")
+            consts.append(f"const {vi} {nm} = " + d["gidx"].format(
+                lanes=", ".join(str(2 * i + first) for i in range(L))) + ";")
     if SW > 2:
-        vi = "__m512i" if isa == "avx512" else "__m256i"
         consts.append(f"const {vi} gi = "
                       + d["gidx"].format(lanes=", ".join(str(SW * i) for i in range(L))) + ";")
     how = {1: "plain loads", 2: "de-interleaved loads"}.get(SW, "gathers")
@@ -269,7 +223,7 @@ static void {name}(const aicc_conv_params *p, const float *restrict x, float *re
     o.append(f"                        {v} a = {tap(offs[0])};")
     for f in offs[1:]:
         o.append(f"                        a = {op('a', tap(f))};")
-    if SW == 2 and d["fix"] != "{a}":
+    if SW == 2 and "fix" in d:
         o.append(f"                        a = {d['fix'].format(a='a')};")
     if avg:
         o.append(f"                        {{\n                            const {v} dv = "
@@ -298,7 +252,7 @@ def emit_window(ctx, geo, avg: bool, flag: int, isa: str) -> None:
         ctx.helper("pool.0.taps", TAPS)
     _header(ctx, isa)
     name = _window_helper(ctx, isa, geo, avg)
-    L = _D[isa]["L"]
+    L = ISAS[isa].lanes
     B = row_buffer(geo, isa)
     vr = ctx.scratch(B * 4, "float", "vr")
     cx = ctx.scratch((geo.out[-1] + L) * 4, "float", "cx") if avg else "NULL"
@@ -308,7 +262,7 @@ def emit_window(ctx, geo, avg: bool, flag: int, isa: str) -> None:
 
 
 def _global_helper(ctx, isa, avg) -> str:
-    d = _D[isa]
+    d = _spell(isa)
     L, v = d["L"], d["v"]
     kind = "avg" if avg else "max"
     name = f"aicc_ps_global_{kind}_{isa}"

@@ -17,25 +17,13 @@ from __future__ import annotations
 import numpy as np
 
 from ...emit_c.cwriter import c_literal
+from ..isa.registry import ISAS
 from ..isa.x86 import SIMD, include_vmath, vpoly
 from .coeffs import ERF_BIG, ERF_MID, ERF_SMALL, GELU_K
 
-# blend(a, b, m): b where the compare mask m holds, else a; cmp(x, c, pred) the mask
-_SEL = {
-    "avx2": dict(mask="__m256", cmp="_mm256_cmp_ps({x}, {y}, {p})",
-                 blend="_mm256_blendv_ps({a}, {b}, {m})", bit="_mm256_{op}_ps({a}, {b})",
-                 any_big="_mm256_movemask_ps(_mm256_andnot_ps(lt2, lt4)) != 0"),
-    "avx512": dict(mask="__mmask16", cmp="_mm512_cmp_ps_mask({x}, {y}, {p})",
-                   blend="_mm512_mask_blend_ps({m}, {a}, {b})",     # float and/or: AVX512DQ
-                   bit="_mm512_castsi512_ps(_mm512_{op}_si512(_mm512_castps_si512({a}), "
-                       "_mm512_castps_si512({b})))",
-                   any_big="(lt4 & (__mmask16)~lt2) != 0"),
-}
-
-
 def verf(ctx, isa: str) -> str:
     """Name of the vector erf ``V aicc_erf_ISA(V x)`` (registered once)."""
-    d, s = SIMD[isa], _SEL[isa]
+    d, s = SIMD[isa], ISAS[isa].vmath     # s: compare masks, blend (isa/<name>/vmath.py)
     v = d["v"]
     name = f"aicc_erf_{isa}"
     include_vmath(ctx, isa)
@@ -45,8 +33,9 @@ def verf(ctx, isa: str) -> str:
         return s["cmp"].format(x=x, y=f"{d['set1']}({c})", p=p)
 
     def bit(op, a, b):
-        return s["bit"].format(op=op, a=a, b=b)
+        return ISAS[isa].integer["bit"].format(op=op, a=a, b=b)
 
+    any_big = s["any"].format(m=s["mask_andnot"].format(a="lt2", b="lt4"))   # t in [2.25, 4)
     ctx.helper(f"0.{isa}.2.{name}", f"""\
 /* erf of {d['L']} floats: activations._erf's pieces with FMA Horner steps (the [2.25, 4) piece
  * only when a lane needs it) */
@@ -61,7 +50,7 @@ static AICC_UNUSED {v} {name}({v} x)
     const {s['mask']} lt2 = {cmp('t', '2.25f', '_CMP_LT_OQ')};
     const {s['mask']} small = {cmp('t', '0.875f', '_CMP_NGE_UQ')};
     {v} h = {one};
-    if ({s['any_big']}) {{   /* a lane in [2.25, 4): the third piece (rare for activations) */
+    if ({any_big} != 0) {{   /* a lane in [2.25, 4): the third piece (rare for activations) */
         const {v} ub = {d['sub']}(t, {d['set1']}(3.125f));
         const {v} big = {d['sub']}({one}, {vpoly(d, 'ub', ERF_BIG)});
         h = {s['blend'].format(a=one, b='big', m='lt4')};

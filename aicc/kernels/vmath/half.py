@@ -12,34 +12,14 @@ the payload as it is.
 """
 from __future__ import annotations
 
-from ..isa.registry import include_line
+from ..isa.registry import ISAS, include_line
 from ..isa.x86 import simd_isa
 
 RNE = "_MM_FROUND_TO_NEAREST_INT"
-# per ISA: lanes; one vector down / up / round (down and up in registers) at x, y; the tail:
-# x86-avx2 one value {x}[i] at a time (a loop over m), x86-avx512 one masked vector of the m
-# values left
-_V = {
-    "avx2": dict(
-        L=8, tail_loop=True,
-        down="_mm_storeu_si128((__m128i *)({y}), _mm256_cvtps_ph(_mm256_loadu_ps({x}), RNE));",
-        up="_mm256_storeu_ps({y}, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)({x}))));",
-        round="_mm256_storeu_ps({y}, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps({x}), RNE)));",
-        tail_down="{y}[i] = (uint16_t)_mm_extract_epi16(_mm_cvtps_ph(_mm_set_ss({x}[i]), RNE), 0);",
-        tail_up="{y}[i] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128({x}[i])));",
-        tail_round="{y}[i] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss({x}[i]), RNE)));"),
-    "avx512": dict(
-        L=16, tail_loop=False,
-        down="_mm256_storeu_si256((__m256i *)({y}), _mm512_cvtps_ph(_mm512_loadu_ps({x}), RNE));",
-        up="_mm512_storeu_ps({y}, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)({x}))));",
-        tail_down="_mm256_mask_storeu_epi16({y}, {mask}, _mm512_cvtps_ph("
-                  "_mm512_maskz_loadu_ps({mask}, {x}), RNE));",
-        round="_mm512_storeu_ps({y}, _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_loadu_ps({x}), RNE)));",
-        tail_up="_mm512_mask_storeu_ps({y}, {mask}, _mm512_cvtph_ps("
-                "_mm256_maskz_loadu_epi16({mask}, {x})));",
-        tail_round="_mm512_mask_storeu_ps({y}, {mask}, _mm512_cvtph_ps(_mm512_cvtps_ph("
-                   "_mm512_maskz_loadu_ps({mask}, {x}), RNE)));"),
-}
+# per ISA (its vmath table's ``half``): one vector down / up / round (down and up in
+# registers) at x, y; the tail: one value at a time (a loop over m) without mask registers,
+# else one masked vector of the m values left
+_V = {name: i.vmath["half"] for name, i in ISAS.items() if "half" in i.vmath}
 
 
 def emit(ctx, src, dst, n: int) -> bool:
@@ -65,7 +45,7 @@ def emit_round(ctx, n: int) -> bool:
 
 def _emit(ctx, isa, way, n):
     v = _V[isa]
-    x, y, L = ctx.inp[0], ctx.out[0], v["L"]
+    x, y, L = ctx.inp[0], ctx.out[0], ISAS[isa].lanes
     ctx.kernel = isa
     ctx.helper(f"0.{isa}.0.include", include_line(isa))
     full = n - n % L
@@ -75,9 +55,9 @@ def _emit(ctx, isa, way, n):
     if full == n:
         return
     m, tx, ty = n - full, f"({x} + {full}u)", f"({y} + {full}u)"
-    mask = f"(__mmask16)((1u << {m}u) - 1u)"
+    mask = v.get("mask", "").format(m=m)
     tail = v[f"tail_{way}"].format(x=tx, y=ty, mask=mask).replace("RNE", RNE)
-    if v["tail_loop"]:
+    if not ISAS[isa].masked:
         with ctx.block(f"for (size_t i = 0; i < {m}u; ++i)"):
             ctx(tail)
     else:

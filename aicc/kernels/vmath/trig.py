@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...emit_c.cwriter import c_literal
-from ..isa.registry import include_line
+from ..isa.registry import ISAS, include_line
 from ..isa.x86 import INT, INT_BITS, SIMD, lane0, vconst, vpoly
 
 FUNCS = ("sin", "cos", "atan", "asin", "acos")
@@ -40,13 +40,6 @@ _ASIN = (4.2163199048e-2, 2.4181311049e-2, 4.5470025998e-2, 7.4953002686e-2, 1.6
 _PIO2 = (1.5707963705062866, -4.371139000186243e-08)      # float(pi/2) and the rest
 _PIO4 = 0.7853981852531433
 BIG = 8192.0                  # sin / cos: larger |x| go to the C library
-# per ISA: truncating float -> int32, the lanes of a float compare as a bit mask
-_T = {
-    "avx2": dict(cvtt="_mm256_cvttps_epi32",
-                 any="_mm256_movemask_ps(_mm256_cmp_ps({x}, {y}, _CMP_GT_OQ))"),
-    "avx512": dict(cvtt="_mm512_cvttps_epi32", any="_mm512_cmp_ps_mask({x}, {y}, _CMP_GT_OQ)"),
-}
-
 
 
 def _spell(isa):
@@ -76,6 +69,7 @@ static {d['v']} {name}({d['v']} x)
 def vsincos(ctx, isa: str, fn: str) -> str:
     """Name of ``V aicc_sin_ISA(V x)`` / cos (fn)."""
     d, i, li, bit, sel = _spell(isa)
+    m = ISAS[isa].vmath         # truncation, compare masks (isa/<name>/vmath.py)
     v, L = d["v"], d["L"]
     sign = vconst(d, -0.0)
     r = "ax"
@@ -92,9 +86,10 @@ def vsincos(ctx, isa: str, fn: str) -> str:
     flip = f"{li['flt']}({i['slli']}({li['band']}({jj}, {li['set1']}(4)), 29))"
     if fn == "sin":
         flip = bit("xor", flip, bit("and", sign, "x"))
+    big = m["any"].format(m=m["cmp"].format(x="ax", y=vconst(d, BIG), p="_CMP_GT_OQ"))
     body = f"""\
     const {v} ax = {bit('andnot', sign, 'x')};
-    {li['vi']} j = {_T[isa]['cvtt']}({d['mul']}(ax, {vconst(d, 4 / np.pi)}));
+    {li['vi']} j = {m['cvtt']}({d['mul']}(ax, {vconst(d, 4 / np.pi)}));
     j = {li['band']}({i['add']}(j, {li['set1']}(1)), {li['set1']}(~1));
     const {v} y = {li['cvt']}(j);
     const {v} r = {r};
@@ -102,7 +97,7 @@ def vsincos(ctx, isa: str, fn: str) -> str:
     const {v} q = {li['cvt']}({li['band']}(j, {li['set1']}(2)));
     {v} res = {sel(first, second, 'q', vconst(d, 0.0), '_CMP_NEQ_OQ')};
     res = {bit('xor', 'res', flip)};
-    if ({_T[isa]['any'].format(x='ax', y=vconst(d, BIG))}) {{   /* large |x|, +-Inf: libm */
+    if ({big}) {{   /* large |x|, +-Inf: libm */
         float a[{L}], o[{L}];
         {d['st']}(a, x);
         {d['st']}(o, res);

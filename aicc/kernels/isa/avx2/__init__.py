@@ -29,7 +29,15 @@ ISA = Isa(
               zero="_mm256_setzero_ps()", mtype="__m256i",
               mask="_mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + 8u - ({n})))",
               mload="_mm256_maskload_ps({p}, {m})",
-              mstore="_mm256_maskstore_ps({p}, {m}, {v})"),
+              mstore="_mm256_maskstore_ps({p}, {m}, {v})",
+              # the clamp epilogue's min / max (gemm/tile.py tile_clamp)
+              min="_mm256_min_ps", max="_mm256_max_ps",
+              # a prefetch of the line at {p} toward cache level {hint} (T0: L1, T1: L2)
+              prefetch="_mm_prefetch((const char *)({p}), _MM_HINT_{hint})",
+              # most accumulators a kernel of several panels keeps: 3/4 of the 16
+              # registers, the rest for the B vectors and broadcasts (gemm/simd.py
+              # panels_at_once)
+              acc_max=12),
     gemm_mr_max={1: 12, 2: 6, 3: 4},
     conv=dict(mr=6, kc=256, jb=64, tile_kb=192, implicit_pct=5, algo="auto", wino_m=0,
               wino_kb=768, wino_chan=1, edge_kernels=8),

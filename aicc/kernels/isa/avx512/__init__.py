@@ -33,7 +33,15 @@ ISA = Isa(
               zero="_mm512_setzero_ps()", mtype="__mmask16",
               mask="(__mmask16)((1u << ({n})) - 1u)",
               mload="_mm512_maskz_loadu_ps({m}, {p})",
-              mstore="_mm512_mask_storeu_ps({p}, {m}, {v})"),
+              mstore="_mm512_mask_storeu_ps({p}, {m}, {v})",
+              # the clamp epilogue's min / max (gemm/tile.py tile_clamp)
+              min="_mm512_min_ps", max="_mm512_max_ps",
+              # a prefetch of the line at {p} toward cache level {hint} (T0: L1, T1: L2)
+              prefetch="_mm_prefetch((const char *)({p}), _MM_HINT_{hint})",
+              # most accumulators a kernel of several panels keeps: 3/4 of the 32
+              # registers, the rest for the B vectors and broadcasts (gemm/simd.py
+              # panels_at_once)
+              acc_max=24),
     gemm_mr_max={1: 28, 2: 14, 3: 9},
     conv=dict(mr=12, kc=256, jb=64, tile_kb=192, implicit_pct=13, algo="auto", wino_m=0,
               wino_kb=768, wino_chan=1, edge_kernels=8),
