@@ -128,7 +128,7 @@ def kernel(isa: str, g, r: int, nv: int, wstep: int, tag: str, bias: bool, clamp
     if any(clamp):
         ln.append("    {" + "".join(f" const {vec} v{s} = {I.vector['set1']}({s});"
                                      for s, on in zip(("lo", "hi"), clamp) if on))
-        mn, mx = I.integer["min"], I.vector["max"]          # float min / max
+        mn, mx = I.vector["min"], I.vector["max"]           # float min / max
         for row in acc:
             for c in row:
                 ln.append(f"      {c} = {clamp_expr(c, clamp, mn, mx)};")

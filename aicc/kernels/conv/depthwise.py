@@ -32,7 +32,7 @@ UNROLL = 8          # vectors per step of the kernel (independent FMA chains)
 def kernel(ctx, isa: str, u: int) -> str:
     d = ISA[isa]
     L, vec = d["lanes"], d["vec"]
-    mx, mn = ISAS[isa].vector["max"], ISAS[isa].integer["min"]     # float max / min
+    mx, mn = ISAS[isa].vector["max"], ISAS[isa].vector["min"]      # float max / min
     name = f"aicc_dw_{isa}_u{u}"
     accs = [f"a{i}" for i in range(u)]
     fma = d["fma"]

@@ -26,6 +26,8 @@ class Isa:
     masked: bool = False        # per-lane mask registers: a tail is a masked load / store of
                                 # n lanes; without them a tail reads a lane-mask table
     vector: dict = field(default_factory=dict)     # float32 vector spellings (see isa/x86.py)
+    mask: dict = field(default_factory=dict)       # tails: mtype, mask ({n} first lanes),
+                                                   # mload ({m}, {p}), mstore ({p}, {m}, {v})
     integer: dict = field(default_factory=dict)    # integer vector spellings of exp / tanh
     int_bits: dict = field(default_factory=dict)   # bit-level spellings of log / expm1 / trig
     gemm: dict = field(default_factory=dict)       # GEMM spellings and default schedule

@@ -51,11 +51,11 @@ POOL = table("pool")
 
 
 def _spell(isa) -> dict:
-    """The spellings of the pool kernels on ``isa``: the vector vocabulary, the GEMM's masked
+    """The spellings of the pool kernels on ``isa``: the vector vocabulary, the ISA's masked
     load / store (``mt`` the mask type), lane 0 as a float (``first``) and the pool table."""
     I = ISAS[isa]
-    return {**I.vector, "mt": I.gemm["mtype"], "mload": I.gemm["mload"],
-            "mstore": I.gemm["mstore"], "first": I.integer["lane0"] + "({a})", **I.pool}
+    return {**I.vector, "mt": I.mask["mtype"], "mload": I.mask["mload"],
+            "mstore": I.mask["mstore"], "first": I.integer["lane0"] + "({a})", **I.pool}
 
 
 def isa_of(ctx, dt):

@@ -110,7 +110,7 @@ def _rows_kernel(ctx, isa: str) -> str:
     """``aicc_qdw_{isa}``: one output row of n values: acc[j] = sum over taps t of
     w[t] * p[off[t] + j] (float32, exact), stored as int32."""
     I = ISAS[isa]
-    d, g = I.vector, I.gemm
+    d, g = I.vector, I.mask
     v, L = d["v"], d["L"]
     name = f"aicc_qdw_{isa}"
     cvt = I.integer["cvt"]

@@ -164,7 +164,7 @@ def _requant_fast_f32(isa: str, ydt: str, rf: str, mcol: bool = False) -> tuple:
         return fill(T["rqf_one"], rf=rf, o=o,
                     vm=f"{I.vector['ld']}(m + j + {o}u)" if mcol else "vmf")
     # the multipliers of the lanes of mask k (the masked tail's)
-    mk = fill(I.gemm["mload"], m="k", p="m + j") if mcol and I.masked else "vmf"
+    mk = fill(I.mask["mload"], m="k", p="m + j") if mcol and I.masked else "vmf"
     return [
         f"const {vi} va{L} = {set1}(add[0]), vzi = {set1}(yzp);",
         *([] if mcol else [f"const {I.vector['v']} vmf = {I.vector['set1']}(m[0]);"]),

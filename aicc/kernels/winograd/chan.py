@@ -29,8 +29,8 @@ from .transforms import SKEW, _transform, cook_toom, vec
 
 
 def _masked(isa: str) -> str:
-    """Masked store of the first {n} lanes of {v} at {p} (the GEMM's mask and masked store)."""
-    g = ISAS[isa].gemm
+    """Masked store of the first {n} lanes of {v} at {p} (the ISA's tail mask)."""
+    g = ISAS[isa].mask
     return g["mstore"].format(p="{p}", m=g["mask"], v="{v}")
 
 

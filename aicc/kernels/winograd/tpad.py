@@ -17,7 +17,7 @@ def _spell(isa: str) -> dict:
     """v: vector type; L lanes; zero; mask-load of nq floats at {p} (mask mq), mask-store of
     the first nc lanes of {v} at {p} (mask mc), and the declarations of mq and mc."""
     I = ISAS[isa]
-    g, mask = I.gemm, I.winograd["lane_mask"]
+    g, mask = I.mask, I.winograd["lane_mask"]
     return dict(v=I.vector["v"], L=I.lanes, zero=I.vector["zero"],
                 mload=g["mload"].format(p="{p}", m="mq"),
                 mqdecl=f"const {g['mtype']} mq = {mask.format(n='nq')};",

@@ -30,12 +30,11 @@ SKEW = 16     # floats between the t * t matrices of V and M: no 4 KiB aliasing 
 
 
 def vec(isa: str) -> dict:
-    """The float32 vocabulary of the transforms: the ISA's vector spellings, min, and mload: a
-    masked load of the first {n} lanes at {p} (the GEMM's mask and masked load)."""
+    """The float32 vocabulary of the transforms: the ISA's vector spellings and mload: a
+    masked load of the first {n} lanes at {p} (the ISA's tail mask)."""
     I = ISAS[isa]
-    g = I.gemm
-    return {**I.vector, "min": I.integer["min"],
-            "mload": g["mload"].format(p="{p}", m=g["mask"])}
+    g = I.mask
+    return {**I.vector, "mload": g["mload"].format(p="{p}", m=g["mask"])}
 
 
 def float_lit(c: Fraction) -> str:

@@ -5,12 +5,19 @@ from __future__ import annotations
 from ..base import Isa
 from . import conv, move, pool, qgemm, vmath, winograd
 
+# tails: a lane-mask vector loaded from the 8-entry table aicc_sg_avx2_mtab (no mask registers)
+MASK = dict(mtype="__m256i",
+            mask="_mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + 8u - ({n})))",
+            mload="_mm256_maskload_ps({p}, {m})",
+            mstore="_mm256_maskstore_ps({p}, {m}, {v})")
+
 ISA = Isa(
     name="avx2", family="x86", header="<immintrin.h>", vector_bytes=32, registers=16,
-    prefix="_mm256", masked=False,
+    prefix="_mm256", mask=MASK, masked=False,
     vector=dict(v="__m256", L=8, set1="_mm256_set1_ps", add="_mm256_add_ps", sub="_mm256_sub_ps",
                 mul="_mm256_mul_ps", div="_mm256_div_ps", fma="_mm256_fmadd_ps",
-                fnma="_mm256_fnmadd_ps", max="_mm256_max_ps", ld="_mm256_loadu_ps",
+                fnma="_mm256_fnmadd_ps", max="_mm256_max_ps", min="_mm256_min_ps",
+                ld="_mm256_loadu_ps",
                 st="_mm256_storeu_ps", zero="_mm256_setzero_ps()", sqrt="_mm256_sqrt_ps",
                 sel="_mm256_blendv_ps({a}, {b}, _mm256_cmp_ps({x}, {y}, {p}))",
                 rnd="_mm256_round_ps({x}, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)"),
@@ -26,10 +33,7 @@ ISA = Isa(
               pf_rows=1, pf_next="T0", pf_first=False,
               load="_mm256_loadu_ps({p})", store="_mm256_storeu_ps({p}, {v})",
               bcast="_mm256_broadcast_ss({p})", fma="_mm256_fmadd_ps({a}, {b}, {c})",
-              zero="_mm256_setzero_ps()", mtype="__m256i",
-              mask="_mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + 8u - ({n})))",
-              mload="_mm256_maskload_ps({p}, {m})",
-              mstore="_mm256_maskstore_ps({p}, {m}, {v})",
+              zero="_mm256_setzero_ps()", **MASK,
               # the clamp epilogue's min / max (gemm/tile.py tile_clamp)
               min="_mm256_min_ps", max="_mm256_max_ps",
               # a prefetch of the line at {p} toward cache level {hint} (T0: L1, T1: L2)

@@ -6,12 +6,19 @@ from __future__ import annotations
 from ..base import Isa
 from . import conv, move, pool, qgemm, vmath, winograd
 
+# tails: a mask register holding the first {n} lanes
+MASK = dict(mtype="__mmask16",
+            mask="(__mmask16)((1u << ({n})) - 1u)",
+            mload="_mm512_maskz_loadu_ps({m}, {p})",
+            mstore="_mm512_mask_storeu_ps({p}, {m}, {v})")
+
 ISA = Isa(
     name="avx512", family="x86", header="<immintrin.h>", vector_bytes=64, registers=32,
-    prefix="_mm512", masked=True,
+    prefix="_mm512", mask=MASK, masked=True,
     vector=dict(v="__m512", L=16, set1="_mm512_set1_ps", add="_mm512_add_ps", sub="_mm512_sub_ps",
                 mul="_mm512_mul_ps", div="_mm512_div_ps", fma="_mm512_fmadd_ps",
-                fnma="_mm512_fnmadd_ps", max="_mm512_max_ps", ld="_mm512_loadu_ps",
+                fnma="_mm512_fnmadd_ps", max="_mm512_max_ps", min="_mm512_min_ps",
+                ld="_mm512_loadu_ps",
                 st="_mm512_storeu_ps", zero="_mm512_setzero_ps()", sqrt="_mm512_sqrt_ps",
                 sel="_mm512_mask_blend_ps(_mm512_cmp_ps_mask({x}, {y}, {p}), {a}, {b})",
                 rnd="_mm512_roundscale_ps({x}, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)"),
@@ -30,10 +37,7 @@ ISA = Isa(
               prefetch_kb=0, pf_rows=2, pf_next="T1", pf_first=True,
               load="_mm512_loadu_ps({p})", store="_mm512_storeu_ps({p}, {v})",
               bcast="_mm512_set1_ps(*({p}))", fma="_mm512_fmadd_ps({a}, {b}, {c})",
-              zero="_mm512_setzero_ps()", mtype="__mmask16",
-              mask="(__mmask16)((1u << ({n})) - 1u)",
-              mload="_mm512_maskz_loadu_ps({m}, {p})",
-              mstore="_mm512_mask_storeu_ps({p}, {m}, {v})",
+              zero="_mm512_setzero_ps()", **MASK,
               # the clamp epilogue's min / max (gemm/tile.py tile_clamp)
               min="_mm512_min_ps", max="_mm512_max_ps",
               # a prefetch of the line at {p} toward cache level {hint} (T0: L1, T1: L2)
