@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import __version__
+from ..emit_c.lower import jsonable, step_kernel
 from ..emit_c.model_c import header, source, weights_asm
 from ..errors import ConfigError
 from ..targets import ROOT
@@ -130,13 +131,6 @@ def _io(g, names):
              "shape": [int(d) for d in g.shape(n)], "buckets": {}} for n in names]
 
 
-def step_kernel(s) -> dict:
-    """A step's chosen kernel and resolved schedule, as manifest.json records them."""
-    return {"kernel": getattr(s.ctx, "kernel", "") or "",
-            "schedule": {k: _jsonable(v)
-                         for k, v in sorted(getattr(s.ctx, "schedule", {}).items())}}
-
-
 def manifest(prog, name, target, opts, model_sha, embedded, original) -> dict:
     g = prog.graph
     steps = []
@@ -145,7 +139,7 @@ def manifest(prog, name, target, opts, model_sha, embedded, original) -> dict:
         steps.append({"index": s.index, "op": n.op_type, "node": n.name,
                       "inputs": list(n.inputs), "outputs": list(n.outputs),
                       **step_kernel(s),
-                      "fused": {k[5:]: _jsonable(v) for k, v in sorted(n.attrs.items())
+                      "fused": {k[5:]: jsonable(v) for k, v in sorted(n.attrs.items())
                                 if k.startswith("aicc_")}})
     bufs = [{"tensor": b.name, "offset": int(o), "size": int(b.size), "first_step": b.first,
              "last_step": b.last} for b, o in zip(prog.buffers, prog.offsets)]
@@ -180,16 +174,6 @@ def manifest(prog, name, target, opts, model_sha, embedded, original) -> dict:
                   "make_include": "model.mk", "static_lib": f"lib{name}.a",
                   "shared_lib": f"lib{name}.so"},
     }
-
-
-def _jsonable(v):
-    if isinstance(v, np.ndarray):
-        return v.tolist()
-    if isinstance(v, (np.floating, np.integer)):
-        return v.item()
-    if isinstance(v, tuple):
-        return [_jsonable(x) for x in v]
-    return v
 
 
 def write_bundle(prog, out, *, name, target, opts, model_sha, original_inputs,

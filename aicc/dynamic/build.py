@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..bundle.writer import step_kernel
 from ..emit_c.cwriter import sanitize
-from ..emit_c.lower import lower
+from ..emit_c.lower import lower, step_kernel
 from ..emit_c.weights import WeightsImage
 from ..errors import ConfigError, UnsupportedError
 from ..frontend import import_model

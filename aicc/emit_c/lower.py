@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..errors import ConfigError, ModelError, UnsupportedError
 from ..ops import load_all, lookup
 from .context import StepContext
@@ -56,6 +58,24 @@ def kernel_table(prog) -> str:
         lines.append(f"step {s.index:3d} {s.node.op_type} {s.node.name!r}: "
                      f"{s.ctx.kernel or 'inline C'}" + (f" [{sched}]" if sched else ""))
     return "\n".join(lines) + "\n"
+
+
+def jsonable(v):
+    """v as plain JSON values (numpy arrays and scalars, tuples)."""
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    if isinstance(v, (np.floating, np.integer)):
+        return v.item()
+    if isinstance(v, tuple):
+        return [jsonable(x) for x in v]
+    return v
+
+
+def step_kernel(s) -> dict:
+    """A step's chosen kernel and resolved schedule, as manifest.json records them."""
+    return {"kernel": getattr(s.ctx, "kernel", "") or "",
+            "schedule": {k: jsonable(v)
+                         for k, v in sorted(getattr(s.ctx, "schedule", {}).items())}}
 
 
 def _uses(body: str, var: str) -> bool:

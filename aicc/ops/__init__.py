@@ -2,7 +2,8 @@
 import importlib
 import pkgutil
 
-from .base import Op, check_supported, lookup, register, register_many, registered_ops
+from .base import (_REGISTRY, Op, check_supported, lookup, register, register_many,
+                   registered_ops)
 
 _SKIP = {"base", "reference"}
 _loaded = False
@@ -18,5 +19,20 @@ def load_all() -> None:
     _loaded = True
 
 
-__all__ = ["Op", "check_supported", "lookup", "register", "register_many", "registered_ops",
-           "load_all"]
+def has_trait(node, trait: str) -> bool:
+    """Whether an op registered for node's domain and type declares ``trait``
+    (ops/traits.py)."""
+    load_all()
+    lst = _REGISTRY.get((node.domain if node.domain != "ai.onnx" else "", node.op_type), ())
+    return any(trait in op.traits for _, op in lst)
+
+
+def ops_with(trait: str) -> list:
+    """The op types (domain-qualified outside the default domain) declaring ``trait``."""
+    load_all()
+    return sorted({f"{d + '.' if d else ''}{t}" for (d, t), lst in _REGISTRY.items()
+                   if any(trait in op.traits for _, op in lst)})
+
+
+__all__ = ["Op", "check_supported", "has_trait", "load_all", "lookup", "ops_with", "register",
+           "register_many", "registered_ops"]

@@ -101,22 +101,6 @@ def lookup(node, opset: int) -> Op | None:
     return best
 
 
-def has_trait(node, trait: str) -> bool:
-    """Whether an op registered for node's domain and type declares ``trait``."""
-    from . import load_all
-    load_all()
-    lst = _REGISTRY.get((node.domain if node.domain != "ai.onnx" else "", node.op_type), ())
-    return any(trait in op.traits for _, op in lst)
-
-
-def ops_with(trait: str) -> list:
-    """The op types (domain-qualified outside the default domain) declaring ``trait``."""
-    from . import load_all
-    load_all()
-    return sorted({f"{d + '.' if d else ''}{t}" for (d, t), lst in _REGISTRY.items()
-                   if any(trait in op.traits for _, op in lst)})
-
-
 def registered_ops() -> list:
     return sorted(f"{d + '.' if d else ''}{t}" for (d, t) in _REGISTRY)
 

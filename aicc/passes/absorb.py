@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Node
-from ..ops.base import has_trait
+from ..ops import has_trait
 from ..ops.traits import EPILOGUE
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels.vmath.act import act_params
-from ..ops.base import has_trait
+from ..ops import has_trait
 from ..ops.traits import ACTIVATION
 from .absorb import absorb_into_producer
 from .registry import graph_pass

@@ -28,7 +28,7 @@ Conv -> Add(bias) into the Conv's bias). Anything else is left unchanged.
 """
 from __future__ import annotations
 
-from ..ops.base import has_trait
+from ..ops import has_trait
 from ..ops.traits import ACTIVATION, ARITHMETIC
 from .absorb import absorb_into_producer
 from .fuse_activation import _act_ok, fused_attrs

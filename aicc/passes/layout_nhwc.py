@@ -68,7 +68,8 @@ import numpy as np
 from ..errors import ConfigError
 from ..ir import Node, TensorType
 from ..kernels.conv.geometry import ConvGeometry
-from ..ops.base import has_trait, lookup
+from ..ops import has_trait
+from ..ops.base import lookup
 from ..ops.traits import ELEMENTWISE
 from .absorb import fresh_name, std_domain, taken_names
 from .registry import graph_pass

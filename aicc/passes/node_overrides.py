@@ -8,7 +8,7 @@ that matches no node is reported at once, with the op types that do accept overr
 from __future__ import annotations
 
 from ..errors import ConfigError
-from ..ops.base import has_trait, ops_with
+from ..ops import has_trait, ops_with
 from ..ops.traits import SCHEDULABLE
 
 

@@ -31,7 +31,7 @@ import numpy as np
 from onnx import TensorProto
 
 from ..ir import Node, TensorType
-from ..ops.base import has_trait
+from ..ops import has_trait
 from ..ops.traits import HALF_NATIVE, LOWP_NATIVE, ROUNDING_COMMUTES
 from .registry import graph_pass
 

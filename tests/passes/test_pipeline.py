@@ -7,7 +7,7 @@ import aicc
 from aicc.config import Options
 from aicc.errors import ConfigError, UnsupportedError
 from aicc.frontend import import_model
-from aicc.ops.base import ops_with
+from aicc.ops import ops_with
 from aicc.ops.traits import ACTIVATION
 from aicc.passes import PASSES, load_all, run_pipeline
 from tests.models.fixtures import load_fixture

@@ -3,7 +3,7 @@ types, so an op gaining or losing a trait shows up here as a reviewed change."""
 import pytest
 
 from aicc.ir import Node
-from aicc.ops.base import has_trait, ops_with
+from aicc.ops import has_trait, ops_with
 from aicc.ops import traits as T
 
 EXPECTED = {
