@@ -103,6 +103,23 @@ def _report(results, rtol, atol, label, scaled=False):
     click.echo(f"{label}: all {len(results)} output(s) match ({tol})")
 
 
+def _per_node(b, model, feeds, rtol, atol, scaled):
+    from .pernode import per_node
+    rows, first, which = per_node(b, model, feeds, rtol, atol, scaled)
+    for step, op, node, t, c in rows:
+        mark = "ok  " if c.ok else "FAIL"
+        click.echo(f"  {mark} step {step:4d} {op} {one_line(node, 40)!s} -> {one_line(t, 40)}: "
+                   f"{c.metrics()}")
+    tol = f"relative L2 error {rtol:g}"
+    if first is not None:
+        step, op, node, t, c = first
+        raise ValidationMismatch(f"per-node against {which}: first tensor beyond {tol}: step "
+                                 f"{step} {op} {one_line(node, 60)!r} output "
+                                 f"{one_line(t, 60)!r} ({c.metrics()})")
+    click.echo(f"per-node against {which}: all {len(rows)} intermediate tensor(s) with a "
+               f"counterpart match ({tol})")
+
+
 @cli.command()
 @click.argument("model", type=click.Path(dir_okay=False))
 @click.argument("bundle", type=click.Path(file_okay=False))
@@ -112,7 +129,10 @@ def _report(results, rtol, atol, label, scaled=False):
 @click.option("--atol", type=float, default=None,
               help=f"Absolute tolerance [default: {DEFAULT_ATOL:g} times the root mean square of "
                    "each output, when above 1]")
-def validate(model, bundle, inputs, seed, rtol, atol):
+@click.option("--per-node", is_flag=True,
+              help="Compare every intermediate tensor with the reference's (by name) and name "
+                   "the first whose relative L2 error exceeds rtol (static bundles).")
+def validate(model, bundle, inputs, seed, rtol, atol, per_node):
     """Compare BUNDLE with onnxruntime (or onnx.reference) on MODEL; exit 1 on mismatch."""
     from .bundle.loader import load
     from .validate import (compare, dynamic_sizes, index_bounds, load_npz, random_inputs,
@@ -122,6 +142,9 @@ def validate(model, bundle, inputs, seed, rtol, atol):
     b = load(bundle)
     names = [o["name"] for o in b.outputs]
     bounds = index_bounds(model)
+    if per_node:
+        feeds = load_npz(inputs) if inputs else random_inputs(b.inputs, seed, bounds=bounds)
+        return _per_node(b, model, feeds, rtol, atol, scaled)
     if inputs or not b.dynamic:
         feeds = load_npz(inputs) if inputs else random_inputs(b.inputs, seed, bounds=bounds)
         want, which = reference_outputs(model, feeds, names)

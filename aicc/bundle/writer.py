@@ -138,6 +138,8 @@ def manifest(prog, name, target, opts, model_sha, embedded, original) -> dict:
         n = s.node
         steps.append({"index": s.index, "op": n.op_type, "node": n.name,
                       "inputs": list(n.inputs), "outputs": list(n.outputs),
+                      "output_types": [[np.dtype(g.dtype(o)).name, [int(d) for d in g.shape(o)]]
+                                       if o else None for o in n.outputs],
                       **step_kernel(s),
                       "fused": {k[5:]: jsonable(v) for k, v in sorted(n.attrs.items())
                                 if k.startswith("aicc_")}})
