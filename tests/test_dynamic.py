@@ -440,3 +440,27 @@ def test_fused_binary_activation_on_padded_axes(tmp_path, target):
         for ww in (1, 4, 5, 13, 16):
             _check(sess, b, {"x": rng.standard_normal((1, 2, hh, ww)).astype(np.float32)},
                    f"hh={hh}, ww={ww}")
+
+
+@pytest.mark.parametrize("target", [t for t in ("x86-avx2", "x86-avx512", "generic")
+                                    if t in runnable_targets(derived=False)])
+def test_dynamic_batch_through_fused_channel_last_convs(tmp_path, target):
+    """A pointwise + depthwise pair fused into aicc.PwDwNHWC with a dynamic batch: each
+    sample is computed on its own, so the padded batch passes through (it was refused:
+    no padding rule for aicc's fused op)."""
+    from .ops.test_pwdw_nhwc import config, model
+    from .oracle import reference
+    m, feeds = model(1)
+    for vi in (m.graph.input[0], m.graph.output[0]):
+        vi.type.tensor_type.shape.dim[0].dim_param = "n"
+    p = tmp_path / "m.onnx"
+    onnx.save(m, p)
+    out = aicc.build(p, target=target, out=tmp_path / "b", config=config(tmp_path, True, 4096),
+                     buckets={"n": [1, 2, 4]})
+    ops = [s["op"] for s in json.loads((out / "manifest.json").read_text())["steps"]]
+    assert target == "generic" or "PwDwNHWC" in ops, ops
+    b = aicc.load(out, cflags=STRICT_CFLAGS)
+    for n in (1, 3, 4):
+        x = np.random.default_rng(n).normal(size=(n,) + feeds["x"].shape[1:]).astype(np.float32)
+        np.testing.assert_allclose(b.run({"x": x})["y"], reference(m, {"x": x})["y"],
+                                   rtol=1e-4, atol=1e-5)

@@ -165,6 +165,24 @@ def conv_nhwc(node, g, pads):
                fills=[(i, {xback[a]: e for a, e in axes.items()}, f) for i, axes, f in fills])
 
 
+@rule("aicc.PwDwNHWC", "aicc.QConvNHWC")
+def per_sample_nhwc(node, g, pads):
+    """The channel-last fused pointwise + depthwise conv and the int8 channel-last conv: each
+    sample on its own, so a padded batch axis (0) is a padded output batch; padding along
+    the rows, columns or channels of these fused steps is not analysed (refused). The int8
+    conv's fused residual (input 8) is added sample by sample: its batch may be padded too."""
+    resid = 8 if node.op_type == "QConvNHWC" else None
+    if any(p for k, p in enumerate(pads[1:], 1) if k != resid):
+        raise PadUnsafe("padded weights, bias or quantization parameters")
+    out = dict(pads[0])
+    for k in (0, resid):
+        if k is not None and k < len(pads):
+            if set(pads[k]) - {0}:
+                raise PadUnsafe("padded spatial or channel axis of a fused channel-last conv")
+            out.update(pads[k])
+    return Res(out=[out] + [{} for _ in node.outputs[1:]])
+
+
 @rule("ConvTranspose")
 def conv_transpose(node, g, pads):
     if any(pads[1:]):
