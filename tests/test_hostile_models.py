@@ -348,3 +348,14 @@ def test_validate_keeps_random_indices_inside_their_table(tmp_path):
     assert r.returncode == 0, r.stderr
     r = cli("validate", model, tmp_path / "b")
     assert r.returncode == 0, (r.stdout, r.stderr)
+
+
+def test_matmul_batch_dims_with_named_dims():
+    """aicc inspect checks a model before its dims are pinned: a named batch dim against a
+    size or a 1 broadcasts (it raised TypeError comparing a name with a number: exit 3)."""
+    from aicc.kernels.gemm.call import batch_dims
+    assert batch_dims(("b", "s", 16), (16, 8)) == (("b",), (1,), ("b",), "s", 16, 8)
+    assert batch_dims((2, "s", 16), ("b", 16, 8))[2] == (2,)
+    assert batch_dims(("b", 12, "s", 64), ("b", 12, 64, "s"))[2] == ("b", 12)
+    assert batch_dims((3, 4, 5), (1, 5, 6))[2] == (3,)          # sizes as before
+    assert batch_dims((0, 4, 5), (3, 5, 6))[2] == (0,)

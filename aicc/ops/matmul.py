@@ -42,7 +42,8 @@ class MatMul(Op):
         pa, pb, _, _, _, n = batch_dims(sa, sb)
         if (sa[-1] if len(sa) else 0) != (sb[-2] if len(sb) > 1 else sb[0]):
             return f"inner dims differ: {list(sa)} x {list(sb)}"
-        if any(x != y and 1 not in (x, y) for x, y in zip(pa, pb)):
+        if any(x != y and 1 not in (x, y) and isinstance(x, int) and isinstance(y, int)
+               for x, y in zip(pa, pb)):         # a named (symbolic) dim: aicc inspect
             return f"batch dims do not broadcast: {list(sa)} x {list(sb)}"
         if len(node.inputs) > 3:
             return "more than 3 inputs"

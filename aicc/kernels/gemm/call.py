@@ -153,5 +153,17 @@ def batch_dims(sa, sb):
     ba, bb = a2[:-2], b2[:-2]
     r = max(len(ba), len(bb))
     pa, pb = (1,) * (r - len(ba)) + ba, (1,) * (r - len(bb)) + bb
-    bo = tuple(max(x, y) if min(x, y) != 0 else 0 for x, y in zip(pa, pb))
+    bo = tuple(_broadcast(x, y) for x, y in zip(pa, pb))
     return pa, pb, bo, a2[-2], a2[-1], b2[-1]
+
+
+def _broadcast(x, y):
+    """One broadcast batch dim; a symbolic dim (a name, before shapes are pinned: aicc
+    inspect) against a size is that size, against 1 itself."""
+    if isinstance(x, int) and isinstance(y, int):
+        return max(x, y) if min(x, y) != 0 else 0
+    if x == y or y == 1:
+        return x
+    if x == 1:
+        return y
+    return y if isinstance(x, str) else x
