@@ -30,3 +30,24 @@ def infer_shapes(g):
         if old is None or (t.is_static and not old.is_static):
             g.types[vi.name] = t
     return g
+
+
+def _settled(g) -> tuple:
+    return (len(g.nodes), len(g.constants), sum(1 for t in g.types.values() if t.is_static))
+
+
+@graph_pass("settle-shapes")
+def settle_shapes(g, *, rounds: int = 16, max_bytes: int = 256 << 20):
+    """fold-constants and infer-shapes in turn until neither changes the graph (at most
+    ``rounds`` times): a fold makes a shape input constant, re-inference types what it
+    feeds, and a Shape of that folds in the next round. A TorchScript BERT with pinned inputs
+    needs three: its position embeddings fold, then the LayerNorm after them gets its batch
+    dim, then the Shape -> Range -> Gather chain of the attention mask folds and its Reshape
+    / Expand get static shapes."""
+    from .fold_constants import fold_constants
+    for _ in range(rounds):
+        before = _settled(g)
+        g = infer_shapes(fold_constants(g, max_bytes=max_bytes))
+        if _settled(g) == before:
+            break
+    return g
