@@ -464,3 +464,44 @@ def test_dynamic_batch_through_fused_channel_last_convs(tmp_path, target):
         x = np.random.default_rng(n).normal(size=(n,) + feeds["x"].shape[1:]).astype(np.float32)
         np.testing.assert_allclose(b.run({"x": x})["y"], reference(m, {"x": x})["y"],
                                    rtol=1e-4, atol=1e-5)
+
+
+def _gather_nd_arange(path, shifted=False):
+    """y = x[0, arange(s)] + 1 written as exporters do: GatherND of x [1, s, 4] at the
+    indices (0, i) built from Range(0, s) (shifted: (0, i + 1) % s, which reads another
+    position of the padded axis)."""
+    c = lambda n, v: onnx.numpy_helper.from_array(np.array(v, np.int64), n)  # noqa: E731
+    nodes = [h.make_node("Shape", ["x"], ["sh"]), h.make_node("Gather", ["sh", "one"], ["s"]),
+             h.make_node("Range", ["zero", "s", "one"], ["r0"])]
+    if shifted:
+        nodes += [h.make_node("Add", ["r0", "one"], ["r1"]), h.make_node("Mod", ["r1", "s"], ["r"])]
+    else:
+        nodes += [h.make_node("Identity", ["r0"], ["r"])]
+    nodes += [h.make_node("Unsqueeze", ["r", "ax01"], ["si"]),          # [1, s, 1]
+              h.make_node("Mul", ["si", "zero"], ["bi"]),                # batch index 0
+              h.make_node("Concat", ["bi", "si"], ["idx"], axis=-1),     # [1, s, 2]
+              h.make_node("GatherND", ["x", "idx"], ["gx"]),             # [1, s, 4]
+              h.make_node("Add", ["gx", "onef"], ["y"])]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [1, "s", 4])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [1, "s", 4])],
+                     [c("one", 1), c("zero", 0), c("ax01", [0, 2]),
+                      onnx.numpy_helper.from_array(np.array(1.0, np.float32), "onef")])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), path)
+
+
+def test_gather_nd_at_its_own_position_along_a_padded_axis(tmp_path):
+    """GatherND reading the padded axis at the output's own position (x[b, arange], as in
+    DistilBERT's exported mask) carries the padding through; reading another position of it
+    is refused."""
+    from .oracle import reference
+    _gather_nd_arange(tmp_path / "m.onnx")
+    out = aicc.build(tmp_path / "m.onnx", out=tmp_path / "b", buckets={"s": [4, 8]})
+    b = aicc.load(out, cflags=STRICT_CFLAGS)
+    m = onnx.load(tmp_path / "m.onnx")
+    for n in (1, 3, 5, 8):
+        x = np.random.default_rng(n).normal(size=(1, n, 4)).astype(np.float32)
+        np.testing.assert_allclose(b.run({"x": x})["y"], reference(m, {"x": x})["y"],
+                                   rtol=1e-6, atol=1e-6)
+    _gather_nd_arange(tmp_path / "s.onnx", shifted=True)
+    with pytest.raises(UnsupportedError, match="GatherND"):
+        aicc.build(tmp_path / "s.onnx", out=tmp_path / "s", buckets={"s": [4, 8]})

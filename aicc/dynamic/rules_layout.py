@@ -197,6 +197,39 @@ def gather(node, g, pads):
     return Res(out=[out])
 
 
+@rule("GatherND")
+def gather_nd(node, g, pads):
+    """Data axes past the indexed ones are sliced through: their padding moves to the output
+    axis they become. An indexed data axis may be padded when the indices are constants that
+    read it at the output's own position along one output axis (idx[..., c] equal to that
+    axis' index everywhere: advanced indexing with an arange, as exporters write x[b, arange]):
+    each output element then reads real data exactly where its own position is real."""
+    bd = int(_attr(node, g, "batch_dims", 0) or 0)
+    if len(pads) > 1 and pads[1]:
+        raise PadUnsafe("padded indices")
+    idx = g.const(node.inputs[1])
+    ishape = _shape(g, node.inputs[1])
+    m, q = ishape[-1], len(ishape)
+    out = {}
+    for a, e in pads[0].items():
+        if a < bd:
+            out[a] = e                              # batch axes pair up position by position
+        elif a >= bd + m:
+            out[q - 1 + a - bd - m] = e             # sliced through
+        else:
+            if idx is None:
+                raise PadUnsafe("reads the padded axis at run-time indices")
+            comp = np.asarray(idx)[..., a - bd]
+            grid = np.indices(comp.shape)
+            same = [k for k in range(bd, q - 1) if np.array_equal(comp, grid[k])]
+            if not same:
+                raise PadUnsafe("reads the padded axis at indices other than its own position")
+            if same[0] in out and out[same[0]] != e:
+                raise PadUnsafe("two padded axes meet on one output axis")
+            out[same[0]] = e
+    return Res(out=[out])
+
+
 @rule("Expand", "Tile")
 def expand(node, g, pads):
     if any(pads[1:]):
