@@ -56,7 +56,8 @@ CASES = {
     "pad_negative": (lambda p: _model(
         p, [helper.make_node("Pad", ["x", "p"], ["y"])],
         [helper.make_tensor_value_info("x", F, [2, 3])], [_vi("y", 2)],
-        [_const("p", [0, -5, 0, 0], np.int64)]), "output 'y' would have the negative shape [2, -2]"),
+        [_const("p", [0, -5, 0, 0], np.int64)]),
+        "output 'y' would have the negative shape [2, -2]"),
 }
 
 
@@ -363,11 +364,11 @@ def test_matmul_batch_dims_with_named_dims():
 
 @pytest.mark.parametrize("how", ["pinned", "buckets"])
 def test_torchscript_bert_with_its_shape_chains(tmp_path, how):
-    """A TorchScript BERT (tests/models/bert_tiny_ts.onnx) at batch 1: its attention-mask
+    """A TorchScript BERT (tests/models/dyn_bert_tiny_ts.onnx) at batch 1: its attention-mask
     chain (Shape -> Range -> Gather -> Reshape -> Expand) only gets static shapes after
     several rounds of folding and shape inference (settle-shapes); it was refused with
     inputs pinned. Validated against onnxruntime, pinned and with sequence buckets."""
-    model = Path(__file__).parent / "models" / "bert_tiny_ts.onnx"
+    model = Path(__file__).parent / "models" / "dyn_bert_tiny_ts.onnx"
     if how == "pinned":
         args = [a for n in ("input_ids", "attention_mask", "token_type_ids")
                 for a in ("--input-shape", f"{n}=1,8")]

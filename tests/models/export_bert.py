@@ -1,4 +1,4 @@
-"""Export the tiny TorchScript BERT fixture (bert_tiny_ts.onnx): transformers' BertModel with
+"""Export the tiny TorchScript BERT fixture (dyn_bert_tiny_ts.onnx): transformers' BertModel with
 random weights (seed 0), 1 layer, hidden 16, 2 heads, vocabulary 50, dynamic batch and
 sequence. Its attention-mask and position chains (Shape -> Range -> Gather -> Reshape ->
 Expand) only settle after several rounds of folding and shape inference. Regenerate from the
@@ -31,7 +31,7 @@ def main():
     dims = {0: "batch", 1: "seq"}
     with torch.no_grad():
         torch.onnx.export(m, (ids, torch.ones_like(ids), torch.zeros_like(ids)),
-                          str(Path(__file__).parent / "bert_tiny_ts.onnx"), dynamo=False,
+                          str(Path(__file__).parent / "dyn_bert_tiny_ts.onnx"), dynamo=False,
                           opset_version=17,
                           input_names=["input_ids", "attention_mask", "token_type_ids"],
                           output_names=["last_hidden_state", "pooler_output"],
