@@ -22,7 +22,6 @@ class Sharing:
         self.g = g
         self.place = place               # Concat placement and Split/Slice sub-views allowed
         self.parent: dict = {}           # tensor -> tensor whose memory it uses
-        self.offset: dict = {}           # tensor -> its byte offset inside its parent
         self._root: dict = {}            # tensor with a parent -> its group's root
         self._off: dict = {}             # tensor with a parent -> its byte offset in the root
         self._members: dict = {}         # root -> the tensors of its group (itself included)
@@ -35,12 +34,10 @@ class Sharing:
     def root_offset(self, name: str) -> int:
         return self._off.get(name, 0)
 
-    def _link(self, child: str, parent: str, off: int | None = None) -> None:
+    def _link(self, child: str, parent: str, off: int = 0) -> None:
         """child (a root) uses parent's memory at byte offset ``off``; its group joins."""
         self.parent[child] = parent
-        if off is not None:
-            self.offset[child] = off
-        r, base = self.root(parent), self.root_offset(parent) + (off or 0)
+        r, base = self.root(parent), self.root_offset(parent) + off
         group = self._members.pop(child, [child])
         for t in group:
             self._root[t] = r

@@ -12,7 +12,7 @@ Variants (``emit``; the target's ``schedule: conv: algo`` or a node's ``aicc_sch
   layout-nhwc pass runs such convs channel-last without the copies, kernels/conv/nhwc_dw.py).
 * ``winograd`` (kernels/winograd/simd.py): 2-D 3x3, stride 1, dilation 1, group 1, constant weights:
   Winograd F(2x2,3x3) or F(4x4,3x3) (``wino_m``), t * t GEMMs on transformed tiles, 2.25x /
-  4x fewer multiplications (auto: when channels and output tiles pass conv_winograd.AUTO;
+  4x fewer multiplications (auto: when channels and output tiles pass winograd/simd.AUTO;
   F(4,3) up to 64 input channels, F(2,3) above: F(4,3) is less accurate).
 * ``bcast`` (kernels/conv/bcast.py): direct, group 1, 1-D/2-D, constant weights: blocks of output
   positions x output-channel vectors, each input value broadcast from the padded rows, no

@@ -44,7 +44,7 @@ def emit(ctx, isa: str, ydt: str, n: int, x: str, y: str, s: str, zp: str, lo: i
     with ctx.block(f"for (size_t k = 0; k < {full}u; k += {L}u)"):
         ctx(f"const {v} q = {d['div']}({vec('k')}, vs);")
         ctx(f"{v} t = {d['add']}({d['rnd'].format(x='q')}, vz);")
-        ctx(f"t = {d['max']}(vlo, {i['min']}(vhi, t));   /* NaN stays (second operand) */")
+        ctx(f"t = {d['max']}(vlo, {d['min']}(vhi, t));   /* NaN stays (second operand) */")
         nan = d["sel"].format(x="q", y="q", p="_CMP_UNORD_Q", a="t", b="vzc")  # q NaN: vzc
         ctx(f"t = {nan};")
         ctx(f"const {i['vi']} r = {i['cvt']}(t);")

@@ -47,7 +47,7 @@ def vexpm1(ctx, isa: str) -> str:
  * NaN stays NaN. */
 static {v} {name}({v} x)
 {{
-    const {v} xc = {i['min']}({hi}, {d['max']}({vconst(d, -30.0)}, x));   /* NaN stays */
+    const {v} xc = {d['min']}({hi}, {d['max']}({vconst(d, -30.0)}, x));   /* NaN stays */
     const {v} n = {d['rnd'].format(x=f"{mul}(xc, {c['l2e']})")};
     const {v} r = {fnma}(n, {c['c2']}, {fnma}(n, {c['c1']}, xc));
     const {v} e = {fma}({mul}(r, r), {p}, r);

@@ -40,7 +40,7 @@ def vectorizes(act: str, params: dict) -> bool:
 def _clamp01(d, isa, t):
     """min(1, max(0, t)) with the constant first: a NaN t is returned (max / min give their
     second operand when unordered), -0 stays -0: activations._clamp01's values."""
-    return f"{INT[isa]['min']}({vconst(d, 1.0)}, {d['max']}({vconst(d, 0.0)}, {t}))"
+    return f"{d['min']}({vconst(d, 1.0)}, {d['max']}({vconst(d, 0.0)}, {t}))"
 
 
 def vector_expr(ctx, isa: str, act: str, xv: str, params: dict | None = None) -> str:
@@ -65,7 +65,7 @@ def vector_expr(ctx, isa: str, act: str, xv: str, params: dict | None = None) ->
         if p.get("min") is not None:
             e = f"{d['max']}({vconst(d, p['min'])}, {e})"
         if p.get("max") is not None:
-            e = f"{INT[isa]['min']}({vconst(d, p['max'])}, {e})"
+            e = f"{d['min']}({vconst(d, p['max'])}, {e})"
         return e
     if act == "LeakyRelu":    # x < 0 ? alpha * x : x (NaN: x)
         ax = f"{d['mul']}({vconst(d, (params or {}).get('alpha', 0.01))}, {xv})"

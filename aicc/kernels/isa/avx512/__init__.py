@@ -25,7 +25,7 @@ ISA = Isa(
     integer=dict(vi="__m512i", cvt="_mm512_cvtps_epi32", srai="_mm512_srai_epi32",
                  sub="_mm512_sub_epi32", add="_mm512_add_epi32", slli="_mm512_slli_epi32",
                  c127="_mm512_set1_epi32(127)", cast="_mm512_castsi512_ps",
-                 min="_mm512_min_ps",      # float and/or/xor are AVX512DQ: integer ones
+                 # float and/or/xor are AVX512DQ: integer ones
                  bit="_mm512_castsi512_ps(_mm512_{op}_si512(_mm512_castps_si512({a}), "
                      "_mm512_castps_si512({b})))",
                  lane0="_mm512_cvtss_f32",
