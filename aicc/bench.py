@@ -9,19 +9,14 @@ import numpy as np
 
 from .bundle.loader import load
 from .errors import InputError
-from .validate import index_bounds, load_npz, random_inputs
+from .validate import index_bounds, load_npz, ort_session, random_inputs
 
 
 def _ort_runner(model, feeds):
     """A function running the model once in onnxruntime on one thread; onnxruntime's own
     errors (a model it cannot load, inputs it refuses) become one InputError line."""
     try:
-        import onnxruntime as ort
-        so = ort.SessionOptions()
-        so.intra_op_num_threads = 1
-        so.inter_op_num_threads = 1
-        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        sess = ort.InferenceSession(str(model), so, providers=["CPUExecutionProvider"])
+        sess = ort_session(model)
         sess.run(None, feeds)
     except Exception as e:  # noqa: BLE001 - onnxruntime raises many kinds
         msg = " ".join(str(e).split())

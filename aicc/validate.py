@@ -99,27 +99,33 @@ def load_npz(path) -> dict:
         raise InputError(f"{p}: not a readable .npz file ({e})") from None
 
 
-def reference_outputs(model_path, feeds: dict, output_names: list | None = None) -> tuple:
-    """(outputs, which reference) for the original model file."""
+def ort_session(model):
+    """An onnxruntime session on one thread (CPU) for a model file or ModelProto."""
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    src = model.SerializeToString() if hasattr(model, "SerializeToString") else str(model)
+    return ort.InferenceSession(src, so, providers=["CPUExecutionProvider"])
+
+
+def reference_outputs(model, feeds: dict, output_names: list | None = None) -> tuple:
+    """(outputs, which reference) for the original model (a file or a ModelProto): the
+    file is read only when onnxruntime cannot run it or the output names are needed."""
     import onnx
+
+    def proto():
+        return model if hasattr(model, "graph") else onnx.load(str(model))
+    names = output_names or [o.name for o in proto().graph.output]
     try:
         import onnxruntime as ort
-    except ImportError:
-        ort = None
-    model = onnx.load(str(model_path))
-    names = output_names or [o.name for o in model.graph.output]
-    if ort is not None:
-        try:
-            so = ort.SessionOptions()
-            so.intra_op_num_threads = 1
-            sess = ort.InferenceSession(str(model_path), so, providers=["CPUExecutionProvider"])
-            outs = sess.run(names, feeds)
-            return dict(zip(names, outs)), f"onnxruntime {ort.__version__}"
-        except Exception:  # noqa: BLE001 - fall back to onnx.reference
-            pass
+        outs = ort_session(model).run(names, feeds)
+        return dict(zip(names, outs)), f"onnxruntime {ort.__version__}"
+    except Exception:  # noqa: BLE001 - no onnxruntime, or it refuses: onnx.reference
+        pass
     from onnx.reference import ReferenceEvaluator
     try:
-        outs = ReferenceEvaluator(model).run(names, feeds)
+        outs = ReferenceEvaluator(proto()).run(names, feeds)
     except Exception as e:  # noqa: BLE001
         raise ModelError(f"no reference could run the model: {e}") from None
     return dict(zip(names, outs)), f"onnx.reference {onnx.__version__}"
