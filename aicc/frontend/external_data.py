@@ -9,13 +9,20 @@ from pathlib import Path
 import onnx
 
 from ..errors import ModelError
-
+from .walk import all_graphs, all_nodes
 
 MAX_TENSOR_BYTES = (1 << 31) - 1     # protobuf's bytes field: a larger raw_data cannot exist
 
 
-def _node_tensors(nodes):
-    for n in nodes:
+def _tensors(model):
+    """Every tensor of the model that may hold external data: initializers (dense and
+    sparse) of the graph and its subgraphs, and the tensor / tensors / sparse attributes of
+    every node (graph, subgraphs at any depth, model-local functions)."""
+    for g in all_graphs(model):
+        yield from g.initializer
+        for sp in g.sparse_initializer:
+            yield from (sp.values, sp.indices)
+    for n in all_nodes(model):
         for a in n.attribute:
             if a.type == onnx.AttributeProto.TENSOR:
                 yield a.t
@@ -26,27 +33,6 @@ def _node_tensors(nodes):
             elif a.type == onnx.AttributeProto.SPARSE_TENSORS:
                 for sp in a.sparse_tensors:
                     yield from (sp.values, sp.indices)
-            elif a.type == onnx.AttributeProto.GRAPH:
-                yield from _graph_tensors(a.g)
-            elif a.type == onnx.AttributeProto.GRAPHS:
-                for sub in a.graphs:
-                    yield from _graph_tensors(sub)
-
-
-def _graph_tensors(graph):
-    yield from graph.initializer
-    for sp in graph.sparse_initializer:
-        yield from (sp.values, sp.indices)
-    yield from _node_tensors(graph.node)
-
-
-def _tensors(model):
-    """Every tensor of the model that may hold external data: initializers (dense and
-    sparse), Constant-like attributes (tensor, tensors, sparse) of the graph's nodes, of its
-    subgraphs at any depth and of the model-local functions' nodes."""
-    yield from _graph_tensors(model.graph)
-    for f in model.functions:
-        yield from _node_tensors(f.node)
 
 
 def load_external_data(model: onnx.ModelProto, base_dir: Path) -> None:

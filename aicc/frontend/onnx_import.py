@@ -10,6 +10,7 @@ from onnx import helper, numpy_helper, shape_inference
 
 from ..errors import ModelError
 from ..ir import Graph, Node, TensorType
+from .walk import all_nodes
 
 MIN_OPSET = 7          # older models are converted up to this with onnx's version converter
 
@@ -139,20 +140,6 @@ def prepare(model: onnx.ModelProto, name: str = "model") -> onnx.ModelProto:
     except Exception as e:  # noqa: BLE001
         raise ModelError(f"{name}: shape inference failed: {_one_line(e)}") from None
     return model
-
-
-def all_nodes(model: onnx.ModelProto):
-    """Every node of the model: the graph's, its subgraphs' (If / Loop / Scan bodies, at any
-    depth) and the model-local functions'."""
-    stack = [model.graph.node] + [f.node for f in model.functions]
-    while stack:
-        for n in stack.pop():
-            yield n
-            for a in n.attribute:
-                if a.type == onnx.AttributeProto.GRAPH:
-                    stack.append(a.g.node)
-                elif a.type == onnx.AttributeProto.GRAPHS:
-                    stack.extend(g.node for g in a.graphs)
 
 
 def _check_einsum(model: onnx.ModelProto, name: str) -> None:
