@@ -47,7 +47,10 @@ def settle_shapes(g, *, rounds: int = 16, max_bytes: int = 256 << 20):
     from .fold_constants import fold_constants
     for _ in range(rounds):
         before = _settled(g)
-        g = infer_shapes(fold_constants(g, max_bytes=max_bytes))
+        g = fold_constants(g, max_bytes=max_bytes)
+        if all(t.is_static for t in g.types.values()):
+            break                   # nothing left for inference to refine (static models)
+        g = infer_shapes(g)
         if _settled(g) == before:
             break
     return g
