@@ -11,7 +11,7 @@ DEMO_OUT    := build/demo
 DEMO_TARGET := $(shell grep -qw avx2 /proc/cpuinfo 2>/dev/null && grep -qw fma /proc/cpuinfo && echo x86-avx2 || echo generic)
 STRICT := -O2 -std=c99 -Wall -Wextra -pedantic -Wshadow -Werror
 
-.PHONY: setup demo test clean toolchain golden conformance fuzz sanitize checked cross-toolchain embedded-check
+.PHONY: setup demo test clean toolchain golden conformance fuzz sanitize checked cross-toolchain embedded-check qemu-plugin
 
 setup: $(STAMP) toolchain
 
@@ -29,19 +29,29 @@ toolchain:
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq gcc make clang >/dev/null; }
 
 # ARM cross compilers, newlib, QEMU (user mode for AArch64, system mode for the Cortex-M4 board)
-# and CMake, for the arm-neon and cortex-m4 targets (docs/EMBEDDED.md); installed from Debian
-# when missing. About 160 MB of packages; `apt-get install` took 15 s on the reference machine.
+# and CMake, for the arm-neon and cortex-m4 targets (docs/EMBEDDED.md), and OpenSSH (the ssh
+# runner's client, and the server its test starts on 127.0.0.1); installed from Debian when
+# missing. About 170 MB of packages; `apt-get install` took 15 s on the reference machine.
 CROSS_PKGS := gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user gcc-arm-none-eabi \
-              libnewlib-arm-none-eabi qemu-system-arm cmake
+              libnewlib-arm-none-eabi qemu-system-arm cmake openssh-client openssh-server
 cross-toolchain:
-	@ok=1; for p in aarch64-linux-gnu-gcc qemu-aarch64 arm-none-eabi-gcc qemu-system-arm cmake; do \
-	  command -v $$p >/dev/null || ok=; done; \
+	@ok=1; for p in aarch64-linux-gnu-gcc qemu-aarch64 arm-none-eabi-gcc qemu-system-arm cmake \
+	  ssh /usr/sbin/sshd; do command -v $$p >/dev/null || ok=; done; \
 	[ -n "$$ok" ] && [ -f /usr/aarch64-linux-gnu/include/stdio.h ] && \
 	  [ -f "$$(arm-none-eabi-gcc -print-file-name=libc_nano.a)" ] || { \
 	  echo "installing ARM cross toolchains and QEMU from Debian packages: $(CROSS_PKGS)"; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq \
 	    --no-install-recommends $(CROSS_PKGS) >/dev/null; }
+
+# aicc's QEMU TCG plugin that counts executed instructions (aicc bench on emulated targets:
+# aicc/runner/count.py), built against the plugin header of the installed QEMU, which comes
+# from Debian's qemu source package (tools/qemu_plugin_header.sh; a 23 MB download)
+QEMU_PLUGIN := build/qemu-plugin/libaicc_insns.so
+qemu-plugin: $(QEMU_PLUGIN)
+$(QEMU_PLUGIN): runtime_c/qemu/insn_count.c | cross-toolchain toolchain
+	[ -f build/qemu-plugin/include/qemu-plugin.h ] || tools/qemu_plugin_header.sh build/qemu-plugin/include
+	cc -O2 -std=gnu99 -Wall -Wextra -Werror -shared -fPIC -Ibuild/qemu-plugin/include $< -o $@
 
 # examples/embedded on the host, AArch64 (qemu-aarch64) and Cortex-M4 (qemu-system-arm), with
 # Make and with CMake; sizes per target; then tests/test_embedded.py. From a fresh clone.
@@ -68,7 +78,7 @@ demo: setup
 	$(BIN)/aicc golden record $(DEMO_MODEL) $(DEMO_OUT) build/demo_golden
 	$(BIN)/aicc golden check $(DEMO_OUT) build/demo_golden
 
-test: setup cross-toolchain
+test: setup cross-toolchain qemu-plugin
 	$(BIN)/python -m pytest -q -n $(JOBS) tests
 
 # regenerate tests/golden/*/ from the model builders (expected outputs come from onnxruntime;
