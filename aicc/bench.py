@@ -121,3 +121,35 @@ def profile(bundle, *, runs: int = 50, warmup: int = 5) -> dict:
     return {"bundle": str(bundle), "steps": rows, "sum_ms": float(med.sum()),
             "hooked_ms": float(np.median(hooked)) * 1e3, "plain_ms": float(np.median(plain)) * 1e3,
             "runs": per.shape[0]}
+
+
+def bench_remote(b, *, inputs=None, warmup: int = 5, min_runs: int = 10, model=None) -> dict:
+    """bench() for a bundle that runs as a program (runner.RemoteBundle): under an emulator,
+    executed instructions per inference (exact, not time); on a device, the thread CPU time
+    per run that the program reads there."""
+    feeds = (load_npz(inputs) if inputs is not None else
+             random_inputs(b.inputs, 0, bounds=index_bounds(model) if model else None))
+    res = {"bundle": str(b.path), "where": b.where}
+    if b.emulated:
+        c = b.counts(feeds)
+        res["aicc"] = {"instructions": c["instructions"]}
+        res.update(counter=c["counter"], emulator=c["emulator"])
+    else:
+        runs = b.times(feeds, warmup + min_runs)[warmup:]
+        res["aicc"] = _stats([cpu for cpu, _ in runs])
+        res["aicc"]["wall_median_ms"] = float(np.median([w for _, w in runs])) * 1e3
+    return res
+
+
+def profile_remote(b, *, inputs=None) -> dict:
+    """Per-step executed instructions of a bundle under its emulator (runner.RemoteBundle)."""
+    feeds = load_npz(inputs) if inputs is not None else random_inputs(b.inputs, 0)
+    c = b.counts(feeds, profile=True)
+    steps = b.manifest["steps"] if len(b.manifest["steps"]) == len(c["steps"]) else [
+        {"index": i, "op": "?", "node": "?"} for i in range(len(c["steps"]))]
+    total = sum(c["steps"]) or 1
+    rows = [{"index": s["index"], "op": s["op"], "node": s["node"], "instructions": n,
+             "share": n / total, "kernel": s.get("kernel", "")} for s, n in zip(steps, c["steps"])]
+    return {"bundle": str(b.path), "steps": rows, "sum_instructions": sum(c["steps"]),
+            "instructions": c["instructions"], "counter": c["counter"],
+            "emulator": c["emulator"]}

@@ -42,6 +42,23 @@ def _parse_buckets(items) -> dict:
     return out
 
 
+def runner_options(f):
+    """--runner / --runner-timeout of the verbs that run a bundle (aicc/runner)."""
+    f = click.option("--runner-timeout", "runner_timeout", type=float, default=600.0,
+                     show_default=True, help="Seconds one run of the program may take on the "
+                     "runner.")(f)
+    return click.option("--runner", default=None, metavar="RUNNER",
+                        help="Where the bundle runs: local (this machine; a cross target under "
+                             "its emulator), ssh://[user@]host[:port][/folder] (a Linux "
+                             "device), cmd:TEMPLATE (a shell command with {exe}) [the "
+                             "target's runner, else local].")(f)
+
+
+def _open(bundle, runner, timeout):
+    from .runner import open_bundle
+    return open_bundle(bundle, runner, timeout)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="aicc")
 @click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
@@ -80,12 +97,12 @@ def build(model, target, out, config, buckets, input_shape, name, weights_file, 
 @click.argument("bundle", type=click.Path(file_okay=False))
 @click.option("-i", "--inputs", "inputs", required=True, type=click.Path(dir_okay=False))
 @click.option("-o", "--outputs", "outputs", required=True, type=click.Path(dir_okay=False))
-def run(bundle, inputs, outputs):
+@runner_options
+def run(bundle, inputs, outputs, runner, runner_timeout):
     """Run BUNDLE on inputs.npz; write outputs.npz (keys are the graph's names)."""
-    from .bundle.loader import load
     from .validate import load_npz
     feeds = load_npz(inputs)
-    res = load(bundle).run(feeds)
+    res = _open(bundle, runner, runner_timeout).run(feeds)
     np.savez(outputs, **res)
     click.echo(f"wrote {outputs}: " + ", ".join(f"{k} {list(v.shape)}" for k, v in res.items()))
 
@@ -132,14 +149,14 @@ def _per_node(b, model, feeds, rtol, atol, scaled):
 @click.option("--per-node", is_flag=True,
               help="Compare every intermediate tensor with the reference's (by name) and name "
                    "the first whose relative L2 error exceeds rtol (static bundles).")
-def validate(model, bundle, inputs, seed, rtol, atol, per_node):
+@runner_options
+def validate(model, bundle, inputs, seed, rtol, atol, per_node, runner, runner_timeout):
     """Compare BUNDLE with onnxruntime (or onnx.reference) on MODEL; exit 1 on mismatch."""
-    from .bundle.loader import load
     from .validate import (compare, dynamic_sizes, index_bounds, load_npz, random_inputs,
                            reference_outputs)
     scaled = atol is None
     atol = DEFAULT_ATOL if atol is None else atol
-    b = load(bundle)
+    b = _open(bundle, runner, runner_timeout)
     names = [o["name"] for o in b.outputs]
     bounds = index_bounds(model)
     if per_node:
@@ -205,19 +222,22 @@ def golden():
 @click.option("--seed", default=0, show_default=True)
 @click.option("--rtol", default=DEFAULT_RTOL, show_default=True)
 @click.option("--atol", default=DEFAULT_ATOL, show_default=True)
-def golden_record(model, bundle, golden_dir, inputs, seed, rtol, atol):
+@runner_options
+def golden_record(model, bundle, golden_dir, inputs, seed, rtol, atol, runner, runner_timeout):
     """Store inputs and BUNDLE's outputs in GOLDEN_DIR (checked against onnxruntime first)."""
     from .golden import record
-    click.echo(record(model, bundle, golden_dir, inputs=inputs, seed=seed, rtol=rtol, atol=atol))
+    click.echo(record(model, _open(bundle, runner, runner_timeout), golden_dir, inputs=inputs,
+                      seed=seed, rtol=rtol, atol=atol))
 
 
 @golden.command("check")
 @click.argument("bundle", type=click.Path(file_okay=False))
 @click.argument("golden_dir", type=click.Path(file_okay=False))
-def golden_check(bundle, golden_dir):
+@runner_options
+def golden_check(bundle, golden_dir, runner, runner_timeout):
     """Rerun BUNDLE on the stored inputs; exit 1 if outputs moved beyond the stored tolerance."""
     from .golden import check
-    results, rtol, atol = check(bundle, golden_dir)
+    results, rtol, atol = check(_open(bundle, runner, runner_timeout), golden_dir)
     _report(results, rtol, atol, f"golden check {golden_dir}")
 
 
@@ -235,9 +255,15 @@ def golden_check(bundle, golden_dir):
               type=click.Choice(["native", *ISA_LEVELS]),
               help="Hide newer CPU features from onnxruntime (Linux x86-64 with CPUID "
                    "faulting), e.g. avx2 to compare an x86-avx2 bundle with its AVX2 kernels.")
-def bench(bundle, model, inputs, seconds, warmup, as_json, top, ort_isa):
+@runner_options
+def bench(bundle, model, inputs, seconds, warmup, as_json, top, ort_isa, runner, runner_timeout):
     """Median and p90 thread CPU time per run of BUNDLE (and of onnxruntime with --model),
-    interleaved."""
+    interleaved. A bundle run under its emulator reports executed instructions instead."""
+    from .runner import RemoteBundle, remote_runner
+    spec = remote_runner(bundle, runner)
+    if spec is not None:
+        b = RemoteBundle(bundle, spec, runner_timeout)
+        return _bench_remote(b, model, inputs, warmup, as_json, top)
     if top is not None:
         return _profile(bundle, warmup, as_json, top)
     from .bench import bench as do_bench
@@ -254,6 +280,46 @@ def bench(bundle, model, inputs, seconds, warmup, as_json, top, ort_isa):
     if "ratio" in res:
         isa = "" if res["ort_isa"] == "native" else f" (onnxruntime on {res['ort_isa']})"
         click.echo(f"ratio aicc/onnxruntime: {res['ratio']:.3f}{isa}")
+
+
+def _bench_remote(b, model, inputs, warmup, as_json, top):
+    """bench of a bundle that runs as a program: instructions under an emulator (per step
+    with --profile), thread CPU time on a device."""
+    from .bench import bench_remote, profile_remote
+    if top is not None:
+        if not b.emulated:
+            raise ConfigError(f"--profile on {b.where}: per-step figures need the target's "
+                              "emulator (instruction counts) or this machine (time)")
+        res = profile_remote(b, inputs=inputs)
+        if as_json:
+            click.echo(json.dumps(res, indent=1, sort_keys=True))
+            return
+        rows = (res["steps"] if top == 0 else
+                sorted(res["steps"], key=lambda r: -r["instructions"])[:top])
+        click.echo(f"{'step':>5s} {'op':18s} {'kernel':22s} {'instructions':>13s} {'share':>6s}  "
+                   "node")
+        for r in rows:
+            click.echo(f"{r['index']:5d} {r['op'][:18]:18s} {r['kernel'][:22]:22s} "
+                       f"{r['instructions']:13,d} {100 * r['share']:5.1f}%  "
+                       f"{one_line(r['node'], 60)}")
+        click.echo(f"sum of steps {res['sum_instructions']:,d} instructions; the whole run "
+                   f"{res['instructions']:,d} ({res['counter']}; {res['emulator']})")
+        return
+    res = bench_remote(b, inputs=inputs, warmup=warmup, model=model)
+    if as_json:
+        click.echo(json.dumps(res, indent=1, sort_keys=True))
+        return
+    r = res["aicc"]
+    if "instructions" in r:
+        click.echo(f"aicc         {r['instructions']:,d} instructions per inference "
+                   f"({res['counter']}; {res['emulator']})")
+    else:
+        click.echo(f"aicc         median {r['median_ms']:.4f} ms  p90 {r['p90_ms']:.4f} ms  "
+                   f"thread CPU time on {res['where']} ({r['runs']} runs; wall median "
+                   f"{r['wall_median_ms']:.4f} ms)")
+    if model is not None:
+        click.echo(f"onnxruntime  not run: it does not run on {res['where']} (docs/PERFORMANCE.md, "
+                   "ARM: its AArch64 build under the same emulator)")
 
 
 def _profile(bundle, warmup, as_json, top):

@@ -7,15 +7,23 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
-from .bundle.loader import load
+from .bundle.loader import BundleInfo
 from .errors import InputError, ValidationMismatch
 from .validate import compare, index_bounds, load_npz, random_inputs, reference_outputs
 
 
+def _opened(bundle):
+    if isinstance(bundle, BundleInfo):
+        return bundle
+    from .runner import open_bundle
+    return open_bundle(bundle)
+
+
 def record(model, bundle, golden_dir, *, inputs=None, seed=0, rtol=1e-4, atol=1e-5) -> str:
-    """Run the bundle, check it against the reference (onnxruntime when installed), and
-    store inputs, the bundle's outputs and the tolerance for ``check``."""
-    b = load(bundle)
+    """Run the bundle (a folder, or a bundle opened by aicc.runner.open_bundle), check it
+    against the reference (onnxruntime when installed), and store inputs, the bundle's
+    outputs and the tolerance for ``check``."""
+    b = _opened(bundle)
     feeds = (load_npz(inputs) if inputs
              else random_inputs(b.inputs, seed, bounds=index_bounds(model)))
     got = b.run(feeds)
@@ -43,6 +51,6 @@ def check(bundle, golden_dir):
     meta = json.loads((d / "golden.json").read_text())
     feeds = load_npz(d / "inputs.npz")
     want = load_npz(d / "outputs.npz")
-    got = load(bundle).run(feeds)
+    got = _opened(bundle).run(feeds)
     rtol, atol = float(meta.get("rtol", 1e-4)), float(meta.get("atol", 1e-5))
     return compare(got, want, rtol, atol), rtol, atol

@@ -31,12 +31,19 @@ class Target:
     # Makefile defaults to (None: the host's cc, ar, size). run: command prefix that runs a
     # program built for the target on this host (an emulator; "{exe}" marks where the program
     # goes, else it is appended). hosted: False for bare metal (no shared library, no -fPIC).
+    # board: what a program for the target links with (aicc/runner): {"sources": files under
+    # runtime_c/boards/, "ldflags": [...], "{boards}" standing for that folder}; hosted targets
+    # default to boards/hosted.c. runner: the default runner of the target's bundles (aicc
+    # run/validate/bench: "ssh://host", "cmd:..."; None: natively, else under `run`).
     machines: tuple = None
     cc: str = None
     ar: str = None
     size: str = None
+    nm: str = None
     run: tuple = field(default_factory=tuple)
     hosted: bool = True
+    board: dict = field(default_factory=dict, hash=False)
+    runner: str = None
     # default options of pipeline passes on this target ({pass name: {option: value}}); a
     # pipeline entry's own options win (e.g. layout-nhwc's mode)
     pass_options: dict = field(default_factory=dict, hash=False)
@@ -47,9 +54,9 @@ class Target:
         return self.machines is None or platform.machine().lower() in self.machines
 
     def tool(self, which: str) -> str:
-        """The toolchain program for ``which`` (cc, ar, size): the target's own, else the
+        """The toolchain program for ``which`` (cc, ar, size, nm): the target's own, else the
         host's."""
-        return getattr(self, which) or {"cc": "cc", "ar": "ar", "size": "size"}[which]
+        return getattr(self, which) or which
 
     def run_command(self, exe) -> list:
         """argv that runs program ``exe`` built for this target on this host."""
@@ -134,9 +141,11 @@ def load_target(name: str) -> Target:
                       cpu_flags=tuple(d.get("cpu_flags") or ()),
                       machines=(None if d.get("machines") is None
                                 else tuple(str(m).lower() for m in d["machines"])),
-                      cc=d.get("cc"), ar=d.get("ar"), size=d.get("size"),
+                      cc=d.get("cc"), ar=d.get("ar"), size=d.get("size"), nm=d.get("nm"),
                       run=tuple(str(a) for a in d.get("run") or ()),
                       hosted=bool(d.get("hosted", True)),
+                      board=dict(d.get("board") or {}),
+                      runner=None if d.get("runner") is None else str(d["runner"]),
                       pass_options={str(k): dict(v or {}) for k, v in
                                     (d.get("pass_options") or {}).items()})
     except (KeyError, TypeError, ValueError) as e:

@@ -73,43 +73,19 @@ def build_bundle(path, cflags: str | None = None, quiet: bool = True) -> Path:
     return path / f"lib{m['name']}.so"
 
 
-class Bundle:
-    """A compiled bundle bound through cffi. ``run({name: array}) -> {name: array}``."""
+class BundleInfo:
+    """What a bundle's manifest says about running it: its inputs and outputs, the checks of
+    the feeds, the output shapes. Bundle (here, through cffi) and the runners' bundles
+    (aicc/runner: a program on an emulator or a device) run it."""
 
-    def __init__(self, path, cflags: str | None = None) -> None:
+    def __init__(self, path) -> None:
         self.path = Path(path)
         mf = self.path / "manifest.json"
         if not mf.is_file():
             raise InputError(f"{self.path}: not an aicc bundle (no manifest.json)")
         self.manifest = json.loads(mf.read_text())
         self.name = self.manifest["name"]
-        from ..targets import host_supports, list_targets, load_target
-        tname = self.manifest.get("target", "generic")
-        if tname in list_targets() and not host_supports(load_target(tname)):
-            raise InputError(f"{self.path}: built for target {tname}, which this machine cannot "
-                             "run directly (cross targets run under their emulator: see "
-                             "docs/EMBEDDED.md)")
-        so = build_bundle(self.path, cflags)
-        # dlopen a private copy: a rebuilt bundle at the same path must not hit the cache
-        self._tmpdir = tempfile.mkdtemp(prefix="aicc-so-")
-        private = Path(self._tmpdir) / so.name
-        shutil.copyfile(so, private)
         self.dynamic = self.manifest.get("dynamic")
-        self.checked = bool(self.manifest.get("memory", {}).get("checked"))
-        self.ffi = _ffi(_CDEF.format(name=self.name) +
-                        (_CDEF_DYN.format(name=self.name) if self.dynamic else "") +
-                        (_CDEF_CHECK if self.checked else ""))
-        self.lib = self.ffi.dlopen(str(private))
-        self._run = getattr(self.lib, f"{self.name}_run")
-        self._run_hooked = getattr(self.lib, f"{self.name}_run_hooked")
-        if self.dynamic:
-            self._run_dims = getattr(self.lib, f"{self.name}_run_dims_hooked")
-        self.arena = _aligned(max(self.manifest["arena_bytes"], 1), self.manifest["arena_align"])
-        self.weights = None
-        if not self.manifest["weights_embedded"]:
-            blob = (self.path / self.manifest["weights_file"]).read_bytes()
-            self.weights = _aligned(max(len(blob), 1), self.manifest["arena_align"])
-            self.weights[:len(blob)] = np.frombuffer(blob, dtype=np.uint8)
 
     @property
     def inputs(self) -> list:
@@ -142,6 +118,16 @@ class Bundle:
                                  f"expected {self._expected(spec, dims)}")
             arrays.append(np.ascontiguousarray(a))
         return arrays, dims
+
+    def checked_inputs(self, feeds: dict):
+        """(the input arrays in the bundle's order, {dynamic dim: value}); an InputError
+        names what does not fit (name, dtype, shape, a dynamic dim beyond the largest bucket)."""
+        ins, dims = self._check_inputs(feeds)
+        for x in (self.dynamic or {}).get("dims", ()):
+            if not 1 <= dims[x["name"]] <= x["max"]:
+                raise InputError(f"dynamic dim {x['name']!r} = {dims[x['name']]} is outside "
+                                 f"1..{x['max']} (the largest bucket)")
+        return ins, dims
 
     def _shape_ok(self, spec, shape, dims) -> bool:
         """Static dims must match; a dynamic dim takes its value from the first input that
@@ -179,6 +165,38 @@ class Bundle:
                         for a, d in enumerate(o["max_shape"])])
         return out
 
+class Bundle(BundleInfo):
+    """A compiled bundle bound through cffi. ``run({name: array}) -> {name: array}``."""
+
+    def __init__(self, path, cflags: str | None = None) -> None:
+        super().__init__(path)
+        from ..targets import host_supports, list_targets, load_target
+        tname = self.manifest.get("target", "generic")
+        if tname in list_targets() and not host_supports(load_target(tname)):
+            raise InputError(f"{self.path}: built for target {tname}, which this machine cannot "
+                             "run directly (aicc run, validate and bench run it under its "
+                             "emulator or a --runner: aicc.runner.open_bundle)")
+        so = build_bundle(self.path, cflags)
+        # dlopen a private copy: a rebuilt bundle at the same path must not hit the cache
+        self._tmpdir = tempfile.mkdtemp(prefix="aicc-so-")
+        private = Path(self._tmpdir) / so.name
+        shutil.copyfile(so, private)
+        self.checked = bool(self.manifest.get("memory", {}).get("checked"))
+        self.ffi = _ffi(_CDEF.format(name=self.name) +
+                        (_CDEF_DYN.format(name=self.name) if self.dynamic else "") +
+                        (_CDEF_CHECK if self.checked else ""))
+        self.lib = self.ffi.dlopen(str(private))
+        self._run = getattr(self.lib, f"{self.name}_run")
+        self._run_hooked = getattr(self.lib, f"{self.name}_run_hooked")
+        if self.dynamic:
+            self._run_dims = getattr(self.lib, f"{self.name}_run_dims_hooked")
+        self.arena = _aligned(max(self.manifest["arena_bytes"], 1), self.manifest["arena_align"])
+        self.weights = None
+        if not self.manifest["weights_embedded"]:
+            blob = (self.path / self.manifest["weights_file"]).read_bytes()
+            self.weights = _aligned(max(len(blob), 1), self.manifest["arena_align"])
+            self.weights[:len(blob)] = np.frombuffer(blob, dtype=np.uint8)
+
     def run(self, feeds: dict, hook=None) -> dict:
         """Run on {input name: array}; returns {output name: array}. ``hook``: a Python
         callable ``hook(step, op, after)`` called before and after every step, or a C hook
@@ -199,12 +217,7 @@ class Bundle:
 
     def _run_full(self, feeds: dict, hook=None) -> dict:
         """run() with every check and its errors (no fast path)."""
-        ins, dims = self._check_inputs(feeds)
-        if self.dynamic:
-            for x in self.dynamic["dims"]:
-                if not 1 <= dims[x["name"]] <= x["max"]:
-                    raise InputError(f"dynamic dim {x['name']!r} = {dims[x['name']]} is outside "
-                                     f"1..{x['max']} (the largest bucket)")
+        ins, dims = self.checked_inputs(feeds)
         outs = [np.empty(s, dtype=dtype_from_name(o["dtype"]))
                 for o, s in zip(self.outputs, self.output_shapes(dims))]
         ffi = self.ffi
