@@ -208,13 +208,17 @@ def test_cross_matches_host_under_qemu(models, name, target, tmp_path):
 @pytest.mark.parametrize("target", [pytest.param(t, marks=_needs(t)) for t in CROSS])
 def test_cross_portable_winograd_opt_in(models, target, tmp_path):
     """The portable Winograd (kernels/winograd/portable.py) that arm-neon and cortex-m4 leave off by
-    default, opted in by the build YAML: ResNet-8's 3x3 convs take it, compile with the
+    default, opted in by the build YAML: ResNet-8's 3x3 convs take it (on arm-neon, whose convs
+    run the NEON GEMM paths, the convs are also given the portable kernels), compile with the
     strict flags for the cross target and match onnxruntime under qemu."""
     path, hdr, feeds, want, _ = models["resnet8"]
     cfg = tmp_path / "wino.yaml"
     base = os.path.join(EMB, "cortex-m4", "sections.yaml") if target == "cortex-m4" else None
+    nodes = "" if target == "cortex-m4" else "nodes:\n" + "".join(
+        f"  {n.name!r}: {{kernel: generic}}\n" for n in onnx.load(path).graph.node
+        if n.op_type == "Conv")
     cfg.write_text((open(base).read() if base else "") +
-                   "schedule:\n  conv_c: {algo: auto}\n")
+                   "schedule:\n  conv_c: {algo: auto}\n" + nodes)
     got = _cross_outputs(target, path, hdr, want, tmp_path, f"AICC_CONFIG={cfg}")
     assert "portable Winograd F(2x2, 3x3)" in (tmp_path / "bundle" / "model.c").read_text()
     assert_close(got, want, rtol=1e-4, atol=1e-5)

@@ -115,7 +115,7 @@ class Conv(ConvLike):
     def _emit_conv(ctx, node, geo, dt, bias):
         """The SIMD variants (kernels/conv/simd.py) where the target has them, else the
         portable kernels (kernels/conv/portable.py)."""
-        simd = conv_simd.plan(ctx, dt)
+        simd = conv_simd.plan(ctx, dt, geo)
         if simd is not None:
             conv_simd.emit(ctx, node, geo, simd[0], simd[1], bias)
             return

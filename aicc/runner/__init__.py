@@ -28,8 +28,10 @@ class RemoteBundle(BundleInfo):
 
     local = False
 
-    def __init__(self, path, runner: str | None = None, timeout: float = DEFAULT_TIMEOUT):
+    def __init__(self, path, runner: str | None = None, timeout: float = DEFAULT_TIMEOUT,
+                 cflags: str | None = None):
         super().__init__(path)
+        self.cflags = cflags            # CFLAGS of the bundle's own files (None: its Makefile's)
         tname = self.manifest.get("target", "generic")
         if tname not in list_targets():
             raise InputError(f"{self.path}: built for target {tname!r}, which this aicc does "
@@ -52,7 +54,7 @@ class RemoteBundle(BundleInfo):
         return isinstance(self.transport, Local) and self.transport.emulated
 
     def _program(self, feeds, tmp: Path, **kw):
-        return build_program(self, self.target, feeds, tmp, **kw)
+        return build_program(self, self.target, feeds, tmp, cflags=self.cflags, **kw)
 
     def run(self, feeds: dict, hook=None) -> dict:
         if hook is not None:
@@ -102,4 +104,6 @@ def open_bundle(path, runner: str | None = None, timeout: float = DEFAULT_TIMEOU
     """The bundle at ``path``, ready to run: a Bundle (cffi, this process) when it runs here
     (remote_runner), else a RemoteBundle."""
     spec = remote_runner(path, runner)
-    return Bundle(path, cflags) if spec is None else RemoteBundle(path, spec, timeout)
+    if spec is None:
+        return Bundle(path, cflags)
+    return RemoteBundle(path, spec, timeout, cflags)

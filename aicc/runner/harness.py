@@ -252,9 +252,10 @@ def _run(cmd, cwd=None, what="") -> None:
 
 
 def build_program(info, target: Target, feeds: dict, workdir: Path, *, reps: int = 1,
-                  profile: bool = False, timed: bool = False) -> tuple:
+                  profile: bool = False, timed: bool = False, cflags: str | None = None) -> tuple:
     """Build the harness for bundle ``info`` on ``feeds`` in ``workdir``; returns (the
-    program's path, {dynamic dim: value})."""
+    program's path, {dynamic dim: value}). ``cflags``: the CFLAGS the bundle's own files
+    compile with (None: its Makefile's default)."""
     ins, dims = info.checked_inputs(feeds)
     m = info.manifest
     weights = None
@@ -266,7 +267,8 @@ def build_program(info, target: Target, feeds: dict, workdir: Path, *, reps: int
     cc, ar = target.tool("cc"), target.tool("ar")
     bundle = info.path.resolve()
     lib = bundle / m["files"]["static_lib"]
-    _run(["make", "-C", str(bundle), "--no-print-directory", lib.name, f"CC={cc}", f"AR={ar}"],
+    _run(["make", "-C", str(bundle), "--no-print-directory", lib.name, f"CC={cc}", f"AR={ar}",
+          *([f"CFLAGS={cflags}"] if cflags is not None else [])],
          what=f"bundle {bundle} for target {target.name}")
     board = target.board or {"sources": ["hosted.c"], "ldflags": ["-no-pie"]}
     sources = [str(BOARDS / s) for s in board.get("sources", ())]

@@ -24,6 +24,7 @@ from aicc.bundle.writer import write_bundle
 from aicc.compiler import compile_graph
 from aicc.config import Options
 from aicc.frontend import import_model
+from aicc.runner import open_bundle
 from aicc.targets import runnable_targets
 from tests.oracle import STRICT_CFLAGS, assert_close, make_model, reference, rng
 from tests.ops.test_conv import ACTS, CONV_CASES
@@ -84,7 +85,7 @@ def run(tmp_path, target, x, w, attrs, bias=True, sched=None, act=None, params=N
                        model_sha="0" * 64,
                        original_inputs=[{"name": k, "shape": list(v.shape)}
                                         for k, v in inputs.items()])
-    got = aicc.load(out, cflags=STRICT_CFLAGS).run(inputs)
+    got = open_bundle(out, cflags=STRICT_CFLAGS).run(inputs)     # cross targets: emulated
     assert_close(got, want)
 
 

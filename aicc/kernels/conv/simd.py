@@ -1,4 +1,5 @@
-"""Conv on the x86 SIMD targets (float32; x86-avx2 / x86-avx512): variant choice, schedule,
+"""Conv on the SIMD targets (float32; x86-avx2 / x86-avx512, and arm-neon for the variants its
+description has entries for: im2col, direct, implicit; ``offered``): variant choice, schedule,
 and the GEMM path ``Y[Cout/g, P] = W[Cout/g, K] @ col[K, P]`` per batch item and group, with
 the output positions P (the large dimension) as the vectorized N dimension.
 
@@ -71,12 +72,13 @@ from . import dwchan as conv_depthwise_c
 from . import im2col as conv_im2col
 from . import implicit as conv_simd_i
 from . import transposed as conv_simd_t
-from ..gemm.simd import ISA, nr_of
-from ..isa.registry import isa_for
+from ..gemm.simd import nr_of
+from ..isa.registry import ISAS, isa_for, table
 from ..isa.x86 import vcopy
 from ..winograd import simd as conv_winograd
 from .schedule import balanced, extents, node_schedule, padded_extents
 
+CONV = table("conv_kernels")
 
 PAD = """\
 /* Zero-padded copy of the C channels of one batch item: xp[c][e0][e1][e2] with padded
@@ -113,11 +115,31 @@ static void aicc_cv_pad(const aicc_conv_params *p, size_t C, const float *restri
 }"""
 
 
-def plan(ctx, dt):
+def plan(ctx, dt, geo=None):
     """(isa, conv schedule) of the first SIMD variant in the target's kernel list (or the
-    node's aicc_kernel), None for the portable kernels (also for float64)."""
-    isa = isa_for(ctx, ISA) if str(dt) == "float32" else None
-    return None if isa is None else (isa, node_schedule(ctx, isa))
+    node's aicc_kernel) whose description has conv kernels, None for the portable kernels
+    (also for float64, and for a conv whose variant the ISA's description leaves out, such as
+    depthwise on an ISA without the vector vocabulary)."""
+    isa = isa_for(ctx, CONV) if str(dt) == "float32" else None
+    if isa is None:
+        return None
+    sched = node_schedule(ctx, isa)
+    if geo is not None and not offered(isa, variant(ctx, geo, isa, sched)):
+        return None
+    return isa, sched
+
+
+# what each variant needs from an ISA's description beyond the GEMM and conv copies
+_NEEDS = {"depthwise": lambda i: bool(i.vector), "dwchan": lambda i: bool(i.vector),
+          "winograd": lambda i: bool(i.winograd), "bcast": lambda i: "bcast" in i.conv_kernels,
+          "transposed": lambda i: "copy_run" in i.conv_kernels,
+          "implicit": lambda i: "deinterleave" in i.conv_kernels}
+
+
+def offered(isa: str, v: str) -> bool:
+    """Whether ISA ``isa``'s description has what conv variant ``v`` needs."""
+    need = _NEEDS.get(v)
+    return need is None or need(ISAS[isa])
 
 
 def is_direct(geo) -> bool:
@@ -135,13 +157,16 @@ def variant(ctx, geo, isa: str, sched: dict) -> str:
         return algo
     if algo == "depthwise" or (auto and conv_depthwise.supports(geo)):
         return "depthwise"
-    if algo == "winograd" or (auto and conv_winograd.prefer(ctx, geo, isa)):
+    if algo == "winograd" or (auto and offered(isa, "winograd")
+                              and conv_winograd.prefer(ctx, geo, isa)):
         return "winograd"
-    if auto and conv_bcast.prefer(ctx, geo, isa):
+    if auto and offered(isa, "bcast") and conv_bcast.prefer(ctx, geo, isa):
         return "bcast"
-    if algo == "transposed" or (auto and conv_simd_t.prefer(geo, isa, is_direct(geo))):
+    if algo == "transposed" or (auto and offered(isa, "transposed")
+                                and conv_simd_t.prefer(geo, isa, is_direct(geo))):
         return "transposed"
-    if algo == "implicit" or (auto and conv_simd_i.supports(geo) and not is_direct(geo)
+    if algo == "implicit" or (auto and offered(isa, "implicit") and conv_simd_i.supports(geo)
+                              and not is_direct(geo)
                               and conv_simd_i.prefer(geo, nr_of(isa), sched["implicit_pct"])):
         return "implicit"
     return "direct" if algo == "direct" or (auto and is_direct(geo)) else "im2col"
@@ -171,9 +196,9 @@ def _bcast(ctx, node, geo, isa, sched, bias):
     conv_bcast.emit(ctx, node, geo, isa, bias)
 
 
-def _pad(ctx) -> str:
+def _pad(ctx, isa: str) -> str:
     """PAD, the text of the pad helper the variants register, and the row copies it calls."""
-    vcopy(ctx)
+    vcopy(ctx, isa)
     return PAD
 
 
@@ -183,14 +208,14 @@ def _winograd(ctx, node, geo, isa, sched, bias):
 
 def _transposed(ctx, node, geo, isa, sched, bias):
     ctx.kernel = f"{isa} transposed"
-    conv_simd_t.emit(ctx, node, geo, isa, sched, bias, _pad(ctx), padded_extents(geo))
+    conv_simd_t.emit(ctx, node, geo, isa, sched, bias, _pad(ctx, isa), padded_extents(geo))
 
 
 def _implicit(ctx, node, geo, isa, sched, bias):
     if not conv_simd_i.supports(geo):
         raise ValueError("conv algo 'implicit' needs a 1-D/2-D conv")
     ctx.kernel = f"{isa} implicit"
-    conv_simd_i.emit(ctx, node, geo, isa, balanced(sched, geo.cout_g), bias, _pad(ctx),
+    conv_simd_i.emit(ctx, node, geo, isa, balanced(sched, geo.cout_g), bias, _pad(ctx, isa),
                      extents(geo))
 
 
@@ -198,8 +223,8 @@ def _gemm(ctx, node, geo, isa, sched, bias, direct):
     """direct (1x1 stride 1 unpadded: the input is the B operand) or im2col tiles."""
     if direct and not is_direct(geo):
         raise ValueError("conv algo 'direct' needs a 1x1 kernel, stride 1 and no padding")
-    conv_im2col.emit(ctx, node, geo, isa, balanced(sched, geo.cout_g), bias, direct, _pad(ctx),
-                     extents(geo))
+    conv_im2col.emit(ctx, node, geo, isa, balanced(sched, geo.cout_g), bias, direct,
+                     _pad(ctx, isa), extents(geo))
 
 
 _VARIANTS = {"bcast": _bcast, "dwchan": _dwchan, "depthwise": _depthwise, "winograd": _winograd,

@@ -60,7 +60,7 @@ def kernel(ctx, isa: str, mr: int, table: bool = False) -> str:
     if mr == 1:
         o.append("    (void)ldy;")
     o.append("    size_t j = 0;")
-    add = ISAS[isa].vector["add"]
+    add = d["add"]
     # the same row of the next panel toward the cache (as the GEMM kernels do), on the ISAs
     # whose description has it (tile_prefetch: why, measured)
     pf = ISAS[isa].conv_kernels.get("tile_prefetch")
@@ -77,9 +77,9 @@ def kernel(ctx, isa: str, mr: int, table: bool = False) -> str:
                               hint=d["pf_next"]) + ";" for q in range(0, nr, 16)]
         # B is not padded (the input itself, or a partial im2col panel): masked loads
         tile_k_loop(o, d, ind, accs, pre,
-                    lambda p, c: _f(d["mload"] if masked else d["load"], p=f"bk{p} + {c * L}u",
-                                    m=f"m{c}"),
-                    lambda r: f"ak + {r}u")
+                    lambda p, c, k="k": _f(d["mload"] if masked else d["load"],
+                                           p=f"bk{p} + {c * L}u", m=f"m{c}"),
+                    lambda r: f"ak + {r}u", a_layout="packed")
         o.append(f"{ind}if (lohi) {{")
         o.append(f"{ind}    if (bias) {{")
         for r in range(mr):

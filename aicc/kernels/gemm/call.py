@@ -40,8 +40,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...emit_c.cwriter import c_literal, ctype
-from ..isa.registry import isa_for
-from ..move.copy import avx_helper
+from ..isa.registry import ISAS, isa_for
+from ..move.copy import avx_helper, c_helper
 from ..vmath.act import ACT, ACT_ATTRS, INT_OK, act_expr, fused_epilogue
 from .portable import choose_nb, gemm_helper
 from .simd import ISA, WIDE, driver, nr_of, panel_vectors, register_clamp, schedule
@@ -110,11 +110,13 @@ def gemm_call(ctx, plan, dt, m, n, k, a, ars, acs, bp, y, alpha=1.0, c=None, crs
 def a_rows(ctx, plan, dt, m, k, a, ars, acs):
     """(A, row stride) with unit column stride for the SIMD kernels (float32): a transposed A
     (ars 1: a K x M matrix of row stride acs) is copied into step scratch first, by the AVX
-    8 x 8 transposition of kernels/move/copy.py. Unchanged for the portable kernel."""
+    8 x 8 transposition of kernels/move/copy.py where the ISA describes vector moves, else
+    its portable 4 x 4 one. Unchanged for the portable kernel."""
     if plan.isa is None or acs == 1 or m * k == 0:
         return a, ars, acs
     t = ctx.scratch(m * k * np.dtype(dt).itemsize, ctype(dt), "at")
-    ctx(f"{avx_helper(ctx)}({k}u, {m}u, {a}, {acs}u, {t}, {k}u);")
+    tr = avx_helper(ctx) if ISAS[plan.isa].move else c_helper(ctx, "float")
+    ctx(f"{tr}({k}u, {m}u, {a}, {acs}u, {t}, {k}u);")
     return t, k, 1
 
 

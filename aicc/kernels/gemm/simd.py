@@ -1,11 +1,11 @@
-"""C text of the SIMD GEMM (float32): AVX2+FMA and AVX-512F register-blocked micro-kernels,
-the blocked driver and the fused tile epilogue. Used by gemm.py / matmul.py when the target
-lists the kernel variant (``kernels: [avx2, ...]`` in configs/targets/*.yaml).
+"""C text of the SIMD GEMM (float32): AVX2+FMA, AVX-512F and NEON register-blocked
+micro-kernels, the blocked driver and the fused tile epilogue. Used by gemm.py / matmul.py
+when the target lists the kernel variant (``kernels: [avx2, ...]`` in configs/targets/*.yaml).
 
 Layout (GotoBLAS/BLIS-style, our own code):
 
-* B is packed in column panels of NR = 2 vectors (16 floats for AVX2, 32 for AVX-512; 1 or
-  3 vectors for narrow N, see panel_vectors),
+* B is packed in column panels of NR = 2 vectors (16 floats for AVX2, 32 for AVX-512, 8 for
+  NEON; 1 or 3 vectors for narrow N, see panel_vectors),
   ``Bp[(p*K + k)*NR + j] = B[k, p*NR + j]``, zero past N (gemm.pack_b, at compile time for
   constant weights). A K block [pc, pc+kc) of a panel is contiguous: no repacking per block.
 * A is read in place, row-major with unit stride along k (``A[i*lda + k]``): the mr row
@@ -26,7 +26,8 @@ Layout (GotoBLAS/BLIS-style, our own code):
 
 Rounding: every output element is one chain of fused multiply-adds in ascending k,
 ``acc = fma(a[i,k], b[k,j], acc)`` starting from +0 (the K blocks store and reload the exact
-float partial sum, so blocking does not change the result). This differs from the generic
+float partial sum, so blocking does not change the result; NEON's FMLA by element, k in steps
+of 4, computes the same chain). This differs from the generic
 kernel (separate multiply and add, two roundings per step) and from onnxruntime's MLAS (also
 FMA, but its own blocking) only by rounding: relative differences of a few ulp times sqrt(K)
 on well-conditioned data, inside the test tolerance rtol 1e-4 / atol 1e-5 (long K needs a
@@ -143,6 +144,11 @@ def _header(ctx, isa: str) -> None:
         ctx.helper(f"gemm_{isa}.1.mtab", lane_mask_table(isa, f"aicc_sg_{isa}_mtab"))
 
 
+def _par(e: str) -> str:
+    """A C expression in parentheses unless it is a name."""
+    return e if e.isidentifier() else f"({e})"
+
+
 def _vtag(v: int) -> str:
     """Name suffix of kernels with v != V vectors per panel."""
     return "" if v == V else f"v{v}"
@@ -191,11 +197,11 @@ def _kernel_text(isa: str, mr: int, prefetch: bool = True, v: int = V) -> tuple:
             if prefetch and not masked and (np_b == 1 or mr >= d["pf_rows"]) else []
         # B panels are zero padded past N: plain loads in the masked step too
         tile_k_loop(o, d, ind, accs, pre,
-                    lambda p, c: _f(d["load"], p=f"b{p} + k * {nr}u + {c * L}u"),
-                    lambda r: f"a{r} + k", v)
+                    lambda p, c, k="k": _f(d["load"], p=f"b{p} + {_par(k)} * {nr}u + {c * L}u"),
+                    lambda r: f"a{r} + k", v, a_layout="rows", registers=ISAS[isa].registers)
         # fused epilogue (the last K block, see driver): + bias[j] per column, then the
         # clamp min(hi, max(lo, v)) (NaN passes, as the activation table's Relu / Clip)
-        add = ISAS[isa].vector["add"]
+        add = d["add"]
         o.append(f"{ind}if (bias) {{")
         for c in range(cols):
             bp = f"bias + j + {c * L}u"

@@ -55,14 +55,32 @@ def tile_open(o: list, d: dict, ind: str, nr: int, npb: int, accs: list, masked:
 
 
 def tile_k_loop(o: list, d: dict, ind: str, accs: list, pre: list, bvec, arow,
-                v: int = V) -> None:
+                v: int = V, a_layout: str = "", registers: int = 0) -> None:
     """The K loop of a micro-kernel column step: pre (lines at the top of each iteration),
     then per k the FMAs acc[r][p * v + c] += A(r, k) * B(k, panel p, vector c), with bvec(p,
-    c) the B vector's load expression and arow(r) the address of A(r, k); v vectors per panel
-    (default V). One panel: the v B vectors first, then one broadcast per row (few live
-    registers); several: the broadcasts first, then one B vector at a time."""
-    vec, npb = d["vec"], len(accs[0]) // v
-    o.append(f"{ind}for (size_t k = 0; k < kc; ++k) {{")
+    c, k) the B vector's load expression at row k (a C expression, default "k") and arow(r)
+    the address of A(r, k); v vectors per panel (default V). One panel: the v B vectors first,
+    then one broadcast per row (few live registers); several: the broadcasts first, then one B
+    vector at a time.
+
+    ISAs with an FMA by vector lane (``fma_lane``: NEON's FMLA by element) load A as vectors
+    instead of broadcasting it, where its layout allows (``a_layout``): "packed" (A(r, k) at
+    arow(r) contiguous in r: one vector holds the A of L rows, rows past the last full vector
+    broadcast) or "rows" (A(r, k) contiguous in k: k unrolled by L, one vector per row holds
+    its L values of A; the k % L rest broadcast), when the accumulators, the A vectors and the
+    B vectors fit in the ISA's ``registers``. The products and their order are the same: one fused
+    multiply-add per (r, k, column) in ascending k."""
+    vec, npb, L = d["vec"], len(accs[0]) // v, d["lanes"]
+    mr = len(accs)
+    lane = d.get("fma_lane")
+    if lane and a_layout == "packed" and mr >= L:
+        _k_loop_lanes_packed(o, d, ind, accs, pre, bvec, arow, v)
+        return
+    if lane and a_layout == "rows" and mr * (len(accs[0]) + 1) + v * npb < registers:
+        _k_loop_lanes_rows(o, d, ind, accs, pre, bvec, arow, v)
+        o.append(f"{ind}for (; k < kc; ++k) {{")
+    else:
+        o.append(f"{ind}for (size_t k = 0; k < kc; ++k) {{")
     i2 = ind + "    "
     o.extend(i2 + ln for ln in pre)
     if npb == 1:
@@ -82,6 +100,56 @@ def tile_k_loop(o: list, d: dict, ind: str, accs: list, pre: list, bvec, arow,
                 for r, row in enumerate(accs):
                     x = row[p * v + c]
                     o.append(f"{i2}  {x} = " + _f(d["fma"], a=f"x{r}", b="w", c=x) + ";")
+                o.append(f"{i2}}}")
+    o.append(f"{ind}}}")
+
+
+def _k_loop_lanes_packed(o, d, ind, accs, pre, bvec, arow, v):
+    """tile_k_loop with A packed across rows: per k, mr // L vector loads of A and one FMA by
+    lane per accumulator; the mr % L last rows broadcast."""
+    vec, npb, L, mr = d["vec"], len(accs[0]) // v, d["lanes"], len(accs)
+    full = mr // L
+    o.append(f"{ind}for (size_t k = 0; k < kc; ++k) {{")
+    i2 = ind + "    "
+    o.extend(i2 + ln for ln in pre)
+    for g in range(full):
+        o.append(f"{i2}const {vec} xa{g} = " + _f(d["load"], p=arow(g * L)) + ";")
+    for r in range(full * L, mr):
+        o.append(f"{i2}const {vec} x{r} = " + _f(d["bcast"], p=arow(r)) + ";")
+    for p in range(npb):
+        for c in range(v):
+            o.append(f"{i2}{{ const {vec} w = {bvec(p, c)};")
+            for r, row in enumerate(accs):
+                x = row[p * v + c]
+                if r < full * L:
+                    e = _f(d["fma_lane"], a=f"xa{r // L}", b="w", c=x, lane=r % L)
+                else:
+                    e = _f(d["fma"], a=f"x{r}", b="w", c=x)
+                o.append(f"{i2}  {x} = {e};")
+            o.append(f"{i2}}}")
+    o.append(f"{ind}}}")
+
+
+def _k_loop_lanes_rows(o, d, ind, accs, pre, bvec, arow, v):
+    """tile_k_loop with A rows contiguous in k: k in steps of L, one vector of A per row, L
+    FMAs by lane per accumulator and step; leaves k at the first of the k % L rest (the
+    caller's broadcast loop continues from it)."""
+    vec, npb, L = d["vec"], len(accs[0]) // v, d["lanes"]
+    o.append(f"{ind}size_t k = 0;")
+    o.append(f"{ind}for (; k + {L}u <= kc; k += {L}u) {{")
+    i2 = ind + "    "
+    o.extend(i2 + ln for ln in pre)
+    for r in range(len(accs)):
+        o.append(f"{i2}const {vec} xa{r} = " + _f(d["load"], p=arow(r)) + ";")
+    for q in range(L):
+        kq = f"k + {q}u" if q else "k"
+        for p in range(npb):
+            for c in range(v):
+                o.append(f"{i2}{{ const {vec} w = {bvec(p, c, kq)};")
+                for r, row in enumerate(accs):
+                    x = row[p * v + c]
+                    o.append(f"{i2}  {x} = " + _f(d["fma_lane"], a=f"xa{r}", b="w", c=x,
+                                                   lane=q) + ";")
                 o.append(f"{i2}}}")
     o.append(f"{ind}}}")
 

@@ -25,6 +25,7 @@ class Isa:
     prefix: str = ""            # the intrinsics' name prefix ("_mm256"), for {p} in templates
     masked: bool = False        # per-lane mask registers: a tail is a masked load / store of
                                 # n lanes; without them a tail reads a lane-mask table
+    prelude: str = ""           # C text after the #include: inline helpers its spellings call
     vector: dict = field(default_factory=dict)     # float32 vector spellings (see isa/x86.py)
     mask: dict = field(default_factory=dict)       # tails: mtype, mask ({n} first lanes),
                                                    # mload ({m}, {p}), mstore ({p}, {m}, {v})

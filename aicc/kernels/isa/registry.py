@@ -1,10 +1,10 @@
 """The ISA descriptions the kernels know, and the one rule that picks a node's ISA."""
 from __future__ import annotations
 
-from . import avx2, avx512
+from . import avx2, avx512, neon
 
 # in the order the per-ISA tables list them
-ISAS = {i.name: i for i in (avx2.ISA, avx512.ISA)}
+ISAS = {i.name: i for i in (avx2.ISA, avx512.ISA, neon.ISA)}
 
 
 def table(field: str) -> dict:
@@ -28,5 +28,6 @@ def isa_for(ctx, among=ISAS):
 
 
 def include_line(isa: str) -> str:
-    """The #include of the intrinsics header of ``isa``'s description."""
-    return f"#include {ISAS[isa].header}"
+    """The #include of the intrinsics header of ``isa``'s description, and its prelude."""
+    i = ISAS[isa]
+    return f"#include {i.header}" + (f"\n\n{i.prelude}" if i.prelude else "")

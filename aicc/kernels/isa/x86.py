@@ -87,8 +87,28 @@ static inline void aicc_vzero(float *restrict d, size_t n)
 VCOPY = _vcopy_text(SIMD[AVX])
 
 
-def vcopy(ctx) -> None:
-    """aicc_vcopy / aicc_vzero (VCOPY; AVX, on every x86 SIMD target)."""
+VCOPY_C = """\
+/* n floats from s to d (not overlapping), n zeros into d: element loops (the compiler
+ * vectorizes them for an ISA without the x86 vector moves). */
+static inline void aicc_vcopy(float *restrict d, const float *restrict s, size_t n)
+{
+    for (size_t i = 0; i < n; ++i)
+        d[i] = s[i];
+}
+
+static inline void aicc_vzero(float *restrict d, size_t n)
+{
+    for (size_t i = 0; i < n; ++i)
+        d[i] = 0.0f;
+}"""
+
+
+def vcopy(ctx, isa: str | None = None) -> None:
+    """aicc_vcopy / aicc_vzero: VCOPY (AVX, on every x86 SIMD target) where ``isa`` describes
+    vector moves (or is not given), else the element loops of VCOPY_C."""
+    if isa is not None and not ISAS[isa].move:
+        ctx.helper("gemm_c.0.vcopy", VCOPY_C)
+        return
     include(ctx, AVX)
     ctx.helper(f"gemm_{AVX}.0.vcopy", VCOPY)
 

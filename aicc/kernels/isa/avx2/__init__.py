@@ -32,7 +32,7 @@ ISA = Isa(
               pf_rows=1, pf_next="T0", pf_first=False,
               load="_mm256_loadu_ps({p})", store="_mm256_storeu_ps({p}, {v})",
               bcast="_mm256_broadcast_ss({p})", fma="_mm256_fmadd_ps({a}, {b}, {c})",
-              zero="_mm256_setzero_ps()", **MASK,
+              zero="_mm256_setzero_ps()", add="_mm256_add_ps", **MASK,
               # the clamp epilogue's min / max (gemm/tile.py tile_clamp)
               min="_mm256_min_ps", max="_mm256_max_ps",
               # a prefetch of the line at {p} toward cache level {hint} (T0: L1, T1: L2)

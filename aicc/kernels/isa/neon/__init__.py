@@ -1,0 +1,60 @@
+"""NEON (AArch64, Armv8-A Advanced SIMD): 128-bit vectors, 32 registers, fused multiply-add
+(FMLA), no lane masks.
+
+Tails are loads and stores of the first n lanes through a small stack buffer (the prelude's
+aicc_neon_mload / aicc_neon_mstore; ``masked``: a tail is a load / store of n lanes, as with
+mask registers, no lane-mask table). The kernel families this description has entries for run
+on NEON; the others stay portable C on arm-neon (isa_for picks only ISAs whose description
+has the family's entry).
+"""
+from __future__ import annotations
+
+from ..base import Isa
+from . import conv
+
+PRELUDE = """\
+/* NEON tails: the first n (<= 4) floats at p as a vector (the other lanes 0), and the first n
+ * lanes of v stored to p; nothing past p + n is read or written. */
+static inline float32x4_t aicc_neon_mload(const float *p, size_t n)
+{
+    float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (size_t i = 0; i < n && i < 4u; ++i)
+        t[i] = p[i];
+    return vld1q_f32(t);
+}
+
+static inline void aicc_neon_mstore(float *p, size_t n, float32x4_t v)
+{
+    float t[4];
+    vst1q_f32(t, v);
+    for (size_t i = 0; i < n && i < 4u; ++i)
+        p[i] = t[i];
+}"""
+
+# tails: {n} lanes, a count
+MASK = dict(mtype="size_t", mask="(size_t)({n})",
+            mload="aicc_neon_mload({p}, {m})", mstore="aicc_neon_mstore({p}, {m}, {v})")
+
+ISA = Isa(
+    name="neon", family="arm", header="<arm_neon.h>", vector_bytes=16, registers=32,
+    prefix="", mask=MASK, masked=True, prelude=PRELUDE,
+    # vfmaq_f32(c, a, b) = c + a * b, one rounding (FMLA)
+    gemm=dict(vec="float32x4_t", lanes=4, mr=8, kc=256, mc=96, jb=64, nc=256, prefetch_kb=0,
+              pf_rows=1, pf_next="T0", pf_first=False,
+              load="vld1q_f32({p})", store="vst1q_f32({p}, {v})",
+              bcast="vld1q_dup_f32({p})", fma="vfmaq_f32({c}, {a}, {b})",
+              # {c} + {b} * lane {lane} of {a}: FMLA by element (gemm/tile.py tile_k_loop)
+              fma_lane="vfmaq_laneq_f32({c}, {b}, {a}, {lane})",
+              zero="vdupq_n_f32(0.0f)", add="vaddq_f32", **MASK,
+              # the clamp epilogue's min / max (gemm/tile.py tile_clamp); FMIN / FMAX return
+              # NaN when either operand is NaN, so NaN passes the clamp as on x86
+              min="vminq_f32", max="vmaxq_f32",
+              # {hint} is x86's cache level; GCC's prefetch keeps data in all levels
+              prefetch="__builtin_prefetch((const void *)({p}), 0, 3)",
+              # most accumulators a kernel of several panels keeps: 24 of the 32 registers
+              acc_max=24),
+    gemm_mr_max={1: 24, 2: 12, 3: 8},
+    conv=dict(mr=8, kc=256, jb=64, tile_kb=192, implicit_pct=5, algo="auto", wino_m=0,
+              wino_kb=768, wino_chan=1, edge_kernels=8),
+    conv_kernels=conv.TABLE,
+)

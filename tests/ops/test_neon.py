@@ -1,0 +1,215 @@
+"""The NEON kernels (arm-neon: kernels/isa/neon/) against onnxruntime, run under qemu-aarch64
+(aicc/runner): the GEMM micro-kernels (broadcast and FMLA-by-element forms, every row count,
+masked column tails, K % 4 rests, K blocks, transposed A), the conv GEMM paths (im2col,
+direct, implicit with its stride-2 de-interleave, every row count 1 .. 2 * MR + 1, tiles and
+schedules), ConvTranspose on the conv GEMM, fused activations and NaN / Inf; and that the
+conv variants the NEON description leaves out (depthwise, winograd, ...) run the portable
+kernels. Bundles compile with the strict warning flags. Skipped only when the cross
+toolchain or qemu is missing (`make test` installs them)."""
+import itertools
+import zlib
+
+import numpy as np
+import pytest
+from onnx import helper
+
+from aicc.targets import load_target
+from tests.oracle import assert_close, check_node, compile_and_run, make_model, reference, rng
+from tests.ops.test_conv import ACTS, CONV_CASES, CONVT_CASES
+from tests.ops.test_conv_simd import MARK, STRIDE2_ROWS, algo_of, case_data, planar, run
+
+T = "arm-neon"
+MR = 8              # the NEON conv schedule's row tile (isa/neon: conv mr)
+pytestmark = pytest.mark.skipif(bool(load_target(T).missing_tools()),
+                                reason="arm-neon toolchain or qemu-aarch64 missing "
+                                       "(make cross-toolchain)")
+NEON_PATHS = (MARK["im2col"], MARK["direct"], MARK["implicit"])
+
+
+def _data(shape, ws, seed):
+    r = rng(seed)
+    x = r.normal(size=shape).astype(np.float32)
+    w = (r.normal(size=ws) / np.sqrt(np.prod(ws[1:]))).astype(np.float32)
+    return x, w
+
+
+# -- conv ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("case", sorted(CONV_CASES))
+def test_neon_conv_auto(case, tmp_path):
+    """Every geometry of test_conv.py with the variant auto picks: a NEON GEMM path, or the
+    portable kernels for depthwise convs (no NEON depthwise variant)."""
+    x, w, attrs = case_data(case)
+    run(tmp_path, T, x, w, attrs,
+        marker=None if algo_of(case) == "depthwise" else NEON_PATHS)
+
+
+@pytest.mark.parametrize("case", sorted(c for c in CONV_CASES if algo_of(c) != "depthwise"))
+def test_neon_conv_im2col_and_implicit(case, tmp_path):
+    x, w, attrs = case_data(case)
+    run(tmp_path, T, x, w, attrs, sched={"algo": "im2col"}, marker=MARK["im2col"])
+    if planar(case):
+        run(tmp_path, T, x, w, attrs, sched={"algo": "implicit"}, marker=MARK["implicit"])
+    if algo_of(case) == "direct":
+        run(tmp_path, T, x, w, attrs, sched={"algo": "direct"}, marker=MARK["direct"])
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_neon_conv_every_row_kernel(k, tmp_path):
+    """Cout = 1 .. 2 * MR + 1: row tiles below one vector of A rows (broadcast), of whole
+    vectors (FMLA by element) and of both; 150 positions: panel groups and a masked tail."""
+    r = rng(k)
+    x = r.normal(size=(1, 5, 10, 15)).astype(np.float32)
+    pads = {"pads": [1, 1, 1, 1]} if k == 3 else {}
+    for m in range(1, 2 * MR + 2):
+        w = (r.normal(size=(m, 5, k, k)) / np.sqrt(5 * k * k)).astype(np.float32)
+        d = tmp_path / str(m)
+        d.mkdir()
+        run(d, T, x, w, pads, seed=m, sched={"algo": "im2col"}, marker=MARK["im2col"])
+
+
+@pytest.mark.parametrize("sched", [{"tile_kb": 1}, {"tile_kb": 3, "kc": 7}, {"kc": 1},
+                                   {"mr": 3, "jb": 32}, {"mr": 5}],
+                         ids=lambda s: "_".join(f"{k}{v}" for k, v in s.items()))
+@pytest.mark.parametrize("case", ["big_k_tiles", "stride2_odd", "pointwise_wide"])
+def test_neon_conv_schedules(case, sched, tmp_path):
+    x, w, attrs = case_data(case)
+    for algo in ("im2col", "implicit"):
+        run(tmp_path, T, x, w, attrs, sched={**sched, "algo": algo}, marker=MARK[algo])
+
+
+@pytest.mark.parametrize("case", sorted(STRIDE2_ROWS))
+def test_neon_conv_strided_rows(case, tmp_path):
+    """Stride-2 panels inside one output row: LD2's de-interleave (im2col and implicit)."""
+    xs, ws, attrs = STRIDE2_ROWS[case]
+    x, w = _data(xs, ws, zlib.crc32(case.encode()) % 1000)
+    run(tmp_path, T, x, w, attrs, sched={"algo": "im2col"}, marker=MARK["im2col"])
+    run(tmp_path, T, x, w, attrs, sched={"algo": "implicit"}, marker=MARK["implicit"])
+
+
+@pytest.mark.parametrize("act,params,_", ACTS)
+def test_neon_conv_fused_activation(act, params, _, tmp_path):
+    x, w, attrs = case_data("3x3_pad1", seed=5)
+    run(tmp_path, T, x * 3, w * 2, attrs, act=act, params=params, marker=NEON_PATHS)
+    x, w, attrs = case_data("pointwise", seed=5)
+    run(tmp_path, T, x * 3, w * 2, attrs, act=act, params=params, marker=NEON_PATHS)
+
+
+def test_neon_conv_runtime_weights_and_no_bias(tmp_path):
+    for case in ("3x3_pad1", "pointwise", "group3_odd"):
+        x, w, attrs = case_data(case, seed=7)
+        d = tmp_path / case
+        d.mkdir()
+        run(d, T, x, w, attrs, runtime_w=True, runtime_b=True)
+        run(d, T, x, w, attrs, bias=False, sched={"algo": "im2col"}, marker=MARK["im2col"])
+
+
+@pytest.mark.parametrize("algo", ["im2col", "direct", "implicit"])
+def test_neon_conv_nan_inf(algo, tmp_path):
+    r = rng(4)
+    x = r.normal(size=(1, 3, 6, 6)).astype(np.float32)
+    x[0, 0, 1, 1], x[0, 1, 4, 2], x[0, 2, 5, 5] = np.nan, np.inf, -np.inf
+    if algo == "direct":
+        w, attrs = r.normal(size=(9, 3, 1, 1)).astype(np.float32), {}
+    else:
+        w, attrs = r.normal(size=(9, 3, 3, 3)).astype(np.float32), {"pads": [1, 1, 1, 1]}
+    w[0] = 0.0          # 0 * Inf = NaN, as in onnxruntime
+    run(tmp_path, T, x, w, attrs, sched={"algo": algo}, act="Relu", marker=MARK[algo])
+
+
+@pytest.mark.parametrize("algo", ["depthwise", "dwchan", "winograd", "transposed", "bcast"])
+def test_neon_conv_variants_not_described_run_portable(algo, tmp_path):
+    """A variant the NEON description has no entries for, forced on a node, falls back to the
+    portable kernels (correct results, no NEON conv kernel in the step)."""
+    x, w, attrs = case_data("depthwise" if algo in ("depthwise", "dwchan") else "3x3_pad1")
+    run(tmp_path, T, x, w, attrs, sched={"algo": algo})
+    b = next(tmp_path.glob("b*"))
+    assert "aicc_cv_neon" not in (b / "model.c").read_text()
+
+
+@pytest.mark.parametrize("case", ["s2_k2_unet", "s2_k4_pads", "group2", "1d"])
+def test_neon_conv_transpose(case, tmp_path):
+    if case not in CONVT_CASES:
+        pytest.fail(f"no ConvTranspose case {case}")
+    xs, ws, attrs = CONVT_CASES[case]
+    x, w = _data(xs, ws, zlib.crc32(case.encode()) % 1000)
+    run(tmp_path, T, x, w, attrs, op="ConvTranspose")
+
+
+# -- GEMM ---------------------------------------------------------------------------------
+
+GEMM_SIZES = [(m, n, k) for m, n, k in itertools.product(
+    [1, 2, 3, 5, 8, 9, 13, 17, 25], [1, 3, 4, 5, 8, 9, 13, 33], [1, 2, 3, 4, 5, 7, 64, 257])
+    ][::10]
+
+
+@pytest.mark.parametrize("m,n,k", GEMM_SIZES)
+def test_neon_matmul_sizes(m, n, k, tmp_path):
+    """Row counts (1-row panel groups up to MR), N tails (masked stores of 1-3 lanes), K % 4
+    rests after the FMLA-by-element steps."""
+    r = rng(m * 1000 + n * 10 + k)
+    a = r.normal(size=(m, k)).astype(np.float32)
+    b = (r.normal(size=(k, n)) / np.sqrt(k)).astype(np.float32)
+    check_node("MatMul", {"a": a}, tmp_path, initializers={"b": b}, target=T)
+
+
+@pytest.mark.parametrize("m", range(1, 2 * 8 + 2))
+def test_neon_matmul_every_row_kernel(m, tmp_path):
+    """M = 1 .. 2 * MR + 1 (the NEON GEMM's MR is 8): every row kernel alone and after full
+    tiles."""
+    r = rng(m)
+    a = r.normal(size=(m, 23)).astype(np.float32)
+    b = (r.normal(size=(23, 37)) / 5).astype(np.float32)
+    check_node("MatMul", {"a": a}, tmp_path, initializers={"b": b}, target=T)
+
+
+@pytest.mark.parametrize("ta,tb", [(0, 0), (0, 1), (1, 0), (1, 1)])
+@pytest.mark.parametrize("bconst", [True, False])
+def test_neon_gemm_transpose_alpha_beta(ta, tb, bconst, tmp_path):
+    """transA: A transposed into scratch by the portable 4 x 4 transposition (the NEON
+    description has no vector moves); alpha, beta and C through the epilogue."""
+    m, n, k = 13, 21, 70
+    r = rng(ta * 2 + tb)
+    a = r.normal(size=(k, m) if ta else (m, k)).astype(np.float32) / np.float32(8)
+    b = r.normal(size=(n, k) if tb else (k, n)).astype(np.float32)
+    c = r.normal(size=(m, n)).astype(np.float32)
+    attrs = {"transA": ta, "transB": tb, "alpha": 0.75, "beta": -1.5}
+    if bconst:
+        check_node("Gemm", {"a": a}, tmp_path, attrs=attrs, initializers={"b": b, "c": c},
+                   target=T)
+    else:
+        check_node("Gemm", {"a": a, "b": b, "c": c}, tmp_path, attrs=attrs, target=T)
+
+
+@pytest.mark.parametrize("act", ["Relu", "Clip", "Sigmoid"])
+@pytest.mark.parametrize("sched", [None, {"kc": 5, "mc": 4, "jb": 1}, {"mr": 1, "kc": 3}])
+def test_neon_matmul_bias_activation_and_blocks(act, sched, tmp_path):
+    """MatMul + bias + activation fused into the tile (bias and clamp in registers, or the
+    epilogue function), through K blocks whose partial sums go back to Y."""
+    r = rng(19)
+    feeds = {"a": r.normal(size=(2, 23, 37)).astype(np.float32)}
+    inits = {"b": r.normal(size=(37, 70)).astype(np.float32) / 6,
+             "bias": r.normal(size=(70,)).astype(np.float32),
+             "lo": np.array(-0.5, np.float32), "hi": np.array(0.75, np.float32)}
+    nodes = [helper.make_node("MatMul", ["a", "b"], ["mm"]),
+             helper.make_node("Add", ["mm", "bias"], ["z"]),
+             helper.make_node(act, ["z"] + (["lo", "hi"] if act == "Clip" else []), ["y"])]
+    model = make_model(nodes, feeds, ["y"], inits)
+    over = {"nodes": {}} if sched is None else None
+    cfg = None
+    if sched is not None:
+        cfg = tmp_path / "s.yaml"
+        cfg.write_text("schedule:\n  gemm: {" + ", ".join(f"{k}: {v}" for k, v in
+                                                          sched.items()) + "}\n")
+    got = compile_and_run(model, feeds, tmp_path, target=T, config=cfg)
+    del over
+    assert_close(got, reference(model, feeds))
+
+
+def test_neon_matmul_batched_activations_and_nan(tmp_path):
+    """Both operands at run time (attention-style batched MatMul), and NaN / Inf in A."""
+    r = rng(5)
+    a = r.normal(size=(2, 3, 9, 6)).astype(np.float32)
+    b = r.normal(size=(2, 3, 6, 11)).astype(np.float32)
+    a[0, 1, 2, 3], a[1, 2, 0, 0], a[1, 0, 8, 5] = np.nan, np.inf, -np.inf
+    check_node("MatMul", {"a": a, "b": b}, tmp_path, target=T)
