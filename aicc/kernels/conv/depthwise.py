@@ -26,7 +26,6 @@ from ..isa.registry import ISAS, include_line
 from .base_c import epilogue, use
 from .simd_gemm import KEY, clamp_of
 
-UNROLL = 8          # vectors per step of the kernel (independent FMA chains)
 
 
 def kernel(ctx, isa: str, u: int) -> str:
@@ -159,11 +158,12 @@ def emit(ctx, node, geo, isa: str, bias: str) -> None:
         for kx in range(kw):
             a, b = ky * dy, kx * dx
             toff.append((((a % sy) * sx + b % sx) * hq + a // sy) * wq + b // sx)
-    h = UNROLL // 2
-    nv = -(-(oh * wq) // (L * h)) * h       # a multiple of UNROLL / 2 (the kernel's blocks)
+    unroll = ISAS[isa].conv_kernels["depthwise"]["unroll"]   # vectors per step
+    h = unroll // 2
+    nv = -(-(oh * wq) // (L * h)) * h       # a multiple of unroll / 2 (the kernel's blocks)
     npl = sy * sx * hq * wq + wq + h * L     # slack: the last vectors read past the plane
     lo, hi, act = clamp_of(node)
-    kern = kernel(ctx, isa, UNROLL)
+    kern = kernel(ctx, isa, unroll)
     use(ctx, "float32")
     ctx.helper(f"{KEY}.5.dw.driver", DRIVER)
     ep = epilogue(ctx, node, "float32") if act else "NULL"

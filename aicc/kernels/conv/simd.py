@@ -130,7 +130,8 @@ def plan(ctx, dt, geo=None):
 
 
 # what each variant needs from an ISA's description beyond the GEMM and conv copies
-_NEEDS = {"depthwise": lambda i: bool(i.vector), "dwchan": lambda i: bool(i.vector),
+_NEEDS = {"depthwise": lambda i: "depthwise" in i.conv_kernels,
+          "dwchan": lambda i: bool(i.vector) and "clamp1" in i.conv_kernels,
           "winograd": lambda i: bool(i.winograd), "bcast": lambda i: "bcast" in i.conv_kernels,
           "transposed": lambda i: "copy_run" in i.conv_kernels,
           "implicit": lambda i: "deinterleave" in i.conv_kernels}

@@ -85,4 +85,7 @@ _mm256_storeu_ps(dr + 8u, _mm256_maskload_ps(sr + 8u, m1));""",
               "(aicc_sg_avx2_mtab + {c}u));",
         mload="_mm256_maskload_ps({p}, m)", mstore="_mm256_maskstore_ps({p}, m, {v})",
         tune=(1, 8, 14, 24576), pin=False),
+    # kernels/conv/depthwise.py, the phase-split plane kernel: vectors per step (independent
+    # FMA chains)
+    depthwise=dict(unroll=8),
 )

@@ -99,4 +99,7 @@ _mm512_storeu_ps(dr, _mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1u),
         mdecl="const __mmask8 m = (__mmask8){mask}u;",
         mload="_mm256_maskz_loadu_ps(m, {p})", mstore="_mm256_mask_storeu_ps({p}, m, {v})",
         tune=(1, 12, 29, 24576), pin=False),
+    # kernels/conv/depthwise.py, the phase-split plane kernel: vectors per step (independent
+    # FMA chains)
+    depthwise=dict(unroll=8),
 )
