@@ -13,13 +13,15 @@ import numpy as np
 import pytest
 from onnx import helper
 
+from aicc.kernels.isa.registry import ISAS
 from aicc.targets import load_target
 from tests.oracle import assert_close, check_node, compile_and_run, make_model, reference, rng
 from tests.ops.test_conv import ACTS, CONV_CASES, CONVT_CASES
 from tests.ops.test_conv_simd import MARK, STRIDE2_ROWS, algo_of, case_data, planar, run
 
 T = "arm-neon"
-MR = 8              # the NEON conv schedule's row tile (isa/neon: conv mr)
+MR = ISAS["neon"].conv["mr"]        # the NEON conv schedule's row tile
+GEMM_MR = ISAS["neon"].gemm["mr"]   # and the GEMM's
 pytestmark = pytest.mark.skipif(bool(load_target(T).missing_tools()),
                                 reason="arm-neon toolchain or qemu-aarch64 missing "
                                        "(make cross-toolchain)")
@@ -153,10 +155,9 @@ def test_neon_matmul_sizes(m, n, k, tmp_path):
     check_node("MatMul", {"a": a}, tmp_path, initializers={"b": b}, target=T)
 
 
-@pytest.mark.parametrize("m", range(1, 2 * 8 + 2))
+@pytest.mark.parametrize("m", range(1, 2 * GEMM_MR + 2))
 def test_neon_matmul_every_row_kernel(m, tmp_path):
-    """M = 1 .. 2 * MR + 1 (the NEON GEMM's MR is 8): every row kernel alone and after full
-    tiles."""
+    """M = 1 .. 2 * MR + 1: every row kernel alone and after full tiles."""
     r = rng(m)
     a = r.normal(size=(m, 23)).astype(np.float32)
     b = (r.normal(size=(23, 37)) / 5).astype(np.float32)

@@ -313,7 +313,7 @@ def driver(ctx, isa: str, sched: dict, act, params, m: int, fused: bool = False)
     v = sched.get("v", V)
     nr = nr_of(isa, v)
     rows = row_counts(m, sched)
-    prefetch = bool(sched.get("prefetch", True))
+    prefetch = bool(sched.get("prefetch", True)) and bool(ISA[isa]["prefetch"])
     # ISA pf_first: only the first row tile of the first M block runs the prefetching kernel,
     # the first to read each B panel of a K block (from L3 after the rest of a network ran);
     # the later tiles and M blocks find the block in L2 (NC) and its panel in L1, where the
@@ -352,6 +352,10 @@ def driver(ctx, isa: str, sched: dict, act, params, m: int, fused: bool = False)
                       f"acc, {tail}); break;" for r in rows)
     first = (f"                        if (ic == 0 && ir == 0) {k_first}(kc, a, lda, b, bs, y, "
              f"N, nc, acc, {tail});\n                        else\n" if pf_first else "")
+    # the first panel toward L1 (ISAs without a prefetch spelling leave it to the hardware)
+    first_panel = (f"    for (size_t q = 0; q < bs && q < 4096u; q += 16u)     /* the first panel, "
+                   f"toward L1 */\n        {_f(ISA[isa]['prefetch'], p='Bp + q', hint='T0')};\n"
+                   if ISA[isa]["prefetch"] else "")
     code = f"""\
 /* {isa} GEMM: Y[M,N] = act(alpha * (A @ B) + beta * C). A(i, k) = A[i*lda + k]; B packed in
  * panels of {nr} (gemm.pack_b layout); C(i, j) = C[i*crs + j*ccs] or NULL; Y dense. Blocks:
@@ -364,9 +368,7 @@ static void {name}(size_t M, size_t N, size_t K, const float *restrict A, size_t
     float beta, float *restrict Y, int epi)
 {{
 {pre}    const size_t bs = K * {nr}u;
-    for (size_t q = 0; q < bs && q < 4096u; q += 16u)     /* the first panel, toward L1 */
-        {_f(ISA[isa]["prefetch"], p="Bp + q", hint="T0")};
-    for (size_t pc = 0; pc < K; pc += {kc}u) {{
+{first_panel}    for (size_t pc = 0; pc < K; pc += {kc}u) {{
         const size_t kc = K - pc < {kc}u ? K - pc : {kc}u;
         const int acc = pc > 0, last = pc + kc == K;
         for (size_t n0 = 0; n0 < N; n0 += {nc}u) {{

@@ -49,12 +49,14 @@ ISA = Isa(
               # the clamp epilogue's min / max (gemm/tile.py tile_clamp); FMIN / FMAX return
               # NaN when either operand is NaN, so NaN passes the clamp as on x86
               min="vminq_f32", max="vmaxq_f32",
-              # {hint} is x86's cache level; GCC's prefetch keeps data in all levels
-              prefetch="__builtin_prefetch((const void *)({p}), 0, 3)",
+              # no software prefetch: the Cortex-A cores' stream prefetchers follow the panel
+              # rows, and each PRFM is one more instruction (the 1-row kernels issued one per
+              # panel and k)
+              prefetch="",
               # most accumulators a kernel of several panels keeps: 24 of the 32 registers
               acc_max=24),
     gemm_mr_max={1: 24, 2: 12, 3: 8},
-    conv=dict(mr=8, kc=256, jb=64, tile_kb=192, implicit_pct=5, algo="auto", wino_m=0,
+    conv=dict(mr=12, kc=256, jb=64, tile_kb=192, implicit_pct=5, algo="auto", wino_m=0,
               wino_kb=768, wino_chan=1, edge_kernels=8),
     conv_kernels=conv.TABLE,
 )
