@@ -1,8 +1,8 @@
 """The NEON kernels (arm-neon: kernels/isa/neon/) against onnxruntime, run under qemu-aarch64
 (aicc/runner): the GEMM micro-kernels (broadcast and FMLA-by-element forms, every row count,
 masked column tails, K % 4 rests, K blocks, transposed A), the conv GEMM paths (im2col,
-direct, implicit with its stride-2 de-interleave, every row count 1 .. 2 * MR + 1, tiles and
-schedules), ConvTranspose on the conv GEMM, fused activations and NaN / Inf; and that the
+direct, implicit with its stride-2 de-interleave, transposed with its patch runs; every row
+count 1 .. 2 * MR + 1, tiles and schedules), ConvTranspose on the conv GEMM, fused activations and NaN / Inf; and that the
 conv variants the NEON description leaves out (depthwise, winograd, ...) run the portable
 kernels. Bundles compile with the strict warning flags. Skipped only when the cross
 toolchain or qemu is missing (`make test` installs them)."""
@@ -25,7 +25,7 @@ GEMM_MR = ISAS["neon"].gemm["mr"]   # and the GEMM's
 pytestmark = pytest.mark.skipif(bool(load_target(T).missing_tools()),
                                 reason="arm-neon toolchain or qemu-aarch64 missing "
                                        "(make cross-toolchain)")
-NEON_PATHS = (MARK["im2col"], MARK["direct"], MARK["implicit"])
+NEON_PATHS = (MARK["im2col"], MARK["direct"], MARK["implicit"], MARK["transposed"])
 
 
 def _data(shape, ws, seed):
@@ -50,6 +50,7 @@ def test_neon_conv_auto(case, tmp_path):
 def test_neon_conv_im2col_and_implicit(case, tmp_path):
     x, w, attrs = case_data(case)
     run(tmp_path, T, x, w, attrs, sched={"algo": "im2col"}, marker=MARK["im2col"])
+    run(tmp_path, T, x, w, attrs, sched={"algo": "transposed"}, marker=MARK["transposed"])
     if planar(case):
         run(tmp_path, T, x, w, attrs, sched={"algo": "implicit"}, marker=MARK["implicit"])
     if algo_of(case) == "direct":
@@ -70,13 +71,26 @@ def test_neon_conv_every_row_kernel(k, tmp_path):
         run(d, T, x, w, pads, seed=m, sched={"algo": "im2col"}, marker=MARK["im2col"])
 
 
+def test_neon_conv_transposed_every_row_kernel(tmp_path):
+    """Transposed path: the positions are the rows (patch runs of 1 .. MR floats, 4-lane
+    copies); P = 1 .. 2 * MR + 1 and Cout = 37 (panels plus a masked tail)."""
+    r = rng(11)
+    w = (r.normal(size=(37, 4, 3, 3)) / 6).astype(np.float32)
+    for p in range(1, 2 * MR + 2):
+        x = r.normal(size=(1, 4, 1, p)).astype(np.float32)
+        d = tmp_path / str(p)
+        d.mkdir()
+        run(d, T, x, w, {"pads": [1, 1, 1, 1]}, seed=p, sched={"algo": "transposed"},
+            marker=MARK["transposed"])
+
+
 @pytest.mark.parametrize("sched", [{"tile_kb": 1}, {"tile_kb": 3, "kc": 7}, {"kc": 1},
                                    {"mr": 3, "jb": 32}, {"mr": 5}],
                          ids=lambda s: "_".join(f"{k}{v}" for k, v in s.items()))
 @pytest.mark.parametrize("case", ["big_k_tiles", "stride2_odd", "pointwise_wide"])
 def test_neon_conv_schedules(case, sched, tmp_path):
     x, w, attrs = case_data(case)
-    for algo in ("im2col", "implicit"):
+    for algo in ("im2col", "implicit", "transposed"):
         run(tmp_path, T, x, w, attrs, sched={**sched, "algo": algo}, marker=MARK[algo])
 
 
@@ -106,7 +120,7 @@ def test_neon_conv_runtime_weights_and_no_bias(tmp_path):
         run(d, T, x, w, attrs, bias=False, sched={"algo": "im2col"}, marker=MARK["im2col"])
 
 
-@pytest.mark.parametrize("algo", ["im2col", "direct", "implicit"])
+@pytest.mark.parametrize("algo", ["im2col", "direct", "implicit", "transposed"])
 def test_neon_conv_nan_inf(algo, tmp_path):
     r = rng(4)
     x = r.normal(size=(1, 3, 6, 6)).astype(np.float32)
@@ -119,7 +133,7 @@ def test_neon_conv_nan_inf(algo, tmp_path):
     run(tmp_path, T, x, w, attrs, sched={"algo": algo}, act="Relu", marker=MARK[algo])
 
 
-@pytest.mark.parametrize("algo", ["depthwise", "dwchan", "winograd", "transposed", "bcast"])
+@pytest.mark.parametrize("algo", ["depthwise", "dwchan", "winograd", "bcast"])
 def test_neon_conv_variants_not_described_run_portable(algo, tmp_path):
     """A variant the NEON description has no entries for, forced on a node, falls back to the
     portable kernels (correct results, no NEON conv kernel in the step)."""

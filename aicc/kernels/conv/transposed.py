@@ -137,12 +137,19 @@ def lanes(n: int, nr: int) -> float:
     return n / (-(-n // nr) * nr)
 
 
+# how many more lanes the transposed GEMM must fill than the positions-as-columns paths, against
+# the direct 1x1 path (which packs nothing) and the others; measured on Zen 5: 7x7 maps gain,
+# 14x14 maps lose. An ISA's conv table may set its own (``transposed_margin``).
+MARGIN = {"direct": 0.15, "other": 0.05}
+
+
 def prefer(geo, isa: str, direct: bool) -> bool:
     """The transposed GEMM fills clearly more lanes (output channels vs positions); against
-    the direct 1x1 path, which packs nothing, by a wider margin (measured on Zen 5: 7x7 maps
-    gain, 14x14 maps lose)."""
+    the direct 1x1 path, which packs nothing, by a wider margin (MARGIN)."""
     nr = nr_of(isa)
-    return lanes(geo.cout_g, nr) > lanes(math.prod(geo.out), nr) + (0.15 if direct else 0.05)
+    margin = ISAS[isa].conv_kernels.get("transposed_margin", MARGIN)
+    return (lanes(geo.cout_g, nr) > lanes(math.prod(geo.out), nr)
+            + margin["direct" if direct else "other"])
 
 
 def tiles(sched, K: int, P: int) -> tuple:

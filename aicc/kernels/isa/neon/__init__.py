@@ -17,18 +17,39 @@ PRELUDE = """\
  * lanes of v stored to p; nothing past p + n is read or written. */
 static inline float32x4_t aicc_neon_mload(const float *p, size_t n)
 {
-    float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (size_t i = 0; i < n && i < 4u; ++i)
-        t[i] = p[i];
-    return vld1q_f32(t);
+    switch (n) {
+    case 0:
+        return vdupq_n_f32(0.0f);
+    case 1:
+        return vsetq_lane_f32(p[0], vdupq_n_f32(0.0f), 0);
+    case 2:
+        return vcombine_f32(vld1_f32(p), vdup_n_f32(0.0f));
+    case 3:
+        return vcombine_f32(vld1_f32(p), vset_lane_f32(p[2], vdup_n_f32(0.0f), 0));
+    default:
+        return vld1q_f32(p);
+    }
 }
 
 static inline void aicc_neon_mstore(float *p, size_t n, float32x4_t v)
 {
-    float t[4];
-    vst1q_f32(t, v);
-    for (size_t i = 0; i < n && i < 4u; ++i)
-        p[i] = t[i];
+    switch (n) {
+    case 0:
+        break;
+    case 1:
+        vst1q_lane_f32(p, v, 0);
+        break;
+    case 2:
+        vst1_f32(p, vget_low_f32(v));
+        break;
+    case 3:
+        vst1_f32(p, vget_low_f32(v));
+        vst1q_lane_f32(p + 2, v, 2);
+        break;
+    default:
+        vst1q_f32(p, v);
+        break;
+    }
 }"""
 
 # tails: {n} lanes, a count

@@ -1,7 +1,7 @@
-"""neon: the conv kernels' spellings (kernels/conv): the im2col panel copies and the implicit
-GEMM's stride-2 phase planes. The direct-broadcast, transposed and channel-last depthwise
-variants have no NEON entries (kernels/conv/simd.offered): those convs take the other variants
-or the portable kernels.
+"""neon: the conv kernels' spellings (kernels/conv): the im2col panel copies, the implicit
+GEMM's stride-2 phase planes and the transposed GEMM's patch runs. The direct-broadcast and
+channel-last depthwise variants have no NEON entries (kernels/conv/simd.offered): those convs
+take the other variants or the portable kernels.
 
 Templates: DST, SRC and CNT are the pointer / count placeholders of kernels/conv/im2col.py's
 panel copies.
@@ -23,4 +23,20 @@ size_t h = 0;
 for (; h + 4u < n; h += 4u)
     vst1q_f32(d + lo + h, vld2q_f32(s0 + 2u * h).val[0]);
 for (; h < n; ++h) d[lo + h] = s0[2u * h];""",
+    # transposed GEMM's patch gather, stride 1: the run of n <= 12 floats (a row tile) at sr
+    # to dr, 4-lane vectors (the last stored whole: up to 3 floats past the run, which later
+    # runs and columns rewrite, inside the pack's slack at the end)
+    copy_run="""\
+for (size_t q = 0; q < n; q += 4u)
+    vst1q_f32(dr + q, aicc_neon_mload(sr + q, n - q < 4u ? n - q : 4u));""",
+    # the branch-free scalar clamp of the transposed copies to NCHW: min(hi, max(lo, {x}))
+    # with FMIN / FMAX on 2-lane vectors, which return NaN when an operand is NaN (NaN
+    # passes, as on x86)
+    clamp1=dict(decl="const float32x2_t vlo = vdup_n_f32(lo), vhi = vdup_n_f32(hi);",
+                expr="vget_lane_f32(vmin_f32(vhi, vmax_f32(vlo,{br}vdup_n_f32({x}))), 0)"),
+    # kernels/conv/transposed.py prefer: against the direct 1x1 path a narrower margin than on
+    # x86 (the 4-lane tail of the positions' last 8-column panel costs more than the
+    # transposed path's packing: arm-neon, executed instructions, MobileNetV2's 1x1 convs on
+    # 7x7 maps 0.87-0.99 of the direct path's, on 14x14 maps 1.22-1.37)
+    transposed_margin={"direct": 0.05, "other": 0.05},
 )
