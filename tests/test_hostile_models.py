@@ -378,3 +378,37 @@ def test_torchscript_bert_with_its_shape_chains(tmp_path, how):
     assert r.returncode == 0, r.stderr
     r = cli("validate", model, tmp_path / "b")
     assert r.returncode == 0, (r.stdout, r.stderr)
+
+
+def _local_function_model(path, body, fn_inputs=("a",), call_inputs=("x",)):
+    """y = local.F(x) with F's body given as nodes."""
+    fn = helper.make_function("local", "F", list(fn_inputs), ["b"], body,
+                              opset_imports=[helper.make_opsetid("", 17)])
+    g = helper.make_graph([helper.make_node("F", list(call_inputs), ["y"], domain="local")], "g",
+                          [helper.make_tensor_value_info("x", F, [2])],
+                          [helper.make_tensor_value_info("y", F, [2])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                                  helper.make_opsetid("local", 1)],
+                                functions=[fn]), path)
+    return path
+
+
+@pytest.mark.parametrize("how, message", [
+    ("recursive", "Model-local functions must not be recursive"),
+    ("extra_input", "Number of actual parameters cannot exceed number of formal parameters"),
+    ("no_output", "Graph output 'y' is not an output of any node"),
+])
+def test_functions_that_cannot_be_inlined(tmp_path, how, message):
+    """A function calling itself, called with more inputs than it declares, or whose body
+    never computes its output: onnx's inliner raised (ValidationError, RuntimeError) or left
+    a graph output without a producer (KeyError in lowering): exit 3."""
+    body = {"recursive": [helper.make_node("F", ["a"], ["b"], domain="local")],
+            "extra_input": [helper.make_node("Relu", ["a"], ["b"])],
+            "no_output": []}[how]
+    model = _local_function_model(tmp_path / "m.onnx", body,
+                                  call_inputs=("x", "x") if how == "extra_input" else ("x",))
+    r = cli("build", model, "-o", tmp_path / "out")
+    assert r.returncode == 2, r.stderr
+    assert message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert not (tmp_path / "out").exists()
+

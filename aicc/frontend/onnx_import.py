@@ -124,7 +124,16 @@ def prepare(model: onnx.ModelProto, name: str = "model") -> onnx.ModelProto:
     _check_einsum(model, name)
     if model.functions:
         from onnx import inliner
-        model = inliner.inline_local_functions(model)
+        try:
+            model = inliner.inline_local_functions(model)
+        except Exception as e:  # noqa: BLE001 - onnx raises ValidationError, RuntimeError
+            raise ModelError(f"{name}: cannot inline its model-local functions: "
+                             f"{_one_line(e)}") from None
+        try:        # a function body that does not compute its outputs passed the first check
+            onnx.checker.check_model(model, full_check=False)
+        except Exception as e:  # noqa: BLE001
+            raise ModelError(f"{name}: fails the ONNX checker once its model-local functions "
+                             f"are inlined: {_one_line(e)}") from None
     opset = model_opset(model)
     if opset < MIN_OPSET:
         from onnx import version_converter
