@@ -412,3 +412,22 @@ def test_functions_that_cannot_be_inlined(tmp_path, how, message):
     assert message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert not (tmp_path / "out").exists()
 
+
+def test_attribute_values_that_cannot_be_read(tmp_path):
+    """A Constant tensor whose data does not match its dims, and an attribute that refers to
+    a function's attribute outside any function (numpy's and onnx's ValueError: exit 3)."""
+    short = _const("v", [1.0, 2.0, 3.0, 4.0], np.float32)     # raw_data: the checker
+    short.dims[0] = 2                                          # looks at float_data only
+    ref = helper.make_attribute("value", helper.make_tensor("v", F, [2], [1.0, 2.0]))
+    ref.ref_attr_name = "alpha"
+    for attr, message in ((helper.make_attribute("value", short), "cannot reshape array"),
+                          (ref, "refers to a function's attribute 'alpha' outside a function")):
+        node = helper.make_node("Constant", [], ["c"])
+        node.attribute.append(attr)
+        model = _model(tmp_path / "m.onnx", [node, helper.make_node("Add", ["x", "c"], ["y"])],
+                       [helper.make_tensor_value_info("x", F, [2])], [_vi("y", 1)])
+        r = cli("build", model, "-o", tmp_path / "out")
+        assert r.returncode == 2, r.stderr
+        assert "attribute 'value'" in r.stderr and message in r.stderr, r.stderr
+        assert not (tmp_path / "out").exists()
+

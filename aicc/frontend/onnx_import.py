@@ -225,6 +225,9 @@ def _value_info_type(vi) -> TensorType | None:
 
 
 def _attr_value(a: onnx.AttributeProto):
+    if a.ref_attr_name:
+        raise ModelError(f"refers to a function's attribute '{_text(a.ref_attr_name)}' outside "
+                         "a function")
     v = helper.get_attribute_value(a)
     if isinstance(v, onnx.TensorProto):
         return numpy_helper.to_array(v)
@@ -258,7 +261,11 @@ def to_graph(model: onnx.ModelProto) -> Graph:
             if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
                 attrs[a.name] = a  # kept raw; ops with subgraphs are unsupported for now
             else:
-                attrs[a.name] = _attr_value(a)
+                try:
+                    attrs[a.name] = _attr_value(a)
+                except Exception as e:  # noqa: BLE001 - tensor data that does not match its dims
+                    raise ModelError(f"node '{_text(n.name) or _text(n.op_type)}': attribute "
+                                     f"'{_text(a.name)}': {_one_line(e)}") from None
         op_type = _text(n.op_type)
         nodes.append(Node(op_type, [_text(x) for x in n.input], [_text(x) for x in n.output],
                           attrs, name=_text(n.name) or f"{op_type}_{k}",
