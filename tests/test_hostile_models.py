@@ -431,3 +431,25 @@ def test_attribute_values_that_cannot_be_read(tmp_path):
         assert "attribute 'value'" in r.stderr and message in r.stderr, r.stderr
         assert not (tmp_path / "out").exists()
 
+
+@pytest.mark.parametrize("how, message", [
+    ("huge", "would take 4398046511104 bytes dense, above fold-constants' max_bytes"),
+    ("data", "cannot reshape array of size 4 into shape (2,)"),
+])
+def test_sparse_constants_out_of_range(tmp_path, how, message):
+    """Sparse Constant values: a few bytes of indices named a dense tensor of 4 TB (built
+    before the folding size check), or values whose raw data does not match their dims
+    (the checker looks at float_data only; ValueError: exit 3)."""
+    vals = _const("vals", [5.0, 7.0] * (2 if how == "data" else 1), np.float32)
+    vals.dims[0] = 2
+    sp = helper.make_sparse_tensor(vals, _const("idx", [1, 3], np.int64),
+                                   [1 << 40] if how == "huge" else [4])
+    model = _model(tmp_path / "m.onnx",
+                   [helper.make_node("Constant", [], ["c"], sparse_value=sp),
+                    helper.make_node("ReduceSum", ["c"], ["s"], keepdims=1),
+                    helper.make_node("Add", ["x", "s"], ["y"])],
+                   [helper.make_tensor_value_info("x", F, [4])], [_vi("y", 1)])
+    r = cli("build", model, "-o", tmp_path / "out")
+    assert r.returncode == 2, r.stderr
+    assert "sparse value" in r.stderr and message in r.stderr, r.stderr
+
