@@ -453,3 +453,17 @@ def test_sparse_constants_out_of_range(tmp_path, how, message):
     assert r.returncode == 2, r.stderr
     assert "sparse value" in r.stderr and message in r.stderr, r.stderr
 
+
+def test_external_data_location_not_utf8(tmp_path):
+    """protobuf hands over a location of invalid UTF-8 as bytes (TypeError: exit 3)."""
+    t = _external("W", "w@bin", [1.0, 2.0])
+    model = _model(tmp_path / "m.onnx", [helper.make_node("Add", ["x", "W"], ["y"])],
+                   [helper.make_tensor_value_info("x", F, [2])],
+                   [helper.make_tensor_value_info("y", F, [2])], [t])
+    raw = model.read_bytes()
+    assert raw.count(b"w@bin") == 1
+    model.write_bytes(raw.replace(b"w@bin", b"w\xffbin"))
+    r = cli("build", model, "-o", tmp_path / "out")
+    assert r.returncode == 2, r.stderr
+    assert "external data path b'w\\xffbin' is not a relative path" in r.stderr, r.stderr
+
