@@ -467,3 +467,14 @@ def test_external_data_location_not_utf8(tmp_path):
     assert r.returncode == 2, r.stderr
     assert "external data path b'w\\xffbin' is not a relative path" in r.stderr, r.stderr
 
+
+def test_output_dim_that_no_bucket_fixes(tmp_path):
+    """The FCN fixture with its first Conv and its Resize inside If nodes, and its output
+    declared [0, 2, Convmask_dim_2, Convmask_dim_3] (a fuzzer finding): shape inference
+    cannot see through the Ifs, and after inlining them each bucket's graph keeps the output
+    dims symbolic, which padding read as numbers (ValueError: exit 3)."""
+    model = Path(__file__).parent / "fuzz_corpus" / "crash-65ff08fe7a91473b.onnx"
+    r = cli("build", model, "-o", tmp_path / "out", "--buckets", "h=8,16", "--buckets", "w=8")
+    assert r.returncode == 2, r.stderr
+    assert "tensor 'mask' has a non-static shape" in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists()
