@@ -40,9 +40,11 @@ def test_output_paths(tmp_path, out):
 
 
 def test_the_harness_reports_what_it_must(tmp_path, monkeypatch):
-    """A build that raises something other than AiccError, runs past the time limit, or
-    writes outside its sandbox is a finding."""
+    """A build that raises something other than AiccError, runs past the time limit, takes
+    more memory than the limit, or writes outside its sandbox is a finding."""
     import time
+
+    import numpy as np
 
     import aicc.compiler
     model = (Path(__file__).parent / "golden" / "mlp" / "model.onnx").read_bytes()
@@ -53,3 +55,5 @@ def test_the_harness_reports_what_it_must(tmp_path, monkeypatch):
     monkeypatch.setattr(aicc.compiler, "import_model",
                         lambda *a, **k: open(tmp_path / "outside.txt", "w").close())
     assert try_case(model, tmp_path).startswith("file access outside the sandbox: opened")
+    monkeypatch.setattr(aicc.compiler, "import_model", lambda *a, **k: np.ones(1 << 30))
+    assert try_case(model, tmp_path, memory=1 << 30).startswith("MemoryError: Unable to allocate")

@@ -343,7 +343,7 @@ def run_case(case: Case, tmp: Path, *, timeout: float = TIMEOUT, memory: int | N
                        f"refused-out:{case.out}")
     bundle = os.path.normpath(os.path.join("work", out))
     stray = [c for c in changed if c != bundle and not c.startswith(bundle + os.sep)
-             and not (bundle.startswith(c + os.sep) and after_is_dir(case_dir / c))]
+             and not (bundle.startswith(c + os.sep) and _is_folder(case_dir / c))]
     if stray:
         return Finding(f"the build changed {', '.join(stray[:3])} outside its output folder",
                        "stray-write")
@@ -359,7 +359,7 @@ def run_case(case: Case, tmp: Path, *, timeout: float = TIMEOUT, memory: int | N
     return None
 
 
-def after_is_dir(p: Path) -> bool:
+def _is_folder(p: Path) -> bool:
     """A parent folder the build created for its output (-o a/b/out) is not a stray write."""
     return p.is_dir() and not p.is_symlink()
 
