@@ -43,7 +43,7 @@ from .seeds import DATA, DATA_FILE
 
 TIMEOUT = 20.0               # seconds per build
 COMPILE_TIMEOUT = 120.0      # seconds for cc on the bundle
-MEMORY = 4 << 30             # bytes of address space a build may add
+MEMORY = 2 << 30             # bytes of address space a build may add
 CFLAGS = "-O0 -std=c99 -Wall -Wextra -pedantic -Werror"
 
 # -o for each mode, relative to case/work/ (prepared by _prepare_out); REFUSED: a build
