@@ -478,3 +478,17 @@ def test_output_dim_that_no_bucket_fixes(tmp_path):
     assert r.returncode == 2, r.stderr
     assert "tensor 'mask' has a non-static shape" in r.stderr, r.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_lstm_with_batch_zero_and_a_dynamic_time_axis(tmp_path):
+    """The LSTM fixture with its batch dim set to 0: the sequence lengths of the padded time
+    axis are an empty tensor, whose fill loop `i < 0u` failed -Werror=type-limits."""
+    from aicc.bundle.loader import build_bundle
+    from tests.oracle import PLAIN_CFLAGS
+    m = onnx.load(Path(__file__).parent / "models" / "dyn_lstm_ts.onnx")
+    for v in (m.graph.input[0], m.graph.output[0]):
+        v.type.tensor_type.shape.dim[0].dim_value = 0
+    onnx.save(m, tmp_path / "m.onnx")
+    r = cli("build", tmp_path / "m.onnx", "-o", tmp_path / "b", "--buckets", "frames=4,8")
+    assert r.returncode == 0, r.stderr
+    build_bundle(tmp_path / "b", PLAIN_CFLAGS)
