@@ -104,9 +104,11 @@ sanitize: setup
 checked: setup
 	AICC_CHECKED=1 $(BIN)/python -m pytest -q -n $(JOBS) tests/ops
 
-# fuzz the compiler for FUZZ_SECONDS; crashes land in tests/fuzz_corpus/ (replayed by make test)
+# fuzz the compiler for FUZZ_SECONDS (atheris: coverage-guided, structure-aware mutations);
+# findings land in tests/fuzz_corpus/ (replayed by make test). docs/ARCHITECTURE.md, Fuzzing.
 FUZZ_SECONDS ?= 60
 fuzz: setup
+	@$(BIN)/python -c "import atheris" 2>/dev/null || $(BIN)/pip install -q -e '.[fuzz]'
 	$(BIN)/python -m tools.fuzz --seconds $(FUZZ_SECONDS)
 
 clean:

@@ -378,3 +378,117 @@ def test_torchscript_bert_with_its_shape_chains(tmp_path, how):
     assert r.returncode == 0, r.stderr
     r = cli("validate", model, tmp_path / "b")
     assert r.returncode == 0, (r.stdout, r.stderr)
+
+
+def _local_function_model(path, body, fn_inputs=("a",), call_inputs=("x",)):
+    """y = local.F(x) with F's body given as nodes."""
+    fn = helper.make_function("local", "F", list(fn_inputs), ["b"], body,
+                              opset_imports=[helper.make_opsetid("", 17)])
+    g = helper.make_graph([helper.make_node("F", list(call_inputs), ["y"], domain="local")], "g",
+                          [helper.make_tensor_value_info("x", F, [2])],
+                          [helper.make_tensor_value_info("y", F, [2])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                                  helper.make_opsetid("local", 1)],
+                                functions=[fn]), path)
+    return path
+
+
+@pytest.mark.parametrize("how, message", [
+    ("recursive", "Model-local functions must not be recursive"),
+    ("extra_input", "Number of actual parameters cannot exceed number of formal parameters"),
+    ("no_output", "Graph output 'y' is not an output of any node"),
+])
+def test_functions_that_cannot_be_inlined(tmp_path, how, message):
+    """A function calling itself, called with more inputs than it declares, or whose body
+    never computes its output: onnx's inliner raised (ValidationError, RuntimeError) or left
+    a graph output without a producer (KeyError in lowering): exit 3."""
+    body = {"recursive": [helper.make_node("F", ["a"], ["b"], domain="local")],
+            "extra_input": [helper.make_node("Relu", ["a"], ["b"])],
+            "no_output": []}[how]
+    model = _local_function_model(tmp_path / "m.onnx", body,
+                                  call_inputs=("x", "x") if how == "extra_input" else ("x",))
+    r = cli("build", model, "-o", tmp_path / "out")
+    assert r.returncode == 2, r.stderr
+    assert message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_attribute_values_that_cannot_be_read(tmp_path):
+    """A Constant tensor whose data does not match its dims, and an attribute that refers to
+    a function's attribute outside any function (numpy's and onnx's ValueError: exit 3)."""
+    short = _const("v", [1.0, 2.0, 3.0, 4.0], np.float32)     # raw_data: the checker
+    short.dims[0] = 2                                          # looks at float_data only
+    ref = helper.make_attribute("value", helper.make_tensor("v", F, [2], [1.0, 2.0]))
+    ref.ref_attr_name = "alpha"
+    for attr, message in ((helper.make_attribute("value", short), "cannot reshape array"),
+                          (ref, "refers to a function's attribute 'alpha' outside a function")):
+        node = helper.make_node("Constant", [], ["c"])
+        node.attribute.append(attr)
+        model = _model(tmp_path / "m.onnx", [node, helper.make_node("Add", ["x", "c"], ["y"])],
+                       [helper.make_tensor_value_info("x", F, [2])], [_vi("y", 1)])
+        r = cli("build", model, "-o", tmp_path / "out")
+        assert r.returncode == 2, r.stderr
+        assert "attribute 'value'" in r.stderr and message in r.stderr, r.stderr
+        assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("how, message", [
+    ("huge", "would take 4398046511104 bytes dense, above fold-constants' max_bytes"),
+    ("data", "cannot reshape array of size 4 into shape (2,)"),
+])
+def test_sparse_constants_out_of_range(tmp_path, how, message):
+    """Sparse Constant values: a few bytes of indices named a dense tensor of 4 TB (built
+    before the folding size check), or values whose raw data does not match their dims
+    (the checker looks at float_data only; ValueError: exit 3)."""
+    vals = _const("vals", [5.0, 7.0] * (2 if how == "data" else 1), np.float32)
+    vals.dims[0] = 2
+    sp = helper.make_sparse_tensor(vals, _const("idx", [1, 3], np.int64),
+                                   [1 << 40] if how == "huge" else [4])
+    model = _model(tmp_path / "m.onnx",
+                   [helper.make_node("Constant", [], ["c"], sparse_value=sp),
+                    helper.make_node("ReduceSum", ["c"], ["s"], keepdims=1),
+                    helper.make_node("Add", ["x", "s"], ["y"])],
+                   [helper.make_tensor_value_info("x", F, [4])], [_vi("y", 1)])
+    r = cli("build", model, "-o", tmp_path / "out")
+    assert r.returncode == 2, r.stderr
+    assert "sparse value" in r.stderr and message in r.stderr, r.stderr
+
+
+def test_external_data_location_not_utf8(tmp_path):
+    """protobuf hands over a location of invalid UTF-8 as bytes (TypeError: exit 3)."""
+    t = _external("W", "w@bin", [1.0, 2.0])
+    model = _model(tmp_path / "m.onnx", [helper.make_node("Add", ["x", "W"], ["y"])],
+                   [helper.make_tensor_value_info("x", F, [2])],
+                   [helper.make_tensor_value_info("y", F, [2])], [t])
+    raw = model.read_bytes()
+    assert raw.count(b"w@bin") == 1
+    model.write_bytes(raw.replace(b"w@bin", b"w\xffbin"))
+    r = cli("build", model, "-o", tmp_path / "out")
+    assert r.returncode == 2, r.stderr
+    assert "external data path b'w\\xffbin' is not a relative path" in r.stderr, r.stderr
+
+
+def test_output_dim_that_no_bucket_fixes(tmp_path):
+    """The FCN fixture with its first Conv and its Resize inside If nodes, and its output
+    declared [0, 2, Convmask_dim_2, Convmask_dim_3] (a fuzzer finding): shape inference
+    cannot see through the Ifs, and after inlining them each bucket's graph keeps the output
+    dims symbolic, which padding read as numbers (ValueError: exit 3)."""
+    model = Path(__file__).parent / "fuzz_corpus" / "crash-65ff08fe7a91473b.onnx"
+    r = cli("build", model, "-o", tmp_path / "out", "--buckets", "h=8,16", "--buckets", "w=8")
+    assert r.returncode == 2, r.stderr
+    assert "tensor 'mask' has a non-static shape" in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_lstm_with_batch_zero_and_a_dynamic_time_axis(tmp_path):
+    """The LSTM fixture with its batch dim set to 0: the sequence lengths of the padded time
+    axis are an empty tensor, whose fill loop `i < 0u` failed -Werror=type-limits."""
+    from aicc.bundle.loader import build_bundle
+    from tests.oracle import PLAIN_CFLAGS
+    m = onnx.load(Path(__file__).parent / "models" / "dyn_lstm_ts.onnx")
+    for v in (m.graph.input[0], m.graph.output[0]):
+        v.type.tensor_type.shape.dim[0].dim_value = 0
+    onnx.save(m, tmp_path / "m.onnx")
+    r = cli("build", tmp_path / "m.onnx", "-o", tmp_path / "b", "--buckets", "frames=4,8")
+    assert r.returncode == 0, r.stderr
+    build_bundle(tmp_path / "b", PLAIN_CFLAGS)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..emit_c.cwriter import sanitize
-from ..emit_c.lower import lower, step_kernel
+from ..emit_c.lower import check_static, lower, step_kernel
 from ..emit_c.weights import WeightsImage
 from ..errors import ConfigError, UnsupportedError
 from ..frontend import import_model
@@ -151,6 +151,7 @@ def compile_buckets(model_path, opts, dyn, user_shapes, *, check=False, trace=No
         g = run_pipeline(g, opts.pipeline, check=check, trace=trace)
         g = apply_node_overrides(g, opts.nodes, opts.target)
         check_supported(g)          # malformed nodes are reported before padding looks at them
+        check_static(g)             # and shapes the bucket left symbolic
         g, pads = insert_padding(g, in_pads, list(combo), dyn.names)
         probe = _probe_dims(combo, dyn)
         if probe is not None:

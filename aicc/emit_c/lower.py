@@ -86,6 +86,20 @@ def _align(x: int, a: int) -> int:
     return (x + a - 1) // a * a
 
 
+def _tensors(g) -> list:
+    return list(g.inputs) + list(g.outputs) + [o for n in g.nodes for o in n.outputs if o]
+
+
+def check_static(g) -> None:
+    """Every tensor has a static shape (the dims a dynamic model's bucket pins included)."""
+    for name in _tensors(g):
+        t = g.type_of(name)
+        if not t.is_static:
+            raise UnsupportedError(f"tensor {name!r} has a non-static shape {t}; give the "
+                                   "model's dynamic dims buckets (--buckets DIM=a,b,...) or "
+                                   "pin them (--input-shape NAME=d0,d1,...)")
+
+
 def lower(g, opts, *, weights: WeightsImage | None = None, helpers: dict | None = None) -> Program:
     """weights/helpers: shared by several programs (the buckets of a dynamic bundle)."""
     load_all()
@@ -95,12 +109,9 @@ def lower(g, opts, *, weights: WeightsImage | None = None, helpers: dict | None 
     limits = opts.raw.get("limits", {}) if opts.raw else {}
     index_max = (1 << (int(getattr(opts.target, "index_bits", 64)) - 1)) - 1
     max_tensor = min(int(limits.get("max_tensor_bytes", 1 << 40)), index_max)
-    for name in list(g.inputs) + list(g.outputs) + [o for n in g.nodes for o in n.outputs if o]:
+    check_static(g)
+    for name in _tensors(g):
         t = g.type_of(name)
-        if not t.is_static:
-            raise UnsupportedError(f"tensor {name!r} has a non-static shape {t}; give the "
-                                   "model's dynamic dims buckets (--buckets DIM=a,b,...) or "
-                                   "pin them (--input-shape NAME=d0,d1,...)")
         if any(d < 0 for d in t.shape):
             raise ModelError(f"tensor {name!r} {t} has a negative dim")
         if t.nbytes > max_tensor:

@@ -44,7 +44,8 @@ def load_external_data(model: onnx.ModelProto, base_dir: Path) -> None:
             continue
         info = {e.key: e.value for e in t.external_data}
         loc = info.get("location", "")
-        if not loc or "\x00" in loc or os.path.isabs(loc) or ".." in Path(loc).parts:
+        if not isinstance(loc, str) or not loc or "\x00" in loc or os.path.isabs(loc) or \
+                ".." in Path(loc).parts:        # bytes: the file holds invalid UTF-8
             raise ModelError(f"tensor '{t.name}': external data path {loc!r} is not a "
                              "relative path inside the model's folder")
         target = (base / loc).resolve()

@@ -124,7 +124,16 @@ def prepare(model: onnx.ModelProto, name: str = "model") -> onnx.ModelProto:
     _check_einsum(model, name)
     if model.functions:
         from onnx import inliner
-        model = inliner.inline_local_functions(model)
+        try:
+            model = inliner.inline_local_functions(model)
+        except Exception as e:  # noqa: BLE001 - onnx raises ValidationError, RuntimeError
+            raise ModelError(f"{name}: cannot inline its model-local functions: "
+                             f"{_one_line(e)}") from None
+        try:        # a function body that does not compute its outputs passed the first check
+            onnx.checker.check_model(model, full_check=False)
+        except Exception as e:  # noqa: BLE001
+            raise ModelError(f"{name}: fails the ONNX checker once its model-local functions "
+                             f"are inlined: {_one_line(e)}") from None
     opset = model_opset(model)
     if opset < MIN_OPSET:
         from onnx import version_converter
@@ -216,6 +225,9 @@ def _value_info_type(vi) -> TensorType | None:
 
 
 def _attr_value(a: onnx.AttributeProto):
+    if a.ref_attr_name:
+        raise ModelError(f"refers to a function's attribute '{_text(a.ref_attr_name)}' outside "
+                         "a function")
     v = helper.get_attribute_value(a)
     if isinstance(v, onnx.TensorProto):
         return numpy_helper.to_array(v)
@@ -249,7 +261,11 @@ def to_graph(model: onnx.ModelProto) -> Graph:
             if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
                 attrs[a.name] = a  # kept raw; ops with subgraphs are unsupported for now
             else:
-                attrs[a.name] = _attr_value(a)
+                try:
+                    attrs[a.name] = _attr_value(a)
+                except Exception as e:  # noqa: BLE001 - tensor data that does not match its dims
+                    raise ModelError(f"node '{_text(n.name) or _text(n.op_type)}': attribute "
+                                     f"'{_text(a.name)}': {_one_line(e)}") from None
         op_type = _text(n.op_type)
         nodes.append(Node(op_type, [_text(x) for x in n.input], [_text(x) for x in n.output],
                           attrs, name=_text(n.name) or f"{op_type}_{k}",

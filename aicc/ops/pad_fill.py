@@ -129,9 +129,12 @@ class SeqLens(Op):
     folds = False
 
     def emit(self, node, ctx):
-        ctx.helper("aicc_clamp_extent", _CLAMP)
         n = numel(ctx.out_shape(0))
         y = ctx.out[0]
+        if n == 0:          # batch 0: `i < 0u` is an error under -Wtype-limits
+            ctx(f"(void){y};  /* empty tensor */")
+            return
+        ctx.helper("aicc_clamp_extent", _CLAMP)
         ctx(f"const int32_t len = (int32_t){_extent_c(ctx, node.attrs['ext'], int(node.attrs['size']))};")
         ctx(f"for (size_t i = 0; i < {n}u; ++i) {y}[i] = len;")
 

@@ -4,16 +4,21 @@ nodes (including ``sparse_value``) become constants; a Shape folds when the dims
 start/end slice reads are static, even if other dims are symbolic."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from onnx import numpy_helper
 
+from ..errors import ModelError
 from ..ops import load_all, lookup
 from ..ops.reference import run_onnx_reference
 from .registry import graph_pass
 
 
 
-def constant_node_value(node):
+def constant_node_value(node, max_bytes: int = (1 << 31) - 1):
+    """The value of a Constant node; a sparse value's dense form above ``max_bytes`` is
+    refused (a few bytes of indices can name a dense tensor of any size)."""
     a = node.attrs
     if "value" in a:
         return np.asarray(a["value"])
@@ -27,18 +32,33 @@ def constant_node_value(node):
         return np.array(a["value_ints"], dtype=np.int64)
     if "sparse_value" in a:
         v = a["sparse_value"]
-        return v if isinstance(v, np.ndarray) else _sparse_to_dense(v)
+        return v if isinstance(v, np.ndarray) else _sparse_to_dense(v, node.name, max_bytes)
     return None
 
 
-def _sparse_to_dense(sp) -> np.ndarray:
+def _sparse_to_dense(sp, name: str, max_bytes: int) -> np.ndarray:
     """Dense array of a SparseTensorProto (indices [NNZ] linear or [NNZ, rank])."""
-    values = numpy_helper.to_array(sp.values)
+    what = f"Constant '{name}': sparse value"
+    try:
+        values = numpy_helper.to_array(sp.values).reshape(-1)
+        idx = numpy_helper.to_array(sp.indices).astype(np.int64)
+    except Exception as e:  # noqa: BLE001 - data that does not match its dims or dtype
+        raise ModelError(f"{what}: {' '.join(str(e).split())}") from None
     dims = tuple(int(d) for d in sp.dims)
-    idx = numpy_helper.to_array(sp.indices).astype(np.int64)
-    flat = np.ravel_multi_index(tuple(idx.T), dims) if idx.ndim == 2 else idx
-    out = np.zeros(int(np.prod(dims, dtype=np.int64)), dtype=values.dtype)
-    out[flat] = values.reshape(-1)
+    size = math.prod(dims)
+    if any(d < 0 for d in dims):
+        raise ModelError(f"{what} has the negative dims {list(dims)}")
+    if size * values.itemsize > max_bytes:
+        raise ModelError(f"{what} of dims {list(dims)} would take {size * values.itemsize} "
+                         f"bytes dense, above fold-constants' max_bytes ({max_bytes})")
+    out = np.zeros(size, dtype=values.dtype)
+    try:
+        if idx.ndim not in (1, 2) or len(idx) != len(values) or (idx < 0).any():
+            raise ValueError("expected one index >= 0 per value")
+        out[np.ravel_multi_index(tuple(idx.T), dims) if idx.ndim == 2 else idx] = values
+    except (ValueError, IndexError) as e:
+        raise ModelError(f"{what}: indices {list(idx.shape)} for {len(values)} values in dims "
+                         f"{list(dims)}: {e}") from None
     return out.reshape(dims)
 
 
@@ -86,7 +106,7 @@ def fold_constants(g, *, max_bytes: int = 256 << 20):
         vals = None
         if n.domain in ("", "ai.onnx"):
             if n.op_type == "Constant":
-                v = constant_node_value(n)
+                v = constant_node_value(n, max_bytes)
                 vals = None if v is None else [v]
             elif n.op_type in ("Shape", "Size") and (n.inputs[0] in g.types or n.inputs[0] in g.constants):
                 v = _shape_value(n, g)
