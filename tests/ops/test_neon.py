@@ -4,8 +4,9 @@ masked column tails, K % 4 rests, K blocks, transposed A), the conv GEMM paths (
 direct, implicit with its stride-2 de-interleave, every row count 1 .. 2 * MR + 1, tiles and
 schedules), ConvTranspose on the conv GEMM, fused activations and NaN / Inf; and that the
 conv variants the NEON description leaves out (dwchan, winograd, ...) run the portable
-kernels (the depthwise variant: test_neon_depthwise.py). Bundles compile with the strict warning flags. Skipped only when the cross
-toolchain or qemu is missing (`make test` installs them)."""
+kernels (the depthwise variant: test_neon_depthwise.py). Bundles compile with the strict
+warning flags. Skipped only when the cross toolchain or qemu is missing (`make test`
+installs them)."""
 import itertools
 import zlib
 
