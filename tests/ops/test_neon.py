@@ -2,10 +2,11 @@
 (aicc/runner): the GEMM micro-kernels (broadcast and FMLA-by-element forms, every row count,
 masked column tails, K % 4 rests, K blocks, transposed A), the conv GEMM paths (im2col,
 direct, implicit with its stride-2 de-interleave, transposed with its patch runs; every row
-count 1 .. 2 * MR + 1, tiles and schedules), ConvTranspose on the conv GEMM, fused activations and NaN / Inf; and that the
-conv variants the NEON description leaves out (depthwise, winograd, ...) run the portable
-kernels. Bundles compile with the strict warning flags. Skipped only when the cross
-toolchain or qemu is missing (`make test` installs them)."""
+count 1 .. 2 * MR + 1, tiles and schedules), ConvTranspose on the conv GEMM, fused activations
+and NaN / Inf; and that the conv variants the NEON description leaves out (dwchan, winograd,
+...) run the portable kernels (the depthwise variant: test_neon_depthwise.py). Bundles compile
+with the strict warning flags. Skipped only when the cross toolchain or qemu is missing (`make
+test` installs them)."""
 import itertools
 import zlib
 
@@ -39,8 +40,8 @@ def _data(shape, ws, seed):
 
 @pytest.mark.parametrize("case", sorted(CONV_CASES))
 def test_neon_conv_auto(case, tmp_path):
-    """Every geometry of test_conv.py with the variant auto picks: a NEON GEMM path, or the
-    portable kernels for depthwise convs (no NEON depthwise variant)."""
+    """Every geometry of test_conv.py with the variant auto picks: a NEON GEMM path, or for
+    depthwise convs the NEON depthwise kernel (test_neon_depthwise.py) or a GEMM path."""
     x, w, attrs = case_data(case)
     run(tmp_path, T, x, w, attrs,
         marker=None if algo_of(case) == "depthwise" else NEON_PATHS)
@@ -133,11 +134,11 @@ def test_neon_conv_nan_inf(algo, tmp_path):
     run(tmp_path, T, x, w, attrs, sched={"algo": algo}, act="Relu", marker=MARK[algo])
 
 
-@pytest.mark.parametrize("algo", ["depthwise", "dwchan", "winograd", "bcast"])
+@pytest.mark.parametrize("algo", ["dwchan", "winograd", "bcast"])
 def test_neon_conv_variants_not_described_run_portable(algo, tmp_path):
     """A variant the NEON description has no entries for, forced on a node, falls back to the
     portable kernels (correct results, no NEON conv kernel in the step)."""
-    x, w, attrs = case_data("depthwise" if algo in ("depthwise", "dwchan") else "3x3_pad1")
+    x, w, attrs = case_data("depthwise" if algo == "dwchan" else "3x3_pad1")
     run(tmp_path, T, x, w, attrs, sched={"algo": algo})
     b = next(tmp_path.glob("b*"))
     assert "aicc_cv_neon" not in (b / "model.c").read_text()

@@ -1,7 +1,8 @@
 """Conv on the SIMD targets (float32; x86-avx2 / x86-avx512, and arm-neon for the variants its
-description has entries for: im2col, direct, implicit; ``offered``): variant choice, schedule,
-and the GEMM path ``Y[Cout/g, P] = W[Cout/g, K] @ col[K, P]`` per batch item and group, with
-the output positions P (the large dimension) as the vectorized N dimension.
+description has entries for: im2col, direct, implicit, depthwise; ``offered``): variant
+choice, schedule, and the GEMM path ``Y[Cout/g, P] = W[Cout/g, K] @ col[K, P]`` per batch
+item and group, with the output positions P (the large dimension) as the vectorized N
+dimension.
 
 Variants (``emit``; the target's ``schedule: conv: algo`` or a node's ``aicc_schedule: {algo:
 ...}`` forces one, ``auto`` picks):
