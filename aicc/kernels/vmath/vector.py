@@ -1,6 +1,7 @@
-"""Vector forms of the activations on the x86 SIMD targets: the standalone ops' vector loops
-(Exp, Sigmoid, Tanh, Erf, Gelu, HardSigmoid, HardSwish, Clip, Sqrt, LeakyRelu and the
-log / expm1 / trig families), and ``array_act``, the in-place vector pass over contiguous
+"""Vector forms of the activations on the SIMD targets (x86-avx2, x86-avx512, arm-neon): the
+standalone ops' vector loops (Exp, Sigmoid, Tanh, Erf, Gelu, HardSigmoid, HardSwish, Clip,
+Sqrt, LeakyRelu and the log / expm1 / trig families; an ISA's vmath ``portable`` leaves some
+to the portable loops), and ``array_act``, the in-place vector pass over contiguous
 values that the fused epilogues use. The scalar tails use the lane-0 forms (mathlib.py), so
 every element gets the same bits.
 """
