@@ -35,7 +35,6 @@ from ..kernels.conv.simd_gemm import clamp_of
 from ..kernels.gemm.call import emit_epilogue, gemm_call, gemm_plan
 from ..kernels.gemm.portable import pack_b
 from ..kernels.gemm.simd import flit
-from ..kernels.isa.x86 import simd_isa
 from ..kernels.vmath.act import apply_epilogue
 from .base import Op, register
 from .conv_nhwc import ConvNHWC, Geo
@@ -142,7 +141,7 @@ class PwDwNHWC(Op):
     def emit(self, node, ctx):
         xs, bs = ctx.in_shape(0), ctx.in_shape(1)
         geo = _geo(node, xs, bs, ctx.in_shape(3))
-        isa = simd_isa(ctx)
+        isa = conv_nhwc_dw.isa_of(ctx)
         dt = np.dtype(np.float32)
         N, H, W, cin = (int(d) for d in xs)
         C = geo.cin

@@ -47,7 +47,6 @@ from .traits import ELEMENTWISE, LOWP_NATIVE
 
 LOWP_FLOAT = _LF - {E8M0}     # float8_e8m0fnu is not a quantized type
 from ..emit_c.loops import numel
-from ..kernels.isa.x86 import simd_isa
 
 QTYPES = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535),
           "int16": (-32768, 32767), "int4": (-8, 7), "uint4": (0, 15), "int2": (-2, 1),
@@ -250,7 +249,7 @@ class QuantizeLinear(Op):
             ctx(f"const {fct} s = ({fct}){_scalar(ctx, 1, sdt)};")
             ctx(f"const int32_t zp = {f'(int32_t){_scalar(ctx, 2, ydt)}' if has_zp else '0'};")
             if xdt == np.float32 and ft == np.float32 and ydt.name in quantize_simd.TYPES:
-                isa = simd_isa(ctx)
+                isa = quantize_simd.isa_of(ctx)
                 if isa:
                     quantize_simd.emit(ctx, isa, ydt.name, n, ctx.inp[0], ctx.out[0], "s", "zp",
                                        lo, hi, rnd)

@@ -28,7 +28,8 @@ import numpy as np
 from ..emit_c.cwriter import c_float, ctype, sanitize
 from ..kernels.conv.base_c import suffix, typed
 from ..kernels.isa.x86 import include, simd_isa
-from ..kernels.move.copy import avx_helper
+from ..kernels.isa.registry import ISAS
+from ..kernels.move.copy import avx_helper, c_helper
 from ..kernels.rnn.cells import CELL, DRIVER, PARAMS, linalg, tch
 from ..kernels.vmath.act import ACT
 from ..kernels.vmath.vector import array_act
@@ -165,9 +166,10 @@ class _Recurrent(Op):
         ctx.helper(f"rnn.2.{fn}", typed(code, dt))
         return fn
 
-    def _transposed(self, ctx, ndir, GH, inp, hidden):
+    def _transposed(self, ctx, isa, ndir, GH, inp, hidden):
         """W [D][GH][I] and R [D][GH][H] as [D][I][GH] and [D][H][GH] (the SIMD products):
-        derived constants, or transposed into step scratch at run time."""
+        derived constants, or transposed into step scratch at run time (kernels/move/copy.py's
+        AVX transposition where ``isa`` describes vector moves, else its portable one)."""
         out = []
         for k, n in ((1, inp), (2, hidden)):
             c = ctx.in_const(k)
@@ -176,7 +178,7 @@ class _Recurrent(Op):
                     np.asarray(c, np.float32).transpose(0, 2, 1)), "rnnt"))
                 continue
             t = ctx.scratch(ndir * GH * n * 4, "float", "rnnt")
-            tr = avx_helper(ctx)
+            tr = avx_helper(ctx) if ISAS[isa].move else c_helper(ctx, "float")
             ctx(f"for (size_t d = 0; d < {ndir}u; ++d)   /* transposed for the GEMM products */")
             ctx(f"    {tr}({GH}u, {n}u, {ctx.inp[k]} + d * {GH * n}u, {n}u, {t} + d * {GH * n}u, "
                 f"{GH}u);")
@@ -207,7 +209,7 @@ class _Recurrent(Op):
         ws = ctx.scratch(((tch(isa) + 1) * G * hidden + 3 * hidden) * dt.itemsize, ctype(dt), "ws")
         w, r = ctx.inp[1], ctx.inp[2]
         if isa:
-            w, r = self._transposed(ctx, ndir, G * hidden, inp, hidden)
+            w, r = self._transposed(ctx, isa, ndir, G * hidden, inp, hidden)
 
         def opt(k):
             return ctx.inp[k] if k < len(ctx.inp) and ctx.inp[k] else "NULL"

@@ -9,8 +9,8 @@ per-column max and sum.
 Numerically stable: ``e = exp(x - max)``, Softmax ``e / sum(e)``, LogSoftmax
 ``x - max - log(sum(e))`` (onnxruntime's formulas), in the tensor dtype.
 
-On the x86-avx2 / x86-avx512 targets (the target's ``kernels:`` list, ``aicc_kernel`` on the
-node), float32 Softmax and LogSoftmax over contiguous rows use vector code: exp_simd's vector
+On the x86-avx2 / x86-avx512 / arm-neon targets (the target's ``kernels:`` list,
+``aicc_kernel`` on the node), float32 Softmax and LogSoftmax over contiguous rows use vector code: exp_simd's vector
 exp (about 1 ulp), lane-wise sums (a different summation order: results agree to rounding)
 and, for Softmax, a multiplication by 1 / sum instead of a division per value (onnxruntime
 scales the same way; one more rounding, within 1.5 ulp). Elsewhere float32 uses kernels/vmath/portable.py's

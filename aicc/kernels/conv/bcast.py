@@ -106,7 +106,9 @@ def prefer_nhwc(ctx, geo, isa: str) -> bool:
     """ConvNHWC (group 1, not pointwise): few input channels (first convs, where the im2col
     GEMM's K is short: DS-CNN's 10x4 conv of 1 -> 64 channels, 4.3 -> 3.6 us on avx512), on
     avx2 only up to 4 channel vectors (nhwc_nv: MobileNetV2's 3 -> 32 stride 2), 8 for one
-    input channel (DS-CNN's)."""
+    input channel (DS-CNN's). False on an ISA whose description has no ``bcast`` kernels."""
+    if "bcast" not in ISAS[isa].conv_kernels:
+        return False
     a = _rules(isa)
     L = ISA[vector_isa(ctx, geo, isa)]["lanes"]
     nv = -(-geo.cout // L)

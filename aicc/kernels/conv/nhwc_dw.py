@@ -43,7 +43,7 @@ import numpy as np
 
 from ..gemm.simd import _header, flit
 from ..gemm.tile import clamp_expr, clamp_sides
-from ..isa.registry import ISAS
+from ..isa.registry import ISAS, isa_for
 from ..isa.x86 import include, pin
 from .base_c import epilogue
 from .simd_gemm import KEY, clamp_of
@@ -75,6 +75,12 @@ PIN = {fl for fl, f in FLAVORS.items() if f["pin"]}
 
 def supports(geo, isa) -> bool:
     return isa in ISAS and "nhwc_dw" in ISAS[isa].conv_kernels and geo.depthwise
+
+
+def isa_of(ctx):
+    """The SIMD ISA of ctx's node whose description has this kernel (its conv table's
+    ``nhwc_dw``), or None (the portable loops)."""
+    return isa_for(ctx, {n: i for n, i in ISAS.items() if "nhwc_dw" in i.conv_kernels})
 
 
 def flavor(geo, isa: str) -> str:

@@ -28,6 +28,10 @@ def isa_for(ctx, among=ISAS):
 
 
 def include_line(isa: str) -> str:
-    """The #include of the intrinsics header of ``isa``'s description, and its prelude."""
+    """The #include of the intrinsics header of ``isa``'s description, and its prelude (once
+    per bundle: several families register the include under keys of their own)."""
     i = ISAS[isa]
-    return f"#include {i.header}" + (f"\n\n{i.prelude}" if i.prelude else "")
+    if not i.prelude:
+        return f"#include {i.header}"
+    guard = f"AICC_{isa.upper()}_PRELUDE"
+    return f"#include {i.header}\n\n#ifndef {guard}\n#define {guard}\n\n{i.prelude}\n\n#endif"

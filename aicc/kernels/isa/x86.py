@@ -1,7 +1,8 @@
-"""The x86 SIMD vocabulary shared by the element-wise kernels (softmax rows, erf/gelu,
-normalization rows): per ISA the vector type, lane count and intrinsic names, and the
-target's choice of ISA for a node; a vector constant and a polynomial in that vocabulary.
-``sel``: {b} where {x} {p} {y} holds (a _CMP_ predicate), else {a}."""
+"""The SIMD vocabulary shared by the element-wise kernels (softmax rows, erf/gelu, Swish, the
+RNN products): per ISA the vector type, lane count and intrinsic names, and the target's
+choice of ISA for a node; a vector constant and a polynomial in that vocabulary. The entries
+have the x86 intrinsics' meanings (NEON's spell them through helpers, isa/neon). ``sel``: {b}
+where {x} {p} {y} holds (a _CMP_ predicate), else {a}."""
 from __future__ import annotations
 
 import numpy as np

@@ -14,8 +14,8 @@ bounds: all offsets are computed at compile time from static shapes.
 from __future__ import annotations
 
 from ...emit_c.loops import numel, strides_of
-from ..isa.registry import ISAS
-from ..isa.x86 import AVX, SIMD, include, simd_isa
+from ..isa.registry import ISAS, isa_for, table
+from ..isa.x86 import AVX, SIMD, include
 
 
 C_BLOCK = 4         # block edge of the portable 2-D transposition (elements)
@@ -96,8 +96,9 @@ def emit_copy(ctx, dims, out_strides, in_strides, ct, out_var=None, in_var=None,
 
 
 def _avx(ctx) -> bool:
-    """The target runs x86 SIMD kernels (AVX is there for both x86-avx2 and x86-avx512)."""
-    return simd_isa(ctx) is not None
+    """The target runs x86 SIMD kernels (AVX is there for both x86-avx2 and x86-avx512): its
+    first SIMD ISA has a move table (isa/<name>/move.py)."""
+    return isa_for(ctx, table("move")) is not None
 
 
 def c_helper(ctx, ct: str) -> str:

@@ -13,11 +13,17 @@ from __future__ import annotations
 import numpy as np
 
 from ...emit_c.cwriter import ctype
-from ..isa.registry import ISAS
+from ..isa.registry import ISAS, isa_for
 from ..isa.x86 import include
 from .spell import TABLES, fill
 
 TYPES = {"uint8", "int8", "uint16", "int16"}
+
+
+def isa_of(ctx):
+    """The SIMD ISA of ctx's node whose description has this family's spellings (the qgemm
+    table's stores), or None (the scalar loop)."""
+    return isa_for(ctx, TABLES)
 
 
 def emit(ctx, isa: str, ydt: str, n: int, x: str, y: str, s: str, zp: str, lo: int, hi: int,

@@ -8,7 +8,7 @@ the activation functions, which the step passes as an array of ``void f(TYPE *v,
 helpers (one per activation and alpha/beta) applied to whole gate vectors.
 
 Portable kernels (TCH = 1): the weights in their ONNX layout (rows of W and R contiguous), one
-dot product per gate element with 8 partial sums. x86 SIMD (float32, TCH = 16): the weights
+dot product per gate element with 8 partial sums. SIMD (float32, TCH = 16): the weights
 transposed ([I][G*H] and [H][G*H]: derived constants, or transposed into step scratch when
 fed at run time), so both products are register-blocked GEMMs with no horizontal sums
 (gemm_simd: 4 time steps x 2 vectors, 1 x 8 vectors), and a chunk of input projections reads

@@ -1,6 +1,7 @@
-"""Vector forms of the activations on the x86 SIMD targets: the standalone ops' vector loops
-(Exp, Sigmoid, Tanh, Erf, Gelu, HardSigmoid, HardSwish, Clip, Sqrt, LeakyRelu and the
-log / expm1 / trig families), and ``array_act``, the in-place vector pass over contiguous
+"""Vector forms of the activations on the SIMD targets (x86-avx2, x86-avx512, arm-neon): the
+standalone ops' vector loops (Exp, Sigmoid, Tanh, Erf, Gelu, HardSigmoid, HardSwish, Clip,
+Sqrt, LeakyRelu and the log / expm1 / trig families; an ISA's vmath ``portable`` leaves some
+to the portable loops), and ``array_act``, the in-place vector pass over contiguous
 values that the fused epilogues use. The scalar tails use the lane-0 forms (mathlib.py), so
 every element gets the same bits.
 """
@@ -14,6 +15,7 @@ from . import erf as erf_simd
 from . import expm1 as expm1_simd
 from . import log as log_simd
 from . import trig as trig_simd
+from ..isa.registry import ISAS
 from ..isa.x86 import INT, SIMD, include_vmath, simd_isa, vconst
 from .act import act_expr
 from .exp import vexp, vtanh
@@ -35,6 +37,12 @@ def vectorizes(act: str, params: dict) -> bool:
     HardSigmoid, HardSwish, Clip (constant bounds), Sqrt, LeakyRelu, log_simd's,
     expm1_simd's and trig_simd's."""
     return act in VECTOR | HARD | PLAIN | log_simd.VECTOR | expm1_simd.VECTOR | trig_simd.VECTOR | {"Erf", "Gelu"}
+
+
+def _takes(isa: str, act: str) -> bool:
+    """Whether the vector forms take ``act`` on ``isa``: not the activations its vmath table
+    leaves to the compiler (``portable``: their C loops vectorize as well there)."""
+    return act not in ISAS[isa].vmath.get("portable", ())
 
 
 def _clamp01(d, isa, t):
@@ -102,7 +110,8 @@ def supports(node, ctx, params: dict) -> str | None:
     """The ISA for a float32 standalone op that vector_expr has (vectorizes), or None."""
     if not vectorizes(node.op_type, params) or ctx.in_dtype(0) != np.float32:
         return None
-    return simd_isa(ctx)
+    isa = simd_isa(ctx)
+    return isa if isa is not None and _takes(isa, node.op_type) else None
 
 
 def emit(ctx, node, isa: str, n: int, params: dict) -> None:
@@ -127,7 +136,7 @@ def array_act(ctx, act: str, params: dict):
     vectors (vectorizes' activations on a SIMD ISA), or None (the caller's scalar
     loop)."""
     isa = simd_isa(ctx)
-    if isa is None or not vectorizes(act, params):
+    if isa is None or not vectorizes(act, params) or not _takes(isa, act):
         return None
     d = SIMD[isa]
     name = f"aicc_act_{act.lower()}_{isa}"

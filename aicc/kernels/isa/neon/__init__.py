@@ -1,8 +1,16 @@
 """NEON (AArch64, Armv8-A Advanced SIMD): 128-bit vectors, 32 registers, fused multiply-add
 (FMLA), no lane masks.
 
-Tails are loads and stores of the first n lanes through a small stack buffer (the prelude's
-aicc_neon_mload / aicc_neon_mstore; ``masked``: a tail is a load / store of n lanes, as with
+The float32 vector vocabulary (``vector``, ``integer``, ``int_bits``, ``vmath``) keeps the
+meaning the kernels give the x86 spellings, through the prelude's inline helpers: ``fma`` /
+``fnma`` take (a, b, c) for a * b + c / c - a * b (one rounding); ``max`` / ``min`` are
+a > b ? a : b / a < b ? a : b (the second operand when either is NaN, and -0 / +0 kept as
+given, like MAXPS / MINPS: NEON's FMAX / FMIN would return NaN and order -0 below +0);
+``sel`` and the vmath compares map the x86 _CMP_ predicate names to NEON compares
+(aicc_neon_CMP_LT_OQ, ...); ``bit`` is and / or / xor / andnot on the float bits.
+
+Tails are loads and stores of the first n lanes (the prelude's aicc_neon_mload /
+aicc_neon_mstore, a switch on n; ``masked``: a tail is a load / store of n lanes, as with
 mask registers, no lane-mask table). The kernel families this description has entries for run
 on NEON; the others stay portable C on arm-neon (isa_for picks only ISAs whose description
 has the family's entry).
@@ -10,7 +18,7 @@ has the family's entry).
 from __future__ import annotations
 
 from ..base import Isa
-from . import conv
+from . import conv, vmath
 
 PRELUDE = """\
 /* NEON tails: the first n (<= 4) floats at p as a vector (the other lanes 0), and the first n
@@ -50,15 +58,134 @@ static inline void aicc_neon_mstore(float *p, size_t n, float32x4_t v)
         vst1q_f32(p, v);
         break;
     }
+}
+
+/* The x86 vector vocabulary's meanings in NEON (isa/neon: ``vector``, ``integer``). */
+static inline float32x4_t aicc_neon_fma(float32x4_t a, float32x4_t b, float32x4_t c)
+{
+    return vfmaq_f32(c, a, b);          /* a * b + c, one rounding */
+}
+
+static inline float32x4_t aicc_neon_fnma(float32x4_t a, float32x4_t b, float32x4_t c)
+{
+    return vfmsq_f32(c, a, b);          /* c - a * b, one rounding */
+}
+
+/* a > b ? a : b and a < b ? a : b per lane: b when either is NaN (as MAXPS / MINPS) */
+static inline float32x4_t aicc_neon_max(float32x4_t a, float32x4_t b)
+{
+    return vbslq_f32(vcgtq_f32(a, b), a, b);
+}
+
+static inline float32x4_t aicc_neon_min(float32x4_t a, float32x4_t b)
+{
+    return vbslq_f32(vcltq_f32(a, b), a, b);
+}
+
+/* bit operations on float lanes; andnot(a, b) = ~a & b */
+static inline float32x4_t aicc_neon_and(float32x4_t a, float32x4_t b)
+{
+    return vreinterpretq_f32_u32(vandq_u32(vreinterpretq_u32_f32(a), vreinterpretq_u32_f32(b)));
+}
+
+static inline float32x4_t aicc_neon_or(float32x4_t a, float32x4_t b)
+{
+    return vreinterpretq_f32_u32(vorrq_u32(vreinterpretq_u32_f32(a), vreinterpretq_u32_f32(b)));
+}
+
+static inline float32x4_t aicc_neon_xor(float32x4_t a, float32x4_t b)
+{
+    return vreinterpretq_f32_u32(veorq_u32(vreinterpretq_u32_f32(a), vreinterpretq_u32_f32(b)));
+}
+
+static inline float32x4_t aicc_neon_andnot(float32x4_t a, float32x4_t b)
+{
+    return vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(b), vreinterpretq_u32_f32(a)));
+}
+
+static inline float aicc_neon_lane0(float32x4_t v)
+{
+    return vgetq_lane_f32(v, 0);
+}
+
+/* int32 lanes shifted right by the constant n, zeros in (x86 srli) */
+#define aicc_neon_srli(x, n) vreinterpretq_s32_u32(vshrq_n_u32(vreinterpretq_u32_s32(x), n))
+
+/* The x86 compare predicates the kernels name (_CMP_*): lanes where x p y. O: false when
+ * either is NaN; U: true then. */
+static inline uint32x4_t aicc_neon_CMP_EQ_OQ(float32x4_t x, float32x4_t y)
+{
+    return vceqq_f32(x, y);
+}
+
+static inline uint32x4_t aicc_neon_CMP_NEQ_OQ(float32x4_t x, float32x4_t y)
+{
+    return vorrq_u32(vcltq_f32(x, y), vcgtq_f32(x, y));
+}
+
+static inline uint32x4_t aicc_neon_CMP_NEQ_UQ(float32x4_t x, float32x4_t y)
+{
+    return vmvnq_u32(vceqq_f32(x, y));
+}
+
+static inline uint32x4_t aicc_neon_CMP_LT_OQ(float32x4_t x, float32x4_t y)
+{
+    return vcltq_f32(x, y);
+}
+
+static inline uint32x4_t aicc_neon_CMP_LE_OQ(float32x4_t x, float32x4_t y)
+{
+    return vcleq_f32(x, y);
+}
+
+static inline uint32x4_t aicc_neon_CMP_GT_OQ(float32x4_t x, float32x4_t y)
+{
+    return vcgtq_f32(x, y);
+}
+
+static inline uint32x4_t aicc_neon_CMP_GE_OQ(float32x4_t x, float32x4_t y)
+{
+    return vcgeq_f32(x, y);
+}
+
+static inline uint32x4_t aicc_neon_CMP_NGE_UQ(float32x4_t x, float32x4_t y)
+{
+    return vmvnq_u32(vcgeq_f32(x, y));
+}
+
+static inline uint32x4_t aicc_neon_CMP_NGT_UQ(float32x4_t x, float32x4_t y)
+{
+    return vmvnq_u32(vcgtq_f32(x, y));
+}
+
+static inline uint32x4_t aicc_neon_CMP_UNORD_Q(float32x4_t x, float32x4_t y)
+{
+    return vmvnq_u32(vandq_u32(vceqq_f32(x, x), vceqq_f32(y, y)));
 }"""
 
 # tails: {n} lanes, a count
 MASK = dict(mtype="size_t", mask="(size_t)({n})",
             mload="aicc_neon_mload({p}, {m})", mstore="aicc_neon_mstore({p}, {m}, {v})")
 
+# the float32 vector vocabulary (isa/x86.py), in the x86 spellings' meanings (module docstring)
+VECTOR = dict(v="float32x4_t", L=4, set1="vdupq_n_f32", add="vaddq_f32", sub="vsubq_f32",
+              mul="vmulq_f32", div="vdivq_f32", fma="aicc_neon_fma", fnma="aicc_neon_fnma",
+              max="aicc_neon_max", min="aicc_neon_min", ld="vld1q_f32", st="vst1q_f32",
+              zero="vdupq_n_f32(0.0f)", sqrt="vsqrtq_f32",
+              sel="vbslq_f32(aicc_neon{p}({x}, {y}), {b}, {a})",
+              rnd="vrndnq_f32({x})")         # to nearest, ties to even (FRINTN)
+
 ISA = Isa(
     name="neon", family="arm", header="<arm_neon.h>", vector_bytes=16, registers=32,
-    prefix="", mask=MASK, masked=True, prelude=PRELUDE,
+    prefix="", mask=MASK, masked=True, prelude=PRELUDE, vector=VECTOR,
+    # FCVTNS rounds to nearest even (cvtps_epi32's default mode)
+    integer=dict(vi="int32x4_t", cvt="vcvtnq_s32_f32", srai="vshrq_n_s32", sub="vsubq_s32",
+                 add="vaddq_s32", slli="vshlq_n_s32", c127="vdupq_n_s32(127)",
+                 cast="vreinterpretq_f32_s32", bit="aicc_neon_{op}({a}, {b})",
+                 lane0="aicc_neon_lane0", scalef=None),
+    int_bits=dict(vi="int32x4_t", bits="vreinterpretq_s32_f32", flt="vreinterpretq_f32_s32",
+                  srli="aicc_neon_srli", sub="vsubq_s32", set1="vdupq_n_s32",
+                  band="vandq_s32", bor="vorrq_s32", cvt="vcvtq_f32_s32"),
     # vfmaq_f32(c, a, b) = c + a * b, one rounding (FMLA)
     gemm=dict(vec="float32x4_t", lanes=4, mr=8, kc=256, mc=96, jb=64, nc=256, prefetch_kb=0,
               pf_rows=1, pf_next="T0", pf_first=False,
@@ -79,5 +206,5 @@ ISA = Isa(
     gemm_mr_max={1: 24, 2: 12, 3: 8},
     conv=dict(mr=12, kc=256, jb=64, tile_kb=192, implicit_pct=5, algo="auto", wino_m=0,
               wino_kb=768, wino_chan=1, edge_kernels=8),
-    conv_kernels=conv.TABLE,
+    conv_kernels=conv.TABLE, vmath=vmath.TABLE,
 )
