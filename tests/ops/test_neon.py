@@ -3,11 +3,12 @@
 masked column tails, K % 4 rests, K blocks, transposed A), the conv GEMM paths (im2col,
 direct, implicit with its stride-2 de-interleave, transposed with its patch runs; every row
 count 1 .. 2 * MR + 1, tiles and schedules), ConvTranspose on the conv GEMM, fused activations
-and NaN / Inf; and that the conv variants the NEON description leaves out (dwchan, winograd,
-...) run the portable kernels (the depthwise variant: test_neon_depthwise.py). Bundles compile
-with the strict warning flags. Skipped only when the cross toolchain or qemu is missing (`make
-test` installs them)."""
+and NaN / Inf, the channel-vectorized depthwise (dwchan); and that the conv variants the NEON
+description leaves out (winograd, bcast) run the portable kernels (the phase-split depthwise:
+test_neon_depthwise.py). Bundles compile with the strict warning flags. Skipped only when the
+cross toolchain or qemu is missing (`make test` installs them)."""
 import itertools
+import json
 import zlib
 
 import numpy as np
@@ -134,14 +135,30 @@ def test_neon_conv_nan_inf(algo, tmp_path):
     run(tmp_path, T, x, w, attrs, sched={"algo": algo}, act="Relu", marker=MARK[algo])
 
 
-@pytest.mark.parametrize("algo", ["dwchan", "winograd", "bcast"])
+@pytest.mark.parametrize("algo", ["winograd", "bcast"])
 def test_neon_conv_variants_not_described_run_portable(algo, tmp_path):
     """A variant the NEON description has no entries for, forced on a node, falls back to the
-    portable kernels (correct results, no NEON conv kernel in the step)."""
-    x, w, attrs = case_data("depthwise" if algo == "dwchan" else "3x3_pad1")
+    portable kernels (correct results; no NEON kernel in the step: winograd takes the portable
+    Winograd)."""
+    x, w, attrs = case_data("3x3_pad1")
     run(tmp_path, T, x, w, attrs, sched={"algo": algo})
     b = next(tmp_path.glob("b*"))
-    assert "aicc_cv_neon" not in (b / "model.c").read_text()
+    (step,) = json.loads((b / "manifest.json").read_text())["steps"]
+    assert not step["kernel"].startswith("neon"), step["kernel"]
+
+
+@pytest.mark.parametrize("case", ["depthwise", "depthwise_s2", "depthwise_wide_s2",
+                                  "depthwise_5x5_d2"])
+def test_neon_conv_dwchan(case, tmp_path):
+    """The channel-vectorized depthwise (dwchan: the vector vocabulary and the scalar clamp
+    of the NEON description), forced; with a fused Clip and with NaN / Inf."""
+    x, w, attrs = case_data(case)
+    run(tmp_path, T, x, w, attrs, sched={"algo": "dwchan"}, marker=MARK["dwchan"])
+    x = x * 3
+    x.flat[::17] = np.nan
+    x.flat[5::23] = np.inf
+    run(tmp_path, T, x, w, attrs, sched={"algo": "dwchan"}, act="Clip",
+        params={"min": -0.5, "max": 2.0}, marker=MARK["dwchan"])
 
 
 @pytest.mark.parametrize("case", ["s2_k2_unet", "s2_k4_pads", "group2", "1d"])
