@@ -187,8 +187,13 @@ def test_missing_tools_and_timeouts_say_what(kws_bundles, tmp_path):
     os.unlink(bindir / "aarch64-linux-gnu-gcc")
     r = aicc_cli("validate", KWS, b, env=env)
     assert r.returncode == 2 and "aarch64-linux-gnu-gcc is not installed" in r.stderr, r.stderr
-    r = aicc_cli("validate", KWS, b, "--runner-timeout", "0.05")
-    assert r.returncode == 2 and "timed out" in r.stderr, r.stderr
+    # an emulator that hangs: the local runner's timeout
+    os.symlink(shutil.which("aarch64-linux-gnu-gcc"), bindir / "aarch64-linux-gnu-gcc")
+    (bindir / "qemu-aarch64").write_text("#!/bin/sh\nexec sleep 30\n")
+    os.chmod(bindir / "qemu-aarch64", 0o755)
+    os.symlink(shutil.which("sleep"), bindir / "sleep")
+    r = aicc_cli("validate", KWS, b, "--runner-timeout", "1", env=env)
+    assert r.returncode == 2 and "timed out after 1 s" in r.stderr, r.stderr
     r = aicc_cli("validate", KWS, b, "--runner", "cmd:sleep 5; {exe}", "--runner-timeout", "1")
     assert r.returncode == 2 and "timed out after 1 s" in r.stderr, r.stderr
 
