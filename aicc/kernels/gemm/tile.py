@@ -68,8 +68,8 @@ def tile_k_loop(o: list, d: dict, ind: str, accs: list, pre: list, bvec, arow,
     arow(r) contiguous in r: one vector holds the A of L rows, rows past the last full vector
     broadcast) or "rows" (A(r, k) contiguous in k: k unrolled by L, one vector per row holds
     its L values of A; the k % L rest broadcast), when the accumulators, the A vectors and the
-    B vectors fit in the ISA's ``registers``. The products and their order are the same: one fused
-    multiply-add per (r, k, column) in ascending k."""
+    B vectors fit in the ISA's ``registers``. The products and their order are the same: one
+    fused multiply-add per (r, k, column) in ascending k."""
     vec, npb, L = d["vec"], len(accs[0]) // v, d["lanes"]
     mr = len(accs)
     lane = d.get("fma_lane")
@@ -94,20 +94,27 @@ def tile_k_loop(o: list, d: dict, ind: str, accs: list, pre: list, bvec, arow,
     else:
         for r in range(len(accs)):
             o.append(f"{i2}const {vec} x{r} = " + _f(d["bcast"], p=arow(r)) + ";")
-        for p in range(npb):
-            for c in range(v):
-                o.append(f"{i2}{{ const {vec} w = {bvec(p, c)};")
-                for r, row in enumerate(accs):
-                    x = row[p * v + c]
-                    o.append(f"{i2}  {x} = " + _f(d["fma"], a=f"x{r}", b="w", c=x) + ";")
-                o.append(f"{i2}}}")
+        _b_vectors(o, i2, vec, accs, v, bvec,
+                   lambda r, x: _f(d["fma"], a=f"x{r}", b="w", c=x))
     o.append(f"{ind}}}")
+
+
+def _b_vectors(o, i2, vec, accs, v, bvec, fma):
+    """One B vector at a time (w = bvec(p, c)), then fma(r, acc) into each row's accumulator
+    of that vector."""
+    for p in range(len(accs[0]) // v):
+        for c in range(v):
+            o.append(f"{i2}{{ const {vec} w = {bvec(p, c)};")
+            for r, row in enumerate(accs):
+                x = row[p * v + c]
+                o.append(f"{i2}  {x} = {fma(r, x)};")
+            o.append(f"{i2}}}")
 
 
 def _k_loop_lanes_packed(o, d, ind, accs, pre, bvec, arow, v):
     """tile_k_loop with A packed across rows: per k, mr // L vector loads of A and one FMA by
     lane per accumulator; the mr % L last rows broadcast."""
-    vec, npb, L, mr = d["vec"], len(accs[0]) // v, d["lanes"], len(accs)
+    vec, L, mr = d["vec"], d["lanes"], len(accs)
     full = mr // L
     o.append(f"{ind}for (size_t k = 0; k < kc; ++k) {{")
     i2 = ind + "    "
@@ -116,17 +123,9 @@ def _k_loop_lanes_packed(o, d, ind, accs, pre, bvec, arow, v):
         o.append(f"{i2}const {vec} xa{g} = " + _f(d["load"], p=arow(g * L)) + ";")
     for r in range(full * L, mr):
         o.append(f"{i2}const {vec} x{r} = " + _f(d["bcast"], p=arow(r)) + ";")
-    for p in range(npb):
-        for c in range(v):
-            o.append(f"{i2}{{ const {vec} w = {bvec(p, c)};")
-            for r, row in enumerate(accs):
-                x = row[p * v + c]
-                if r < full * L:
-                    e = _f(d["fma_lane"], a=f"xa{r // L}", b="w", c=x, lane=r % L)
-                else:
-                    e = _f(d["fma"], a=f"x{r}", b="w", c=x)
-                o.append(f"{i2}  {x} = {e};")
-            o.append(f"{i2}}}")
+    _b_vectors(o, i2, vec, accs, v, bvec, lambda r, x: (
+        _f(d["fma_lane"], a=f"xa{r // L}", b="w", c=x, lane=r % L) if r < full * L
+        else _f(d["fma"], a=f"x{r}", b="w", c=x)))
     o.append(f"{ind}}}")
 
 
@@ -134,7 +133,7 @@ def _k_loop_lanes_rows(o, d, ind, accs, pre, bvec, arow, v):
     """tile_k_loop with A rows contiguous in k: k in steps of L, one vector of A per row, L
     FMAs by lane per accumulator and step; leaves k at the first of the k % L rest (the
     caller's broadcast loop continues from it)."""
-    vec, npb, L = d["vec"], len(accs[0]) // v, d["lanes"]
+    vec, L = d["vec"], d["lanes"]
     o.append(f"{ind}size_t k = 0;")
     o.append(f"{ind}for (; k + {L}u <= kc; k += {L}u) {{")
     i2 = ind + "    "
@@ -143,14 +142,8 @@ def _k_loop_lanes_rows(o, d, ind, accs, pre, bvec, arow, v):
         o.append(f"{i2}const {vec} xa{r} = " + _f(d["load"], p=arow(r)) + ";")
     for q in range(L):
         kq = f"k + {q}u" if q else "k"
-        for p in range(npb):
-            for c in range(v):
-                o.append(f"{i2}{{ const {vec} w = {bvec(p, c, kq)};")
-                for r, row in enumerate(accs):
-                    x = row[p * v + c]
-                    o.append(f"{i2}  {x} = " + _f(d["fma_lane"], a=f"xa{r}", b="w", c=x,
-                                                   lane=q) + ";")
-                o.append(f"{i2}}}")
+        _b_vectors(o, i2, vec, accs, v, lambda p, c: bvec(p, c, kq),
+                   lambda r, x: _f(d["fma_lane"], a=f"xa{r}", b="w", c=x, lane=q))
     o.append(f"{ind}}}")
 
 
