@@ -48,11 +48,18 @@ def test_neon_conv_auto(case, tmp_path):
         marker=None if algo_of(case) == "depthwise" else NEON_PATHS)
 
 
+# the transposed path on geometries that reach each of its branches (stride 1 runs, strided
+# gathers, groups, padding, 1-D / 3-D)
+TRANSPOSED_CASES = {"3x3_pad1", "stride2_odd", "stride3", "dilation_stride", "asym_pads",
+                    "group3_odd", "pointwise", "pointwise_s2", "k5_s2", "3d_strided", "1d"}
+
+
 @pytest.mark.parametrize("case", sorted(c for c in CONV_CASES if algo_of(c) != "depthwise"))
 def test_neon_conv_im2col_and_implicit(case, tmp_path):
     x, w, attrs = case_data(case)
     run(tmp_path, T, x, w, attrs, sched={"algo": "im2col"}, marker=MARK["im2col"])
-    run(tmp_path, T, x, w, attrs, sched={"algo": "transposed"}, marker=MARK["transposed"])
+    if case in TRANSPOSED_CASES:
+        run(tmp_path, T, x, w, attrs, sched={"algo": "transposed"}, marker=MARK["transposed"])
     if planar(case):
         run(tmp_path, T, x, w, attrs, sched={"algo": "implicit"}, marker=MARK["implicit"])
     if algo_of(case) == "direct":
@@ -86,8 +93,7 @@ def test_neon_conv_transposed_every_row_kernel(tmp_path):
             marker=MARK["transposed"])
 
 
-@pytest.mark.parametrize("sched", [{"tile_kb": 1}, {"tile_kb": 3, "kc": 7}, {"kc": 1},
-                                   {"mr": 3, "jb": 32}, {"mr": 5}],
+@pytest.mark.parametrize("sched", [{"tile_kb": 3, "kc": 7}, {"kc": 1}, {"mr": 5, "jb": 32}],
                          ids=lambda s: "_".join(f"{k}{v}" for k, v in s.items()))
 @pytest.mark.parametrize("case", ["big_k_tiles", "stride2_odd", "pointwise_wide"])
 def test_neon_conv_schedules(case, sched, tmp_path):
@@ -174,7 +180,7 @@ def test_neon_conv_transpose(case, tmp_path):
 
 GEMM_SIZES = [(m, n, k) for m, n, k in itertools.product(
     [1, 2, 3, 5, 8, 9, 13, 17, 25], [1, 3, 4, 5, 8, 9, 13, 33], [1, 2, 3, 4, 5, 7, 64, 257])
-    ][::10]
+    ][::17]
 
 
 @pytest.mark.parametrize("m,n,k", GEMM_SIZES)
