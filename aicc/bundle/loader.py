@@ -65,12 +65,18 @@ def build_bundle(path, cflags: str | None = None, quiet: bool = True) -> Path:
         cmd.append(f"CFLAGS={cflags}")
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
-        lines = (r.stderr or r.stdout).strip().splitlines()
-        first = next((ln for ln in lines if "error" in ln), lines[-1] if lines else "")
-        err = BuildError(f"bundle {path} failed to compile (a bug in aicc): {first.strip()}")
-        err.detail = r.stderr
-        raise err
+        raise compile_error(f"bundle {path}", r, " (a bug in aicc)")
     return path / f"lib{m['name']}.so"
+
+
+def compile_error(what: str, r, why: str = "") -> BuildError:
+    """The BuildError of a failed compiler or make run ``r`` (text output): its first line
+    that says "error" (else its last), the whole stderr as ``detail``."""
+    lines = (r.stderr or r.stdout).strip().splitlines()
+    first = next((ln for ln in lines if "error" in ln), lines[-1] if lines else "")
+    err = BuildError(f"{what} failed to compile{why}: {first.strip()}")
+    err.detail = r.stderr
+    return err
 
 
 class BundleInfo:

@@ -27,7 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import AiccError, BuildError
+from ..bundle.loader import compile_error
+from ..errors import AiccError
 from ..ir import dtype_from_name
 from ..targets import Target
 
@@ -244,11 +245,7 @@ def _run(cmd, cwd=None, what="") -> None:
         raise RunnerError(f"{cmd[0]} is not installed ({what}; make cross-toolchain installs "
                           "the ARM toolchains)") from None
     if r.returncode != 0:
-        lines = (r.stderr or r.stdout).strip().splitlines()
-        first = next((ln for ln in lines if "error" in ln), lines[-1] if lines else "")
-        err = BuildError(f"{what} failed to compile: {first.strip()}")
-        err.detail = r.stderr
-        raise err
+        raise compile_error(what, r)
 
 
 def build_program(info, target: Target, feeds: dict, workdir: Path, *, reps: int = 1,

@@ -161,7 +161,7 @@ DRIVER = """\
  * channels is computed on the virtual grid (OH rows of pitch Wq, nv vectors into tmp) by `kern`
  * and its OW valid columns copied to the output rows; ep (may be NULL) is the scalar
  * activation on the finished output plane. The plane (np floats) is zeroed once. */
-static void aicc_dw_conv(const aicc_conv_params *p, const float *restrict x,
+STORAGE void aicc_dw_conv(const aicc_conv_params *p, const float *restrict x,
     const float *restrict w, const float *restrict bias, float *restrict y, float *restrict pl,
     size_t np, float *restrict tmp, const size_t *restrict toff, size_t Hq, size_t Wq,
     size_t nv, float lo, float hi,
@@ -185,9 +185,7 @@ static void aicc_dw_conv(const aicc_conv_params *p, const float *restrict x,
                 const size_t ey = iy + p->pad[1];
                 float *restrict row = pl + ((ey % sy) * sx * Hq + ey / sy) * Wq;
                 const float *restrict xr = xc + iy * W;
-                if (sx == 1u) {
-                    for (size_t ix = 0; ix < nxx; ++ix) row[ix + p->pad[2]] = xr[ix];
-                } else {            /* phase ph holds ex = q * sx + ph, ix = ex - pad */
+                FILL_ROW else {            /* phase ph holds ex = q * sx + ph, ix = ex - pad */
                     const size_t px = p->pad[2];
                     for (size_t ph = 0; ph < sx; ++ph) {
                         float *restrict d = row + ph * Hq * Wq;
@@ -204,7 +202,7 @@ static void aicc_dw_conv(const aicc_conv_params *p, const float *restrict x,
                 for (size_t oy = 0; oy < OH; ++oy) {
                     const float *restrict s = tmp + oy * Wq;
                     float *restrict d = yc + oy * OW;
-                    for (size_t ox = 0; ox < OW; ++ox) d[ox] = s[ox];
+                    COPY_ROW
                 }
                 if (ep)
                     ep(yc, OH * OW);
@@ -212,8 +210,17 @@ static void aicc_dw_conv(const aicc_conv_params *p, const float *restrict x,
         }
 }"""
 
+# DRIVER's row copies, element by element: FILL_ROW fills one input row xr into the phase
+# blocks at stride 1 (other strides follow it in DRIVER), COPY_ROW copies the OW valid columns
+# of a virtual-grid row s to the output row d
+SCALAR_FILL = """\
+if (sx == 1u) {
+                    for (size_t ix = 0; ix < nxx; ++ix) row[ix + p->pad[2]] = xr[ix];
+                }"""
+SCALAR_COPY = "for (size_t ox = 0; ox < OW; ++ox) d[ox] = s[ox];"
 
-# the driver's row copies as vectors (``driver``): FILL1 / FILL2 fill one input row xr into the
+
+# DRIVER's row copies as vectors (``driver``): FILL1 / FILL2 fill one input row xr into the
 # phase blocks (stride 1; stride 2: even and odd entries de-interleaved), COPY_OUT copies the
 # OW valid columns of a virtual-grid row s to the output row d (the last vector overlapping
 # the one before it)
@@ -258,7 +265,7 @@ def driver(isa: str) -> str:
     de-interleaving load ``load2``."""
     spec = ISAS[isa].conv_kernels["depthwise"]
     if "load2" not in spec:
-        return DRIVER
+        return _driver(SCALAR_FILL, SCALAR_COPY, "static")
     d = ISA[isa]
     L = d["lanes"]
 
@@ -273,15 +280,12 @@ def driver(isa: str) -> str:
                          store_o=d["store"].format(p="dd + j", v="e.val[1]")))
     out = COPY_OUT.format(L=L, copy=cp("d + ox", "s + ox"),
                           copy_last=cp(f"d + OW - {L}u", f"s + OW - {L}u"))
-    old_fill = "if (sx == 1u) {\n" \
-        "                    for (size_t ix = 0; ix < nxx; ++ix) row[ix + p->pad[2]] = xr[ix];\n" \
-        "                } else {"
-    old_out = "for (size_t ox = 0; ox < OW; ++ox) d[ox] = s[ox];"
-    assert old_fill in DRIVER and old_out in DRIVER
-    head = "static void aicc_dw_conv("
-    assert head in DRIVER
-    return (DRIVER.replace(old_fill, fill + " else {").replace(old_out, out)
-            .replace(head, "static inline AICC_INLINE void aicc_dw_conv("))
+    return _driver(fill, out, "static inline AICC_INLINE")
+
+
+def _driver(fill: str, copy: str, storage: str) -> str:
+    return (DRIVER.replace("FILL_ROW", fill).replace("COPY_ROW", copy)
+            .replace("STORAGE", storage))
 
 
 def supports(geo) -> bool:
