@@ -11,7 +11,7 @@ from tests.oracle import make_model, rng
 
 
 def aicc(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "aicc.cli", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "aicc", *map(str, args)],
                           capture_output=True, text=True, cwd=cwd)
 
 
