@@ -110,7 +110,8 @@ def _model(cases, special=False):
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_bcast_equals_im2col_bitwise(target, tmp_path):
-    """The same FMA chain over (c, ky, kx), + bias, clamp: the same bits, NaN/Inf inputs too
+    """The same FMA chain over (c, ky, kx), + bias, clamp: the same bits as im2col with one K
+    block (kc 256 here: 7x7_s2's K = 147 is longer than x86's kc), NaN/Inf inputs too
     (and those reach the outputs as in onnxruntime); also where the kernels broadcast each
     input value once for the kernel row's taps it serves (conv_bcast_k._row_shared: stride 1 or
     2 with 3 to 5 taps a row; its weight vectors w{kx}_{j} are in the code)."""
@@ -120,7 +121,8 @@ def test_bcast_equals_im2col_bitwise(target, tmp_path):
     onnx.save(m, str(path))
     got = {}
     for algo in ("bcast", "im2col"):
-        over = {"nodes": {f"conv{i}": {"schedule": {"algo": algo}} for i in range(len(cases))}}
+        over = {"nodes": {f"conv{i}": {"schedule": {"algo": algo, "kc": 256}}
+                          for i in range(len(cases))}}
         out = aicc.build(path, target=target, out=tmp_path / algo, overrides=over)
         b = aicc.load(out, cflags=STRICT_CFLAGS)
         assert all(algo in s["kernel"] for s in b.manifest["steps"]), b.manifest["steps"]

@@ -425,8 +425,9 @@ def test_check_rejects(tmp_path):
 
 
 def test_simd_results_independent_of_schedule(tmp_path):
-    """The SIMD kernels compute each output as one FMA chain in ascending k: tile sizes, K
-    blocks and the instruction set (AVX2 or AVX-512) do not change a single bit."""
+    """The SIMD kernels compute each output as FMA chains in ascending k, one per K block
+    (summed from zero, then added in order): for one K blocking, tile sizes and the
+    instruction set (AVX2 or AVX-512) do not change a single bit."""
     runnable = [t for t in ("x86-avx2", "x86-avx512") if host_supports(load_target(t))]
     if not runnable:
         pytest.skip("no SIMD target runs on this CPU")
@@ -436,7 +437,7 @@ def test_simd_results_independent_of_schedule(tmp_path):
                        {"b": _rand(r, (300, 45))})
     outs = []
     for i, (t, sched) in enumerate([(t, s) for t in runnable
-                                    for s in ({}, {"kc": 7, "mc": 5, "mr": 2, "jb": 1})]):
+                                    for s in ({"kc": 100}, {"kc": 100, "mc": 5, "mr": 2, "jb": 1})]):
         d = tmp_path / f"r{i}"
         d.mkdir()
         _fused_run(model, feeds, _with_attrs({"aicc_schedule": sched}), d, t)
@@ -529,10 +530,11 @@ def test_matmul_panel_widths(m, target, tmp_path):
 
 
 @pytest.mark.parametrize("target", [t for t in TARGETS if t in SIMD])
-@pytest.mark.parametrize("k,kc", [(257, 129), (320, 160), (600, 200), (256, 256)])
+@pytest.mark.parametrize("k,kc", [(129, 65), (257, 86), (320, 107), (600, 120), (256, 128)])
 def test_matmul_equal_k_blocks(k, kc, target, tmp_path):
-    """K longer than the schedule's kc (256) runs in equal K blocks (257 -> 129 + 128, not 256
-    + 1), with a fused bias + Relu after the last one, against onnxruntime."""
+    """K longer than the schedule's kc (128) runs in equal K blocks (129 -> 65 + 64, not 128
+    + 1), each summed from zero and added to the partial sums, with a fused bias + Relu after
+    the last one, against onnxruntime."""
     r = rng(k)
     feeds = {"a": _rand(r, (29, k)) / np.float32(np.sqrt(k))}
     nodes = [helper.make_node("MatMul", ["a", "b"], ["t"]), helper.make_node("Add", ["t", "c"], ["u"]),

@@ -35,7 +35,9 @@ max then min, a NaN passes), other activations as the shared scalar/vector pass 
 finished output run.
 
 Rounding: each output is one FMA chain over k = (c, ky, kx) ascending from +0, then + bias,
-then the activation: bit-identical to the im2col variant on NCHW (same chain, same order).
+then the activation: bit-identical to the im2col variant on NCHW when K fits one K block (kc;
+longer K: im2col sums its blocks apart, gemm/tile.py tile_partial, a few roundings fewer; the
+strided convs with small outputs this variant takes have K = 40 - 300).
 ConvNHWC's im2col runs k in (ky, kx, c) order: the two differ by rounding only. NaN/Inf: IEEE;
 padding zeros meet the weights (0 * Inf = NaN for an Inf weight, as im2col's zero patches);
 the lanes past Cout multiply zero weights and are never stored.

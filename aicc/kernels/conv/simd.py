@@ -51,10 +51,11 @@ broadcast conv's kernels per channel block with padded taps left out, conv_bcast
 1: none, for less code); defaults in SCHED, target yaml ``schedule: conv:``, node
 ``aicc_schedule``.
 
-Rounding: each output is one FMA chain over k ascending from +0 (K blocks and K tiles store and
-reload the exact partial sums), then + bias, then the activation: the result does not depend
-on the schedule or the variant (except depthwise: bias first, then the taps; and transposed:
-the same chain, bias added after), except for ``winograd``: its transforms change the
+Rounding: each output is an FMA chain over k ascending from +0 per K block of kc, the blocks'
+sums added in order (gemm/tile.py tile_partial), then + bias, then the activation: the result
+depends on the K blocking, not on the tile sizes or the variant (except depthwise: bias
+first, then the taps; bcast: one chain over all K; transposed: the same chains, bias added
+after), except for ``winograd``: its transforms change the
 arithmetic, so its results depend on the variant and on ``wino_m`` (F(2,3): errors as the
 direct chain; F(4,3): about 5x larger, ~0.4 of the tests' tolerance at C = 64 (auto's limit),
 above 1 at C = 256 - 512 (forced only there); measured figures in kernels/winograd/simd.py). It

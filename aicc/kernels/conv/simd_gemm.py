@@ -15,7 +15,8 @@ import math
 
 from ..gemm.simd import ISA, _header, nr_of, panels_at_once, register_clamp, row_counts
 from ..gemm.simd import epilogue as scalar_epilogue
-from ..gemm.tile import V, _f, column_loops, tile_clamp, tile_k_loop, tile_open, tile_store
+from ..gemm.tile import (V, _f, column_loops, tile_clamp, tile_k_loop, tile_open, tile_partial,
+                        tile_store)
 from ..isa.registry import ISAS
 from ..vmath.act import ACT_ATTRS, fused_epilogue
 
@@ -68,7 +69,7 @@ def kernel(ctx, isa: str, mr: int, table: bool = False) -> str:
     def body(npb: int, masked: bool, ind: str):
         cols = npb * V
         accs = [[f"c{r}_{c}" for c in range(cols)] for r in range(mr)]
-        tile_open(o, d, ind, nr, npb, accs, masked, guard=False)
+        tile_open(o, d, ind, nr, npb, accs, masked)
         pre = [f"const float *restrict ak = a + k * {mr}u;"]
         pre += [f"const float *restrict bk{p} = b{p} + {brow};" for p in range(npb)]
         if not table and pf:
@@ -80,6 +81,7 @@ def kernel(ctx, isa: str, mr: int, table: bool = False) -> str:
                     lambda p, c, k="k": _f(d["mload"] if masked else d["load"],
                                            p=f"bk{p} + {c * L}u", m=f"m{c}"),
                     lambda r: f"ak + {r}u", a_layout="packed")
+        tile_partial(o, d, ind, accs, masked, guard=False)
         o.append(f"{ind}if (lohi) {{")
         o.append(f"{ind}    if (bias) {{")
         for r in range(mr):

@@ -16,7 +16,7 @@ networks, where P = 49 would fill 49 of 64 lanes).
   (``v < lo ? lo : v``, then ``v > hi ? hi : v``: NaN passes, as in the activation table)
   and then the scalar activation pass (other fused activations) on each output row.
 
-Rounding: each output is one FMA chain over k ascending (as in kernels/conv/simd.py), + bias, then the
+Rounding: each output is FMA chains over k ascending per K block (as in kernels/conv/simd.py), + bias, then the
 activation. NaN/Inf: IEEE; zero padding of the weight panels meets only discarded lanes.
 """
 from __future__ import annotations

@@ -9,8 +9,9 @@ for each k, ``acc[r][:] += a[i+r, k] * Bp[p][k][:]``, a fixed-length loop over c
 memory that the C compiler vectorizes at -O2 (i-k-j order, blocked). C is optional and read
 through strides (0 where it broadcasts), which also carries MatMul's fused bias.
 
-Accumulation is in the output dtype (float32 or float64), one sum per output element in
-ascending k, so results differ from onnxruntime's (blocked, FMA) only by rounding. A fused
+Accumulation is in the output dtype (float32 or float64), k ascending in blocks of 64
+summed apart and added in order (gemm/portable.py KB), so results differ from onnxruntime's
+(blocked, FMA) only by rounding. A fused
 activation (``aicc_act``) is applied in a second pass over the output, after alpha/beta/C.
 
 NaN/Inf follow IEEE arithmetic: a NaN or Inf anywhere in row i of A or column j of B reaches
@@ -26,12 +27,13 @@ K == 0 always use it). Schedule parameters (mr, kc, mc, jb) come from the target
 forces one variant of the target's list.
 
 FMA contraction: the SIMD kernels round once per multiply-add (``fma(a, b, acc)``, k
-ascending, starting at +0), the generic kernel twice (multiply, then add: bundles compile with
--std=c99, where GCC does not contract ``acc += a * b`` into an FMA; never -ffast-math). Both
-sum in ascending k, so they differ from each other and from onnxruntime (MLAS: FMA, its own K
-blocking) by rounding only: about sqrt(K) ulp of the sum of |a*b| terms, inside rtol 1e-4 /
+ascending from +0 within each K block of kc, the blocks' sums added in order: gemm/tile.py
+tile_partial), the generic kernel twice (multiply, then add: bundles compile with -std=c99,
+where GCC does not contract ``acc += a * b`` into an FMA; never -ffast-math). They differ from
+each other and from onnxruntime (MLAS: FMA, K blocks of 128 summed apart as x86's kc = 128)
+by rounding only: about sqrt(kc + K / kc) ulp of the sum of |a*b| terms, inside rtol 1e-4 /
 atol 1e-5 for the tested sizes (K = 4099 needs atol 1e-4 for every variant). The SIMD
-results do not depend on the schedule (tile sizes, K blocks), only on K's order.
+results depend on the K blocking, not on the tile sizes or the instruction set.
 """
 from __future__ import annotations
 

@@ -24,14 +24,15 @@ Layout (GotoBLAS/BLIS-style, our own code):
 * Epilogue: after the last K block of a tile, while the tile is in L1, ``y = act(alpha * y +
   beta * C(i, j))`` (activation from kernels/vmath/act.py; C read through strides, NULL when absent).
 
-Rounding: every output element is one chain of fused multiply-adds in ascending k,
-``acc = fma(a[i,k], b[k,j], acc)`` starting from +0 (the K blocks store and reload the exact
-float partial sum, so blocking does not change the result; NEON's FMLA by element, k in steps
-of 4, computes the same chain). This differs from the generic
-kernel (separate multiply and add, two roundings per step) and from onnxruntime's MLAS (also
-FMA, but its own blocking) only by rounding: relative differences of a few ulp times sqrt(K)
-on well-conditioned data, inside the test tolerance rtol 1e-4 / atol 1e-5 (long K needs a
-looser atol, as for generic). NaN/Inf propagate as IEEE arithmetic (Inf * 0 = NaN), the same as
+Rounding: within a K block every output element is one chain of fused multiply-adds in
+ascending k, ``acc = fma(a[i,k], b[k,j], acc)`` starting from +0 (NEON's FMLA by element, k
+in steps of 4, computes the same chain); each later block's chain is added to the partial sum
+in Y (gemm/tile.py tile_partial). K blocks of equal length up to kc (128 on x86: MLAS's
+blocks, as accurate as onnxruntime on long sums, docs/ACCURACY.md). This differs from the
+generic kernel (separate multiply and add, two roundings per step) and from onnxruntime by
+rounding only: relative differences of a few ulp times sqrt(kc + K / kc) on well-conditioned
+data, inside the test tolerance rtol 1e-4 / atol 1e-5 (long K needs a looser atol, as for
+generic). NaN/Inf propagate as IEEE arithmetic (Inf * 0 = NaN), the same as
 the generic kernel; zero padding of B never meets a real output element.
 """
 from __future__ import annotations
@@ -45,7 +46,8 @@ from ...emit_c.cwriter import c_literal
 from ..isa.registry import ISAS, include_line, table
 from ..isa.x86 import lane_mask_table
 from ..vmath.act import ACT_ATTRS, act_expr
-from .tile import V, _f, column_loops, tile_clamp, tile_k_loop, tile_open, tile_store
+from .tile import (V, _f, column_loops, tile_clamp, tile_k_loop, tile_open, tile_partial,
+                   tile_store)
 
 # ``nc``, columns per L2 block of B (nc x kc floats): all of M passes each block while it is
 # in L2. With the N panels inside the M blocks instead, a B larger than L2 was streamed from
@@ -179,7 +181,7 @@ def _kernel_text(isa: str, mr: int, prefetch: bool = True, v: int = V) -> tuple:
     def body(np_b: int, masked: bool, ind: str):
         cols = np_b * v
         accs = [[f"c{r}_{c}" for c in range(cols)] for r in range(mr)]
-        tile_open(o, d, ind, nr, np_b, accs, masked, guard=True)
+        tile_open(o, d, ind, nr, np_b, accs, masked)
         # one panel, full: the same rows of the next panel (each of its cache lines: 2 on
         # avx512, where one line per row left [128 x 768] @ [768 x 3072] 3.1 ms against 2.7 ms
         # interleaved with onnxruntime), toward L1 (avx2) or L2 (avx512: ISA pf_next) while
@@ -199,6 +201,7 @@ def _kernel_text(isa: str, mr: int, prefetch: bool = True, v: int = V) -> tuple:
         tile_k_loop(o, d, ind, accs, pre,
                     lambda p, c, k="k": _f(d["load"], p=f"b{p} + {_par(k)} * {nr}u + {c * L}u"),
                     lambda r: f"a{r} + k", v, a_layout="rows", registers=ISAS[isa].registers)
+        tile_partial(o, d, ind, accs, masked, guard=True)
         # fused epilogue (the last K block, see driver): + bias[j] per column, then the
         # clamp min(hi, max(lo, v)) (NaN passes, as the activation table's Relu / Clip)
         add = d["add"]

@@ -15,7 +15,7 @@ in 128-bit lanes and stored a row of 4 at a time (_rows_out4). AMD Zen 4, x86-av
 changes (ResNet-8's layers): 32 channels at 16x16 23.1 -> 19.2 us, 64 at 8x8 19.9 -> 17.0 us;
 the stores alone measured no faster while the copy was the old scalar loop (which read one
 value per channel at stride H * W). Rounding and NaN/Inf: as kernels/winograd/simd.py (same transforms;
-the GEMM sums over c ascending in one FMA chain).
+the GEMM sums over c ascending in one FMA chain per K block).
 """
 from __future__ import annotations
 

@@ -43,7 +43,7 @@ static inline AICC_UNUSED AICC_INLINE float aicc_expf_c(float x)
 /* GEMM (panel width 32): Y[M,N] = alpha * (A @ B) + beta * C. A(i, k) = A[i*ars + k*acs];
  * B packed in column panels (aicc_pack_b_f32_nb32); C(i, j) = C[i*crs + j*ccs], C may
  * be NULL; Y dense row-major. Blocks of 4 x 8 sums in registers (rows past the last
- * block of 4: 1 x 16), k ascending from 0, one sum per output element. */
+ * block of 4: 1 x 16), k ascending from 0 in blocks of 64 summed apart, added in order. */
 static void aicc_gemm_f32_nb32(size_t M, size_t N, size_t K,
     const float *restrict A, size_t ars, size_t acs, const float *restrict Bp, float alpha,
     const float *restrict C, size_t crs, size_t ccs, float beta, float *restrict Y)
@@ -57,57 +57,63 @@ static void aicc_gemm_f32_nb32(size_t M, size_t N, size_t K,
             float acc[4][32];
             if (mr == 4u) {     /* the rows written out: 4 products per load of b */
                 for (size_t jj = 0; jj < NB; jj += 8u) {
-                    float s0_0[4] = {0}, s0_1[4] = {0};
-                    float s1_0[4] = {0}, s1_1[4] = {0};
-                    float s2_0[4] = {0}, s2_1[4] = {0};
-                    float s3_0[4] = {0}, s3_1[4] = {0};
-                    for (size_t k = 0; k < K; ++k) {
-                        const float *restrict b = bp + k * NB + jj;
-                        const float a0 = A[(i + 0u) * ars + k * acs];
-                        const float a1 = A[(i + 1u) * ars + k * acs];
-                        const float a2 = A[(i + 2u) * ars + k * acs];
-                        const float a3 = A[(i + 3u) * ars + k * acs];
-                        for (size_t u = 0; u < 4u; ++u) {
-                            s0_0[u] += a0 * b[0u + u];
-                            s0_1[u] += a0 * b[4u + u];
-                            s1_0[u] += a1 * b[0u + u];
-                            s1_1[u] += a1 * b[4u + u];
-                            s2_0[u] += a2 * b[0u + u];
-                            s2_1[u] += a2 * b[4u + u];
-                            s3_0[u] += a3 * b[0u + u];
-                            s3_1[u] += a3 * b[4u + u];
+                    for (size_t k0 = 0; k0 < K || k0 == 0; k0 += 64u) {
+                        const size_t k1 = K - k0 < 64u ? K : k0 + 64u;
+                        float s0_0[4] = {0}, s0_1[4] = {0};
+                        float s1_0[4] = {0}, s1_1[4] = {0};
+                        float s2_0[4] = {0}, s2_1[4] = {0};
+                        float s3_0[4] = {0}, s3_1[4] = {0};
+                        for (size_t k = k0; k < k1; ++k) {
+                            const float *restrict b = bp + k * NB + jj;
+                            const float a0 = A[(i + 0u) * ars + k * acs];
+                            const float a1 = A[(i + 1u) * ars + k * acs];
+                            const float a2 = A[(i + 2u) * ars + k * acs];
+                            const float a3 = A[(i + 3u) * ars + k * acs];
+                            for (size_t u = 0; u < 4u; ++u) {
+                                s0_0[u] += a0 * b[0u + u];
+                                s0_1[u] += a0 * b[4u + u];
+                                s1_0[u] += a1 * b[0u + u];
+                                s1_1[u] += a1 * b[4u + u];
+                                s2_0[u] += a2 * b[0u + u];
+                                s2_1[u] += a2 * b[4u + u];
+                                s3_0[u] += a3 * b[0u + u];
+                                s3_1[u] += a3 * b[4u + u];
+                            }
                         }
-                    }
-                    for (size_t u = 0; u < 4u; ++u) {
-                        acc[0][jj + 0u + u] = s0_0[u];
-                        acc[0][jj + 4u + u] = s0_1[u];
-                        acc[1][jj + 0u + u] = s1_0[u];
-                        acc[1][jj + 4u + u] = s1_1[u];
-                        acc[2][jj + 0u + u] = s2_0[u];
-                        acc[2][jj + 4u + u] = s2_1[u];
-                        acc[3][jj + 0u + u] = s3_0[u];
-                        acc[3][jj + 4u + u] = s3_1[u];
+                        for (size_t u = 0; u < 4u; ++u) {
+                            acc[0][jj + 0u + u] = k0 ? acc[0][jj + 0u + u] + s0_0[u] : s0_0[u];
+                            acc[0][jj + 4u + u] = k0 ? acc[0][jj + 4u + u] + s0_1[u] : s0_1[u];
+                            acc[1][jj + 0u + u] = k0 ? acc[1][jj + 0u + u] + s1_0[u] : s1_0[u];
+                            acc[1][jj + 4u + u] = k0 ? acc[1][jj + 4u + u] + s1_1[u] : s1_1[u];
+                            acc[2][jj + 0u + u] = k0 ? acc[2][jj + 0u + u] + s2_0[u] : s2_0[u];
+                            acc[2][jj + 4u + u] = k0 ? acc[2][jj + 4u + u] + s2_1[u] : s2_1[u];
+                            acc[3][jj + 0u + u] = k0 ? acc[3][jj + 0u + u] + s3_0[u] : s3_0[u];
+                            acc[3][jj + 4u + u] = k0 ? acc[3][jj + 4u + u] + s3_1[u] : s3_1[u];
+                        }
                     }
                 }
             } else {
                 for (size_t r = 0; r < mr; ++r)
                     for (size_t jj = 0; jj < NB; jj += 16u) {
-                        float s0_0[4] = {0}, s0_1[4] = {0}, s0_2[4] = {0}, s0_3[4] = {0};
-                        for (size_t k = 0; k < K; ++k) {
-                            const float *restrict b = bp + k * NB + jj;
-                            const float a0 = A[(i + r) * ars + k * acs];
-                            for (size_t u = 0; u < 4u; ++u) {
-                                s0_0[u] += a0 * b[0u + u];
-                                s0_1[u] += a0 * b[4u + u];
-                                s0_2[u] += a0 * b[8u + u];
-                                s0_3[u] += a0 * b[12u + u];
+                        for (size_t k0 = 0; k0 < K || k0 == 0; k0 += 64u) {
+                            const size_t k1 = K - k0 < 64u ? K : k0 + 64u;
+                            float s0_0[4] = {0}, s0_1[4] = {0}, s0_2[4] = {0}, s0_3[4] = {0};
+                            for (size_t k = k0; k < k1; ++k) {
+                                const float *restrict b = bp + k * NB + jj;
+                                const float a0 = A[(i + r) * ars + k * acs];
+                                for (size_t u = 0; u < 4u; ++u) {
+                                    s0_0[u] += a0 * b[0u + u];
+                                    s0_1[u] += a0 * b[4u + u];
+                                    s0_2[u] += a0 * b[8u + u];
+                                    s0_3[u] += a0 * b[12u + u];
+                                }
                             }
-                        }
-                        for (size_t u = 0; u < 4u; ++u) {
-                            acc[r][jj + 0u + u] = s0_0[u];
-                            acc[r][jj + 4u + u] = s0_1[u];
-                            acc[r][jj + 8u + u] = s0_2[u];
-                            acc[r][jj + 12u + u] = s0_3[u];
+                            for (size_t u = 0; u < 4u; ++u) {
+                                acc[r][jj + 0u + u] = k0 ? acc[r][jj + 0u + u] + s0_0[u] : s0_0[u];
+                                acc[r][jj + 4u + u] = k0 ? acc[r][jj + 4u + u] + s0_1[u] : s0_1[u];
+                                acc[r][jj + 8u + u] = k0 ? acc[r][jj + 8u + u] + s0_2[u] : s0_2[u];
+                                acc[r][jj + 12u + u] = k0 ? acc[r][jj + 12u + u] + s0_3[u] : s0_3[u];
+                            }
                         }
                     }
             }
@@ -126,7 +132,7 @@ static void aicc_gemm_f32_nb32(size_t M, size_t N, size_t K,
 /* GEMM (panel width 8): Y[M,N] = alpha * (A @ B) + beta * C. A(i, k) = A[i*ars + k*acs];
  * B packed in column panels (aicc_pack_b_f32_nb8); C(i, j) = C[i*crs + j*ccs], C may
  * be NULL; Y dense row-major. Blocks of 4 x 8 sums in registers (rows past the last
- * block of 4: 1 x 8), k ascending from 0, one sum per output element. */
+ * block of 4: 1 x 8), k ascending from 0 in blocks of 64 summed apart, added in order. */
 static void aicc_gemm_f32_nb8(size_t M, size_t N, size_t K,
     const float *restrict A, size_t ars, size_t acs, const float *restrict Bp, float alpha,
     const float *restrict C, size_t crs, size_t ccs, float beta, float *restrict Y)
@@ -140,53 +146,59 @@ static void aicc_gemm_f32_nb8(size_t M, size_t N, size_t K,
             float acc[4][8];
             if (mr == 4u) {     /* the rows written out: 4 products per load of b */
                 for (size_t jj = 0; jj < NB; jj += 8u) {
-                    float s0_0[4] = {0}, s0_1[4] = {0};
-                    float s1_0[4] = {0}, s1_1[4] = {0};
-                    float s2_0[4] = {0}, s2_1[4] = {0};
-                    float s3_0[4] = {0}, s3_1[4] = {0};
-                    for (size_t k = 0; k < K; ++k) {
-                        const float *restrict b = bp + k * NB + jj;
-                        const float a0 = A[(i + 0u) * ars + k * acs];
-                        const float a1 = A[(i + 1u) * ars + k * acs];
-                        const float a2 = A[(i + 2u) * ars + k * acs];
-                        const float a3 = A[(i + 3u) * ars + k * acs];
-                        for (size_t u = 0; u < 4u; ++u) {
-                            s0_0[u] += a0 * b[0u + u];
-                            s0_1[u] += a0 * b[4u + u];
-                            s1_0[u] += a1 * b[0u + u];
-                            s1_1[u] += a1 * b[4u + u];
-                            s2_0[u] += a2 * b[0u + u];
-                            s2_1[u] += a2 * b[4u + u];
-                            s3_0[u] += a3 * b[0u + u];
-                            s3_1[u] += a3 * b[4u + u];
+                    for (size_t k0 = 0; k0 < K || k0 == 0; k0 += 64u) {
+                        const size_t k1 = K - k0 < 64u ? K : k0 + 64u;
+                        float s0_0[4] = {0}, s0_1[4] = {0};
+                        float s1_0[4] = {0}, s1_1[4] = {0};
+                        float s2_0[4] = {0}, s2_1[4] = {0};
+                        float s3_0[4] = {0}, s3_1[4] = {0};
+                        for (size_t k = k0; k < k1; ++k) {
+                            const float *restrict b = bp + k * NB + jj;
+                            const float a0 = A[(i + 0u) * ars + k * acs];
+                            const float a1 = A[(i + 1u) * ars + k * acs];
+                            const float a2 = A[(i + 2u) * ars + k * acs];
+                            const float a3 = A[(i + 3u) * ars + k * acs];
+                            for (size_t u = 0; u < 4u; ++u) {
+                                s0_0[u] += a0 * b[0u + u];
+                                s0_1[u] += a0 * b[4u + u];
+                                s1_0[u] += a1 * b[0u + u];
+                                s1_1[u] += a1 * b[4u + u];
+                                s2_0[u] += a2 * b[0u + u];
+                                s2_1[u] += a2 * b[4u + u];
+                                s3_0[u] += a3 * b[0u + u];
+                                s3_1[u] += a3 * b[4u + u];
+                            }
                         }
-                    }
-                    for (size_t u = 0; u < 4u; ++u) {
-                        acc[0][jj + 0u + u] = s0_0[u];
-                        acc[0][jj + 4u + u] = s0_1[u];
-                        acc[1][jj + 0u + u] = s1_0[u];
-                        acc[1][jj + 4u + u] = s1_1[u];
-                        acc[2][jj + 0u + u] = s2_0[u];
-                        acc[2][jj + 4u + u] = s2_1[u];
-                        acc[3][jj + 0u + u] = s3_0[u];
-                        acc[3][jj + 4u + u] = s3_1[u];
+                        for (size_t u = 0; u < 4u; ++u) {
+                            acc[0][jj + 0u + u] = k0 ? acc[0][jj + 0u + u] + s0_0[u] : s0_0[u];
+                            acc[0][jj + 4u + u] = k0 ? acc[0][jj + 4u + u] + s0_1[u] : s0_1[u];
+                            acc[1][jj + 0u + u] = k0 ? acc[1][jj + 0u + u] + s1_0[u] : s1_0[u];
+                            acc[1][jj + 4u + u] = k0 ? acc[1][jj + 4u + u] + s1_1[u] : s1_1[u];
+                            acc[2][jj + 0u + u] = k0 ? acc[2][jj + 0u + u] + s2_0[u] : s2_0[u];
+                            acc[2][jj + 4u + u] = k0 ? acc[2][jj + 4u + u] + s2_1[u] : s2_1[u];
+                            acc[3][jj + 0u + u] = k0 ? acc[3][jj + 0u + u] + s3_0[u] : s3_0[u];
+                            acc[3][jj + 4u + u] = k0 ? acc[3][jj + 4u + u] + s3_1[u] : s3_1[u];
+                        }
                     }
                 }
             } else {
                 for (size_t r = 0; r < mr; ++r)
                     for (size_t jj = 0; jj < NB; jj += 8u) {
-                        float s0_0[4] = {0}, s0_1[4] = {0};
-                        for (size_t k = 0; k < K; ++k) {
-                            const float *restrict b = bp + k * NB + jj;
-                            const float a0 = A[(i + r) * ars + k * acs];
-                            for (size_t u = 0; u < 4u; ++u) {
-                                s0_0[u] += a0 * b[0u + u];
-                                s0_1[u] += a0 * b[4u + u];
+                        for (size_t k0 = 0; k0 < K || k0 == 0; k0 += 64u) {
+                            const size_t k1 = K - k0 < 64u ? K : k0 + 64u;
+                            float s0_0[4] = {0}, s0_1[4] = {0};
+                            for (size_t k = k0; k < k1; ++k) {
+                                const float *restrict b = bp + k * NB + jj;
+                                const float a0 = A[(i + r) * ars + k * acs];
+                                for (size_t u = 0; u < 4u; ++u) {
+                                    s0_0[u] += a0 * b[0u + u];
+                                    s0_1[u] += a0 * b[4u + u];
+                                }
                             }
-                        }
-                        for (size_t u = 0; u < 4u; ++u) {
-                            acc[r][jj + 0u + u] = s0_0[u];
-                            acc[r][jj + 4u + u] = s0_1[u];
+                            for (size_t u = 0; u < 4u; ++u) {
+                                acc[r][jj + 0u + u] = k0 ? acc[r][jj + 0u + u] + s0_0[u] : s0_0[u];
+                                acc[r][jj + 4u + u] = k0 ? acc[r][jj + 4u + u] + s0_1[u] : s0_1[u];
+                            }
                         }
                     }
             }

@@ -216,18 +216,7 @@ static void aicc_sg_avx2_k1(size_t kc, const float *restrict a, size_t lda,
         const float *restrict b2 = b + (j / 16u + 2u) * bs;
         const float *restrict b3 = b + (j / 16u + 3u) * bs;
         __m256 c0_0, c0_1, c0_2, c0_3, c0_4, c0_5, c0_6, c0_7;
-        if (acc) {
-            c0_0 = _mm256_loadu_ps(y + j + 0u);
-            c0_1 = _mm256_loadu_ps(y + j + 8u);
-            c0_2 = _mm256_loadu_ps(y + j + 16u);
-            c0_3 = _mm256_loadu_ps(y + j + 24u);
-            c0_4 = _mm256_loadu_ps(y + j + 32u);
-            c0_5 = _mm256_loadu_ps(y + j + 40u);
-            c0_6 = _mm256_loadu_ps(y + j + 48u);
-            c0_7 = _mm256_loadu_ps(y + j + 56u);
-        } else {
-            c0_0 = _mm256_setzero_ps(); c0_1 = _mm256_setzero_ps(); c0_2 = _mm256_setzero_ps(); c0_3 = _mm256_setzero_ps(); c0_4 = _mm256_setzero_ps(); c0_5 = _mm256_setzero_ps(); c0_6 = _mm256_setzero_ps(); c0_7 = _mm256_setzero_ps();
-        }
+        c0_0 = _mm256_setzero_ps(); c0_1 = _mm256_setzero_ps(); c0_2 = _mm256_setzero_ps(); c0_3 = _mm256_setzero_ps(); c0_4 = _mm256_setzero_ps(); c0_5 = _mm256_setzero_ps(); c0_6 = _mm256_setzero_ps(); c0_7 = _mm256_setzero_ps();
         for (size_t k = 0; k < kc; ++k) {
             _mm_prefetch((const char *)((uintptr_t)(b0 + k * 16u + 0u) + 128u * sizeof(float)), _MM_HINT_T0);
             _mm_prefetch((const char *)((uintptr_t)(b1 + k * 16u + 0u) + 128u * sizeof(float)), _MM_HINT_T0);
@@ -258,6 +247,16 @@ static void aicc_sg_avx2_k1(size_t kc, const float *restrict a, size_t lda,
             { const __m256 w = _mm256_loadu_ps(b3 + k * 16u + 8u);
               c0_7 = _mm256_fmadd_ps(x0, w, c0_7);
             }
+        }
+        if (acc) {
+            c0_0 = _mm256_add_ps(_mm256_loadu_ps(y + j + 0u), c0_0);
+            c0_1 = _mm256_add_ps(_mm256_loadu_ps(y + j + 8u), c0_1);
+            c0_2 = _mm256_add_ps(_mm256_loadu_ps(y + j + 16u), c0_2);
+            c0_3 = _mm256_add_ps(_mm256_loadu_ps(y + j + 24u), c0_3);
+            c0_4 = _mm256_add_ps(_mm256_loadu_ps(y + j + 32u), c0_4);
+            c0_5 = _mm256_add_ps(_mm256_loadu_ps(y + j + 40u), c0_5);
+            c0_6 = _mm256_add_ps(_mm256_loadu_ps(y + j + 48u), c0_6);
+            c0_7 = _mm256_add_ps(_mm256_loadu_ps(y + j + 56u), c0_7);
         }
         if (bias) {
             { const __m256 bv = _mm256_loadu_ps(bias + j + 0u);
@@ -320,12 +319,7 @@ static void aicc_sg_avx2_k1(size_t kc, const float *restrict a, size_t lda,
     for (; j + 16u <= n; j += 16u) {
         const float *restrict b0 = b + (j / 16u + 0u) * bs;
         __m256 c0_0, c0_1;
-        if (acc) {
-            c0_0 = _mm256_loadu_ps(y + j + 0u);
-            c0_1 = _mm256_loadu_ps(y + j + 8u);
-        } else {
-            c0_0 = _mm256_setzero_ps(); c0_1 = _mm256_setzero_ps();
-        }
+        c0_0 = _mm256_setzero_ps(); c0_1 = _mm256_setzero_ps();
         for (size_t k = 0; k < kc; ++k) {
             _mm_prefetch((const char *)((uintptr_t)(b0 + k * 16u + 0u) + bs * sizeof(float)), _MM_HINT_T0);
             const __m256 w0 = _mm256_loadu_ps(b0 + k * 16u + 0u);
@@ -334,6 +328,10 @@ static void aicc_sg_avx2_k1(size_t kc, const float *restrict a, size_t lda,
               c0_0 = _mm256_fmadd_ps(x, w0, c0_0);
               c0_1 = _mm256_fmadd_ps(x, w1, c0_1);
             }
+        }
+        if (acc) {
+            c0_0 = _mm256_add_ps(_mm256_loadu_ps(y + j + 0u), c0_0);
+            c0_1 = _mm256_add_ps(_mm256_loadu_ps(y + j + 8u), c0_1);
         }
         if (bias) {
             { const __m256 bv = _mm256_loadu_ps(bias + j + 0u);
@@ -363,12 +361,7 @@ static void aicc_sg_avx2_k1(size_t kc, const float *restrict a, size_t lda,
         const size_t nc = n - j;
         const __m256i m0 = _mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + 8u - (nc > 0u ? (nc - 0u < 8u ? nc - 0u : 8u) : 0u)));
         const __m256i m1 = _mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + 8u - (nc > 8u ? (nc - 8u < 8u ? nc - 8u : 8u) : 0u)));
-        if (acc) {
-            c0_0 = nc > 0u ? _mm256_maskload_ps(y + j + 0u, m0) : _mm256_setzero_ps();
-            c0_1 = nc > 8u ? _mm256_maskload_ps(y + j + 8u, m1) : _mm256_setzero_ps();
-        } else {
-            c0_0 = _mm256_setzero_ps(); c0_1 = _mm256_setzero_ps();
-        }
+        c0_0 = _mm256_setzero_ps(); c0_1 = _mm256_setzero_ps();
         for (size_t k = 0; k < kc; ++k) {
             const __m256 w0 = _mm256_loadu_ps(b0 + k * 16u + 0u);
             const __m256 w1 = _mm256_loadu_ps(b0 + k * 16u + 8u);
@@ -376,6 +369,10 @@ static void aicc_sg_avx2_k1(size_t kc, const float *restrict a, size_t lda,
               c0_0 = _mm256_fmadd_ps(x, w0, c0_0);
               c0_1 = _mm256_fmadd_ps(x, w1, c0_1);
             }
+        }
+        if (acc) {
+            c0_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + j + 0u, m0) : _mm256_setzero_ps(), c0_0);
+            c0_1 = _mm256_add_ps(nc > 8u ? _mm256_maskload_ps(y + j + 8u, m1) : _mm256_setzero_ps(), c0_1);
         }
         if (bias) {
             { const __m256 bv = nc > 0u ? _mm256_maskload_ps(bias + j + 0u, m0) : _mm256_setzero_ps();
@@ -417,21 +414,10 @@ static void aicc_sg_avx2_k4v1(size_t kc, const float *restrict a, size_t lda,
         const float *restrict b0 = b + (j / 8u + 0u) * bs;
         const float *restrict b1 = b + (j / 8u + 1u) * bs;
         __m256 c0_0, c0_1, c1_0, c1_1, c2_0, c2_1, c3_0, c3_1;
-        if (acc) {
-            c0_0 = _mm256_loadu_ps(y + j + 0u);
-            c0_1 = _mm256_loadu_ps(y + j + 8u);
-            c1_0 = _mm256_loadu_ps(y + 1u * ldy + j + 0u);
-            c1_1 = _mm256_loadu_ps(y + 1u * ldy + j + 8u);
-            c2_0 = _mm256_loadu_ps(y + 2u * ldy + j + 0u);
-            c2_1 = _mm256_loadu_ps(y + 2u * ldy + j + 8u);
-            c3_0 = _mm256_loadu_ps(y + 3u * ldy + j + 0u);
-            c3_1 = _mm256_loadu_ps(y + 3u * ldy + j + 8u);
-        } else {
-            c0_0 = _mm256_setzero_ps(); c0_1 = _mm256_setzero_ps();
-            c1_0 = _mm256_setzero_ps(); c1_1 = _mm256_setzero_ps();
-            c2_0 = _mm256_setzero_ps(); c2_1 = _mm256_setzero_ps();
-            c3_0 = _mm256_setzero_ps(); c3_1 = _mm256_setzero_ps();
-        }
+        c0_0 = _mm256_setzero_ps(); c0_1 = _mm256_setzero_ps();
+        c1_0 = _mm256_setzero_ps(); c1_1 = _mm256_setzero_ps();
+        c2_0 = _mm256_setzero_ps(); c2_1 = _mm256_setzero_ps();
+        c3_0 = _mm256_setzero_ps(); c3_1 = _mm256_setzero_ps();
         for (size_t k = 0; k < kc; ++k) {
             _mm_prefetch((const char *)((uintptr_t)(b0 + k * 8u + 0u) + 64u * sizeof(float)), _MM_HINT_T0);
             _mm_prefetch((const char *)((uintptr_t)(b1 + k * 8u + 0u) + 64u * sizeof(float)), _MM_HINT_T0);
@@ -451,6 +437,16 @@ static void aicc_sg_avx2_k4v1(size_t kc, const float *restrict a, size_t lda,
               c2_1 = _mm256_fmadd_ps(x2, w, c2_1);
               c3_1 = _mm256_fmadd_ps(x3, w, c3_1);
             }
+        }
+        if (acc) {
+            c0_0 = _mm256_add_ps(_mm256_loadu_ps(y + j + 0u), c0_0);
+            c0_1 = _mm256_add_ps(_mm256_loadu_ps(y + j + 8u), c0_1);
+            c1_0 = _mm256_add_ps(_mm256_loadu_ps(y + 1u * ldy + j + 0u), c1_0);
+            c1_1 = _mm256_add_ps(_mm256_loadu_ps(y + 1u * ldy + j + 8u), c1_1);
+            c2_0 = _mm256_add_ps(_mm256_loadu_ps(y + 2u * ldy + j + 0u), c2_0);
+            c2_1 = _mm256_add_ps(_mm256_loadu_ps(y + 2u * ldy + j + 8u), c2_1);
+            c3_0 = _mm256_add_ps(_mm256_loadu_ps(y + 3u * ldy + j + 0u), c3_0);
+            c3_1 = _mm256_add_ps(_mm256_loadu_ps(y + 3u * ldy + j + 8u), c3_1);
         }
         if (bias) {
             { const __m256 bv = _mm256_loadu_ps(bias + j + 0u);
@@ -501,17 +497,10 @@ static void aicc_sg_avx2_k4v1(size_t kc, const float *restrict a, size_t lda,
     for (; j + 8u <= n; j += 8u) {
         const float *restrict b0 = b + (j / 8u + 0u) * bs;
         __m256 c0_0, c1_0, c2_0, c3_0;
-        if (acc) {
-            c0_0 = _mm256_loadu_ps(y + j + 0u);
-            c1_0 = _mm256_loadu_ps(y + 1u * ldy + j + 0u);
-            c2_0 = _mm256_loadu_ps(y + 2u * ldy + j + 0u);
-            c3_0 = _mm256_loadu_ps(y + 3u * ldy + j + 0u);
-        } else {
-            c0_0 = _mm256_setzero_ps();
-            c1_0 = _mm256_setzero_ps();
-            c2_0 = _mm256_setzero_ps();
-            c3_0 = _mm256_setzero_ps();
-        }
+        c0_0 = _mm256_setzero_ps();
+        c1_0 = _mm256_setzero_ps();
+        c2_0 = _mm256_setzero_ps();
+        c3_0 = _mm256_setzero_ps();
         for (size_t k = 0; k < kc; ++k) {
             _mm_prefetch((const char *)((uintptr_t)(b0 + k * 8u + 0u) + bs * sizeof(float)), _MM_HINT_T0);
             const __m256 w0 = _mm256_loadu_ps(b0 + k * 8u + 0u);
@@ -527,6 +516,12 @@ static void aicc_sg_avx2_k4v1(size_t kc, const float *restrict a, size_t lda,
             { const __m256 x = _mm256_broadcast_ss(a3 + k);
               c3_0 = _mm256_fmadd_ps(x, w0, c3_0);
             }
+        }
+        if (acc) {
+            c0_0 = _mm256_add_ps(_mm256_loadu_ps(y + j + 0u), c0_0);
+            c1_0 = _mm256_add_ps(_mm256_loadu_ps(y + 1u * ldy + j + 0u), c1_0);
+            c2_0 = _mm256_add_ps(_mm256_loadu_ps(y + 2u * ldy + j + 0u), c2_0);
+            c3_0 = _mm256_add_ps(_mm256_loadu_ps(y + 3u * ldy + j + 0u), c3_0);
         }
         if (bias) {
             { const __m256 bv = _mm256_loadu_ps(bias + j + 0u);
@@ -561,17 +556,10 @@ static void aicc_sg_avx2_k4v1(size_t kc, const float *restrict a, size_t lda,
         __m256 c0_0, c1_0, c2_0, c3_0;
         const size_t nc = n - j;
         const __m256i m0 = _mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + 8u - (nc > 0u ? (nc - 0u < 8u ? nc - 0u : 8u) : 0u)));
-        if (acc) {
-            c0_0 = nc > 0u ? _mm256_maskload_ps(y + j + 0u, m0) : _mm256_setzero_ps();
-            c1_0 = nc > 0u ? _mm256_maskload_ps(y + 1u * ldy + j + 0u, m0) : _mm256_setzero_ps();
-            c2_0 = nc > 0u ? _mm256_maskload_ps(y + 2u * ldy + j + 0u, m0) : _mm256_setzero_ps();
-            c3_0 = nc > 0u ? _mm256_maskload_ps(y + 3u * ldy + j + 0u, m0) : _mm256_setzero_ps();
-        } else {
-            c0_0 = _mm256_setzero_ps();
-            c1_0 = _mm256_setzero_ps();
-            c2_0 = _mm256_setzero_ps();
-            c3_0 = _mm256_setzero_ps();
-        }
+        c0_0 = _mm256_setzero_ps();
+        c1_0 = _mm256_setzero_ps();
+        c2_0 = _mm256_setzero_ps();
+        c3_0 = _mm256_setzero_ps();
         for (size_t k = 0; k < kc; ++k) {
             const __m256 w0 = _mm256_loadu_ps(b0 + k * 8u + 0u);
             { const __m256 x = _mm256_broadcast_ss(a0 + k);
@@ -586,6 +574,12 @@ static void aicc_sg_avx2_k4v1(size_t kc, const float *restrict a, size_t lda,
             { const __m256 x = _mm256_broadcast_ss(a3 + k);
               c3_0 = _mm256_fmadd_ps(x, w0, c3_0);
             }
+        }
+        if (acc) {
+            c0_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + j + 0u, m0) : _mm256_setzero_ps(), c0_0);
+            c1_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + 1u * ldy + j + 0u, m0) : _mm256_setzero_ps(), c1_0);
+            c2_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + 2u * ldy + j + 0u, m0) : _mm256_setzero_ps(), c2_0);
+            c3_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + 3u * ldy + j + 0u, m0) : _mm256_setzero_ps(), c3_0);
         }
         if (bias) {
             { const __m256 bv = nc > 0u ? _mm256_maskload_ps(bias + j + 0u, m0) : _mm256_setzero_ps();
@@ -640,33 +634,18 @@ static void aicc_sg_avx2_k12v1(size_t kc, const float *restrict a, size_t lda,
     for (; j + 8u <= n; j += 8u) {
         const float *restrict b0 = b + (j / 8u + 0u) * bs;
         __m256 c0_0, c1_0, c2_0, c3_0, c4_0, c5_0, c6_0, c7_0, c8_0, c9_0, c10_0, c11_0;
-        if (acc) {
-            c0_0 = _mm256_loadu_ps(y + j + 0u);
-            c1_0 = _mm256_loadu_ps(y + 1u * ldy + j + 0u);
-            c2_0 = _mm256_loadu_ps(y + 2u * ldy + j + 0u);
-            c3_0 = _mm256_loadu_ps(y + 3u * ldy + j + 0u);
-            c4_0 = _mm256_loadu_ps(y + 4u * ldy + j + 0u);
-            c5_0 = _mm256_loadu_ps(y + 5u * ldy + j + 0u);
-            c6_0 = _mm256_loadu_ps(y + 6u * ldy + j + 0u);
-            c7_0 = _mm256_loadu_ps(y + 7u * ldy + j + 0u);
-            c8_0 = _mm256_loadu_ps(y + 8u * ldy + j + 0u);
-            c9_0 = _mm256_loadu_ps(y + 9u * ldy + j + 0u);
-            c10_0 = _mm256_loadu_ps(y + 10u * ldy + j + 0u);
-            c11_0 = _mm256_loadu_ps(y + 11u * ldy + j + 0u);
-        } else {
-            c0_0 = _mm256_setzero_ps();
-            c1_0 = _mm256_setzero_ps();
-            c2_0 = _mm256_setzero_ps();
-            c3_0 = _mm256_setzero_ps();
-            c4_0 = _mm256_setzero_ps();
-            c5_0 = _mm256_setzero_ps();
-            c6_0 = _mm256_setzero_ps();
-            c7_0 = _mm256_setzero_ps();
-            c8_0 = _mm256_setzero_ps();
-            c9_0 = _mm256_setzero_ps();
-            c10_0 = _mm256_setzero_ps();
-            c11_0 = _mm256_setzero_ps();
-        }
+        c0_0 = _mm256_setzero_ps();
+        c1_0 = _mm256_setzero_ps();
+        c2_0 = _mm256_setzero_ps();
+        c3_0 = _mm256_setzero_ps();
+        c4_0 = _mm256_setzero_ps();
+        c5_0 = _mm256_setzero_ps();
+        c6_0 = _mm256_setzero_ps();
+        c7_0 = _mm256_setzero_ps();
+        c8_0 = _mm256_setzero_ps();
+        c9_0 = _mm256_setzero_ps();
+        c10_0 = _mm256_setzero_ps();
+        c11_0 = _mm256_setzero_ps();
         for (size_t k = 0; k < kc; ++k) {
             _mm_prefetch((const char *)((uintptr_t)(b0 + k * 8u + 0u) + bs * sizeof(float)), _MM_HINT_T0);
             const __m256 w0 = _mm256_loadu_ps(b0 + k * 8u + 0u);
@@ -706,6 +685,20 @@ static void aicc_sg_avx2_k12v1(size_t kc, const float *restrict a, size_t lda,
             { const __m256 x = _mm256_broadcast_ss(a11 + k);
               c11_0 = _mm256_fmadd_ps(x, w0, c11_0);
             }
+        }
+        if (acc) {
+            c0_0 = _mm256_add_ps(_mm256_loadu_ps(y + j + 0u), c0_0);
+            c1_0 = _mm256_add_ps(_mm256_loadu_ps(y + 1u * ldy + j + 0u), c1_0);
+            c2_0 = _mm256_add_ps(_mm256_loadu_ps(y + 2u * ldy + j + 0u), c2_0);
+            c3_0 = _mm256_add_ps(_mm256_loadu_ps(y + 3u * ldy + j + 0u), c3_0);
+            c4_0 = _mm256_add_ps(_mm256_loadu_ps(y + 4u * ldy + j + 0u), c4_0);
+            c5_0 = _mm256_add_ps(_mm256_loadu_ps(y + 5u * ldy + j + 0u), c5_0);
+            c6_0 = _mm256_add_ps(_mm256_loadu_ps(y + 6u * ldy + j + 0u), c6_0);
+            c7_0 = _mm256_add_ps(_mm256_loadu_ps(y + 7u * ldy + j + 0u), c7_0);
+            c8_0 = _mm256_add_ps(_mm256_loadu_ps(y + 8u * ldy + j + 0u), c8_0);
+            c9_0 = _mm256_add_ps(_mm256_loadu_ps(y + 9u * ldy + j + 0u), c9_0);
+            c10_0 = _mm256_add_ps(_mm256_loadu_ps(y + 10u * ldy + j + 0u), c10_0);
+            c11_0 = _mm256_add_ps(_mm256_loadu_ps(y + 11u * ldy + j + 0u), c11_0);
         }
         if (bias) {
             { const __m256 bv = _mm256_loadu_ps(bias + j + 0u);
@@ -772,33 +765,18 @@ static void aicc_sg_avx2_k12v1(size_t kc, const float *restrict a, size_t lda,
         __m256 c0_0, c1_0, c2_0, c3_0, c4_0, c5_0, c6_0, c7_0, c8_0, c9_0, c10_0, c11_0;
         const size_t nc = n - j;
         const __m256i m0 = _mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + 8u - (nc > 0u ? (nc - 0u < 8u ? nc - 0u : 8u) : 0u)));
-        if (acc) {
-            c0_0 = nc > 0u ? _mm256_maskload_ps(y + j + 0u, m0) : _mm256_setzero_ps();
-            c1_0 = nc > 0u ? _mm256_maskload_ps(y + 1u * ldy + j + 0u, m0) : _mm256_setzero_ps();
-            c2_0 = nc > 0u ? _mm256_maskload_ps(y + 2u * ldy + j + 0u, m0) : _mm256_setzero_ps();
-            c3_0 = nc > 0u ? _mm256_maskload_ps(y + 3u * ldy + j + 0u, m0) : _mm256_setzero_ps();
-            c4_0 = nc > 0u ? _mm256_maskload_ps(y + 4u * ldy + j + 0u, m0) : _mm256_setzero_ps();
-            c5_0 = nc > 0u ? _mm256_maskload_ps(y + 5u * ldy + j + 0u, m0) : _mm256_setzero_ps();
-            c6_0 = nc > 0u ? _mm256_maskload_ps(y + 6u * ldy + j + 0u, m0) : _mm256_setzero_ps();
-            c7_0 = nc > 0u ? _mm256_maskload_ps(y + 7u * ldy + j + 0u, m0) : _mm256_setzero_ps();
-            c8_0 = nc > 0u ? _mm256_maskload_ps(y + 8u * ldy + j + 0u, m0) : _mm256_setzero_ps();
-            c9_0 = nc > 0u ? _mm256_maskload_ps(y + 9u * ldy + j + 0u, m0) : _mm256_setzero_ps();
-            c10_0 = nc > 0u ? _mm256_maskload_ps(y + 10u * ldy + j + 0u, m0) : _mm256_setzero_ps();
-            c11_0 = nc > 0u ? _mm256_maskload_ps(y + 11u * ldy + j + 0u, m0) : _mm256_setzero_ps();
-        } else {
-            c0_0 = _mm256_setzero_ps();
-            c1_0 = _mm256_setzero_ps();
-            c2_0 = _mm256_setzero_ps();
-            c3_0 = _mm256_setzero_ps();
-            c4_0 = _mm256_setzero_ps();
-            c5_0 = _mm256_setzero_ps();
-            c6_0 = _mm256_setzero_ps();
-            c7_0 = _mm256_setzero_ps();
-            c8_0 = _mm256_setzero_ps();
-            c9_0 = _mm256_setzero_ps();
-            c10_0 = _mm256_setzero_ps();
-            c11_0 = _mm256_setzero_ps();
-        }
+        c0_0 = _mm256_setzero_ps();
+        c1_0 = _mm256_setzero_ps();
+        c2_0 = _mm256_setzero_ps();
+        c3_0 = _mm256_setzero_ps();
+        c4_0 = _mm256_setzero_ps();
+        c5_0 = _mm256_setzero_ps();
+        c6_0 = _mm256_setzero_ps();
+        c7_0 = _mm256_setzero_ps();
+        c8_0 = _mm256_setzero_ps();
+        c9_0 = _mm256_setzero_ps();
+        c10_0 = _mm256_setzero_ps();
+        c11_0 = _mm256_setzero_ps();
         for (size_t k = 0; k < kc; ++k) {
             const __m256 w0 = _mm256_loadu_ps(b0 + k * 8u + 0u);
             { const __m256 x = _mm256_broadcast_ss(a0 + k);
@@ -837,6 +815,20 @@ static void aicc_sg_avx2_k12v1(size_t kc, const float *restrict a, size_t lda,
             { const __m256 x = _mm256_broadcast_ss(a11 + k);
               c11_0 = _mm256_fmadd_ps(x, w0, c11_0);
             }
+        }
+        if (acc) {
+            c0_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + j + 0u, m0) : _mm256_setzero_ps(), c0_0);
+            c1_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + 1u * ldy + j + 0u, m0) : _mm256_setzero_ps(), c1_0);
+            c2_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + 2u * ldy + j + 0u, m0) : _mm256_setzero_ps(), c2_0);
+            c3_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + 3u * ldy + j + 0u, m0) : _mm256_setzero_ps(), c3_0);
+            c4_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + 4u * ldy + j + 0u, m0) : _mm256_setzero_ps(), c4_0);
+            c5_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + 5u * ldy + j + 0u, m0) : _mm256_setzero_ps(), c5_0);
+            c6_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + 6u * ldy + j + 0u, m0) : _mm256_setzero_ps(), c6_0);
+            c7_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + 7u * ldy + j + 0u, m0) : _mm256_setzero_ps(), c7_0);
+            c8_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + 8u * ldy + j + 0u, m0) : _mm256_setzero_ps(), c8_0);
+            c9_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + 9u * ldy + j + 0u, m0) : _mm256_setzero_ps(), c9_0);
+            c10_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + 10u * ldy + j + 0u, m0) : _mm256_setzero_ps(), c10_0);
+            c11_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + 11u * ldy + j + 0u, m0) : _mm256_setzero_ps(), c11_0);
         }
         if (bias) {
             { const __m256 bv = nc > 0u ? _mm256_maskload_ps(bias + j + 0u, m0) : _mm256_setzero_ps();
@@ -902,11 +894,11 @@ static void aicc_sg_avx2_k12v1(size_t kc, const float *restrict a, size_t lda,
 
 /* avx2 GEMM: Y[M,N] = act(alpha * (A @ B) + beta * C). A(i, k) = A[i*lda + k]; B packed in
  * panels of 8 (gemm.pack_b layout); C(i, j) = C[i*crs + j*ccs] or NULL; Y dense. Blocks:
- * K by 256, N by 256 (all of M passes one such block of B while it is in L2, so B is read
+ * K by 128, N by 256 (all of M passes one such block of B while it is in L2, so B is read
  * once per K block), M by 144, N by 64, row tiles of 12 and M % 12 (only row kernels
  * 4, 12 exist: M must leave one of them). The epilogue runs on each tile
  * after its last K block (when epi != 0). K >= 1. */
-static void aicc_sg_avx2_m12k256c144j64n256v1_r4_12_fused_bias(size_t M, size_t N, size_t K, const float *restrict A, size_t lda,
+static void aicc_sg_avx2_m12k128c144j64n256v1_r4_12_fused_bias(size_t M, size_t N, size_t K, const float *restrict A, size_t lda,
     const float *restrict Bp, float alpha, const float *restrict C, size_t crs, size_t ccs,
     float beta, float *restrict Y, int epi)
 {
@@ -914,8 +906,8 @@ static void aicc_sg_avx2_m12k256c144j64n256v1_r4_12_fused_bias(size_t M, size_t 
     const size_t bs = K * 8u;
     for (size_t q = 0; q < bs && q < 4096u; q += 16u)     /* the first panel, toward L1 */
         _mm_prefetch((const char *)(Bp + q), _MM_HINT_T0);
-    for (size_t pc = 0; pc < K; pc += 256u) {
-        const size_t kc = K - pc < 256u ? K - pc : 256u;
+    for (size_t pc = 0; pc < K; pc += 128u) {
+        const size_t kc = K - pc < 128u ? K - pc : 128u;
         const int acc = pc > 0, last = pc + kc == K;
         for (size_t n0 = 0; n0 < N; n0 += 256u) {
             const size_t n1 = N - n0 < 256u ? N : n0 + 256u;
@@ -942,11 +934,11 @@ static void aicc_sg_avx2_m12k256c144j64n256v1_r4_12_fused_bias(size_t M, size_t 
 
 /* avx2 GEMM: Y[M,N] = act(alpha * (A @ B) + beta * C). A(i, k) = A[i*lda + k]; B packed in
  * panels of 16 (gemm.pack_b layout); C(i, j) = C[i*crs + j*ccs] or NULL; Y dense. Blocks:
- * K by 256, N by 65536 (all of M passes one such block of B while it is in L2, so B is read
+ * K by 128, N by 65536 (all of M passes one such block of B while it is in L2, so B is read
  * once per K block), M by 144, N by 65536, row tiles of 6 and M % 6 (only row kernels
  * 1 exist: M must leave one of them). The epilogue runs on each tile
  * after its last K block (when epi != 0). K >= 1. */
-static void aicc_sg_avx2_m6k256c144j65536n65536_r1_fused_bias(size_t M, size_t N, size_t K, const float *restrict A, size_t lda,
+static void aicc_sg_avx2_m6k128c144j65536n65536_r1_fused_bias(size_t M, size_t N, size_t K, const float *restrict A, size_t lda,
     const float *restrict Bp, float alpha, const float *restrict C, size_t crs, size_t ccs,
     float beta, float *restrict Y, int epi)
 {
@@ -954,8 +946,8 @@ static void aicc_sg_avx2_m6k256c144j65536n65536_r1_fused_bias(size_t M, size_t N
     const size_t bs = K * 16u;
     for (size_t q = 0; q < bs && q < 4096u; q += 16u)     /* the first panel, toward L1 */
         _mm_prefetch((const char *)(Bp + q), _MM_HINT_T0);
-    for (size_t pc = 0; pc < K; pc += 256u) {
-        const size_t kc = K - pc < 256u ? K - pc : 256u;
+    for (size_t pc = 0; pc < K; pc += 128u) {
+        const size_t kc = K - pc < 128u ? K - pc : 128u;
         const int acc = pc > 0, last = pc + kc == K;
         for (size_t n0 = 0; n0 < N; n0 += 65536u) {
             const size_t n1 = N - n0 < 65536u ? N : n0 + 65536u;
@@ -993,21 +985,10 @@ static void aicc_cv_avx2_k4(size_t kc, const float *restrict a,
     for (; j + 16u <= n; j += 16u) {
         const float *restrict b0 = b + (j / 16u + 0u) * bs;
         __m256 c0_0, c0_1, c1_0, c1_1, c2_0, c2_1, c3_0, c3_1;
-        if (acc) {
-            c0_0 = _mm256_loadu_ps(y + j + 0u);
-            c0_1 = _mm256_loadu_ps(y + j + 8u);
-            c1_0 = _mm256_loadu_ps(y + 1u * ldy + j + 0u);
-            c1_1 = _mm256_loadu_ps(y + 1u * ldy + j + 8u);
-            c2_0 = _mm256_loadu_ps(y + 2u * ldy + j + 0u);
-            c2_1 = _mm256_loadu_ps(y + 2u * ldy + j + 8u);
-            c3_0 = _mm256_loadu_ps(y + 3u * ldy + j + 0u);
-            c3_1 = _mm256_loadu_ps(y + 3u * ldy + j + 8u);
-        } else {
-            c0_0 = _mm256_setzero_ps(); c0_1 = _mm256_setzero_ps();
-            c1_0 = _mm256_setzero_ps(); c1_1 = _mm256_setzero_ps();
-            c2_0 = _mm256_setzero_ps(); c2_1 = _mm256_setzero_ps();
-            c3_0 = _mm256_setzero_ps(); c3_1 = _mm256_setzero_ps();
-        }
+        c0_0 = _mm256_setzero_ps(); c0_1 = _mm256_setzero_ps();
+        c1_0 = _mm256_setzero_ps(); c1_1 = _mm256_setzero_ps();
+        c2_0 = _mm256_setzero_ps(); c2_1 = _mm256_setzero_ps();
+        c3_0 = _mm256_setzero_ps(); c3_1 = _mm256_setzero_ps();
         for (size_t k = 0; k < kc; ++k) {
             const float *restrict ak = a + k * 4u;
             const float *restrict bk0 = b0 + k * rs;
@@ -1029,6 +1010,16 @@ static void aicc_cv_avx2_k4(size_t kc, const float *restrict a,
               c3_0 = _mm256_fmadd_ps(x, w0, c3_0);
               c3_1 = _mm256_fmadd_ps(x, w1, c3_1);
             }
+        }
+        if (acc) {
+            c0_0 = _mm256_add_ps(_mm256_loadu_ps(y + j + 0u), c0_0);
+            c0_1 = _mm256_add_ps(_mm256_loadu_ps(y + j + 8u), c0_1);
+            c1_0 = _mm256_add_ps(_mm256_loadu_ps(y + 1u * ldy + j + 0u), c1_0);
+            c1_1 = _mm256_add_ps(_mm256_loadu_ps(y + 1u * ldy + j + 8u), c1_1);
+            c2_0 = _mm256_add_ps(_mm256_loadu_ps(y + 2u * ldy + j + 0u), c2_0);
+            c2_1 = _mm256_add_ps(_mm256_loadu_ps(y + 2u * ldy + j + 8u), c2_1);
+            c3_0 = _mm256_add_ps(_mm256_loadu_ps(y + 3u * ldy + j + 0u), c3_0);
+            c3_1 = _mm256_add_ps(_mm256_loadu_ps(y + 3u * ldy + j + 8u), c3_1);
         }
         if (lohi) {
             if (bias) {
@@ -1083,21 +1074,10 @@ static void aicc_cv_avx2_k4(size_t kc, const float *restrict a,
         const size_t nc = n - j;
         const __m256i m0 = _mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + 8u - (nc > 0u ? (nc - 0u < 8u ? nc - 0u : 8u) : 0u)));
         const __m256i m1 = _mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + 8u - (nc > 8u ? (nc - 8u < 8u ? nc - 8u : 8u) : 0u)));
-        if (acc) {
-            c0_0 = _mm256_maskload_ps(y + j + 0u, m0);
-            c0_1 = _mm256_maskload_ps(y + j + 8u, m1);
-            c1_0 = _mm256_maskload_ps(y + 1u * ldy + j + 0u, m0);
-            c1_1 = _mm256_maskload_ps(y + 1u * ldy + j + 8u, m1);
-            c2_0 = _mm256_maskload_ps(y + 2u * ldy + j + 0u, m0);
-            c2_1 = _mm256_maskload_ps(y + 2u * ldy + j + 8u, m1);
-            c3_0 = _mm256_maskload_ps(y + 3u * ldy + j + 0u, m0);
-            c3_1 = _mm256_maskload_ps(y + 3u * ldy + j + 8u, m1);
-        } else {
-            c0_0 = _mm256_setzero_ps(); c0_1 = _mm256_setzero_ps();
-            c1_0 = _mm256_setzero_ps(); c1_1 = _mm256_setzero_ps();
-            c2_0 = _mm256_setzero_ps(); c2_1 = _mm256_setzero_ps();
-            c3_0 = _mm256_setzero_ps(); c3_1 = _mm256_setzero_ps();
-        }
+        c0_0 = _mm256_setzero_ps(); c0_1 = _mm256_setzero_ps();
+        c1_0 = _mm256_setzero_ps(); c1_1 = _mm256_setzero_ps();
+        c2_0 = _mm256_setzero_ps(); c2_1 = _mm256_setzero_ps();
+        c3_0 = _mm256_setzero_ps(); c3_1 = _mm256_setzero_ps();
         for (size_t k = 0; k < kc; ++k) {
             const float *restrict ak = a + k * 4u;
             const float *restrict bk0 = b0 + k * rs;
@@ -1119,6 +1099,16 @@ static void aicc_cv_avx2_k4(size_t kc, const float *restrict a,
               c3_0 = _mm256_fmadd_ps(x, w0, c3_0);
               c3_1 = _mm256_fmadd_ps(x, w1, c3_1);
             }
+        }
+        if (acc) {
+            c0_0 = _mm256_add_ps(_mm256_maskload_ps(y + j + 0u, m0), c0_0);
+            c0_1 = _mm256_add_ps(_mm256_maskload_ps(y + j + 8u, m1), c0_1);
+            c1_0 = _mm256_add_ps(_mm256_maskload_ps(y + 1u * ldy + j + 0u, m0), c1_0);
+            c1_1 = _mm256_add_ps(_mm256_maskload_ps(y + 1u * ldy + j + 8u, m1), c1_1);
+            c2_0 = _mm256_add_ps(_mm256_maskload_ps(y + 2u * ldy + j + 0u, m0), c2_0);
+            c2_1 = _mm256_add_ps(_mm256_maskload_ps(y + 2u * ldy + j + 8u, m1), c2_1);
+            c3_0 = _mm256_add_ps(_mm256_maskload_ps(y + 3u * ldy + j + 0u, m0), c3_0);
+            c3_1 = _mm256_add_ps(_mm256_maskload_ps(y + 3u * ldy + j + 8u, m1), c3_1);
         }
         if (lohi) {
             if (bias) {
@@ -1646,22 +1636,22 @@ static void aicc_wg4_out_avx2_144_16(const float *restrict mm, size_t K, size_t 
 }
 
 /* avx2 conv tile GEMM: Y[M, n] (row stride ldy) (+)= W[M, k0:k0+K] @ B, W packed by
- * pack_a in K blocks of 256 (k0 a multiple of 256), each a sequence of row tiles of 4
+ * pack_a in K blocks of 128 (k0 a multiple of 128), each a sequence of row tiles of 4
  * (and M % 4) stored k-major: W(i, k) = W[kb * M + i0 * kcb + (k - kb) * rows + i - i0]
  * (block kb of kcb entries, tile i0 of `rows` rows: the kernels stream W sequentially),
  * B(k, j) = b[(j / 16) * bs + k * rs + j % 16];
  * acc0: add to the partial sums in Y; fin:
  * then + bias[M] (may be NULL) and the activation (clamp to [lo, hi]).
- * Blocks: K by 256, columns by 64, row tiles of 4 and M % 4 (only row kernels
+ * Blocks: K by 128, columns by 64, row tiles of 4 and M % 4 (only row kernels
  * 4 exist). K >= 1. */
-static void aicc_cv_avx2_gemm_m4k256j64_r4_clamp(size_t M, size_t n, size_t K, const float *restrict W, size_t k0,
+static void aicc_cv_avx2_gemm_m4k128j64_r4_clamp(size_t M, size_t n, size_t K, const float *restrict W, size_t k0,
     const float *restrict b, size_t bs, size_t rs,
     float *restrict Y, size_t ldy,
     const float *restrict bias, float lo, float hi, int acc0, int fin)
 {
     const float lohi[2] = { lo, hi };
-    for (size_t pc = 0; pc < K; pc += 256u) {
-        const size_t kc = K - pc < 256u ? K - pc : 256u;
+    for (size_t pc = 0; pc < K; pc += 128u) {
+        const size_t kc = K - pc < 128u ? K - pc : 128u;
         const int acc = acc0 || pc > 0, last = fin && pc + kc == K;
         for (size_t jc = 0; jc < n; jc += 64u) {
             const size_t nc = n - jc < 64u ? n - jc : 64u;
@@ -1957,7 +1947,7 @@ static void step0_conv_k(const aicc_frame *f,
         0u, 0
     };
     static const size_t e[3] = { 1u, 18u, 18u };
-    aicc_wg4_conv_avx2_144_16(&prm, in0, wino0, in2, out0, xpad0, e, wgv1, wgm2, 16u, 0.0f, HUGE_VALF, aicc_cv_avx2_gemm_m4k256j64_r4_clamp, NULL);
+    aicc_wg4_conv_avx2_144_16(&prm, in0, wino0, in2, out0, xpad0, e, wgv1, wgm2, 16u, 0.0f, HUGE_VALF, aicc_cv_avx2_gemm_m4k128j64_r4_clamp, NULL);
 }
 
 static void step0_conv(const aicc_frame *f)
@@ -2043,7 +2033,7 @@ static void step4_matmul_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 1, 8, 8] derived */
 {
     (void)f;
-    aicc_sg_avx2_m12k256c144j64n256v1_r4_12_fused_bias(64u, 8u, 8u, in0, 8u, pk0, 1.0f,
+    aicc_sg_avx2_m12k128c144j64n256v1_r4_12_fused_bias(64u, 8u, 8u, in0, 8u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 
@@ -2116,7 +2106,7 @@ static void step8_gemm_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 8, 16] derived */
 {
     (void)f;
-    aicc_sg_avx2_m6k256c144j65536n65536_r1_fused_bias(1u, 10u, 8u, in0, 8u, pk0, 1.0f,
+    aicc_sg_avx2_m6k128c144j65536n65536_r1_fused_bias(1u, 10u, 8u, in0, 8u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 

@@ -213,18 +213,7 @@ static void aicc_sg_avx512_k1v1(size_t kc, const float *restrict a, size_t lda,
         const float *restrict b6 = b + (j / 16u + 6u) * bs;
         const float *restrict b7 = b + (j / 16u + 7u) * bs;
         __m512 c0_0, c0_1, c0_2, c0_3, c0_4, c0_5, c0_6, c0_7;
-        if (acc) {
-            c0_0 = _mm512_loadu_ps(y + j + 0u);
-            c0_1 = _mm512_loadu_ps(y + j + 16u);
-            c0_2 = _mm512_loadu_ps(y + j + 32u);
-            c0_3 = _mm512_loadu_ps(y + j + 48u);
-            c0_4 = _mm512_loadu_ps(y + j + 64u);
-            c0_5 = _mm512_loadu_ps(y + j + 80u);
-            c0_6 = _mm512_loadu_ps(y + j + 96u);
-            c0_7 = _mm512_loadu_ps(y + j + 112u);
-        } else {
-            c0_0 = _mm512_setzero_ps(); c0_1 = _mm512_setzero_ps(); c0_2 = _mm512_setzero_ps(); c0_3 = _mm512_setzero_ps(); c0_4 = _mm512_setzero_ps(); c0_5 = _mm512_setzero_ps(); c0_6 = _mm512_setzero_ps(); c0_7 = _mm512_setzero_ps();
-        }
+        c0_0 = _mm512_setzero_ps(); c0_1 = _mm512_setzero_ps(); c0_2 = _mm512_setzero_ps(); c0_3 = _mm512_setzero_ps(); c0_4 = _mm512_setzero_ps(); c0_5 = _mm512_setzero_ps(); c0_6 = _mm512_setzero_ps(); c0_7 = _mm512_setzero_ps();
         for (size_t k = 0; k < kc; ++k) {
             const __m512 x0 = _mm512_set1_ps(*(a0 + k));
             { const __m512 w = _mm512_loadu_ps(b0 + k * 16u + 0u);
@@ -251,6 +240,16 @@ static void aicc_sg_avx512_k1v1(size_t kc, const float *restrict a, size_t lda,
             { const __m512 w = _mm512_loadu_ps(b7 + k * 16u + 0u);
               c0_7 = _mm512_fmadd_ps(x0, w, c0_7);
             }
+        }
+        if (acc) {
+            c0_0 = _mm512_add_ps(_mm512_loadu_ps(y + j + 0u), c0_0);
+            c0_1 = _mm512_add_ps(_mm512_loadu_ps(y + j + 16u), c0_1);
+            c0_2 = _mm512_add_ps(_mm512_loadu_ps(y + j + 32u), c0_2);
+            c0_3 = _mm512_add_ps(_mm512_loadu_ps(y + j + 48u), c0_3);
+            c0_4 = _mm512_add_ps(_mm512_loadu_ps(y + j + 64u), c0_4);
+            c0_5 = _mm512_add_ps(_mm512_loadu_ps(y + j + 80u), c0_5);
+            c0_6 = _mm512_add_ps(_mm512_loadu_ps(y + j + 96u), c0_6);
+            c0_7 = _mm512_add_ps(_mm512_loadu_ps(y + j + 112u), c0_7);
         }
         if (bias) {
             { const __m512 bv = _mm512_loadu_ps(bias + j + 0u);
@@ -313,17 +312,16 @@ static void aicc_sg_avx512_k1v1(size_t kc, const float *restrict a, size_t lda,
     for (; j + 16u <= n; j += 16u) {
         const float *restrict b0 = b + (j / 16u + 0u) * bs;
         __m512 c0_0;
-        if (acc) {
-            c0_0 = _mm512_loadu_ps(y + j + 0u);
-        } else {
-            c0_0 = _mm512_setzero_ps();
-        }
+        c0_0 = _mm512_setzero_ps();
         for (size_t k = 0; k < kc; ++k) {
             _mm_prefetch((const char *)((uintptr_t)(b0 + k * 16u + 0u) + bs * sizeof(float)), _MM_HINT_T1);
             const __m512 w0 = _mm512_loadu_ps(b0 + k * 16u + 0u);
             { const __m512 x = _mm512_set1_ps(*(a0 + k));
               c0_0 = _mm512_fmadd_ps(x, w0, c0_0);
             }
+        }
+        if (acc) {
+            c0_0 = _mm512_add_ps(_mm512_loadu_ps(y + j + 0u), c0_0);
         }
         if (bias) {
             { const __m512 bv = _mm512_loadu_ps(bias + j + 0u);
@@ -346,16 +344,15 @@ static void aicc_sg_avx512_k1v1(size_t kc, const float *restrict a, size_t lda,
         __m512 c0_0;
         const size_t nc = n - j;
         const __mmask16 m0 = (__mmask16)((1u << (nc > 0u ? (nc - 0u < 16u ? nc - 0u : 16u) : 0u)) - 1u);
-        if (acc) {
-            c0_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + j + 0u) : _mm512_setzero_ps();
-        } else {
-            c0_0 = _mm512_setzero_ps();
-        }
+        c0_0 = _mm512_setzero_ps();
         for (size_t k = 0; k < kc; ++k) {
             const __m512 w0 = _mm512_loadu_ps(b0 + k * 16u + 0u);
             { const __m512 x = _mm512_set1_ps(*(a0 + k));
               c0_0 = _mm512_fmadd_ps(x, w0, c0_0);
             }
+        }
+        if (acc) {
+            c0_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + j + 0u) : _mm512_setzero_ps(), c0_0);
         }
         if (bias) {
             { const __m512 bv = nc > 0u ? _mm512_maskz_loadu_ps(m0, bias + j + 0u) : _mm512_setzero_ps();
@@ -406,49 +403,26 @@ static void aicc_sg_avx512_k20npv1(size_t kc, const float *restrict a, size_t ld
     for (; j + 16u <= n; j += 16u) {
         const float *restrict b0 = b + (j / 16u + 0u) * bs;
         __m512 c0_0, c1_0, c2_0, c3_0, c4_0, c5_0, c6_0, c7_0, c8_0, c9_0, c10_0, c11_0, c12_0, c13_0, c14_0, c15_0, c16_0, c17_0, c18_0, c19_0;
-        if (acc) {
-            c0_0 = _mm512_loadu_ps(y + j + 0u);
-            c1_0 = _mm512_loadu_ps(y + 1u * ldy + j + 0u);
-            c2_0 = _mm512_loadu_ps(y + 2u * ldy + j + 0u);
-            c3_0 = _mm512_loadu_ps(y + 3u * ldy + j + 0u);
-            c4_0 = _mm512_loadu_ps(y + 4u * ldy + j + 0u);
-            c5_0 = _mm512_loadu_ps(y + 5u * ldy + j + 0u);
-            c6_0 = _mm512_loadu_ps(y + 6u * ldy + j + 0u);
-            c7_0 = _mm512_loadu_ps(y + 7u * ldy + j + 0u);
-            c8_0 = _mm512_loadu_ps(y + 8u * ldy + j + 0u);
-            c9_0 = _mm512_loadu_ps(y + 9u * ldy + j + 0u);
-            c10_0 = _mm512_loadu_ps(y + 10u * ldy + j + 0u);
-            c11_0 = _mm512_loadu_ps(y + 11u * ldy + j + 0u);
-            c12_0 = _mm512_loadu_ps(y + 12u * ldy + j + 0u);
-            c13_0 = _mm512_loadu_ps(y + 13u * ldy + j + 0u);
-            c14_0 = _mm512_loadu_ps(y + 14u * ldy + j + 0u);
-            c15_0 = _mm512_loadu_ps(y + 15u * ldy + j + 0u);
-            c16_0 = _mm512_loadu_ps(y + 16u * ldy + j + 0u);
-            c17_0 = _mm512_loadu_ps(y + 17u * ldy + j + 0u);
-            c18_0 = _mm512_loadu_ps(y + 18u * ldy + j + 0u);
-            c19_0 = _mm512_loadu_ps(y + 19u * ldy + j + 0u);
-        } else {
-            c0_0 = _mm512_setzero_ps();
-            c1_0 = _mm512_setzero_ps();
-            c2_0 = _mm512_setzero_ps();
-            c3_0 = _mm512_setzero_ps();
-            c4_0 = _mm512_setzero_ps();
-            c5_0 = _mm512_setzero_ps();
-            c6_0 = _mm512_setzero_ps();
-            c7_0 = _mm512_setzero_ps();
-            c8_0 = _mm512_setzero_ps();
-            c9_0 = _mm512_setzero_ps();
-            c10_0 = _mm512_setzero_ps();
-            c11_0 = _mm512_setzero_ps();
-            c12_0 = _mm512_setzero_ps();
-            c13_0 = _mm512_setzero_ps();
-            c14_0 = _mm512_setzero_ps();
-            c15_0 = _mm512_setzero_ps();
-            c16_0 = _mm512_setzero_ps();
-            c17_0 = _mm512_setzero_ps();
-            c18_0 = _mm512_setzero_ps();
-            c19_0 = _mm512_setzero_ps();
-        }
+        c0_0 = _mm512_setzero_ps();
+        c1_0 = _mm512_setzero_ps();
+        c2_0 = _mm512_setzero_ps();
+        c3_0 = _mm512_setzero_ps();
+        c4_0 = _mm512_setzero_ps();
+        c5_0 = _mm512_setzero_ps();
+        c6_0 = _mm512_setzero_ps();
+        c7_0 = _mm512_setzero_ps();
+        c8_0 = _mm512_setzero_ps();
+        c9_0 = _mm512_setzero_ps();
+        c10_0 = _mm512_setzero_ps();
+        c11_0 = _mm512_setzero_ps();
+        c12_0 = _mm512_setzero_ps();
+        c13_0 = _mm512_setzero_ps();
+        c14_0 = _mm512_setzero_ps();
+        c15_0 = _mm512_setzero_ps();
+        c16_0 = _mm512_setzero_ps();
+        c17_0 = _mm512_setzero_ps();
+        c18_0 = _mm512_setzero_ps();
+        c19_0 = _mm512_setzero_ps();
         for (size_t k = 0; k < kc; ++k) {
             const __m512 w0 = _mm512_loadu_ps(b0 + k * 16u + 0u);
             { const __m512 x = _mm512_set1_ps(*(a0 + k));
@@ -511,6 +485,28 @@ static void aicc_sg_avx512_k20npv1(size_t kc, const float *restrict a, size_t ld
             { const __m512 x = _mm512_set1_ps(*(a19 + k));
               c19_0 = _mm512_fmadd_ps(x, w0, c19_0);
             }
+        }
+        if (acc) {
+            c0_0 = _mm512_add_ps(_mm512_loadu_ps(y + j + 0u), c0_0);
+            c1_0 = _mm512_add_ps(_mm512_loadu_ps(y + 1u * ldy + j + 0u), c1_0);
+            c2_0 = _mm512_add_ps(_mm512_loadu_ps(y + 2u * ldy + j + 0u), c2_0);
+            c3_0 = _mm512_add_ps(_mm512_loadu_ps(y + 3u * ldy + j + 0u), c3_0);
+            c4_0 = _mm512_add_ps(_mm512_loadu_ps(y + 4u * ldy + j + 0u), c4_0);
+            c5_0 = _mm512_add_ps(_mm512_loadu_ps(y + 5u * ldy + j + 0u), c5_0);
+            c6_0 = _mm512_add_ps(_mm512_loadu_ps(y + 6u * ldy + j + 0u), c6_0);
+            c7_0 = _mm512_add_ps(_mm512_loadu_ps(y + 7u * ldy + j + 0u), c7_0);
+            c8_0 = _mm512_add_ps(_mm512_loadu_ps(y + 8u * ldy + j + 0u), c8_0);
+            c9_0 = _mm512_add_ps(_mm512_loadu_ps(y + 9u * ldy + j + 0u), c9_0);
+            c10_0 = _mm512_add_ps(_mm512_loadu_ps(y + 10u * ldy + j + 0u), c10_0);
+            c11_0 = _mm512_add_ps(_mm512_loadu_ps(y + 11u * ldy + j + 0u), c11_0);
+            c12_0 = _mm512_add_ps(_mm512_loadu_ps(y + 12u * ldy + j + 0u), c12_0);
+            c13_0 = _mm512_add_ps(_mm512_loadu_ps(y + 13u * ldy + j + 0u), c13_0);
+            c14_0 = _mm512_add_ps(_mm512_loadu_ps(y + 14u * ldy + j + 0u), c14_0);
+            c15_0 = _mm512_add_ps(_mm512_loadu_ps(y + 15u * ldy + j + 0u), c15_0);
+            c16_0 = _mm512_add_ps(_mm512_loadu_ps(y + 16u * ldy + j + 0u), c16_0);
+            c17_0 = _mm512_add_ps(_mm512_loadu_ps(y + 17u * ldy + j + 0u), c17_0);
+            c18_0 = _mm512_add_ps(_mm512_loadu_ps(y + 18u * ldy + j + 0u), c18_0);
+            c19_0 = _mm512_add_ps(_mm512_loadu_ps(y + 19u * ldy + j + 0u), c19_0);
         }
         if (bias) {
             { const __m512 bv = _mm512_loadu_ps(bias + j + 0u);
@@ -609,49 +605,26 @@ static void aicc_sg_avx512_k20npv1(size_t kc, const float *restrict a, size_t ld
         __m512 c0_0, c1_0, c2_0, c3_0, c4_0, c5_0, c6_0, c7_0, c8_0, c9_0, c10_0, c11_0, c12_0, c13_0, c14_0, c15_0, c16_0, c17_0, c18_0, c19_0;
         const size_t nc = n - j;
         const __mmask16 m0 = (__mmask16)((1u << (nc > 0u ? (nc - 0u < 16u ? nc - 0u : 16u) : 0u)) - 1u);
-        if (acc) {
-            c0_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + j + 0u) : _mm512_setzero_ps();
-            c1_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 1u * ldy + j + 0u) : _mm512_setzero_ps();
-            c2_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 2u * ldy + j + 0u) : _mm512_setzero_ps();
-            c3_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 3u * ldy + j + 0u) : _mm512_setzero_ps();
-            c4_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 4u * ldy + j + 0u) : _mm512_setzero_ps();
-            c5_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 5u * ldy + j + 0u) : _mm512_setzero_ps();
-            c6_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 6u * ldy + j + 0u) : _mm512_setzero_ps();
-            c7_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 7u * ldy + j + 0u) : _mm512_setzero_ps();
-            c8_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 8u * ldy + j + 0u) : _mm512_setzero_ps();
-            c9_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 9u * ldy + j + 0u) : _mm512_setzero_ps();
-            c10_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 10u * ldy + j + 0u) : _mm512_setzero_ps();
-            c11_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 11u * ldy + j + 0u) : _mm512_setzero_ps();
-            c12_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 12u * ldy + j + 0u) : _mm512_setzero_ps();
-            c13_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 13u * ldy + j + 0u) : _mm512_setzero_ps();
-            c14_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 14u * ldy + j + 0u) : _mm512_setzero_ps();
-            c15_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 15u * ldy + j + 0u) : _mm512_setzero_ps();
-            c16_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 16u * ldy + j + 0u) : _mm512_setzero_ps();
-            c17_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 17u * ldy + j + 0u) : _mm512_setzero_ps();
-            c18_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 18u * ldy + j + 0u) : _mm512_setzero_ps();
-            c19_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 19u * ldy + j + 0u) : _mm512_setzero_ps();
-        } else {
-            c0_0 = _mm512_setzero_ps();
-            c1_0 = _mm512_setzero_ps();
-            c2_0 = _mm512_setzero_ps();
-            c3_0 = _mm512_setzero_ps();
-            c4_0 = _mm512_setzero_ps();
-            c5_0 = _mm512_setzero_ps();
-            c6_0 = _mm512_setzero_ps();
-            c7_0 = _mm512_setzero_ps();
-            c8_0 = _mm512_setzero_ps();
-            c9_0 = _mm512_setzero_ps();
-            c10_0 = _mm512_setzero_ps();
-            c11_0 = _mm512_setzero_ps();
-            c12_0 = _mm512_setzero_ps();
-            c13_0 = _mm512_setzero_ps();
-            c14_0 = _mm512_setzero_ps();
-            c15_0 = _mm512_setzero_ps();
-            c16_0 = _mm512_setzero_ps();
-            c17_0 = _mm512_setzero_ps();
-            c18_0 = _mm512_setzero_ps();
-            c19_0 = _mm512_setzero_ps();
-        }
+        c0_0 = _mm512_setzero_ps();
+        c1_0 = _mm512_setzero_ps();
+        c2_0 = _mm512_setzero_ps();
+        c3_0 = _mm512_setzero_ps();
+        c4_0 = _mm512_setzero_ps();
+        c5_0 = _mm512_setzero_ps();
+        c6_0 = _mm512_setzero_ps();
+        c7_0 = _mm512_setzero_ps();
+        c8_0 = _mm512_setzero_ps();
+        c9_0 = _mm512_setzero_ps();
+        c10_0 = _mm512_setzero_ps();
+        c11_0 = _mm512_setzero_ps();
+        c12_0 = _mm512_setzero_ps();
+        c13_0 = _mm512_setzero_ps();
+        c14_0 = _mm512_setzero_ps();
+        c15_0 = _mm512_setzero_ps();
+        c16_0 = _mm512_setzero_ps();
+        c17_0 = _mm512_setzero_ps();
+        c18_0 = _mm512_setzero_ps();
+        c19_0 = _mm512_setzero_ps();
         for (size_t k = 0; k < kc; ++k) {
             const __m512 w0 = _mm512_loadu_ps(b0 + k * 16u + 0u);
             { const __m512 x = _mm512_set1_ps(*(a0 + k));
@@ -714,6 +687,28 @@ static void aicc_sg_avx512_k20npv1(size_t kc, const float *restrict a, size_t ld
             { const __m512 x = _mm512_set1_ps(*(a19 + k));
               c19_0 = _mm512_fmadd_ps(x, w0, c19_0);
             }
+        }
+        if (acc) {
+            c0_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + j + 0u) : _mm512_setzero_ps(), c0_0);
+            c1_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 1u * ldy + j + 0u) : _mm512_setzero_ps(), c1_0);
+            c2_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 2u * ldy + j + 0u) : _mm512_setzero_ps(), c2_0);
+            c3_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 3u * ldy + j + 0u) : _mm512_setzero_ps(), c3_0);
+            c4_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 4u * ldy + j + 0u) : _mm512_setzero_ps(), c4_0);
+            c5_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 5u * ldy + j + 0u) : _mm512_setzero_ps(), c5_0);
+            c6_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 6u * ldy + j + 0u) : _mm512_setzero_ps(), c6_0);
+            c7_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 7u * ldy + j + 0u) : _mm512_setzero_ps(), c7_0);
+            c8_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 8u * ldy + j + 0u) : _mm512_setzero_ps(), c8_0);
+            c9_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 9u * ldy + j + 0u) : _mm512_setzero_ps(), c9_0);
+            c10_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 10u * ldy + j + 0u) : _mm512_setzero_ps(), c10_0);
+            c11_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 11u * ldy + j + 0u) : _mm512_setzero_ps(), c11_0);
+            c12_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 12u * ldy + j + 0u) : _mm512_setzero_ps(), c12_0);
+            c13_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 13u * ldy + j + 0u) : _mm512_setzero_ps(), c13_0);
+            c14_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 14u * ldy + j + 0u) : _mm512_setzero_ps(), c14_0);
+            c15_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 15u * ldy + j + 0u) : _mm512_setzero_ps(), c15_0);
+            c16_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 16u * ldy + j + 0u) : _mm512_setzero_ps(), c16_0);
+            c17_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 17u * ldy + j + 0u) : _mm512_setzero_ps(), c17_0);
+            c18_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 18u * ldy + j + 0u) : _mm512_setzero_ps(), c18_0);
+            c19_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 19u * ldy + j + 0u) : _mm512_setzero_ps(), c19_0);
         }
         if (bias) {
             { const __m512 bv = nc > 0u ? _mm512_maskz_loadu_ps(m0, bias + j + 0u) : _mm512_setzero_ps();
@@ -842,53 +837,28 @@ static void aicc_sg_avx512_k22npv1(size_t kc, const float *restrict a, size_t ld
     for (; j + 16u <= n; j += 16u) {
         const float *restrict b0 = b + (j / 16u + 0u) * bs;
         __m512 c0_0, c1_0, c2_0, c3_0, c4_0, c5_0, c6_0, c7_0, c8_0, c9_0, c10_0, c11_0, c12_0, c13_0, c14_0, c15_0, c16_0, c17_0, c18_0, c19_0, c20_0, c21_0;
-        if (acc) {
-            c0_0 = _mm512_loadu_ps(y + j + 0u);
-            c1_0 = _mm512_loadu_ps(y + 1u * ldy + j + 0u);
-            c2_0 = _mm512_loadu_ps(y + 2u * ldy + j + 0u);
-            c3_0 = _mm512_loadu_ps(y + 3u * ldy + j + 0u);
-            c4_0 = _mm512_loadu_ps(y + 4u * ldy + j + 0u);
-            c5_0 = _mm512_loadu_ps(y + 5u * ldy + j + 0u);
-            c6_0 = _mm512_loadu_ps(y + 6u * ldy + j + 0u);
-            c7_0 = _mm512_loadu_ps(y + 7u * ldy + j + 0u);
-            c8_0 = _mm512_loadu_ps(y + 8u * ldy + j + 0u);
-            c9_0 = _mm512_loadu_ps(y + 9u * ldy + j + 0u);
-            c10_0 = _mm512_loadu_ps(y + 10u * ldy + j + 0u);
-            c11_0 = _mm512_loadu_ps(y + 11u * ldy + j + 0u);
-            c12_0 = _mm512_loadu_ps(y + 12u * ldy + j + 0u);
-            c13_0 = _mm512_loadu_ps(y + 13u * ldy + j + 0u);
-            c14_0 = _mm512_loadu_ps(y + 14u * ldy + j + 0u);
-            c15_0 = _mm512_loadu_ps(y + 15u * ldy + j + 0u);
-            c16_0 = _mm512_loadu_ps(y + 16u * ldy + j + 0u);
-            c17_0 = _mm512_loadu_ps(y + 17u * ldy + j + 0u);
-            c18_0 = _mm512_loadu_ps(y + 18u * ldy + j + 0u);
-            c19_0 = _mm512_loadu_ps(y + 19u * ldy + j + 0u);
-            c20_0 = _mm512_loadu_ps(y + 20u * ldy + j + 0u);
-            c21_0 = _mm512_loadu_ps(y + 21u * ldy + j + 0u);
-        } else {
-            c0_0 = _mm512_setzero_ps();
-            c1_0 = _mm512_setzero_ps();
-            c2_0 = _mm512_setzero_ps();
-            c3_0 = _mm512_setzero_ps();
-            c4_0 = _mm512_setzero_ps();
-            c5_0 = _mm512_setzero_ps();
-            c6_0 = _mm512_setzero_ps();
-            c7_0 = _mm512_setzero_ps();
-            c8_0 = _mm512_setzero_ps();
-            c9_0 = _mm512_setzero_ps();
-            c10_0 = _mm512_setzero_ps();
-            c11_0 = _mm512_setzero_ps();
-            c12_0 = _mm512_setzero_ps();
-            c13_0 = _mm512_setzero_ps();
-            c14_0 = _mm512_setzero_ps();
-            c15_0 = _mm512_setzero_ps();
-            c16_0 = _mm512_setzero_ps();
-            c17_0 = _mm512_setzero_ps();
-            c18_0 = _mm512_setzero_ps();
-            c19_0 = _mm512_setzero_ps();
-            c20_0 = _mm512_setzero_ps();
-            c21_0 = _mm512_setzero_ps();
-        }
+        c0_0 = _mm512_setzero_ps();
+        c1_0 = _mm512_setzero_ps();
+        c2_0 = _mm512_setzero_ps();
+        c3_0 = _mm512_setzero_ps();
+        c4_0 = _mm512_setzero_ps();
+        c5_0 = _mm512_setzero_ps();
+        c6_0 = _mm512_setzero_ps();
+        c7_0 = _mm512_setzero_ps();
+        c8_0 = _mm512_setzero_ps();
+        c9_0 = _mm512_setzero_ps();
+        c10_0 = _mm512_setzero_ps();
+        c11_0 = _mm512_setzero_ps();
+        c12_0 = _mm512_setzero_ps();
+        c13_0 = _mm512_setzero_ps();
+        c14_0 = _mm512_setzero_ps();
+        c15_0 = _mm512_setzero_ps();
+        c16_0 = _mm512_setzero_ps();
+        c17_0 = _mm512_setzero_ps();
+        c18_0 = _mm512_setzero_ps();
+        c19_0 = _mm512_setzero_ps();
+        c20_0 = _mm512_setzero_ps();
+        c21_0 = _mm512_setzero_ps();
         for (size_t k = 0; k < kc; ++k) {
             const __m512 w0 = _mm512_loadu_ps(b0 + k * 16u + 0u);
             { const __m512 x = _mm512_set1_ps(*(a0 + k));
@@ -957,6 +927,30 @@ static void aicc_sg_avx512_k22npv1(size_t kc, const float *restrict a, size_t ld
             { const __m512 x = _mm512_set1_ps(*(a21 + k));
               c21_0 = _mm512_fmadd_ps(x, w0, c21_0);
             }
+        }
+        if (acc) {
+            c0_0 = _mm512_add_ps(_mm512_loadu_ps(y + j + 0u), c0_0);
+            c1_0 = _mm512_add_ps(_mm512_loadu_ps(y + 1u * ldy + j + 0u), c1_0);
+            c2_0 = _mm512_add_ps(_mm512_loadu_ps(y + 2u * ldy + j + 0u), c2_0);
+            c3_0 = _mm512_add_ps(_mm512_loadu_ps(y + 3u * ldy + j + 0u), c3_0);
+            c4_0 = _mm512_add_ps(_mm512_loadu_ps(y + 4u * ldy + j + 0u), c4_0);
+            c5_0 = _mm512_add_ps(_mm512_loadu_ps(y + 5u * ldy + j + 0u), c5_0);
+            c6_0 = _mm512_add_ps(_mm512_loadu_ps(y + 6u * ldy + j + 0u), c6_0);
+            c7_0 = _mm512_add_ps(_mm512_loadu_ps(y + 7u * ldy + j + 0u), c7_0);
+            c8_0 = _mm512_add_ps(_mm512_loadu_ps(y + 8u * ldy + j + 0u), c8_0);
+            c9_0 = _mm512_add_ps(_mm512_loadu_ps(y + 9u * ldy + j + 0u), c9_0);
+            c10_0 = _mm512_add_ps(_mm512_loadu_ps(y + 10u * ldy + j + 0u), c10_0);
+            c11_0 = _mm512_add_ps(_mm512_loadu_ps(y + 11u * ldy + j + 0u), c11_0);
+            c12_0 = _mm512_add_ps(_mm512_loadu_ps(y + 12u * ldy + j + 0u), c12_0);
+            c13_0 = _mm512_add_ps(_mm512_loadu_ps(y + 13u * ldy + j + 0u), c13_0);
+            c14_0 = _mm512_add_ps(_mm512_loadu_ps(y + 14u * ldy + j + 0u), c14_0);
+            c15_0 = _mm512_add_ps(_mm512_loadu_ps(y + 15u * ldy + j + 0u), c15_0);
+            c16_0 = _mm512_add_ps(_mm512_loadu_ps(y + 16u * ldy + j + 0u), c16_0);
+            c17_0 = _mm512_add_ps(_mm512_loadu_ps(y + 17u * ldy + j + 0u), c17_0);
+            c18_0 = _mm512_add_ps(_mm512_loadu_ps(y + 18u * ldy + j + 0u), c18_0);
+            c19_0 = _mm512_add_ps(_mm512_loadu_ps(y + 19u * ldy + j + 0u), c19_0);
+            c20_0 = _mm512_add_ps(_mm512_loadu_ps(y + 20u * ldy + j + 0u), c20_0);
+            c21_0 = _mm512_add_ps(_mm512_loadu_ps(y + 21u * ldy + j + 0u), c21_0);
         }
         if (bias) {
             { const __m512 bv = _mm512_loadu_ps(bias + j + 0u);
@@ -1063,53 +1057,28 @@ static void aicc_sg_avx512_k22npv1(size_t kc, const float *restrict a, size_t ld
         __m512 c0_0, c1_0, c2_0, c3_0, c4_0, c5_0, c6_0, c7_0, c8_0, c9_0, c10_0, c11_0, c12_0, c13_0, c14_0, c15_0, c16_0, c17_0, c18_0, c19_0, c20_0, c21_0;
         const size_t nc = n - j;
         const __mmask16 m0 = (__mmask16)((1u << (nc > 0u ? (nc - 0u < 16u ? nc - 0u : 16u) : 0u)) - 1u);
-        if (acc) {
-            c0_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + j + 0u) : _mm512_setzero_ps();
-            c1_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 1u * ldy + j + 0u) : _mm512_setzero_ps();
-            c2_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 2u * ldy + j + 0u) : _mm512_setzero_ps();
-            c3_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 3u * ldy + j + 0u) : _mm512_setzero_ps();
-            c4_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 4u * ldy + j + 0u) : _mm512_setzero_ps();
-            c5_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 5u * ldy + j + 0u) : _mm512_setzero_ps();
-            c6_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 6u * ldy + j + 0u) : _mm512_setzero_ps();
-            c7_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 7u * ldy + j + 0u) : _mm512_setzero_ps();
-            c8_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 8u * ldy + j + 0u) : _mm512_setzero_ps();
-            c9_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 9u * ldy + j + 0u) : _mm512_setzero_ps();
-            c10_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 10u * ldy + j + 0u) : _mm512_setzero_ps();
-            c11_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 11u * ldy + j + 0u) : _mm512_setzero_ps();
-            c12_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 12u * ldy + j + 0u) : _mm512_setzero_ps();
-            c13_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 13u * ldy + j + 0u) : _mm512_setzero_ps();
-            c14_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 14u * ldy + j + 0u) : _mm512_setzero_ps();
-            c15_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 15u * ldy + j + 0u) : _mm512_setzero_ps();
-            c16_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 16u * ldy + j + 0u) : _mm512_setzero_ps();
-            c17_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 17u * ldy + j + 0u) : _mm512_setzero_ps();
-            c18_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 18u * ldy + j + 0u) : _mm512_setzero_ps();
-            c19_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 19u * ldy + j + 0u) : _mm512_setzero_ps();
-            c20_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 20u * ldy + j + 0u) : _mm512_setzero_ps();
-            c21_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 21u * ldy + j + 0u) : _mm512_setzero_ps();
-        } else {
-            c0_0 = _mm512_setzero_ps();
-            c1_0 = _mm512_setzero_ps();
-            c2_0 = _mm512_setzero_ps();
-            c3_0 = _mm512_setzero_ps();
-            c4_0 = _mm512_setzero_ps();
-            c5_0 = _mm512_setzero_ps();
-            c6_0 = _mm512_setzero_ps();
-            c7_0 = _mm512_setzero_ps();
-            c8_0 = _mm512_setzero_ps();
-            c9_0 = _mm512_setzero_ps();
-            c10_0 = _mm512_setzero_ps();
-            c11_0 = _mm512_setzero_ps();
-            c12_0 = _mm512_setzero_ps();
-            c13_0 = _mm512_setzero_ps();
-            c14_0 = _mm512_setzero_ps();
-            c15_0 = _mm512_setzero_ps();
-            c16_0 = _mm512_setzero_ps();
-            c17_0 = _mm512_setzero_ps();
-            c18_0 = _mm512_setzero_ps();
-            c19_0 = _mm512_setzero_ps();
-            c20_0 = _mm512_setzero_ps();
-            c21_0 = _mm512_setzero_ps();
-        }
+        c0_0 = _mm512_setzero_ps();
+        c1_0 = _mm512_setzero_ps();
+        c2_0 = _mm512_setzero_ps();
+        c3_0 = _mm512_setzero_ps();
+        c4_0 = _mm512_setzero_ps();
+        c5_0 = _mm512_setzero_ps();
+        c6_0 = _mm512_setzero_ps();
+        c7_0 = _mm512_setzero_ps();
+        c8_0 = _mm512_setzero_ps();
+        c9_0 = _mm512_setzero_ps();
+        c10_0 = _mm512_setzero_ps();
+        c11_0 = _mm512_setzero_ps();
+        c12_0 = _mm512_setzero_ps();
+        c13_0 = _mm512_setzero_ps();
+        c14_0 = _mm512_setzero_ps();
+        c15_0 = _mm512_setzero_ps();
+        c16_0 = _mm512_setzero_ps();
+        c17_0 = _mm512_setzero_ps();
+        c18_0 = _mm512_setzero_ps();
+        c19_0 = _mm512_setzero_ps();
+        c20_0 = _mm512_setzero_ps();
+        c21_0 = _mm512_setzero_ps();
         for (size_t k = 0; k < kc; ++k) {
             const __m512 w0 = _mm512_loadu_ps(b0 + k * 16u + 0u);
             { const __m512 x = _mm512_set1_ps(*(a0 + k));
@@ -1178,6 +1147,30 @@ static void aicc_sg_avx512_k22npv1(size_t kc, const float *restrict a, size_t ld
             { const __m512 x = _mm512_set1_ps(*(a21 + k));
               c21_0 = _mm512_fmadd_ps(x, w0, c21_0);
             }
+        }
+        if (acc) {
+            c0_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + j + 0u) : _mm512_setzero_ps(), c0_0);
+            c1_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 1u * ldy + j + 0u) : _mm512_setzero_ps(), c1_0);
+            c2_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 2u * ldy + j + 0u) : _mm512_setzero_ps(), c2_0);
+            c3_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 3u * ldy + j + 0u) : _mm512_setzero_ps(), c3_0);
+            c4_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 4u * ldy + j + 0u) : _mm512_setzero_ps(), c4_0);
+            c5_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 5u * ldy + j + 0u) : _mm512_setzero_ps(), c5_0);
+            c6_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 6u * ldy + j + 0u) : _mm512_setzero_ps(), c6_0);
+            c7_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 7u * ldy + j + 0u) : _mm512_setzero_ps(), c7_0);
+            c8_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 8u * ldy + j + 0u) : _mm512_setzero_ps(), c8_0);
+            c9_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 9u * ldy + j + 0u) : _mm512_setzero_ps(), c9_0);
+            c10_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 10u * ldy + j + 0u) : _mm512_setzero_ps(), c10_0);
+            c11_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 11u * ldy + j + 0u) : _mm512_setzero_ps(), c11_0);
+            c12_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 12u * ldy + j + 0u) : _mm512_setzero_ps(), c12_0);
+            c13_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 13u * ldy + j + 0u) : _mm512_setzero_ps(), c13_0);
+            c14_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 14u * ldy + j + 0u) : _mm512_setzero_ps(), c14_0);
+            c15_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 15u * ldy + j + 0u) : _mm512_setzero_ps(), c15_0);
+            c16_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 16u * ldy + j + 0u) : _mm512_setzero_ps(), c16_0);
+            c17_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 17u * ldy + j + 0u) : _mm512_setzero_ps(), c17_0);
+            c18_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 18u * ldy + j + 0u) : _mm512_setzero_ps(), c18_0);
+            c19_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 19u * ldy + j + 0u) : _mm512_setzero_ps(), c19_0);
+            c20_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 20u * ldy + j + 0u) : _mm512_setzero_ps(), c20_0);
+            c21_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 21u * ldy + j + 0u) : _mm512_setzero_ps(), c21_0);
         }
         if (bias) {
             { const __m512 bv = nc > 0u ? _mm512_maskz_loadu_ps(m0, bias + j + 0u) : _mm512_setzero_ps();
@@ -1314,53 +1307,28 @@ static void aicc_sg_avx512_k22v1(size_t kc, const float *restrict a, size_t lda,
     for (; j + 16u <= n; j += 16u) {
         const float *restrict b0 = b + (j / 16u + 0u) * bs;
         __m512 c0_0, c1_0, c2_0, c3_0, c4_0, c5_0, c6_0, c7_0, c8_0, c9_0, c10_0, c11_0, c12_0, c13_0, c14_0, c15_0, c16_0, c17_0, c18_0, c19_0, c20_0, c21_0;
-        if (acc) {
-            c0_0 = _mm512_loadu_ps(y + j + 0u);
-            c1_0 = _mm512_loadu_ps(y + 1u * ldy + j + 0u);
-            c2_0 = _mm512_loadu_ps(y + 2u * ldy + j + 0u);
-            c3_0 = _mm512_loadu_ps(y + 3u * ldy + j + 0u);
-            c4_0 = _mm512_loadu_ps(y + 4u * ldy + j + 0u);
-            c5_0 = _mm512_loadu_ps(y + 5u * ldy + j + 0u);
-            c6_0 = _mm512_loadu_ps(y + 6u * ldy + j + 0u);
-            c7_0 = _mm512_loadu_ps(y + 7u * ldy + j + 0u);
-            c8_0 = _mm512_loadu_ps(y + 8u * ldy + j + 0u);
-            c9_0 = _mm512_loadu_ps(y + 9u * ldy + j + 0u);
-            c10_0 = _mm512_loadu_ps(y + 10u * ldy + j + 0u);
-            c11_0 = _mm512_loadu_ps(y + 11u * ldy + j + 0u);
-            c12_0 = _mm512_loadu_ps(y + 12u * ldy + j + 0u);
-            c13_0 = _mm512_loadu_ps(y + 13u * ldy + j + 0u);
-            c14_0 = _mm512_loadu_ps(y + 14u * ldy + j + 0u);
-            c15_0 = _mm512_loadu_ps(y + 15u * ldy + j + 0u);
-            c16_0 = _mm512_loadu_ps(y + 16u * ldy + j + 0u);
-            c17_0 = _mm512_loadu_ps(y + 17u * ldy + j + 0u);
-            c18_0 = _mm512_loadu_ps(y + 18u * ldy + j + 0u);
-            c19_0 = _mm512_loadu_ps(y + 19u * ldy + j + 0u);
-            c20_0 = _mm512_loadu_ps(y + 20u * ldy + j + 0u);
-            c21_0 = _mm512_loadu_ps(y + 21u * ldy + j + 0u);
-        } else {
-            c0_0 = _mm512_setzero_ps();
-            c1_0 = _mm512_setzero_ps();
-            c2_0 = _mm512_setzero_ps();
-            c3_0 = _mm512_setzero_ps();
-            c4_0 = _mm512_setzero_ps();
-            c5_0 = _mm512_setzero_ps();
-            c6_0 = _mm512_setzero_ps();
-            c7_0 = _mm512_setzero_ps();
-            c8_0 = _mm512_setzero_ps();
-            c9_0 = _mm512_setzero_ps();
-            c10_0 = _mm512_setzero_ps();
-            c11_0 = _mm512_setzero_ps();
-            c12_0 = _mm512_setzero_ps();
-            c13_0 = _mm512_setzero_ps();
-            c14_0 = _mm512_setzero_ps();
-            c15_0 = _mm512_setzero_ps();
-            c16_0 = _mm512_setzero_ps();
-            c17_0 = _mm512_setzero_ps();
-            c18_0 = _mm512_setzero_ps();
-            c19_0 = _mm512_setzero_ps();
-            c20_0 = _mm512_setzero_ps();
-            c21_0 = _mm512_setzero_ps();
-        }
+        c0_0 = _mm512_setzero_ps();
+        c1_0 = _mm512_setzero_ps();
+        c2_0 = _mm512_setzero_ps();
+        c3_0 = _mm512_setzero_ps();
+        c4_0 = _mm512_setzero_ps();
+        c5_0 = _mm512_setzero_ps();
+        c6_0 = _mm512_setzero_ps();
+        c7_0 = _mm512_setzero_ps();
+        c8_0 = _mm512_setzero_ps();
+        c9_0 = _mm512_setzero_ps();
+        c10_0 = _mm512_setzero_ps();
+        c11_0 = _mm512_setzero_ps();
+        c12_0 = _mm512_setzero_ps();
+        c13_0 = _mm512_setzero_ps();
+        c14_0 = _mm512_setzero_ps();
+        c15_0 = _mm512_setzero_ps();
+        c16_0 = _mm512_setzero_ps();
+        c17_0 = _mm512_setzero_ps();
+        c18_0 = _mm512_setzero_ps();
+        c19_0 = _mm512_setzero_ps();
+        c20_0 = _mm512_setzero_ps();
+        c21_0 = _mm512_setzero_ps();
         for (size_t k = 0; k < kc; ++k) {
             _mm_prefetch((const char *)((uintptr_t)(b0 + k * 16u + 0u) + bs * sizeof(float)), _MM_HINT_T1);
             const __m512 w0 = _mm512_loadu_ps(b0 + k * 16u + 0u);
@@ -1430,6 +1398,30 @@ static void aicc_sg_avx512_k22v1(size_t kc, const float *restrict a, size_t lda,
             { const __m512 x = _mm512_set1_ps(*(a21 + k));
               c21_0 = _mm512_fmadd_ps(x, w0, c21_0);
             }
+        }
+        if (acc) {
+            c0_0 = _mm512_add_ps(_mm512_loadu_ps(y + j + 0u), c0_0);
+            c1_0 = _mm512_add_ps(_mm512_loadu_ps(y + 1u * ldy + j + 0u), c1_0);
+            c2_0 = _mm512_add_ps(_mm512_loadu_ps(y + 2u * ldy + j + 0u), c2_0);
+            c3_0 = _mm512_add_ps(_mm512_loadu_ps(y + 3u * ldy + j + 0u), c3_0);
+            c4_0 = _mm512_add_ps(_mm512_loadu_ps(y + 4u * ldy + j + 0u), c4_0);
+            c5_0 = _mm512_add_ps(_mm512_loadu_ps(y + 5u * ldy + j + 0u), c5_0);
+            c6_0 = _mm512_add_ps(_mm512_loadu_ps(y + 6u * ldy + j + 0u), c6_0);
+            c7_0 = _mm512_add_ps(_mm512_loadu_ps(y + 7u * ldy + j + 0u), c7_0);
+            c8_0 = _mm512_add_ps(_mm512_loadu_ps(y + 8u * ldy + j + 0u), c8_0);
+            c9_0 = _mm512_add_ps(_mm512_loadu_ps(y + 9u * ldy + j + 0u), c9_0);
+            c10_0 = _mm512_add_ps(_mm512_loadu_ps(y + 10u * ldy + j + 0u), c10_0);
+            c11_0 = _mm512_add_ps(_mm512_loadu_ps(y + 11u * ldy + j + 0u), c11_0);
+            c12_0 = _mm512_add_ps(_mm512_loadu_ps(y + 12u * ldy + j + 0u), c12_0);
+            c13_0 = _mm512_add_ps(_mm512_loadu_ps(y + 13u * ldy + j + 0u), c13_0);
+            c14_0 = _mm512_add_ps(_mm512_loadu_ps(y + 14u * ldy + j + 0u), c14_0);
+            c15_0 = _mm512_add_ps(_mm512_loadu_ps(y + 15u * ldy + j + 0u), c15_0);
+            c16_0 = _mm512_add_ps(_mm512_loadu_ps(y + 16u * ldy + j + 0u), c16_0);
+            c17_0 = _mm512_add_ps(_mm512_loadu_ps(y + 17u * ldy + j + 0u), c17_0);
+            c18_0 = _mm512_add_ps(_mm512_loadu_ps(y + 18u * ldy + j + 0u), c18_0);
+            c19_0 = _mm512_add_ps(_mm512_loadu_ps(y + 19u * ldy + j + 0u), c19_0);
+            c20_0 = _mm512_add_ps(_mm512_loadu_ps(y + 20u * ldy + j + 0u), c20_0);
+            c21_0 = _mm512_add_ps(_mm512_loadu_ps(y + 21u * ldy + j + 0u), c21_0);
         }
         if (bias) {
             { const __m512 bv = _mm512_loadu_ps(bias + j + 0u);
@@ -1536,53 +1528,28 @@ static void aicc_sg_avx512_k22v1(size_t kc, const float *restrict a, size_t lda,
         __m512 c0_0, c1_0, c2_0, c3_0, c4_0, c5_0, c6_0, c7_0, c8_0, c9_0, c10_0, c11_0, c12_0, c13_0, c14_0, c15_0, c16_0, c17_0, c18_0, c19_0, c20_0, c21_0;
         const size_t nc = n - j;
         const __mmask16 m0 = (__mmask16)((1u << (nc > 0u ? (nc - 0u < 16u ? nc - 0u : 16u) : 0u)) - 1u);
-        if (acc) {
-            c0_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + j + 0u) : _mm512_setzero_ps();
-            c1_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 1u * ldy + j + 0u) : _mm512_setzero_ps();
-            c2_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 2u * ldy + j + 0u) : _mm512_setzero_ps();
-            c3_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 3u * ldy + j + 0u) : _mm512_setzero_ps();
-            c4_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 4u * ldy + j + 0u) : _mm512_setzero_ps();
-            c5_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 5u * ldy + j + 0u) : _mm512_setzero_ps();
-            c6_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 6u * ldy + j + 0u) : _mm512_setzero_ps();
-            c7_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 7u * ldy + j + 0u) : _mm512_setzero_ps();
-            c8_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 8u * ldy + j + 0u) : _mm512_setzero_ps();
-            c9_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 9u * ldy + j + 0u) : _mm512_setzero_ps();
-            c10_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 10u * ldy + j + 0u) : _mm512_setzero_ps();
-            c11_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 11u * ldy + j + 0u) : _mm512_setzero_ps();
-            c12_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 12u * ldy + j + 0u) : _mm512_setzero_ps();
-            c13_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 13u * ldy + j + 0u) : _mm512_setzero_ps();
-            c14_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 14u * ldy + j + 0u) : _mm512_setzero_ps();
-            c15_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 15u * ldy + j + 0u) : _mm512_setzero_ps();
-            c16_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 16u * ldy + j + 0u) : _mm512_setzero_ps();
-            c17_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 17u * ldy + j + 0u) : _mm512_setzero_ps();
-            c18_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 18u * ldy + j + 0u) : _mm512_setzero_ps();
-            c19_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 19u * ldy + j + 0u) : _mm512_setzero_ps();
-            c20_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 20u * ldy + j + 0u) : _mm512_setzero_ps();
-            c21_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 21u * ldy + j + 0u) : _mm512_setzero_ps();
-        } else {
-            c0_0 = _mm512_setzero_ps();
-            c1_0 = _mm512_setzero_ps();
-            c2_0 = _mm512_setzero_ps();
-            c3_0 = _mm512_setzero_ps();
-            c4_0 = _mm512_setzero_ps();
-            c5_0 = _mm512_setzero_ps();
-            c6_0 = _mm512_setzero_ps();
-            c7_0 = _mm512_setzero_ps();
-            c8_0 = _mm512_setzero_ps();
-            c9_0 = _mm512_setzero_ps();
-            c10_0 = _mm512_setzero_ps();
-            c11_0 = _mm512_setzero_ps();
-            c12_0 = _mm512_setzero_ps();
-            c13_0 = _mm512_setzero_ps();
-            c14_0 = _mm512_setzero_ps();
-            c15_0 = _mm512_setzero_ps();
-            c16_0 = _mm512_setzero_ps();
-            c17_0 = _mm512_setzero_ps();
-            c18_0 = _mm512_setzero_ps();
-            c19_0 = _mm512_setzero_ps();
-            c20_0 = _mm512_setzero_ps();
-            c21_0 = _mm512_setzero_ps();
-        }
+        c0_0 = _mm512_setzero_ps();
+        c1_0 = _mm512_setzero_ps();
+        c2_0 = _mm512_setzero_ps();
+        c3_0 = _mm512_setzero_ps();
+        c4_0 = _mm512_setzero_ps();
+        c5_0 = _mm512_setzero_ps();
+        c6_0 = _mm512_setzero_ps();
+        c7_0 = _mm512_setzero_ps();
+        c8_0 = _mm512_setzero_ps();
+        c9_0 = _mm512_setzero_ps();
+        c10_0 = _mm512_setzero_ps();
+        c11_0 = _mm512_setzero_ps();
+        c12_0 = _mm512_setzero_ps();
+        c13_0 = _mm512_setzero_ps();
+        c14_0 = _mm512_setzero_ps();
+        c15_0 = _mm512_setzero_ps();
+        c16_0 = _mm512_setzero_ps();
+        c17_0 = _mm512_setzero_ps();
+        c18_0 = _mm512_setzero_ps();
+        c19_0 = _mm512_setzero_ps();
+        c20_0 = _mm512_setzero_ps();
+        c21_0 = _mm512_setzero_ps();
         for (size_t k = 0; k < kc; ++k) {
             const __m512 w0 = _mm512_loadu_ps(b0 + k * 16u + 0u);
             { const __m512 x = _mm512_set1_ps(*(a0 + k));
@@ -1651,6 +1618,30 @@ static void aicc_sg_avx512_k22v1(size_t kc, const float *restrict a, size_t lda,
             { const __m512 x = _mm512_set1_ps(*(a21 + k));
               c21_0 = _mm512_fmadd_ps(x, w0, c21_0);
             }
+        }
+        if (acc) {
+            c0_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + j + 0u) : _mm512_setzero_ps(), c0_0);
+            c1_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 1u * ldy + j + 0u) : _mm512_setzero_ps(), c1_0);
+            c2_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 2u * ldy + j + 0u) : _mm512_setzero_ps(), c2_0);
+            c3_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 3u * ldy + j + 0u) : _mm512_setzero_ps(), c3_0);
+            c4_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 4u * ldy + j + 0u) : _mm512_setzero_ps(), c4_0);
+            c5_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 5u * ldy + j + 0u) : _mm512_setzero_ps(), c5_0);
+            c6_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 6u * ldy + j + 0u) : _mm512_setzero_ps(), c6_0);
+            c7_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 7u * ldy + j + 0u) : _mm512_setzero_ps(), c7_0);
+            c8_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 8u * ldy + j + 0u) : _mm512_setzero_ps(), c8_0);
+            c9_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 9u * ldy + j + 0u) : _mm512_setzero_ps(), c9_0);
+            c10_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 10u * ldy + j + 0u) : _mm512_setzero_ps(), c10_0);
+            c11_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 11u * ldy + j + 0u) : _mm512_setzero_ps(), c11_0);
+            c12_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 12u * ldy + j + 0u) : _mm512_setzero_ps(), c12_0);
+            c13_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 13u * ldy + j + 0u) : _mm512_setzero_ps(), c13_0);
+            c14_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 14u * ldy + j + 0u) : _mm512_setzero_ps(), c14_0);
+            c15_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 15u * ldy + j + 0u) : _mm512_setzero_ps(), c15_0);
+            c16_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 16u * ldy + j + 0u) : _mm512_setzero_ps(), c16_0);
+            c17_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 17u * ldy + j + 0u) : _mm512_setzero_ps(), c17_0);
+            c18_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 18u * ldy + j + 0u) : _mm512_setzero_ps(), c18_0);
+            c19_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 19u * ldy + j + 0u) : _mm512_setzero_ps(), c19_0);
+            c20_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 20u * ldy + j + 0u) : _mm512_setzero_ps(), c20_0);
+            c21_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 21u * ldy + j + 0u) : _mm512_setzero_ps(), c21_0);
         }
         if (bias) {
             { const __m512 bv = nc > 0u ? _mm512_maskz_loadu_ps(m0, bias + j + 0u) : _mm512_setzero_ps();
@@ -1756,11 +1747,11 @@ static void aicc_sg_avx512_k22v1(size_t kc, const float *restrict a, size_t lda,
 
 /* avx512 GEMM: Y[M,N] = act(alpha * (A @ B) + beta * C). A(i, k) = A[i*lda + k]; B packed in
  * panels of 16 (gemm.pack_b layout); C(i, j) = C[i*crs + j*ccs] or NULL; Y dense. Blocks:
- * K by 256, N by 512 (all of M passes one such block of B while it is in L2, so B is read
+ * K by 128, N by 512 (all of M passes one such block of B while it is in L2, so B is read
  * once per K block), M by 66, N by 32, row tiles of 22 and M % 22 (only row kernels
  * 20, 22 exist: M must leave one of them). The epilogue runs on each tile
  * after its last K block (when epi != 0). K >= 1. */
-static void aicc_sg_avx512_m22k256c66j32n512pf1v1_r20_22_fused_bias(size_t M, size_t N, size_t K, const float *restrict A, size_t lda,
+static void aicc_sg_avx512_m22k128c66j32n512pf1v1_r20_22_fused_bias(size_t M, size_t N, size_t K, const float *restrict A, size_t lda,
     const float *restrict Bp, float alpha, const float *restrict C, size_t crs, size_t ccs,
     float beta, float *restrict Y, int epi)
 {
@@ -1768,8 +1759,8 @@ static void aicc_sg_avx512_m22k256c66j32n512pf1v1_r20_22_fused_bias(size_t M, si
     const size_t bs = K * 16u;
     for (size_t q = 0; q < bs && q < 4096u; q += 16u)     /* the first panel, toward L1 */
         _mm_prefetch((const char *)(Bp + q), _MM_HINT_T0);
-    for (size_t pc = 0; pc < K; pc += 256u) {
-        const size_t kc = K - pc < 256u ? K - pc : 256u;
+    for (size_t pc = 0; pc < K; pc += 128u) {
+        const size_t kc = K - pc < 128u ? K - pc : 128u;
         const int acc = pc > 0, last = pc + kc == K;
         for (size_t n0 = 0; n0 < N; n0 += 512u) {
             const size_t n1 = N - n0 < 512u ? N : n0 + 512u;
@@ -1798,11 +1789,11 @@ static void aicc_sg_avx512_m22k256c66j32n512pf1v1_r20_22_fused_bias(size_t M, si
 
 /* avx512 GEMM: Y[M,N] = act(alpha * (A @ B) + beta * C). A(i, k) = A[i*lda + k]; B packed in
  * panels of 16 (gemm.pack_b layout); C(i, j) = C[i*crs + j*ccs] or NULL; Y dense. Blocks:
- * K by 256, N by 65536 (all of M passes one such block of B while it is in L2, so B is read
+ * K by 128, N by 65536 (all of M passes one such block of B while it is in L2, so B is read
  * once per K block), M by 48, N by 65536, row tiles of 24 and M % 24 (only row kernels
  * 1 exist: M must leave one of them). The epilogue runs on each tile
  * after its last K block (when epi != 0). K >= 1. */
-static void aicc_sg_avx512_m24k256c48j65536n65536v1_r1_fused_bias(size_t M, size_t N, size_t K, const float *restrict A, size_t lda,
+static void aicc_sg_avx512_m24k128c48j65536n65536v1_r1_fused_bias(size_t M, size_t N, size_t K, const float *restrict A, size_t lda,
     const float *restrict Bp, float alpha, const float *restrict C, size_t crs, size_t ccs,
     float beta, float *restrict Y, int epi)
 {
@@ -1810,8 +1801,8 @@ static void aicc_sg_avx512_m24k256c48j65536n65536v1_r1_fused_bias(size_t M, size
     const size_t bs = K * 16u;
     for (size_t q = 0; q < bs && q < 4096u; q += 16u)     /* the first panel, toward L1 */
         _mm_prefetch((const char *)(Bp + q), _MM_HINT_T0);
-    for (size_t pc = 0; pc < K; pc += 256u) {
-        const size_t kc = K - pc < 256u ? K - pc : 256u;
+    for (size_t pc = 0; pc < K; pc += 128u) {
+        const size_t kc = K - pc < 128u ? K - pc : 128u;
         const int acc = pc > 0, last = pc + kc == K;
         for (size_t n0 = 0; n0 < N; n0 += 65536u) {
             const size_t n1 = N - n0 < 65536u ? N : n0 + 65536u;
@@ -1849,33 +1840,14 @@ static void aicc_cv_avx512_k8(size_t kc, const float *restrict a,
     for (; j + 32u <= n; j += 32u) {
         const float *restrict b0 = b + (j / 32u + 0u) * bs;
         __m512 c0_0, c0_1, c1_0, c1_1, c2_0, c2_1, c3_0, c3_1, c4_0, c4_1, c5_0, c5_1, c6_0, c6_1, c7_0, c7_1;
-        if (acc) {
-            c0_0 = _mm512_loadu_ps(y + j + 0u);
-            c0_1 = _mm512_loadu_ps(y + j + 16u);
-            c1_0 = _mm512_loadu_ps(y + 1u * ldy + j + 0u);
-            c1_1 = _mm512_loadu_ps(y + 1u * ldy + j + 16u);
-            c2_0 = _mm512_loadu_ps(y + 2u * ldy + j + 0u);
-            c2_1 = _mm512_loadu_ps(y + 2u * ldy + j + 16u);
-            c3_0 = _mm512_loadu_ps(y + 3u * ldy + j + 0u);
-            c3_1 = _mm512_loadu_ps(y + 3u * ldy + j + 16u);
-            c4_0 = _mm512_loadu_ps(y + 4u * ldy + j + 0u);
-            c4_1 = _mm512_loadu_ps(y + 4u * ldy + j + 16u);
-            c5_0 = _mm512_loadu_ps(y + 5u * ldy + j + 0u);
-            c5_1 = _mm512_loadu_ps(y + 5u * ldy + j + 16u);
-            c6_0 = _mm512_loadu_ps(y + 6u * ldy + j + 0u);
-            c6_1 = _mm512_loadu_ps(y + 6u * ldy + j + 16u);
-            c7_0 = _mm512_loadu_ps(y + 7u * ldy + j + 0u);
-            c7_1 = _mm512_loadu_ps(y + 7u * ldy + j + 16u);
-        } else {
-            c0_0 = _mm512_setzero_ps(); c0_1 = _mm512_setzero_ps();
-            c1_0 = _mm512_setzero_ps(); c1_1 = _mm512_setzero_ps();
-            c2_0 = _mm512_setzero_ps(); c2_1 = _mm512_setzero_ps();
-            c3_0 = _mm512_setzero_ps(); c3_1 = _mm512_setzero_ps();
-            c4_0 = _mm512_setzero_ps(); c4_1 = _mm512_setzero_ps();
-            c5_0 = _mm512_setzero_ps(); c5_1 = _mm512_setzero_ps();
-            c6_0 = _mm512_setzero_ps(); c6_1 = _mm512_setzero_ps();
-            c7_0 = _mm512_setzero_ps(); c7_1 = _mm512_setzero_ps();
-        }
+        c0_0 = _mm512_setzero_ps(); c0_1 = _mm512_setzero_ps();
+        c1_0 = _mm512_setzero_ps(); c1_1 = _mm512_setzero_ps();
+        c2_0 = _mm512_setzero_ps(); c2_1 = _mm512_setzero_ps();
+        c3_0 = _mm512_setzero_ps(); c3_1 = _mm512_setzero_ps();
+        c4_0 = _mm512_setzero_ps(); c4_1 = _mm512_setzero_ps();
+        c5_0 = _mm512_setzero_ps(); c5_1 = _mm512_setzero_ps();
+        c6_0 = _mm512_setzero_ps(); c6_1 = _mm512_setzero_ps();
+        c7_0 = _mm512_setzero_ps(); c7_1 = _mm512_setzero_ps();
         for (size_t k = 0; k < kc; ++k) {
             const float *restrict ak = a + k * 8u;
             const float *restrict bk0 = b0 + k * rs;
@@ -1915,6 +1887,24 @@ static void aicc_cv_avx512_k8(size_t kc, const float *restrict a,
               c7_0 = _mm512_fmadd_ps(x, w0, c7_0);
               c7_1 = _mm512_fmadd_ps(x, w1, c7_1);
             }
+        }
+        if (acc) {
+            c0_0 = _mm512_add_ps(_mm512_loadu_ps(y + j + 0u), c0_0);
+            c0_1 = _mm512_add_ps(_mm512_loadu_ps(y + j + 16u), c0_1);
+            c1_0 = _mm512_add_ps(_mm512_loadu_ps(y + 1u * ldy + j + 0u), c1_0);
+            c1_1 = _mm512_add_ps(_mm512_loadu_ps(y + 1u * ldy + j + 16u), c1_1);
+            c2_0 = _mm512_add_ps(_mm512_loadu_ps(y + 2u * ldy + j + 0u), c2_0);
+            c2_1 = _mm512_add_ps(_mm512_loadu_ps(y + 2u * ldy + j + 16u), c2_1);
+            c3_0 = _mm512_add_ps(_mm512_loadu_ps(y + 3u * ldy + j + 0u), c3_0);
+            c3_1 = _mm512_add_ps(_mm512_loadu_ps(y + 3u * ldy + j + 16u), c3_1);
+            c4_0 = _mm512_add_ps(_mm512_loadu_ps(y + 4u * ldy + j + 0u), c4_0);
+            c4_1 = _mm512_add_ps(_mm512_loadu_ps(y + 4u * ldy + j + 16u), c4_1);
+            c5_0 = _mm512_add_ps(_mm512_loadu_ps(y + 5u * ldy + j + 0u), c5_0);
+            c5_1 = _mm512_add_ps(_mm512_loadu_ps(y + 5u * ldy + j + 16u), c5_1);
+            c6_0 = _mm512_add_ps(_mm512_loadu_ps(y + 6u * ldy + j + 0u), c6_0);
+            c6_1 = _mm512_add_ps(_mm512_loadu_ps(y + 6u * ldy + j + 16u), c6_1);
+            c7_0 = _mm512_add_ps(_mm512_loadu_ps(y + 7u * ldy + j + 0u), c7_0);
+            c7_1 = _mm512_add_ps(_mm512_loadu_ps(y + 7u * ldy + j + 16u), c7_1);
         }
         if (lohi) {
             if (bias) {
@@ -2005,33 +1995,14 @@ static void aicc_cv_avx512_k8(size_t kc, const float *restrict a,
         const size_t nc = n - j;
         const __mmask16 m0 = (__mmask16)((1u << (nc > 0u ? (nc - 0u < 16u ? nc - 0u : 16u) : 0u)) - 1u);
         const __mmask16 m1 = (__mmask16)((1u << (nc > 16u ? (nc - 16u < 16u ? nc - 16u : 16u) : 0u)) - 1u);
-        if (acc) {
-            c0_0 = _mm512_maskz_loadu_ps(m0, y + j + 0u);
-            c0_1 = _mm512_maskz_loadu_ps(m1, y + j + 16u);
-            c1_0 = _mm512_maskz_loadu_ps(m0, y + 1u * ldy + j + 0u);
-            c1_1 = _mm512_maskz_loadu_ps(m1, y + 1u * ldy + j + 16u);
-            c2_0 = _mm512_maskz_loadu_ps(m0, y + 2u * ldy + j + 0u);
-            c2_1 = _mm512_maskz_loadu_ps(m1, y + 2u * ldy + j + 16u);
-            c3_0 = _mm512_maskz_loadu_ps(m0, y + 3u * ldy + j + 0u);
-            c3_1 = _mm512_maskz_loadu_ps(m1, y + 3u * ldy + j + 16u);
-            c4_0 = _mm512_maskz_loadu_ps(m0, y + 4u * ldy + j + 0u);
-            c4_1 = _mm512_maskz_loadu_ps(m1, y + 4u * ldy + j + 16u);
-            c5_0 = _mm512_maskz_loadu_ps(m0, y + 5u * ldy + j + 0u);
-            c5_1 = _mm512_maskz_loadu_ps(m1, y + 5u * ldy + j + 16u);
-            c6_0 = _mm512_maskz_loadu_ps(m0, y + 6u * ldy + j + 0u);
-            c6_1 = _mm512_maskz_loadu_ps(m1, y + 6u * ldy + j + 16u);
-            c7_0 = _mm512_maskz_loadu_ps(m0, y + 7u * ldy + j + 0u);
-            c7_1 = _mm512_maskz_loadu_ps(m1, y + 7u * ldy + j + 16u);
-        } else {
-            c0_0 = _mm512_setzero_ps(); c0_1 = _mm512_setzero_ps();
-            c1_0 = _mm512_setzero_ps(); c1_1 = _mm512_setzero_ps();
-            c2_0 = _mm512_setzero_ps(); c2_1 = _mm512_setzero_ps();
-            c3_0 = _mm512_setzero_ps(); c3_1 = _mm512_setzero_ps();
-            c4_0 = _mm512_setzero_ps(); c4_1 = _mm512_setzero_ps();
-            c5_0 = _mm512_setzero_ps(); c5_1 = _mm512_setzero_ps();
-            c6_0 = _mm512_setzero_ps(); c6_1 = _mm512_setzero_ps();
-            c7_0 = _mm512_setzero_ps(); c7_1 = _mm512_setzero_ps();
-        }
+        c0_0 = _mm512_setzero_ps(); c0_1 = _mm512_setzero_ps();
+        c1_0 = _mm512_setzero_ps(); c1_1 = _mm512_setzero_ps();
+        c2_0 = _mm512_setzero_ps(); c2_1 = _mm512_setzero_ps();
+        c3_0 = _mm512_setzero_ps(); c3_1 = _mm512_setzero_ps();
+        c4_0 = _mm512_setzero_ps(); c4_1 = _mm512_setzero_ps();
+        c5_0 = _mm512_setzero_ps(); c5_1 = _mm512_setzero_ps();
+        c6_0 = _mm512_setzero_ps(); c6_1 = _mm512_setzero_ps();
+        c7_0 = _mm512_setzero_ps(); c7_1 = _mm512_setzero_ps();
         for (size_t k = 0; k < kc; ++k) {
             const float *restrict ak = a + k * 8u;
             const float *restrict bk0 = b0 + k * rs;
@@ -2071,6 +2042,24 @@ static void aicc_cv_avx512_k8(size_t kc, const float *restrict a,
               c7_0 = _mm512_fmadd_ps(x, w0, c7_0);
               c7_1 = _mm512_fmadd_ps(x, w1, c7_1);
             }
+        }
+        if (acc) {
+            c0_0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, y + j + 0u), c0_0);
+            c0_1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, y + j + 16u), c0_1);
+            c1_0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, y + 1u * ldy + j + 0u), c1_0);
+            c1_1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, y + 1u * ldy + j + 16u), c1_1);
+            c2_0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, y + 2u * ldy + j + 0u), c2_0);
+            c2_1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, y + 2u * ldy + j + 16u), c2_1);
+            c3_0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, y + 3u * ldy + j + 0u), c3_0);
+            c3_1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, y + 3u * ldy + j + 16u), c3_1);
+            c4_0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, y + 4u * ldy + j + 0u), c4_0);
+            c4_1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, y + 4u * ldy + j + 16u), c4_1);
+            c5_0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, y + 5u * ldy + j + 0u), c5_0);
+            c5_1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, y + 5u * ldy + j + 16u), c5_1);
+            c6_0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, y + 6u * ldy + j + 0u), c6_0);
+            c6_1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, y + 6u * ldy + j + 16u), c6_1);
+            c7_0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, y + 7u * ldy + j + 0u), c7_0);
+            c7_1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, y + 7u * ldy + j + 16u), c7_1);
         }
         if (lohi) {
             if (bias) {
@@ -2628,22 +2617,22 @@ static void aicc_wg4_out_avx512_272_32(const float *restrict mm, size_t K, size_
 }
 
 /* avx512 conv tile GEMM: Y[M, n] (row stride ldy) (+)= W[M, k0:k0+K] @ B, W packed by
- * pack_a in K blocks of 256 (k0 a multiple of 256), each a sequence of row tiles of 8
+ * pack_a in K blocks of 128 (k0 a multiple of 128), each a sequence of row tiles of 8
  * (and M % 8) stored k-major: W(i, k) = W[kb * M + i0 * kcb + (k - kb) * rows + i - i0]
  * (block kb of kcb entries, tile i0 of `rows` rows: the kernels stream W sequentially),
  * B(k, j) = b[(j / 32) * bs + k * rs + j % 32];
  * acc0: add to the partial sums in Y; fin:
  * then + bias[M] (may be NULL) and the activation (clamp to [lo, hi]).
- * Blocks: K by 256, columns by 64, row tiles of 8 and M % 8 (only row kernels
+ * Blocks: K by 128, columns by 64, row tiles of 8 and M % 8 (only row kernels
  * 8 exist). K >= 1. */
-static void aicc_cv_avx512_gemm_m8k256j64_r8_clamp(size_t M, size_t n, size_t K, const float *restrict W, size_t k0,
+static void aicc_cv_avx512_gemm_m8k128j64_r8_clamp(size_t M, size_t n, size_t K, const float *restrict W, size_t k0,
     const float *restrict b, size_t bs, size_t rs,
     float *restrict Y, size_t ldy,
     const float *restrict bias, float lo, float hi, int acc0, int fin)
 {
     const float lohi[2] = { lo, hi };
-    for (size_t pc = 0; pc < K; pc += 256u) {
-        const size_t kc = K - pc < 256u ? K - pc : 256u;
+    for (size_t pc = 0; pc < K; pc += 128u) {
+        const size_t kc = K - pc < 128u ? K - pc : 128u;
         const int acc = acc0 || pc > 0, last = fin && pc + kc == K;
         for (size_t jc = 0; jc < n; jc += 64u) {
             const size_t nc = n - jc < 64u ? n - jc : 64u;
@@ -3344,7 +3333,7 @@ static void step0_conv_k(const aicc_frame *f,
         0u, 0
     };
     static const size_t e[3] = { 1u, 18u, 18u };
-    aicc_wg4_conv_avx512_tw4_272_32(&prm, in0, wino0, in2, out0, xpad0, e, wgv1, wgm2, 16u, 0.0f, HUGE_VALF, aicc_cv_avx512_gemm_m8k256j64_r8_clamp, NULL);
+    aicc_wg4_conv_avx512_tw4_272_32(&prm, in0, wino0, in2, out0, xpad0, e, wgv1, wgm2, 16u, 0.0f, HUGE_VALF, aicc_cv_avx512_gemm_m8k128j64_r8_clamp, NULL);
 }
 
 static void step0_conv(const aicc_frame *f)
@@ -3430,7 +3419,7 @@ static void step4_matmul_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 1, 8, 16] derived */
 {
     (void)f;
-    aicc_sg_avx512_m22k256c66j32n512pf1v1_r20_22_fused_bias(64u, 8u, 8u, in0, 8u, pk0, 1.0f,
+    aicc_sg_avx512_m22k128c66j32n512pf1v1_r20_22_fused_bias(64u, 8u, 8u, in0, 8u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 
@@ -3503,7 +3492,7 @@ static void step8_gemm_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 8, 16] derived */
 {
     (void)f;
-    aicc_sg_avx512_m24k256c48j65536n65536v1_r1_fused_bias(1u, 10u, 8u, in0, 8u, pk0, 1.0f,
+    aicc_sg_avx512_m24k128c48j65536n65536v1_r1_fused_bias(1u, 10u, 8u, in0, 8u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 

@@ -215,21 +215,10 @@ static void aicc_sg_avx2_k4(size_t kc, const float *restrict a, size_t lda,
     for (; j + 16u <= n; j += 16u) {
         const float *restrict b0 = b + (j / 16u + 0u) * bs;
         __m256 c0_0, c0_1, c1_0, c1_1, c2_0, c2_1, c3_0, c3_1;
-        if (acc) {
-            c0_0 = _mm256_loadu_ps(y + j + 0u);
-            c0_1 = _mm256_loadu_ps(y + j + 8u);
-            c1_0 = _mm256_loadu_ps(y + 1u * ldy + j + 0u);
-            c1_1 = _mm256_loadu_ps(y + 1u * ldy + j + 8u);
-            c2_0 = _mm256_loadu_ps(y + 2u * ldy + j + 0u);
-            c2_1 = _mm256_loadu_ps(y + 2u * ldy + j + 8u);
-            c3_0 = _mm256_loadu_ps(y + 3u * ldy + j + 0u);
-            c3_1 = _mm256_loadu_ps(y + 3u * ldy + j + 8u);
-        } else {
-            c0_0 = _mm256_setzero_ps(); c0_1 = _mm256_setzero_ps();
-            c1_0 = _mm256_setzero_ps(); c1_1 = _mm256_setzero_ps();
-            c2_0 = _mm256_setzero_ps(); c2_1 = _mm256_setzero_ps();
-            c3_0 = _mm256_setzero_ps(); c3_1 = _mm256_setzero_ps();
-        }
+        c0_0 = _mm256_setzero_ps(); c0_1 = _mm256_setzero_ps();
+        c1_0 = _mm256_setzero_ps(); c1_1 = _mm256_setzero_ps();
+        c2_0 = _mm256_setzero_ps(); c2_1 = _mm256_setzero_ps();
+        c3_0 = _mm256_setzero_ps(); c3_1 = _mm256_setzero_ps();
         for (size_t k = 0; k < kc; ++k) {
             _mm_prefetch((const char *)((uintptr_t)(b0 + k * 16u + 0u) + bs * sizeof(float)), _MM_HINT_T0);
             const __m256 w0 = _mm256_loadu_ps(b0 + k * 16u + 0u);
@@ -250,6 +239,16 @@ static void aicc_sg_avx2_k4(size_t kc, const float *restrict a, size_t lda,
               c3_0 = _mm256_fmadd_ps(x, w0, c3_0);
               c3_1 = _mm256_fmadd_ps(x, w1, c3_1);
             }
+        }
+        if (acc) {
+            c0_0 = _mm256_add_ps(_mm256_loadu_ps(y + j + 0u), c0_0);
+            c0_1 = _mm256_add_ps(_mm256_loadu_ps(y + j + 8u), c0_1);
+            c1_0 = _mm256_add_ps(_mm256_loadu_ps(y + 1u * ldy + j + 0u), c1_0);
+            c1_1 = _mm256_add_ps(_mm256_loadu_ps(y + 1u * ldy + j + 8u), c1_1);
+            c2_0 = _mm256_add_ps(_mm256_loadu_ps(y + 2u * ldy + j + 0u), c2_0);
+            c2_1 = _mm256_add_ps(_mm256_loadu_ps(y + 2u * ldy + j + 8u), c2_1);
+            c3_0 = _mm256_add_ps(_mm256_loadu_ps(y + 3u * ldy + j + 0u), c3_0);
+            c3_1 = _mm256_add_ps(_mm256_loadu_ps(y + 3u * ldy + j + 8u), c3_1);
         }
         if (bias) {
             { const __m256 bv = _mm256_loadu_ps(bias + j + 0u);
@@ -303,21 +302,10 @@ static void aicc_sg_avx2_k4(size_t kc, const float *restrict a, size_t lda,
         const size_t nc = n - j;
         const __m256i m0 = _mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + 8u - (nc > 0u ? (nc - 0u < 8u ? nc - 0u : 8u) : 0u)));
         const __m256i m1 = _mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + 8u - (nc > 8u ? (nc - 8u < 8u ? nc - 8u : 8u) : 0u)));
-        if (acc) {
-            c0_0 = nc > 0u ? _mm256_maskload_ps(y + j + 0u, m0) : _mm256_setzero_ps();
-            c0_1 = nc > 8u ? _mm256_maskload_ps(y + j + 8u, m1) : _mm256_setzero_ps();
-            c1_0 = nc > 0u ? _mm256_maskload_ps(y + 1u * ldy + j + 0u, m0) : _mm256_setzero_ps();
-            c1_1 = nc > 8u ? _mm256_maskload_ps(y + 1u * ldy + j + 8u, m1) : _mm256_setzero_ps();
-            c2_0 = nc > 0u ? _mm256_maskload_ps(y + 2u * ldy + j + 0u, m0) : _mm256_setzero_ps();
-            c2_1 = nc > 8u ? _mm256_maskload_ps(y + 2u * ldy + j + 8u, m1) : _mm256_setzero_ps();
-            c3_0 = nc > 0u ? _mm256_maskload_ps(y + 3u * ldy + j + 0u, m0) : _mm256_setzero_ps();
-            c3_1 = nc > 8u ? _mm256_maskload_ps(y + 3u * ldy + j + 8u, m1) : _mm256_setzero_ps();
-        } else {
-            c0_0 = _mm256_setzero_ps(); c0_1 = _mm256_setzero_ps();
-            c1_0 = _mm256_setzero_ps(); c1_1 = _mm256_setzero_ps();
-            c2_0 = _mm256_setzero_ps(); c2_1 = _mm256_setzero_ps();
-            c3_0 = _mm256_setzero_ps(); c3_1 = _mm256_setzero_ps();
-        }
+        c0_0 = _mm256_setzero_ps(); c0_1 = _mm256_setzero_ps();
+        c1_0 = _mm256_setzero_ps(); c1_1 = _mm256_setzero_ps();
+        c2_0 = _mm256_setzero_ps(); c2_1 = _mm256_setzero_ps();
+        c3_0 = _mm256_setzero_ps(); c3_1 = _mm256_setzero_ps();
         for (size_t k = 0; k < kc; ++k) {
             const __m256 w0 = _mm256_loadu_ps(b0 + k * 16u + 0u);
             const __m256 w1 = _mm256_loadu_ps(b0 + k * 16u + 8u);
@@ -337,6 +325,16 @@ static void aicc_sg_avx2_k4(size_t kc, const float *restrict a, size_t lda,
               c3_0 = _mm256_fmadd_ps(x, w0, c3_0);
               c3_1 = _mm256_fmadd_ps(x, w1, c3_1);
             }
+        }
+        if (acc) {
+            c0_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + j + 0u, m0) : _mm256_setzero_ps(), c0_0);
+            c0_1 = _mm256_add_ps(nc > 8u ? _mm256_maskload_ps(y + j + 8u, m1) : _mm256_setzero_ps(), c0_1);
+            c1_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + 1u * ldy + j + 0u, m0) : _mm256_setzero_ps(), c1_0);
+            c1_1 = _mm256_add_ps(nc > 8u ? _mm256_maskload_ps(y + 1u * ldy + j + 8u, m1) : _mm256_setzero_ps(), c1_1);
+            c2_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + 2u * ldy + j + 0u, m0) : _mm256_setzero_ps(), c2_0);
+            c2_1 = _mm256_add_ps(nc > 8u ? _mm256_maskload_ps(y + 2u * ldy + j + 8u, m1) : _mm256_setzero_ps(), c2_1);
+            c3_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + 3u * ldy + j + 0u, m0) : _mm256_setzero_ps(), c3_0);
+            c3_1 = _mm256_add_ps(nc > 8u ? _mm256_maskload_ps(y + 3u * ldy + j + 8u, m1) : _mm256_setzero_ps(), c3_1);
         }
         if (bias) {
             { const __m256 bv = nc > 0u ? _mm256_maskload_ps(bias + j + 0u, m0) : _mm256_setzero_ps();
@@ -403,27 +401,12 @@ static void aicc_sg_avx2_k6(size_t kc, const float *restrict a, size_t lda,
     for (; j + 16u <= n; j += 16u) {
         const float *restrict b0 = b + (j / 16u + 0u) * bs;
         __m256 c0_0, c0_1, c1_0, c1_1, c2_0, c2_1, c3_0, c3_1, c4_0, c4_1, c5_0, c5_1;
-        if (acc) {
-            c0_0 = _mm256_loadu_ps(y + j + 0u);
-            c0_1 = _mm256_loadu_ps(y + j + 8u);
-            c1_0 = _mm256_loadu_ps(y + 1u * ldy + j + 0u);
-            c1_1 = _mm256_loadu_ps(y + 1u * ldy + j + 8u);
-            c2_0 = _mm256_loadu_ps(y + 2u * ldy + j + 0u);
-            c2_1 = _mm256_loadu_ps(y + 2u * ldy + j + 8u);
-            c3_0 = _mm256_loadu_ps(y + 3u * ldy + j + 0u);
-            c3_1 = _mm256_loadu_ps(y + 3u * ldy + j + 8u);
-            c4_0 = _mm256_loadu_ps(y + 4u * ldy + j + 0u);
-            c4_1 = _mm256_loadu_ps(y + 4u * ldy + j + 8u);
-            c5_0 = _mm256_loadu_ps(y + 5u * ldy + j + 0u);
-            c5_1 = _mm256_loadu_ps(y + 5u * ldy + j + 8u);
-        } else {
-            c0_0 = _mm256_setzero_ps(); c0_1 = _mm256_setzero_ps();
-            c1_0 = _mm256_setzero_ps(); c1_1 = _mm256_setzero_ps();
-            c2_0 = _mm256_setzero_ps(); c2_1 = _mm256_setzero_ps();
-            c3_0 = _mm256_setzero_ps(); c3_1 = _mm256_setzero_ps();
-            c4_0 = _mm256_setzero_ps(); c4_1 = _mm256_setzero_ps();
-            c5_0 = _mm256_setzero_ps(); c5_1 = _mm256_setzero_ps();
-        }
+        c0_0 = _mm256_setzero_ps(); c0_1 = _mm256_setzero_ps();
+        c1_0 = _mm256_setzero_ps(); c1_1 = _mm256_setzero_ps();
+        c2_0 = _mm256_setzero_ps(); c2_1 = _mm256_setzero_ps();
+        c3_0 = _mm256_setzero_ps(); c3_1 = _mm256_setzero_ps();
+        c4_0 = _mm256_setzero_ps(); c4_1 = _mm256_setzero_ps();
+        c5_0 = _mm256_setzero_ps(); c5_1 = _mm256_setzero_ps();
         for (size_t k = 0; k < kc; ++k) {
             _mm_prefetch((const char *)((uintptr_t)(b0 + k * 16u + 0u) + bs * sizeof(float)), _MM_HINT_T0);
             const __m256 w0 = _mm256_loadu_ps(b0 + k * 16u + 0u);
@@ -452,6 +435,20 @@ static void aicc_sg_avx2_k6(size_t kc, const float *restrict a, size_t lda,
               c5_0 = _mm256_fmadd_ps(x, w0, c5_0);
               c5_1 = _mm256_fmadd_ps(x, w1, c5_1);
             }
+        }
+        if (acc) {
+            c0_0 = _mm256_add_ps(_mm256_loadu_ps(y + j + 0u), c0_0);
+            c0_1 = _mm256_add_ps(_mm256_loadu_ps(y + j + 8u), c0_1);
+            c1_0 = _mm256_add_ps(_mm256_loadu_ps(y + 1u * ldy + j + 0u), c1_0);
+            c1_1 = _mm256_add_ps(_mm256_loadu_ps(y + 1u * ldy + j + 8u), c1_1);
+            c2_0 = _mm256_add_ps(_mm256_loadu_ps(y + 2u * ldy + j + 0u), c2_0);
+            c2_1 = _mm256_add_ps(_mm256_loadu_ps(y + 2u * ldy + j + 8u), c2_1);
+            c3_0 = _mm256_add_ps(_mm256_loadu_ps(y + 3u * ldy + j + 0u), c3_0);
+            c3_1 = _mm256_add_ps(_mm256_loadu_ps(y + 3u * ldy + j + 8u), c3_1);
+            c4_0 = _mm256_add_ps(_mm256_loadu_ps(y + 4u * ldy + j + 0u), c4_0);
+            c4_1 = _mm256_add_ps(_mm256_loadu_ps(y + 4u * ldy + j + 8u), c4_1);
+            c5_0 = _mm256_add_ps(_mm256_loadu_ps(y + 5u * ldy + j + 0u), c5_0);
+            c5_1 = _mm256_add_ps(_mm256_loadu_ps(y + 5u * ldy + j + 8u), c5_1);
         }
         if (bias) {
             { const __m256 bv = _mm256_loadu_ps(bias + j + 0u);
@@ -521,27 +518,12 @@ static void aicc_sg_avx2_k6(size_t kc, const float *restrict a, size_t lda,
         const size_t nc = n - j;
         const __m256i m0 = _mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + 8u - (nc > 0u ? (nc - 0u < 8u ? nc - 0u : 8u) : 0u)));
         const __m256i m1 = _mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + 8u - (nc > 8u ? (nc - 8u < 8u ? nc - 8u : 8u) : 0u)));
-        if (acc) {
-            c0_0 = nc > 0u ? _mm256_maskload_ps(y + j + 0u, m0) : _mm256_setzero_ps();
-            c0_1 = nc > 8u ? _mm256_maskload_ps(y + j + 8u, m1) : _mm256_setzero_ps();
-            c1_0 = nc > 0u ? _mm256_maskload_ps(y + 1u * ldy + j + 0u, m0) : _mm256_setzero_ps();
-            c1_1 = nc > 8u ? _mm256_maskload_ps(y + 1u * ldy + j + 8u, m1) : _mm256_setzero_ps();
-            c2_0 = nc > 0u ? _mm256_maskload_ps(y + 2u * ldy + j + 0u, m0) : _mm256_setzero_ps();
-            c2_1 = nc > 8u ? _mm256_maskload_ps(y + 2u * ldy + j + 8u, m1) : _mm256_setzero_ps();
-            c3_0 = nc > 0u ? _mm256_maskload_ps(y + 3u * ldy + j + 0u, m0) : _mm256_setzero_ps();
-            c3_1 = nc > 8u ? _mm256_maskload_ps(y + 3u * ldy + j + 8u, m1) : _mm256_setzero_ps();
-            c4_0 = nc > 0u ? _mm256_maskload_ps(y + 4u * ldy + j + 0u, m0) : _mm256_setzero_ps();
-            c4_1 = nc > 8u ? _mm256_maskload_ps(y + 4u * ldy + j + 8u, m1) : _mm256_setzero_ps();
-            c5_0 = nc > 0u ? _mm256_maskload_ps(y + 5u * ldy + j + 0u, m0) : _mm256_setzero_ps();
-            c5_1 = nc > 8u ? _mm256_maskload_ps(y + 5u * ldy + j + 8u, m1) : _mm256_setzero_ps();
-        } else {
-            c0_0 = _mm256_setzero_ps(); c0_1 = _mm256_setzero_ps();
-            c1_0 = _mm256_setzero_ps(); c1_1 = _mm256_setzero_ps();
-            c2_0 = _mm256_setzero_ps(); c2_1 = _mm256_setzero_ps();
-            c3_0 = _mm256_setzero_ps(); c3_1 = _mm256_setzero_ps();
-            c4_0 = _mm256_setzero_ps(); c4_1 = _mm256_setzero_ps();
-            c5_0 = _mm256_setzero_ps(); c5_1 = _mm256_setzero_ps();
-        }
+        c0_0 = _mm256_setzero_ps(); c0_1 = _mm256_setzero_ps();
+        c1_0 = _mm256_setzero_ps(); c1_1 = _mm256_setzero_ps();
+        c2_0 = _mm256_setzero_ps(); c2_1 = _mm256_setzero_ps();
+        c3_0 = _mm256_setzero_ps(); c3_1 = _mm256_setzero_ps();
+        c4_0 = _mm256_setzero_ps(); c4_1 = _mm256_setzero_ps();
+        c5_0 = _mm256_setzero_ps(); c5_1 = _mm256_setzero_ps();
         for (size_t k = 0; k < kc; ++k) {
             const __m256 w0 = _mm256_loadu_ps(b0 + k * 16u + 0u);
             const __m256 w1 = _mm256_loadu_ps(b0 + k * 16u + 8u);
@@ -569,6 +551,20 @@ static void aicc_sg_avx2_k6(size_t kc, const float *restrict a, size_t lda,
               c5_0 = _mm256_fmadd_ps(x, w0, c5_0);
               c5_1 = _mm256_fmadd_ps(x, w1, c5_1);
             }
+        }
+        if (acc) {
+            c0_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + j + 0u, m0) : _mm256_setzero_ps(), c0_0);
+            c0_1 = _mm256_add_ps(nc > 8u ? _mm256_maskload_ps(y + j + 8u, m1) : _mm256_setzero_ps(), c0_1);
+            c1_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + 1u * ldy + j + 0u, m0) : _mm256_setzero_ps(), c1_0);
+            c1_1 = _mm256_add_ps(nc > 8u ? _mm256_maskload_ps(y + 1u * ldy + j + 8u, m1) : _mm256_setzero_ps(), c1_1);
+            c2_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + 2u * ldy + j + 0u, m0) : _mm256_setzero_ps(), c2_0);
+            c2_1 = _mm256_add_ps(nc > 8u ? _mm256_maskload_ps(y + 2u * ldy + j + 8u, m1) : _mm256_setzero_ps(), c2_1);
+            c3_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + 3u * ldy + j + 0u, m0) : _mm256_setzero_ps(), c3_0);
+            c3_1 = _mm256_add_ps(nc > 8u ? _mm256_maskload_ps(y + 3u * ldy + j + 8u, m1) : _mm256_setzero_ps(), c3_1);
+            c4_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + 4u * ldy + j + 0u, m0) : _mm256_setzero_ps(), c4_0);
+            c4_1 = _mm256_add_ps(nc > 8u ? _mm256_maskload_ps(y + 4u * ldy + j + 8u, m1) : _mm256_setzero_ps(), c4_1);
+            c5_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + 5u * ldy + j + 0u, m0) : _mm256_setzero_ps(), c5_0);
+            c5_1 = _mm256_add_ps(nc > 8u ? _mm256_maskload_ps(y + 5u * ldy + j + 8u, m1) : _mm256_setzero_ps(), c5_1);
         }
         if (bias) {
             { const __m256 bv = nc > 0u ? _mm256_maskload_ps(bias + j + 0u, m0) : _mm256_setzero_ps();
@@ -636,11 +632,11 @@ static void aicc_sg_avx2_k6(size_t kc, const float *restrict a, size_t lda,
 
 /* avx2 GEMM: Y[M,N] = act(alpha * (A @ B) + beta * C). A(i, k) = A[i*lda + k]; B packed in
  * panels of 16 (gemm.pack_b layout); C(i, j) = C[i*crs + j*ccs] or NULL; Y dense. Blocks:
- * K by 256, N by 256 (all of M passes one such block of B while it is in L2, so B is read
+ * K by 128, N by 256 (all of M passes one such block of B while it is in L2, so B is read
  * once per K block), M by 144, N by 64, row tiles of 6 and M % 6 (only row kernels
  * 4, 6 exist: M must leave one of them). The epilogue runs on each tile
  * after its last K block (when epi != 0). K >= 1. */
-static void aicc_sg_avx2_m6k256c144j64n256_r4_6_fused_bias(size_t M, size_t N, size_t K, const float *restrict A, size_t lda,
+static void aicc_sg_avx2_m6k128c144j64n256_r4_6_fused_bias(size_t M, size_t N, size_t K, const float *restrict A, size_t lda,
     const float *restrict Bp, float alpha, const float *restrict C, size_t crs, size_t ccs,
     float beta, float *restrict Y, int epi)
 {
@@ -648,8 +644,8 @@ static void aicc_sg_avx2_m6k256c144j64n256_r4_6_fused_bias(size_t M, size_t N, s
     const size_t bs = K * 16u;
     for (size_t q = 0; q < bs && q < 4096u; q += 16u)     /* the first panel, toward L1 */
         _mm_prefetch((const char *)(Bp + q), _MM_HINT_T0);
-    for (size_t pc = 0; pc < K; pc += 256u) {
-        const size_t kc = K - pc < 256u ? K - pc : 256u;
+    for (size_t pc = 0; pc < K; pc += 128u) {
+        const size_t kc = K - pc < 128u ? K - pc : 128u;
         const int acc = pc > 0, last = pc + kc == K;
         for (size_t n0 = 0; n0 < N; n0 += 256u) {
             const size_t n1 = N - n0 < 256u ? N : n0 + 256u;
@@ -731,7 +727,7 @@ static void step0_matmul_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 2, 32, 16] derived */
 {
     (void)f;
-    aicc_sg_avx2_m6k256c144j64n256_r4_6_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
+    aicc_sg_avx2_m6k128c144j64n256_r4_6_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 
@@ -777,7 +773,7 @@ static void step2_matmul_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 2, 32, 16] derived */
 {
     (void)f;
-    aicc_sg_avx2_m6k256c144j64n256_r4_6_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
+    aicc_sg_avx2_m6k128c144j64n256_r4_6_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 
@@ -815,7 +811,7 @@ static void step4_matmul_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 2, 32, 16] derived */
 {
     (void)f;
-    aicc_sg_avx2_m6k256c144j64n256_r4_6_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
+    aicc_sg_avx2_m6k128c144j64n256_r4_6_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 
@@ -869,7 +865,7 @@ static void step6_matmul_k(const aicc_frame *f,
             aicc_pack_b_f32_nb16(16u, 16u, in1 + ib * 256u, 16u, 1u, pk0);
             packed = ib;
         }
-        aicc_sg_avx2_m6k256c144j64n256_r4_6_fused_bias(16u, 16u, 16u, in0 + ia * 256u, 16u, pk0, 1.0f,
+        aicc_sg_avx2_m6k128c144j64n256_r4_6_fused_bias(16u, 16u, 16u, in0 + ia * 256u, 16u, pk0, 1.0f,
             NULL, 0u, 0u, 1.0f, out0 + ob * 256u, 0);
         ++ob;
     }
@@ -935,7 +931,7 @@ static void step9_matmul_k(const aicc_frame *f,
             aicc_pack_b_f32_nb16(16u, 16u, in1 + ib * 256u, 16u, 1u, pk0);
             packed = ib;
         }
-        aicc_sg_avx2_m6k256c144j64n256_r4_6_fused_bias(16u, 16u, 16u, in0 + ia * 256u, 16u, pk0, 1.0f,
+        aicc_sg_avx2_m6k128c144j64n256_r4_6_fused_bias(16u, 16u, 16u, in0 + ia * 256u, 16u, pk0, 1.0f,
             NULL, 0u, 0u, 1.0f, out0 + ob * 256u, 0);
         ++ob;
     }
@@ -983,7 +979,7 @@ static void step11_matmul_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 2, 32, 16] derived */
 {
     (void)f;
-    aicc_sg_avx2_m6k256c144j64n256_r4_6_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
+    aicc_sg_avx2_m6k128c144j64n256_r4_6_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 
@@ -1043,7 +1039,7 @@ static void step14_matmul_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 4, 32, 16] derived */
 {
     (void)f;
-    aicc_sg_avx2_m6k256c144j64n256_r4_6_fused_bias(16u, 64u, 32u, in0, 32u, pk0, 1.0f,
+    aicc_sg_avx2_m6k128c144j64n256_r4_6_fused_bias(16u, 64u, 32u, in0, 32u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 
@@ -1082,7 +1078,7 @@ static void step16_matmul_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 2, 64, 16] derived */
 {
     (void)f;
-    aicc_sg_avx2_m6k256c144j64n256_r4_6_fused_bias(16u, 32u, 64u, in0, 64u, pk0, 1.0f,
+    aicc_sg_avx2_m6k128c144j64n256_r4_6_fused_bias(16u, 32u, 64u, in0, 64u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 

@@ -209,29 +209,10 @@ static void aicc_sg_avx512_k4np(size_t kc, const float *restrict a, size_t lda,
         const float *restrict b0 = b + (j / 32u + 0u) * bs;
         const float *restrict b1 = b + (j / 32u + 1u) * bs;
         __m512 c0_0, c0_1, c0_2, c0_3, c1_0, c1_1, c1_2, c1_3, c2_0, c2_1, c2_2, c2_3, c3_0, c3_1, c3_2, c3_3;
-        if (acc) {
-            c0_0 = _mm512_loadu_ps(y + j + 0u);
-            c0_1 = _mm512_loadu_ps(y + j + 16u);
-            c0_2 = _mm512_loadu_ps(y + j + 32u);
-            c0_3 = _mm512_loadu_ps(y + j + 48u);
-            c1_0 = _mm512_loadu_ps(y + 1u * ldy + j + 0u);
-            c1_1 = _mm512_loadu_ps(y + 1u * ldy + j + 16u);
-            c1_2 = _mm512_loadu_ps(y + 1u * ldy + j + 32u);
-            c1_3 = _mm512_loadu_ps(y + 1u * ldy + j + 48u);
-            c2_0 = _mm512_loadu_ps(y + 2u * ldy + j + 0u);
-            c2_1 = _mm512_loadu_ps(y + 2u * ldy + j + 16u);
-            c2_2 = _mm512_loadu_ps(y + 2u * ldy + j + 32u);
-            c2_3 = _mm512_loadu_ps(y + 2u * ldy + j + 48u);
-            c3_0 = _mm512_loadu_ps(y + 3u * ldy + j + 0u);
-            c3_1 = _mm512_loadu_ps(y + 3u * ldy + j + 16u);
-            c3_2 = _mm512_loadu_ps(y + 3u * ldy + j + 32u);
-            c3_3 = _mm512_loadu_ps(y + 3u * ldy + j + 48u);
-        } else {
-            c0_0 = _mm512_setzero_ps(); c0_1 = _mm512_setzero_ps(); c0_2 = _mm512_setzero_ps(); c0_3 = _mm512_setzero_ps();
-            c1_0 = _mm512_setzero_ps(); c1_1 = _mm512_setzero_ps(); c1_2 = _mm512_setzero_ps(); c1_3 = _mm512_setzero_ps();
-            c2_0 = _mm512_setzero_ps(); c2_1 = _mm512_setzero_ps(); c2_2 = _mm512_setzero_ps(); c2_3 = _mm512_setzero_ps();
-            c3_0 = _mm512_setzero_ps(); c3_1 = _mm512_setzero_ps(); c3_2 = _mm512_setzero_ps(); c3_3 = _mm512_setzero_ps();
-        }
+        c0_0 = _mm512_setzero_ps(); c0_1 = _mm512_setzero_ps(); c0_2 = _mm512_setzero_ps(); c0_3 = _mm512_setzero_ps();
+        c1_0 = _mm512_setzero_ps(); c1_1 = _mm512_setzero_ps(); c1_2 = _mm512_setzero_ps(); c1_3 = _mm512_setzero_ps();
+        c2_0 = _mm512_setzero_ps(); c2_1 = _mm512_setzero_ps(); c2_2 = _mm512_setzero_ps(); c2_3 = _mm512_setzero_ps();
+        c3_0 = _mm512_setzero_ps(); c3_1 = _mm512_setzero_ps(); c3_2 = _mm512_setzero_ps(); c3_3 = _mm512_setzero_ps();
         for (size_t k = 0; k < kc; ++k) {
             const __m512 x0 = _mm512_set1_ps(*(a0 + k));
             const __m512 x1 = _mm512_set1_ps(*(a1 + k));
@@ -261,6 +242,24 @@ static void aicc_sg_avx512_k4np(size_t kc, const float *restrict a, size_t lda,
               c2_3 = _mm512_fmadd_ps(x2, w, c2_3);
               c3_3 = _mm512_fmadd_ps(x3, w, c3_3);
             }
+        }
+        if (acc) {
+            c0_0 = _mm512_add_ps(_mm512_loadu_ps(y + j + 0u), c0_0);
+            c0_1 = _mm512_add_ps(_mm512_loadu_ps(y + j + 16u), c0_1);
+            c0_2 = _mm512_add_ps(_mm512_loadu_ps(y + j + 32u), c0_2);
+            c0_3 = _mm512_add_ps(_mm512_loadu_ps(y + j + 48u), c0_3);
+            c1_0 = _mm512_add_ps(_mm512_loadu_ps(y + 1u * ldy + j + 0u), c1_0);
+            c1_1 = _mm512_add_ps(_mm512_loadu_ps(y + 1u * ldy + j + 16u), c1_1);
+            c1_2 = _mm512_add_ps(_mm512_loadu_ps(y + 1u * ldy + j + 32u), c1_2);
+            c1_3 = _mm512_add_ps(_mm512_loadu_ps(y + 1u * ldy + j + 48u), c1_3);
+            c2_0 = _mm512_add_ps(_mm512_loadu_ps(y + 2u * ldy + j + 0u), c2_0);
+            c2_1 = _mm512_add_ps(_mm512_loadu_ps(y + 2u * ldy + j + 16u), c2_1);
+            c2_2 = _mm512_add_ps(_mm512_loadu_ps(y + 2u * ldy + j + 32u), c2_2);
+            c2_3 = _mm512_add_ps(_mm512_loadu_ps(y + 2u * ldy + j + 48u), c2_3);
+            c3_0 = _mm512_add_ps(_mm512_loadu_ps(y + 3u * ldy + j + 0u), c3_0);
+            c3_1 = _mm512_add_ps(_mm512_loadu_ps(y + 3u * ldy + j + 16u), c3_1);
+            c3_2 = _mm512_add_ps(_mm512_loadu_ps(y + 3u * ldy + j + 32u), c3_2);
+            c3_3 = _mm512_add_ps(_mm512_loadu_ps(y + 3u * ldy + j + 48u), c3_3);
         }
         if (bias) {
             { const __m512 bv = _mm512_loadu_ps(bias + j + 0u);
@@ -347,21 +346,10 @@ static void aicc_sg_avx512_k4np(size_t kc, const float *restrict a, size_t lda,
     for (; j + 32u <= n; j += 32u) {
         const float *restrict b0 = b + (j / 32u + 0u) * bs;
         __m512 c0_0, c0_1, c1_0, c1_1, c2_0, c2_1, c3_0, c3_1;
-        if (acc) {
-            c0_0 = _mm512_loadu_ps(y + j + 0u);
-            c0_1 = _mm512_loadu_ps(y + j + 16u);
-            c1_0 = _mm512_loadu_ps(y + 1u * ldy + j + 0u);
-            c1_1 = _mm512_loadu_ps(y + 1u * ldy + j + 16u);
-            c2_0 = _mm512_loadu_ps(y + 2u * ldy + j + 0u);
-            c2_1 = _mm512_loadu_ps(y + 2u * ldy + j + 16u);
-            c3_0 = _mm512_loadu_ps(y + 3u * ldy + j + 0u);
-            c3_1 = _mm512_loadu_ps(y + 3u * ldy + j + 16u);
-        } else {
-            c0_0 = _mm512_setzero_ps(); c0_1 = _mm512_setzero_ps();
-            c1_0 = _mm512_setzero_ps(); c1_1 = _mm512_setzero_ps();
-            c2_0 = _mm512_setzero_ps(); c2_1 = _mm512_setzero_ps();
-            c3_0 = _mm512_setzero_ps(); c3_1 = _mm512_setzero_ps();
-        }
+        c0_0 = _mm512_setzero_ps(); c0_1 = _mm512_setzero_ps();
+        c1_0 = _mm512_setzero_ps(); c1_1 = _mm512_setzero_ps();
+        c2_0 = _mm512_setzero_ps(); c2_1 = _mm512_setzero_ps();
+        c3_0 = _mm512_setzero_ps(); c3_1 = _mm512_setzero_ps();
         for (size_t k = 0; k < kc; ++k) {
             const __m512 w0 = _mm512_loadu_ps(b0 + k * 32u + 0u);
             const __m512 w1 = _mm512_loadu_ps(b0 + k * 32u + 16u);
@@ -381,6 +369,16 @@ static void aicc_sg_avx512_k4np(size_t kc, const float *restrict a, size_t lda,
               c3_0 = _mm512_fmadd_ps(x, w0, c3_0);
               c3_1 = _mm512_fmadd_ps(x, w1, c3_1);
             }
+        }
+        if (acc) {
+            c0_0 = _mm512_add_ps(_mm512_loadu_ps(y + j + 0u), c0_0);
+            c0_1 = _mm512_add_ps(_mm512_loadu_ps(y + j + 16u), c0_1);
+            c1_0 = _mm512_add_ps(_mm512_loadu_ps(y + 1u * ldy + j + 0u), c1_0);
+            c1_1 = _mm512_add_ps(_mm512_loadu_ps(y + 1u * ldy + j + 16u), c1_1);
+            c2_0 = _mm512_add_ps(_mm512_loadu_ps(y + 2u * ldy + j + 0u), c2_0);
+            c2_1 = _mm512_add_ps(_mm512_loadu_ps(y + 2u * ldy + j + 16u), c2_1);
+            c3_0 = _mm512_add_ps(_mm512_loadu_ps(y + 3u * ldy + j + 0u), c3_0);
+            c3_1 = _mm512_add_ps(_mm512_loadu_ps(y + 3u * ldy + j + 16u), c3_1);
         }
         if (bias) {
             { const __m512 bv = _mm512_loadu_ps(bias + j + 0u);
@@ -434,21 +432,10 @@ static void aicc_sg_avx512_k4np(size_t kc, const float *restrict a, size_t lda,
         const size_t nc = n - j;
         const __mmask16 m0 = (__mmask16)((1u << (nc > 0u ? (nc - 0u < 16u ? nc - 0u : 16u) : 0u)) - 1u);
         const __mmask16 m1 = (__mmask16)((1u << (nc > 16u ? (nc - 16u < 16u ? nc - 16u : 16u) : 0u)) - 1u);
-        if (acc) {
-            c0_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + j + 0u) : _mm512_setzero_ps();
-            c0_1 = nc > 16u ? _mm512_maskz_loadu_ps(m1, y + j + 16u) : _mm512_setzero_ps();
-            c1_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 1u * ldy + j + 0u) : _mm512_setzero_ps();
-            c1_1 = nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 1u * ldy + j + 16u) : _mm512_setzero_ps();
-            c2_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 2u * ldy + j + 0u) : _mm512_setzero_ps();
-            c2_1 = nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 2u * ldy + j + 16u) : _mm512_setzero_ps();
-            c3_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 3u * ldy + j + 0u) : _mm512_setzero_ps();
-            c3_1 = nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 3u * ldy + j + 16u) : _mm512_setzero_ps();
-        } else {
-            c0_0 = _mm512_setzero_ps(); c0_1 = _mm512_setzero_ps();
-            c1_0 = _mm512_setzero_ps(); c1_1 = _mm512_setzero_ps();
-            c2_0 = _mm512_setzero_ps(); c2_1 = _mm512_setzero_ps();
-            c3_0 = _mm512_setzero_ps(); c3_1 = _mm512_setzero_ps();
-        }
+        c0_0 = _mm512_setzero_ps(); c0_1 = _mm512_setzero_ps();
+        c1_0 = _mm512_setzero_ps(); c1_1 = _mm512_setzero_ps();
+        c2_0 = _mm512_setzero_ps(); c2_1 = _mm512_setzero_ps();
+        c3_0 = _mm512_setzero_ps(); c3_1 = _mm512_setzero_ps();
         for (size_t k = 0; k < kc; ++k) {
             const __m512 w0 = _mm512_loadu_ps(b0 + k * 32u + 0u);
             const __m512 w1 = _mm512_loadu_ps(b0 + k * 32u + 16u);
@@ -468,6 +455,16 @@ static void aicc_sg_avx512_k4np(size_t kc, const float *restrict a, size_t lda,
               c3_0 = _mm512_fmadd_ps(x, w0, c3_0);
               c3_1 = _mm512_fmadd_ps(x, w1, c3_1);
             }
+        }
+        if (acc) {
+            c0_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + j + 0u) : _mm512_setzero_ps(), c0_0);
+            c0_1 = _mm512_add_ps(nc > 16u ? _mm512_maskz_loadu_ps(m1, y + j + 16u) : _mm512_setzero_ps(), c0_1);
+            c1_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 1u * ldy + j + 0u) : _mm512_setzero_ps(), c1_0);
+            c1_1 = _mm512_add_ps(nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 1u * ldy + j + 16u) : _mm512_setzero_ps(), c1_1);
+            c2_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 2u * ldy + j + 0u) : _mm512_setzero_ps(), c2_0);
+            c2_1 = _mm512_add_ps(nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 2u * ldy + j + 16u) : _mm512_setzero_ps(), c2_1);
+            c3_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 3u * ldy + j + 0u) : _mm512_setzero_ps(), c3_0);
+            c3_1 = _mm512_add_ps(nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 3u * ldy + j + 16u) : _mm512_setzero_ps(), c3_1);
         }
         if (bias) {
             { const __m512 bv = nc > 0u ? _mm512_maskz_loadu_ps(m0, bias + j + 0u) : _mm512_setzero_ps();
@@ -540,45 +537,18 @@ static void aicc_sg_avx512_k12(size_t kc, const float *restrict a, size_t lda,
     for (; j + 32u <= n; j += 32u) {
         const float *restrict b0 = b + (j / 32u + 0u) * bs;
         __m512 c0_0, c0_1, c1_0, c1_1, c2_0, c2_1, c3_0, c3_1, c4_0, c4_1, c5_0, c5_1, c6_0, c6_1, c7_0, c7_1, c8_0, c8_1, c9_0, c9_1, c10_0, c10_1, c11_0, c11_1;
-        if (acc) {
-            c0_0 = _mm512_loadu_ps(y + j + 0u);
-            c0_1 = _mm512_loadu_ps(y + j + 16u);
-            c1_0 = _mm512_loadu_ps(y + 1u * ldy + j + 0u);
-            c1_1 = _mm512_loadu_ps(y + 1u * ldy + j + 16u);
-            c2_0 = _mm512_loadu_ps(y + 2u * ldy + j + 0u);
-            c2_1 = _mm512_loadu_ps(y + 2u * ldy + j + 16u);
-            c3_0 = _mm512_loadu_ps(y + 3u * ldy + j + 0u);
-            c3_1 = _mm512_loadu_ps(y + 3u * ldy + j + 16u);
-            c4_0 = _mm512_loadu_ps(y + 4u * ldy + j + 0u);
-            c4_1 = _mm512_loadu_ps(y + 4u * ldy + j + 16u);
-            c5_0 = _mm512_loadu_ps(y + 5u * ldy + j + 0u);
-            c5_1 = _mm512_loadu_ps(y + 5u * ldy + j + 16u);
-            c6_0 = _mm512_loadu_ps(y + 6u * ldy + j + 0u);
-            c6_1 = _mm512_loadu_ps(y + 6u * ldy + j + 16u);
-            c7_0 = _mm512_loadu_ps(y + 7u * ldy + j + 0u);
-            c7_1 = _mm512_loadu_ps(y + 7u * ldy + j + 16u);
-            c8_0 = _mm512_loadu_ps(y + 8u * ldy + j + 0u);
-            c8_1 = _mm512_loadu_ps(y + 8u * ldy + j + 16u);
-            c9_0 = _mm512_loadu_ps(y + 9u * ldy + j + 0u);
-            c9_1 = _mm512_loadu_ps(y + 9u * ldy + j + 16u);
-            c10_0 = _mm512_loadu_ps(y + 10u * ldy + j + 0u);
-            c10_1 = _mm512_loadu_ps(y + 10u * ldy + j + 16u);
-            c11_0 = _mm512_loadu_ps(y + 11u * ldy + j + 0u);
-            c11_1 = _mm512_loadu_ps(y + 11u * ldy + j + 16u);
-        } else {
-            c0_0 = _mm512_setzero_ps(); c0_1 = _mm512_setzero_ps();
-            c1_0 = _mm512_setzero_ps(); c1_1 = _mm512_setzero_ps();
-            c2_0 = _mm512_setzero_ps(); c2_1 = _mm512_setzero_ps();
-            c3_0 = _mm512_setzero_ps(); c3_1 = _mm512_setzero_ps();
-            c4_0 = _mm512_setzero_ps(); c4_1 = _mm512_setzero_ps();
-            c5_0 = _mm512_setzero_ps(); c5_1 = _mm512_setzero_ps();
-            c6_0 = _mm512_setzero_ps(); c6_1 = _mm512_setzero_ps();
-            c7_0 = _mm512_setzero_ps(); c7_1 = _mm512_setzero_ps();
-            c8_0 = _mm512_setzero_ps(); c8_1 = _mm512_setzero_ps();
-            c9_0 = _mm512_setzero_ps(); c9_1 = _mm512_setzero_ps();
-            c10_0 = _mm512_setzero_ps(); c10_1 = _mm512_setzero_ps();
-            c11_0 = _mm512_setzero_ps(); c11_1 = _mm512_setzero_ps();
-        }
+        c0_0 = _mm512_setzero_ps(); c0_1 = _mm512_setzero_ps();
+        c1_0 = _mm512_setzero_ps(); c1_1 = _mm512_setzero_ps();
+        c2_0 = _mm512_setzero_ps(); c2_1 = _mm512_setzero_ps();
+        c3_0 = _mm512_setzero_ps(); c3_1 = _mm512_setzero_ps();
+        c4_0 = _mm512_setzero_ps(); c4_1 = _mm512_setzero_ps();
+        c5_0 = _mm512_setzero_ps(); c5_1 = _mm512_setzero_ps();
+        c6_0 = _mm512_setzero_ps(); c6_1 = _mm512_setzero_ps();
+        c7_0 = _mm512_setzero_ps(); c7_1 = _mm512_setzero_ps();
+        c8_0 = _mm512_setzero_ps(); c8_1 = _mm512_setzero_ps();
+        c9_0 = _mm512_setzero_ps(); c9_1 = _mm512_setzero_ps();
+        c10_0 = _mm512_setzero_ps(); c10_1 = _mm512_setzero_ps();
+        c11_0 = _mm512_setzero_ps(); c11_1 = _mm512_setzero_ps();
         for (size_t k = 0; k < kc; ++k) {
             _mm_prefetch((const char *)((uintptr_t)(b0 + k * 32u + 0u) + bs * sizeof(float)), _MM_HINT_T1);
             _mm_prefetch((const char *)((uintptr_t)(b0 + k * 32u + 16u) + bs * sizeof(float)), _MM_HINT_T1);
@@ -632,6 +602,32 @@ static void aicc_sg_avx512_k12(size_t kc, const float *restrict a, size_t lda,
               c11_0 = _mm512_fmadd_ps(x, w0, c11_0);
               c11_1 = _mm512_fmadd_ps(x, w1, c11_1);
             }
+        }
+        if (acc) {
+            c0_0 = _mm512_add_ps(_mm512_loadu_ps(y + j + 0u), c0_0);
+            c0_1 = _mm512_add_ps(_mm512_loadu_ps(y + j + 16u), c0_1);
+            c1_0 = _mm512_add_ps(_mm512_loadu_ps(y + 1u * ldy + j + 0u), c1_0);
+            c1_1 = _mm512_add_ps(_mm512_loadu_ps(y + 1u * ldy + j + 16u), c1_1);
+            c2_0 = _mm512_add_ps(_mm512_loadu_ps(y + 2u * ldy + j + 0u), c2_0);
+            c2_1 = _mm512_add_ps(_mm512_loadu_ps(y + 2u * ldy + j + 16u), c2_1);
+            c3_0 = _mm512_add_ps(_mm512_loadu_ps(y + 3u * ldy + j + 0u), c3_0);
+            c3_1 = _mm512_add_ps(_mm512_loadu_ps(y + 3u * ldy + j + 16u), c3_1);
+            c4_0 = _mm512_add_ps(_mm512_loadu_ps(y + 4u * ldy + j + 0u), c4_0);
+            c4_1 = _mm512_add_ps(_mm512_loadu_ps(y + 4u * ldy + j + 16u), c4_1);
+            c5_0 = _mm512_add_ps(_mm512_loadu_ps(y + 5u * ldy + j + 0u), c5_0);
+            c5_1 = _mm512_add_ps(_mm512_loadu_ps(y + 5u * ldy + j + 16u), c5_1);
+            c6_0 = _mm512_add_ps(_mm512_loadu_ps(y + 6u * ldy + j + 0u), c6_0);
+            c6_1 = _mm512_add_ps(_mm512_loadu_ps(y + 6u * ldy + j + 16u), c6_1);
+            c7_0 = _mm512_add_ps(_mm512_loadu_ps(y + 7u * ldy + j + 0u), c7_0);
+            c7_1 = _mm512_add_ps(_mm512_loadu_ps(y + 7u * ldy + j + 16u), c7_1);
+            c8_0 = _mm512_add_ps(_mm512_loadu_ps(y + 8u * ldy + j + 0u), c8_0);
+            c8_1 = _mm512_add_ps(_mm512_loadu_ps(y + 8u * ldy + j + 16u), c8_1);
+            c9_0 = _mm512_add_ps(_mm512_loadu_ps(y + 9u * ldy + j + 0u), c9_0);
+            c9_1 = _mm512_add_ps(_mm512_loadu_ps(y + 9u * ldy + j + 16u), c9_1);
+            c10_0 = _mm512_add_ps(_mm512_loadu_ps(y + 10u * ldy + j + 0u), c10_0);
+            c10_1 = _mm512_add_ps(_mm512_loadu_ps(y + 10u * ldy + j + 16u), c10_1);
+            c11_0 = _mm512_add_ps(_mm512_loadu_ps(y + 11u * ldy + j + 0u), c11_0);
+            c11_1 = _mm512_add_ps(_mm512_loadu_ps(y + 11u * ldy + j + 16u), c11_1);
         }
         if (bias) {
             { const __m512 bv = _mm512_loadu_ps(bias + j + 0u);
@@ -749,45 +745,18 @@ static void aicc_sg_avx512_k12(size_t kc, const float *restrict a, size_t lda,
         const size_t nc = n - j;
         const __mmask16 m0 = (__mmask16)((1u << (nc > 0u ? (nc - 0u < 16u ? nc - 0u : 16u) : 0u)) - 1u);
         const __mmask16 m1 = (__mmask16)((1u << (nc > 16u ? (nc - 16u < 16u ? nc - 16u : 16u) : 0u)) - 1u);
-        if (acc) {
-            c0_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + j + 0u) : _mm512_setzero_ps();
-            c0_1 = nc > 16u ? _mm512_maskz_loadu_ps(m1, y + j + 16u) : _mm512_setzero_ps();
-            c1_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 1u * ldy + j + 0u) : _mm512_setzero_ps();
-            c1_1 = nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 1u * ldy + j + 16u) : _mm512_setzero_ps();
-            c2_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 2u * ldy + j + 0u) : _mm512_setzero_ps();
-            c2_1 = nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 2u * ldy + j + 16u) : _mm512_setzero_ps();
-            c3_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 3u * ldy + j + 0u) : _mm512_setzero_ps();
-            c3_1 = nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 3u * ldy + j + 16u) : _mm512_setzero_ps();
-            c4_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 4u * ldy + j + 0u) : _mm512_setzero_ps();
-            c4_1 = nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 4u * ldy + j + 16u) : _mm512_setzero_ps();
-            c5_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 5u * ldy + j + 0u) : _mm512_setzero_ps();
-            c5_1 = nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 5u * ldy + j + 16u) : _mm512_setzero_ps();
-            c6_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 6u * ldy + j + 0u) : _mm512_setzero_ps();
-            c6_1 = nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 6u * ldy + j + 16u) : _mm512_setzero_ps();
-            c7_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 7u * ldy + j + 0u) : _mm512_setzero_ps();
-            c7_1 = nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 7u * ldy + j + 16u) : _mm512_setzero_ps();
-            c8_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 8u * ldy + j + 0u) : _mm512_setzero_ps();
-            c8_1 = nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 8u * ldy + j + 16u) : _mm512_setzero_ps();
-            c9_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 9u * ldy + j + 0u) : _mm512_setzero_ps();
-            c9_1 = nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 9u * ldy + j + 16u) : _mm512_setzero_ps();
-            c10_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 10u * ldy + j + 0u) : _mm512_setzero_ps();
-            c10_1 = nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 10u * ldy + j + 16u) : _mm512_setzero_ps();
-            c11_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 11u * ldy + j + 0u) : _mm512_setzero_ps();
-            c11_1 = nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 11u * ldy + j + 16u) : _mm512_setzero_ps();
-        } else {
-            c0_0 = _mm512_setzero_ps(); c0_1 = _mm512_setzero_ps();
-            c1_0 = _mm512_setzero_ps(); c1_1 = _mm512_setzero_ps();
-            c2_0 = _mm512_setzero_ps(); c2_1 = _mm512_setzero_ps();
-            c3_0 = _mm512_setzero_ps(); c3_1 = _mm512_setzero_ps();
-            c4_0 = _mm512_setzero_ps(); c4_1 = _mm512_setzero_ps();
-            c5_0 = _mm512_setzero_ps(); c5_1 = _mm512_setzero_ps();
-            c6_0 = _mm512_setzero_ps(); c6_1 = _mm512_setzero_ps();
-            c7_0 = _mm512_setzero_ps(); c7_1 = _mm512_setzero_ps();
-            c8_0 = _mm512_setzero_ps(); c8_1 = _mm512_setzero_ps();
-            c9_0 = _mm512_setzero_ps(); c9_1 = _mm512_setzero_ps();
-            c10_0 = _mm512_setzero_ps(); c10_1 = _mm512_setzero_ps();
-            c11_0 = _mm512_setzero_ps(); c11_1 = _mm512_setzero_ps();
-        }
+        c0_0 = _mm512_setzero_ps(); c0_1 = _mm512_setzero_ps();
+        c1_0 = _mm512_setzero_ps(); c1_1 = _mm512_setzero_ps();
+        c2_0 = _mm512_setzero_ps(); c2_1 = _mm512_setzero_ps();
+        c3_0 = _mm512_setzero_ps(); c3_1 = _mm512_setzero_ps();
+        c4_0 = _mm512_setzero_ps(); c4_1 = _mm512_setzero_ps();
+        c5_0 = _mm512_setzero_ps(); c5_1 = _mm512_setzero_ps();
+        c6_0 = _mm512_setzero_ps(); c6_1 = _mm512_setzero_ps();
+        c7_0 = _mm512_setzero_ps(); c7_1 = _mm512_setzero_ps();
+        c8_0 = _mm512_setzero_ps(); c8_1 = _mm512_setzero_ps();
+        c9_0 = _mm512_setzero_ps(); c9_1 = _mm512_setzero_ps();
+        c10_0 = _mm512_setzero_ps(); c10_1 = _mm512_setzero_ps();
+        c11_0 = _mm512_setzero_ps(); c11_1 = _mm512_setzero_ps();
         for (size_t k = 0; k < kc; ++k) {
             const __m512 w0 = _mm512_loadu_ps(b0 + k * 32u + 0u);
             const __m512 w1 = _mm512_loadu_ps(b0 + k * 32u + 16u);
@@ -839,6 +808,32 @@ static void aicc_sg_avx512_k12(size_t kc, const float *restrict a, size_t lda,
               c11_0 = _mm512_fmadd_ps(x, w0, c11_0);
               c11_1 = _mm512_fmadd_ps(x, w1, c11_1);
             }
+        }
+        if (acc) {
+            c0_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + j + 0u) : _mm512_setzero_ps(), c0_0);
+            c0_1 = _mm512_add_ps(nc > 16u ? _mm512_maskz_loadu_ps(m1, y + j + 16u) : _mm512_setzero_ps(), c0_1);
+            c1_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 1u * ldy + j + 0u) : _mm512_setzero_ps(), c1_0);
+            c1_1 = _mm512_add_ps(nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 1u * ldy + j + 16u) : _mm512_setzero_ps(), c1_1);
+            c2_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 2u * ldy + j + 0u) : _mm512_setzero_ps(), c2_0);
+            c2_1 = _mm512_add_ps(nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 2u * ldy + j + 16u) : _mm512_setzero_ps(), c2_1);
+            c3_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 3u * ldy + j + 0u) : _mm512_setzero_ps(), c3_0);
+            c3_1 = _mm512_add_ps(nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 3u * ldy + j + 16u) : _mm512_setzero_ps(), c3_1);
+            c4_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 4u * ldy + j + 0u) : _mm512_setzero_ps(), c4_0);
+            c4_1 = _mm512_add_ps(nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 4u * ldy + j + 16u) : _mm512_setzero_ps(), c4_1);
+            c5_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 5u * ldy + j + 0u) : _mm512_setzero_ps(), c5_0);
+            c5_1 = _mm512_add_ps(nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 5u * ldy + j + 16u) : _mm512_setzero_ps(), c5_1);
+            c6_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 6u * ldy + j + 0u) : _mm512_setzero_ps(), c6_0);
+            c6_1 = _mm512_add_ps(nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 6u * ldy + j + 16u) : _mm512_setzero_ps(), c6_1);
+            c7_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 7u * ldy + j + 0u) : _mm512_setzero_ps(), c7_0);
+            c7_1 = _mm512_add_ps(nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 7u * ldy + j + 16u) : _mm512_setzero_ps(), c7_1);
+            c8_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 8u * ldy + j + 0u) : _mm512_setzero_ps(), c8_0);
+            c8_1 = _mm512_add_ps(nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 8u * ldy + j + 16u) : _mm512_setzero_ps(), c8_1);
+            c9_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 9u * ldy + j + 0u) : _mm512_setzero_ps(), c9_0);
+            c9_1 = _mm512_add_ps(nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 9u * ldy + j + 16u) : _mm512_setzero_ps(), c9_1);
+            c10_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 10u * ldy + j + 0u) : _mm512_setzero_ps(), c10_0);
+            c10_1 = _mm512_add_ps(nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 10u * ldy + j + 16u) : _mm512_setzero_ps(), c10_1);
+            c11_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 11u * ldy + j + 0u) : _mm512_setzero_ps(), c11_0);
+            c11_1 = _mm512_add_ps(nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 11u * ldy + j + 16u) : _mm512_setzero_ps(), c11_1);
         }
         if (bias) {
             { const __m512 bv = nc > 0u ? _mm512_maskz_loadu_ps(m0, bias + j + 0u) : _mm512_setzero_ps();
@@ -975,45 +970,18 @@ static void aicc_sg_avx512_k12np(size_t kc, const float *restrict a, size_t lda,
     for (; j + 32u <= n; j += 32u) {
         const float *restrict b0 = b + (j / 32u + 0u) * bs;
         __m512 c0_0, c0_1, c1_0, c1_1, c2_0, c2_1, c3_0, c3_1, c4_0, c4_1, c5_0, c5_1, c6_0, c6_1, c7_0, c7_1, c8_0, c8_1, c9_0, c9_1, c10_0, c10_1, c11_0, c11_1;
-        if (acc) {
-            c0_0 = _mm512_loadu_ps(y + j + 0u);
-            c0_1 = _mm512_loadu_ps(y + j + 16u);
-            c1_0 = _mm512_loadu_ps(y + 1u * ldy + j + 0u);
-            c1_1 = _mm512_loadu_ps(y + 1u * ldy + j + 16u);
-            c2_0 = _mm512_loadu_ps(y + 2u * ldy + j + 0u);
-            c2_1 = _mm512_loadu_ps(y + 2u * ldy + j + 16u);
-            c3_0 = _mm512_loadu_ps(y + 3u * ldy + j + 0u);
-            c3_1 = _mm512_loadu_ps(y + 3u * ldy + j + 16u);
-            c4_0 = _mm512_loadu_ps(y + 4u * ldy + j + 0u);
-            c4_1 = _mm512_loadu_ps(y + 4u * ldy + j + 16u);
-            c5_0 = _mm512_loadu_ps(y + 5u * ldy + j + 0u);
-            c5_1 = _mm512_loadu_ps(y + 5u * ldy + j + 16u);
-            c6_0 = _mm512_loadu_ps(y + 6u * ldy + j + 0u);
-            c6_1 = _mm512_loadu_ps(y + 6u * ldy + j + 16u);
-            c7_0 = _mm512_loadu_ps(y + 7u * ldy + j + 0u);
-            c7_1 = _mm512_loadu_ps(y + 7u * ldy + j + 16u);
-            c8_0 = _mm512_loadu_ps(y + 8u * ldy + j + 0u);
-            c8_1 = _mm512_loadu_ps(y + 8u * ldy + j + 16u);
-            c9_0 = _mm512_loadu_ps(y + 9u * ldy + j + 0u);
-            c9_1 = _mm512_loadu_ps(y + 9u * ldy + j + 16u);
-            c10_0 = _mm512_loadu_ps(y + 10u * ldy + j + 0u);
-            c10_1 = _mm512_loadu_ps(y + 10u * ldy + j + 16u);
-            c11_0 = _mm512_loadu_ps(y + 11u * ldy + j + 0u);
-            c11_1 = _mm512_loadu_ps(y + 11u * ldy + j + 16u);
-        } else {
-            c0_0 = _mm512_setzero_ps(); c0_1 = _mm512_setzero_ps();
-            c1_0 = _mm512_setzero_ps(); c1_1 = _mm512_setzero_ps();
-            c2_0 = _mm512_setzero_ps(); c2_1 = _mm512_setzero_ps();
-            c3_0 = _mm512_setzero_ps(); c3_1 = _mm512_setzero_ps();
-            c4_0 = _mm512_setzero_ps(); c4_1 = _mm512_setzero_ps();
-            c5_0 = _mm512_setzero_ps(); c5_1 = _mm512_setzero_ps();
-            c6_0 = _mm512_setzero_ps(); c6_1 = _mm512_setzero_ps();
-            c7_0 = _mm512_setzero_ps(); c7_1 = _mm512_setzero_ps();
-            c8_0 = _mm512_setzero_ps(); c8_1 = _mm512_setzero_ps();
-            c9_0 = _mm512_setzero_ps(); c9_1 = _mm512_setzero_ps();
-            c10_0 = _mm512_setzero_ps(); c10_1 = _mm512_setzero_ps();
-            c11_0 = _mm512_setzero_ps(); c11_1 = _mm512_setzero_ps();
-        }
+        c0_0 = _mm512_setzero_ps(); c0_1 = _mm512_setzero_ps();
+        c1_0 = _mm512_setzero_ps(); c1_1 = _mm512_setzero_ps();
+        c2_0 = _mm512_setzero_ps(); c2_1 = _mm512_setzero_ps();
+        c3_0 = _mm512_setzero_ps(); c3_1 = _mm512_setzero_ps();
+        c4_0 = _mm512_setzero_ps(); c4_1 = _mm512_setzero_ps();
+        c5_0 = _mm512_setzero_ps(); c5_1 = _mm512_setzero_ps();
+        c6_0 = _mm512_setzero_ps(); c6_1 = _mm512_setzero_ps();
+        c7_0 = _mm512_setzero_ps(); c7_1 = _mm512_setzero_ps();
+        c8_0 = _mm512_setzero_ps(); c8_1 = _mm512_setzero_ps();
+        c9_0 = _mm512_setzero_ps(); c9_1 = _mm512_setzero_ps();
+        c10_0 = _mm512_setzero_ps(); c10_1 = _mm512_setzero_ps();
+        c11_0 = _mm512_setzero_ps(); c11_1 = _mm512_setzero_ps();
         for (size_t k = 0; k < kc; ++k) {
             const __m512 w0 = _mm512_loadu_ps(b0 + k * 32u + 0u);
             const __m512 w1 = _mm512_loadu_ps(b0 + k * 32u + 16u);
@@ -1065,6 +1033,32 @@ static void aicc_sg_avx512_k12np(size_t kc, const float *restrict a, size_t lda,
               c11_0 = _mm512_fmadd_ps(x, w0, c11_0);
               c11_1 = _mm512_fmadd_ps(x, w1, c11_1);
             }
+        }
+        if (acc) {
+            c0_0 = _mm512_add_ps(_mm512_loadu_ps(y + j + 0u), c0_0);
+            c0_1 = _mm512_add_ps(_mm512_loadu_ps(y + j + 16u), c0_1);
+            c1_0 = _mm512_add_ps(_mm512_loadu_ps(y + 1u * ldy + j + 0u), c1_0);
+            c1_1 = _mm512_add_ps(_mm512_loadu_ps(y + 1u * ldy + j + 16u), c1_1);
+            c2_0 = _mm512_add_ps(_mm512_loadu_ps(y + 2u * ldy + j + 0u), c2_0);
+            c2_1 = _mm512_add_ps(_mm512_loadu_ps(y + 2u * ldy + j + 16u), c2_1);
+            c3_0 = _mm512_add_ps(_mm512_loadu_ps(y + 3u * ldy + j + 0u), c3_0);
+            c3_1 = _mm512_add_ps(_mm512_loadu_ps(y + 3u * ldy + j + 16u), c3_1);
+            c4_0 = _mm512_add_ps(_mm512_loadu_ps(y + 4u * ldy + j + 0u), c4_0);
+            c4_1 = _mm512_add_ps(_mm512_loadu_ps(y + 4u * ldy + j + 16u), c4_1);
+            c5_0 = _mm512_add_ps(_mm512_loadu_ps(y + 5u * ldy + j + 0u), c5_0);
+            c5_1 = _mm512_add_ps(_mm512_loadu_ps(y + 5u * ldy + j + 16u), c5_1);
+            c6_0 = _mm512_add_ps(_mm512_loadu_ps(y + 6u * ldy + j + 0u), c6_0);
+            c6_1 = _mm512_add_ps(_mm512_loadu_ps(y + 6u * ldy + j + 16u), c6_1);
+            c7_0 = _mm512_add_ps(_mm512_loadu_ps(y + 7u * ldy + j + 0u), c7_0);
+            c7_1 = _mm512_add_ps(_mm512_loadu_ps(y + 7u * ldy + j + 16u), c7_1);
+            c8_0 = _mm512_add_ps(_mm512_loadu_ps(y + 8u * ldy + j + 0u), c8_0);
+            c8_1 = _mm512_add_ps(_mm512_loadu_ps(y + 8u * ldy + j + 16u), c8_1);
+            c9_0 = _mm512_add_ps(_mm512_loadu_ps(y + 9u * ldy + j + 0u), c9_0);
+            c9_1 = _mm512_add_ps(_mm512_loadu_ps(y + 9u * ldy + j + 16u), c9_1);
+            c10_0 = _mm512_add_ps(_mm512_loadu_ps(y + 10u * ldy + j + 0u), c10_0);
+            c10_1 = _mm512_add_ps(_mm512_loadu_ps(y + 10u * ldy + j + 16u), c10_1);
+            c11_0 = _mm512_add_ps(_mm512_loadu_ps(y + 11u * ldy + j + 0u), c11_0);
+            c11_1 = _mm512_add_ps(_mm512_loadu_ps(y + 11u * ldy + j + 16u), c11_1);
         }
         if (bias) {
             { const __m512 bv = _mm512_loadu_ps(bias + j + 0u);
@@ -1182,45 +1176,18 @@ static void aicc_sg_avx512_k12np(size_t kc, const float *restrict a, size_t lda,
         const size_t nc = n - j;
         const __mmask16 m0 = (__mmask16)((1u << (nc > 0u ? (nc - 0u < 16u ? nc - 0u : 16u) : 0u)) - 1u);
         const __mmask16 m1 = (__mmask16)((1u << (nc > 16u ? (nc - 16u < 16u ? nc - 16u : 16u) : 0u)) - 1u);
-        if (acc) {
-            c0_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + j + 0u) : _mm512_setzero_ps();
-            c0_1 = nc > 16u ? _mm512_maskz_loadu_ps(m1, y + j + 16u) : _mm512_setzero_ps();
-            c1_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 1u * ldy + j + 0u) : _mm512_setzero_ps();
-            c1_1 = nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 1u * ldy + j + 16u) : _mm512_setzero_ps();
-            c2_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 2u * ldy + j + 0u) : _mm512_setzero_ps();
-            c2_1 = nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 2u * ldy + j + 16u) : _mm512_setzero_ps();
-            c3_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 3u * ldy + j + 0u) : _mm512_setzero_ps();
-            c3_1 = nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 3u * ldy + j + 16u) : _mm512_setzero_ps();
-            c4_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 4u * ldy + j + 0u) : _mm512_setzero_ps();
-            c4_1 = nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 4u * ldy + j + 16u) : _mm512_setzero_ps();
-            c5_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 5u * ldy + j + 0u) : _mm512_setzero_ps();
-            c5_1 = nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 5u * ldy + j + 16u) : _mm512_setzero_ps();
-            c6_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 6u * ldy + j + 0u) : _mm512_setzero_ps();
-            c6_1 = nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 6u * ldy + j + 16u) : _mm512_setzero_ps();
-            c7_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 7u * ldy + j + 0u) : _mm512_setzero_ps();
-            c7_1 = nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 7u * ldy + j + 16u) : _mm512_setzero_ps();
-            c8_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 8u * ldy + j + 0u) : _mm512_setzero_ps();
-            c8_1 = nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 8u * ldy + j + 16u) : _mm512_setzero_ps();
-            c9_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 9u * ldy + j + 0u) : _mm512_setzero_ps();
-            c9_1 = nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 9u * ldy + j + 16u) : _mm512_setzero_ps();
-            c10_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 10u * ldy + j + 0u) : _mm512_setzero_ps();
-            c10_1 = nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 10u * ldy + j + 16u) : _mm512_setzero_ps();
-            c11_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 11u * ldy + j + 0u) : _mm512_setzero_ps();
-            c11_1 = nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 11u * ldy + j + 16u) : _mm512_setzero_ps();
-        } else {
-            c0_0 = _mm512_setzero_ps(); c0_1 = _mm512_setzero_ps();
-            c1_0 = _mm512_setzero_ps(); c1_1 = _mm512_setzero_ps();
-            c2_0 = _mm512_setzero_ps(); c2_1 = _mm512_setzero_ps();
-            c3_0 = _mm512_setzero_ps(); c3_1 = _mm512_setzero_ps();
-            c4_0 = _mm512_setzero_ps(); c4_1 = _mm512_setzero_ps();
-            c5_0 = _mm512_setzero_ps(); c5_1 = _mm512_setzero_ps();
-            c6_0 = _mm512_setzero_ps(); c6_1 = _mm512_setzero_ps();
-            c7_0 = _mm512_setzero_ps(); c7_1 = _mm512_setzero_ps();
-            c8_0 = _mm512_setzero_ps(); c8_1 = _mm512_setzero_ps();
-            c9_0 = _mm512_setzero_ps(); c9_1 = _mm512_setzero_ps();
-            c10_0 = _mm512_setzero_ps(); c10_1 = _mm512_setzero_ps();
-            c11_0 = _mm512_setzero_ps(); c11_1 = _mm512_setzero_ps();
-        }
+        c0_0 = _mm512_setzero_ps(); c0_1 = _mm512_setzero_ps();
+        c1_0 = _mm512_setzero_ps(); c1_1 = _mm512_setzero_ps();
+        c2_0 = _mm512_setzero_ps(); c2_1 = _mm512_setzero_ps();
+        c3_0 = _mm512_setzero_ps(); c3_1 = _mm512_setzero_ps();
+        c4_0 = _mm512_setzero_ps(); c4_1 = _mm512_setzero_ps();
+        c5_0 = _mm512_setzero_ps(); c5_1 = _mm512_setzero_ps();
+        c6_0 = _mm512_setzero_ps(); c6_1 = _mm512_setzero_ps();
+        c7_0 = _mm512_setzero_ps(); c7_1 = _mm512_setzero_ps();
+        c8_0 = _mm512_setzero_ps(); c8_1 = _mm512_setzero_ps();
+        c9_0 = _mm512_setzero_ps(); c9_1 = _mm512_setzero_ps();
+        c10_0 = _mm512_setzero_ps(); c10_1 = _mm512_setzero_ps();
+        c11_0 = _mm512_setzero_ps(); c11_1 = _mm512_setzero_ps();
         for (size_t k = 0; k < kc; ++k) {
             const __m512 w0 = _mm512_loadu_ps(b0 + k * 32u + 0u);
             const __m512 w1 = _mm512_loadu_ps(b0 + k * 32u + 16u);
@@ -1272,6 +1239,32 @@ static void aicc_sg_avx512_k12np(size_t kc, const float *restrict a, size_t lda,
               c11_0 = _mm512_fmadd_ps(x, w0, c11_0);
               c11_1 = _mm512_fmadd_ps(x, w1, c11_1);
             }
+        }
+        if (acc) {
+            c0_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + j + 0u) : _mm512_setzero_ps(), c0_0);
+            c0_1 = _mm512_add_ps(nc > 16u ? _mm512_maskz_loadu_ps(m1, y + j + 16u) : _mm512_setzero_ps(), c0_1);
+            c1_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 1u * ldy + j + 0u) : _mm512_setzero_ps(), c1_0);
+            c1_1 = _mm512_add_ps(nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 1u * ldy + j + 16u) : _mm512_setzero_ps(), c1_1);
+            c2_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 2u * ldy + j + 0u) : _mm512_setzero_ps(), c2_0);
+            c2_1 = _mm512_add_ps(nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 2u * ldy + j + 16u) : _mm512_setzero_ps(), c2_1);
+            c3_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 3u * ldy + j + 0u) : _mm512_setzero_ps(), c3_0);
+            c3_1 = _mm512_add_ps(nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 3u * ldy + j + 16u) : _mm512_setzero_ps(), c3_1);
+            c4_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 4u * ldy + j + 0u) : _mm512_setzero_ps(), c4_0);
+            c4_1 = _mm512_add_ps(nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 4u * ldy + j + 16u) : _mm512_setzero_ps(), c4_1);
+            c5_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 5u * ldy + j + 0u) : _mm512_setzero_ps(), c5_0);
+            c5_1 = _mm512_add_ps(nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 5u * ldy + j + 16u) : _mm512_setzero_ps(), c5_1);
+            c6_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 6u * ldy + j + 0u) : _mm512_setzero_ps(), c6_0);
+            c6_1 = _mm512_add_ps(nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 6u * ldy + j + 16u) : _mm512_setzero_ps(), c6_1);
+            c7_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 7u * ldy + j + 0u) : _mm512_setzero_ps(), c7_0);
+            c7_1 = _mm512_add_ps(nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 7u * ldy + j + 16u) : _mm512_setzero_ps(), c7_1);
+            c8_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 8u * ldy + j + 0u) : _mm512_setzero_ps(), c8_0);
+            c8_1 = _mm512_add_ps(nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 8u * ldy + j + 16u) : _mm512_setzero_ps(), c8_1);
+            c9_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 9u * ldy + j + 0u) : _mm512_setzero_ps(), c9_0);
+            c9_1 = _mm512_add_ps(nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 9u * ldy + j + 16u) : _mm512_setzero_ps(), c9_1);
+            c10_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 10u * ldy + j + 0u) : _mm512_setzero_ps(), c10_0);
+            c10_1 = _mm512_add_ps(nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 10u * ldy + j + 16u) : _mm512_setzero_ps(), c10_1);
+            c11_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 11u * ldy + j + 0u) : _mm512_setzero_ps(), c11_0);
+            c11_1 = _mm512_add_ps(nc > 16u ? _mm512_maskz_loadu_ps(m1, y + 11u * ldy + j + 16u) : _mm512_setzero_ps(), c11_1);
         }
         if (bias) {
             { const __m512 bv = nc > 0u ? _mm512_maskz_loadu_ps(m0, bias + j + 0u) : _mm512_setzero_ps();
@@ -1412,41 +1405,22 @@ static void aicc_sg_avx512_k16v1(size_t kc, const float *restrict a, size_t lda,
     for (; j + 16u <= n; j += 16u) {
         const float *restrict b0 = b + (j / 16u + 0u) * bs;
         __m512 c0_0, c1_0, c2_0, c3_0, c4_0, c5_0, c6_0, c7_0, c8_0, c9_0, c10_0, c11_0, c12_0, c13_0, c14_0, c15_0;
-        if (acc) {
-            c0_0 = _mm512_loadu_ps(y + j + 0u);
-            c1_0 = _mm512_loadu_ps(y + 1u * ldy + j + 0u);
-            c2_0 = _mm512_loadu_ps(y + 2u * ldy + j + 0u);
-            c3_0 = _mm512_loadu_ps(y + 3u * ldy + j + 0u);
-            c4_0 = _mm512_loadu_ps(y + 4u * ldy + j + 0u);
-            c5_0 = _mm512_loadu_ps(y + 5u * ldy + j + 0u);
-            c6_0 = _mm512_loadu_ps(y + 6u * ldy + j + 0u);
-            c7_0 = _mm512_loadu_ps(y + 7u * ldy + j + 0u);
-            c8_0 = _mm512_loadu_ps(y + 8u * ldy + j + 0u);
-            c9_0 = _mm512_loadu_ps(y + 9u * ldy + j + 0u);
-            c10_0 = _mm512_loadu_ps(y + 10u * ldy + j + 0u);
-            c11_0 = _mm512_loadu_ps(y + 11u * ldy + j + 0u);
-            c12_0 = _mm512_loadu_ps(y + 12u * ldy + j + 0u);
-            c13_0 = _mm512_loadu_ps(y + 13u * ldy + j + 0u);
-            c14_0 = _mm512_loadu_ps(y + 14u * ldy + j + 0u);
-            c15_0 = _mm512_loadu_ps(y + 15u * ldy + j + 0u);
-        } else {
-            c0_0 = _mm512_setzero_ps();
-            c1_0 = _mm512_setzero_ps();
-            c2_0 = _mm512_setzero_ps();
-            c3_0 = _mm512_setzero_ps();
-            c4_0 = _mm512_setzero_ps();
-            c5_0 = _mm512_setzero_ps();
-            c6_0 = _mm512_setzero_ps();
-            c7_0 = _mm512_setzero_ps();
-            c8_0 = _mm512_setzero_ps();
-            c9_0 = _mm512_setzero_ps();
-            c10_0 = _mm512_setzero_ps();
-            c11_0 = _mm512_setzero_ps();
-            c12_0 = _mm512_setzero_ps();
-            c13_0 = _mm512_setzero_ps();
-            c14_0 = _mm512_setzero_ps();
-            c15_0 = _mm512_setzero_ps();
-        }
+        c0_0 = _mm512_setzero_ps();
+        c1_0 = _mm512_setzero_ps();
+        c2_0 = _mm512_setzero_ps();
+        c3_0 = _mm512_setzero_ps();
+        c4_0 = _mm512_setzero_ps();
+        c5_0 = _mm512_setzero_ps();
+        c6_0 = _mm512_setzero_ps();
+        c7_0 = _mm512_setzero_ps();
+        c8_0 = _mm512_setzero_ps();
+        c9_0 = _mm512_setzero_ps();
+        c10_0 = _mm512_setzero_ps();
+        c11_0 = _mm512_setzero_ps();
+        c12_0 = _mm512_setzero_ps();
+        c13_0 = _mm512_setzero_ps();
+        c14_0 = _mm512_setzero_ps();
+        c15_0 = _mm512_setzero_ps();
         for (size_t k = 0; k < kc; ++k) {
             _mm_prefetch((const char *)((uintptr_t)(b0 + k * 16u + 0u) + bs * sizeof(float)), _MM_HINT_T1);
             const __m512 w0 = _mm512_loadu_ps(b0 + k * 16u + 0u);
@@ -1498,6 +1472,24 @@ static void aicc_sg_avx512_k16v1(size_t kc, const float *restrict a, size_t lda,
             { const __m512 x = _mm512_set1_ps(*(a15 + k));
               c15_0 = _mm512_fmadd_ps(x, w0, c15_0);
             }
+        }
+        if (acc) {
+            c0_0 = _mm512_add_ps(_mm512_loadu_ps(y + j + 0u), c0_0);
+            c1_0 = _mm512_add_ps(_mm512_loadu_ps(y + 1u * ldy + j + 0u), c1_0);
+            c2_0 = _mm512_add_ps(_mm512_loadu_ps(y + 2u * ldy + j + 0u), c2_0);
+            c3_0 = _mm512_add_ps(_mm512_loadu_ps(y + 3u * ldy + j + 0u), c3_0);
+            c4_0 = _mm512_add_ps(_mm512_loadu_ps(y + 4u * ldy + j + 0u), c4_0);
+            c5_0 = _mm512_add_ps(_mm512_loadu_ps(y + 5u * ldy + j + 0u), c5_0);
+            c6_0 = _mm512_add_ps(_mm512_loadu_ps(y + 6u * ldy + j + 0u), c6_0);
+            c7_0 = _mm512_add_ps(_mm512_loadu_ps(y + 7u * ldy + j + 0u), c7_0);
+            c8_0 = _mm512_add_ps(_mm512_loadu_ps(y + 8u * ldy + j + 0u), c8_0);
+            c9_0 = _mm512_add_ps(_mm512_loadu_ps(y + 9u * ldy + j + 0u), c9_0);
+            c10_0 = _mm512_add_ps(_mm512_loadu_ps(y + 10u * ldy + j + 0u), c10_0);
+            c11_0 = _mm512_add_ps(_mm512_loadu_ps(y + 11u * ldy + j + 0u), c11_0);
+            c12_0 = _mm512_add_ps(_mm512_loadu_ps(y + 12u * ldy + j + 0u), c12_0);
+            c13_0 = _mm512_add_ps(_mm512_loadu_ps(y + 13u * ldy + j + 0u), c13_0);
+            c14_0 = _mm512_add_ps(_mm512_loadu_ps(y + 14u * ldy + j + 0u), c14_0);
+            c15_0 = _mm512_add_ps(_mm512_loadu_ps(y + 15u * ldy + j + 0u), c15_0);
         }
         if (bias) {
             { const __m512 bv = _mm512_loadu_ps(bias + j + 0u);
@@ -1580,41 +1572,22 @@ static void aicc_sg_avx512_k16v1(size_t kc, const float *restrict a, size_t lda,
         __m512 c0_0, c1_0, c2_0, c3_0, c4_0, c5_0, c6_0, c7_0, c8_0, c9_0, c10_0, c11_0, c12_0, c13_0, c14_0, c15_0;
         const size_t nc = n - j;
         const __mmask16 m0 = (__mmask16)((1u << (nc > 0u ? (nc - 0u < 16u ? nc - 0u : 16u) : 0u)) - 1u);
-        if (acc) {
-            c0_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + j + 0u) : _mm512_setzero_ps();
-            c1_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 1u * ldy + j + 0u) : _mm512_setzero_ps();
-            c2_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 2u * ldy + j + 0u) : _mm512_setzero_ps();
-            c3_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 3u * ldy + j + 0u) : _mm512_setzero_ps();
-            c4_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 4u * ldy + j + 0u) : _mm512_setzero_ps();
-            c5_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 5u * ldy + j + 0u) : _mm512_setzero_ps();
-            c6_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 6u * ldy + j + 0u) : _mm512_setzero_ps();
-            c7_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 7u * ldy + j + 0u) : _mm512_setzero_ps();
-            c8_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 8u * ldy + j + 0u) : _mm512_setzero_ps();
-            c9_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 9u * ldy + j + 0u) : _mm512_setzero_ps();
-            c10_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 10u * ldy + j + 0u) : _mm512_setzero_ps();
-            c11_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 11u * ldy + j + 0u) : _mm512_setzero_ps();
-            c12_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 12u * ldy + j + 0u) : _mm512_setzero_ps();
-            c13_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 13u * ldy + j + 0u) : _mm512_setzero_ps();
-            c14_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 14u * ldy + j + 0u) : _mm512_setzero_ps();
-            c15_0 = nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 15u * ldy + j + 0u) : _mm512_setzero_ps();
-        } else {
-            c0_0 = _mm512_setzero_ps();
-            c1_0 = _mm512_setzero_ps();
-            c2_0 = _mm512_setzero_ps();
-            c3_0 = _mm512_setzero_ps();
-            c4_0 = _mm512_setzero_ps();
-            c5_0 = _mm512_setzero_ps();
-            c6_0 = _mm512_setzero_ps();
-            c7_0 = _mm512_setzero_ps();
-            c8_0 = _mm512_setzero_ps();
-            c9_0 = _mm512_setzero_ps();
-            c10_0 = _mm512_setzero_ps();
-            c11_0 = _mm512_setzero_ps();
-            c12_0 = _mm512_setzero_ps();
-            c13_0 = _mm512_setzero_ps();
-            c14_0 = _mm512_setzero_ps();
-            c15_0 = _mm512_setzero_ps();
-        }
+        c0_0 = _mm512_setzero_ps();
+        c1_0 = _mm512_setzero_ps();
+        c2_0 = _mm512_setzero_ps();
+        c3_0 = _mm512_setzero_ps();
+        c4_0 = _mm512_setzero_ps();
+        c5_0 = _mm512_setzero_ps();
+        c6_0 = _mm512_setzero_ps();
+        c7_0 = _mm512_setzero_ps();
+        c8_0 = _mm512_setzero_ps();
+        c9_0 = _mm512_setzero_ps();
+        c10_0 = _mm512_setzero_ps();
+        c11_0 = _mm512_setzero_ps();
+        c12_0 = _mm512_setzero_ps();
+        c13_0 = _mm512_setzero_ps();
+        c14_0 = _mm512_setzero_ps();
+        c15_0 = _mm512_setzero_ps();
         for (size_t k = 0; k < kc; ++k) {
             const __m512 w0 = _mm512_loadu_ps(b0 + k * 16u + 0u);
             { const __m512 x = _mm512_set1_ps(*(a0 + k));
@@ -1665,6 +1638,24 @@ static void aicc_sg_avx512_k16v1(size_t kc, const float *restrict a, size_t lda,
             { const __m512 x = _mm512_set1_ps(*(a15 + k));
               c15_0 = _mm512_fmadd_ps(x, w0, c15_0);
             }
+        }
+        if (acc) {
+            c0_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + j + 0u) : _mm512_setzero_ps(), c0_0);
+            c1_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 1u * ldy + j + 0u) : _mm512_setzero_ps(), c1_0);
+            c2_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 2u * ldy + j + 0u) : _mm512_setzero_ps(), c2_0);
+            c3_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 3u * ldy + j + 0u) : _mm512_setzero_ps(), c3_0);
+            c4_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 4u * ldy + j + 0u) : _mm512_setzero_ps(), c4_0);
+            c5_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 5u * ldy + j + 0u) : _mm512_setzero_ps(), c5_0);
+            c6_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 6u * ldy + j + 0u) : _mm512_setzero_ps(), c6_0);
+            c7_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 7u * ldy + j + 0u) : _mm512_setzero_ps(), c7_0);
+            c8_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 8u * ldy + j + 0u) : _mm512_setzero_ps(), c8_0);
+            c9_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 9u * ldy + j + 0u) : _mm512_setzero_ps(), c9_0);
+            c10_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 10u * ldy + j + 0u) : _mm512_setzero_ps(), c10_0);
+            c11_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 11u * ldy + j + 0u) : _mm512_setzero_ps(), c11_0);
+            c12_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 12u * ldy + j + 0u) : _mm512_setzero_ps(), c12_0);
+            c13_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 13u * ldy + j + 0u) : _mm512_setzero_ps(), c13_0);
+            c14_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 14u * ldy + j + 0u) : _mm512_setzero_ps(), c14_0);
+            c15_0 = _mm512_add_ps(nc > 0u ? _mm512_maskz_loadu_ps(m0, y + 15u * ldy + j + 0u) : _mm512_setzero_ps(), c15_0);
         }
         if (bias) {
             { const __m512 bv = nc > 0u ? _mm512_maskz_loadu_ps(m0, bias + j + 0u) : _mm512_setzero_ps();
@@ -1746,11 +1737,11 @@ static void aicc_sg_avx512_k16v1(size_t kc, const float *restrict a, size_t lda,
 
 /* avx512 GEMM: Y[M,N] = act(alpha * (A @ B) + beta * C). A(i, k) = A[i*lda + k]; B packed in
  * panels of 32 (gemm.pack_b layout); C(i, j) = C[i*crs + j*ccs] or NULL; Y dense. Blocks:
- * K by 256, N by 512 (all of M passes one such block of B while it is in L2, so B is read
+ * K by 128, N by 512 (all of M passes one such block of B while it is in L2, so B is read
  * once per K block), M by 48, N by 32, row tiles of 12 and M % 12 (only row kernels
  * 4, 12 exist: M must leave one of them). The epilogue runs on each tile
  * after its last K block (when epi != 0). K >= 1. */
-static void aicc_sg_avx512_m12k256c48j32n512pf1_r4_12_fused_bias(size_t M, size_t N, size_t K, const float *restrict A, size_t lda,
+static void aicc_sg_avx512_m12k128c48j32n512pf1_r4_12_fused_bias(size_t M, size_t N, size_t K, const float *restrict A, size_t lda,
     const float *restrict Bp, float alpha, const float *restrict C, size_t crs, size_t ccs,
     float beta, float *restrict Y, int epi)
 {
@@ -1758,8 +1749,8 @@ static void aicc_sg_avx512_m12k256c48j32n512pf1_r4_12_fused_bias(size_t M, size_
     const size_t bs = K * 32u;
     for (size_t q = 0; q < bs && q < 4096u; q += 16u)     /* the first panel, toward L1 */
         _mm_prefetch((const char *)(Bp + q), _MM_HINT_T0);
-    for (size_t pc = 0; pc < K; pc += 256u) {
-        const size_t kc = K - pc < 256u ? K - pc : 256u;
+    for (size_t pc = 0; pc < K; pc += 128u) {
+        const size_t kc = K - pc < 128u ? K - pc : 128u;
         const int acc = pc > 0, last = pc + kc == K;
         for (size_t n0 = 0; n0 < N; n0 += 512u) {
             const size_t n1 = N - n0 < 512u ? N : n0 + 512u;
@@ -1788,11 +1779,11 @@ static void aicc_sg_avx512_m12k256c48j32n512pf1_r4_12_fused_bias(size_t M, size_
 
 /* avx512 GEMM: Y[M,N] = act(alpha * (A @ B) + beta * C). A(i, k) = A[i*lda + k]; B packed in
  * panels of 16 (gemm.pack_b layout); C(i, j) = C[i*crs + j*ccs] or NULL; Y dense. Blocks:
- * K by 256, N by 65536 (all of M passes one such block of B while it is in L2, so B is read
+ * K by 128, N by 65536 (all of M passes one such block of B while it is in L2, so B is read
  * once per K block), M by 48, N by 65536, row tiles of 24 and M % 24 (only row kernels
  * 16 exist: M must leave one of them). The epilogue runs on each tile
  * after its last K block (when epi != 0). K >= 1. */
-static void aicc_sg_avx512_m24k256c48j65536n65536v1_r16_fused_bias(size_t M, size_t N, size_t K, const float *restrict A, size_t lda,
+static void aicc_sg_avx512_m24k128c48j65536n65536v1_r16_fused_bias(size_t M, size_t N, size_t K, const float *restrict A, size_t lda,
     const float *restrict Bp, float alpha, const float *restrict C, size_t crs, size_t ccs,
     float beta, float *restrict Y, int epi)
 {
@@ -1800,8 +1791,8 @@ static void aicc_sg_avx512_m24k256c48j65536n65536v1_r16_fused_bias(size_t M, siz
     const size_t bs = K * 16u;
     for (size_t q = 0; q < bs && q < 4096u; q += 16u)     /* the first panel, toward L1 */
         _mm_prefetch((const char *)(Bp + q), _MM_HINT_T0);
-    for (size_t pc = 0; pc < K; pc += 256u) {
-        const size_t kc = K - pc < 256u ? K - pc : 256u;
+    for (size_t pc = 0; pc < K; pc += 128u) {
+        const size_t kc = K - pc < 128u ? K - pc : 128u;
         const int acc = pc > 0, last = pc + kc == K;
         for (size_t n0 = 0; n0 < N; n0 += 65536u) {
             const size_t n1 = N - n0 < 65536u ? N : n0 + 65536u;
@@ -1882,7 +1873,7 @@ static void step0_matmul_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 1, 32, 32] derived */
 {
     (void)f;
-    aicc_sg_avx512_m12k256c48j32n512pf1_r4_12_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
+    aicc_sg_avx512_m12k128c48j32n512pf1_r4_12_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 
@@ -1928,7 +1919,7 @@ static void step2_matmul_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 1, 32, 32] derived */
 {
     (void)f;
-    aicc_sg_avx512_m12k256c48j32n512pf1_r4_12_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
+    aicc_sg_avx512_m12k128c48j32n512pf1_r4_12_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 
@@ -1966,7 +1957,7 @@ static void step4_matmul_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 1, 32, 32] derived */
 {
     (void)f;
-    aicc_sg_avx512_m12k256c48j32n512pf1_r4_12_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
+    aicc_sg_avx512_m12k128c48j32n512pf1_r4_12_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 
@@ -2020,7 +2011,7 @@ static void step6_matmul_k(const aicc_frame *f,
             aicc_pack_b_f32_nb16(16u, 16u, in1 + ib * 256u, 16u, 1u, pk0);
             packed = ib;
         }
-        aicc_sg_avx512_m24k256c48j65536n65536v1_r16_fused_bias(16u, 16u, 16u, in0 + ia * 256u, 16u, pk0, 1.0f,
+        aicc_sg_avx512_m24k128c48j65536n65536v1_r16_fused_bias(16u, 16u, 16u, in0 + ia * 256u, 16u, pk0, 1.0f,
             NULL, 0u, 0u, 1.0f, out0 + ob * 256u, 0);
         ++ob;
     }
@@ -2086,7 +2077,7 @@ static void step9_matmul_k(const aicc_frame *f,
             aicc_pack_b_f32_nb16(16u, 16u, in1 + ib * 256u, 16u, 1u, pk0);
             packed = ib;
         }
-        aicc_sg_avx512_m24k256c48j65536n65536v1_r16_fused_bias(16u, 16u, 16u, in0 + ia * 256u, 16u, pk0, 1.0f,
+        aicc_sg_avx512_m24k128c48j65536n65536v1_r16_fused_bias(16u, 16u, 16u, in0 + ia * 256u, 16u, pk0, 1.0f,
             NULL, 0u, 0u, 1.0f, out0 + ob * 256u, 0);
         ++ob;
     }
@@ -2134,7 +2125,7 @@ static void step11_matmul_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 1, 32, 32] derived */
 {
     (void)f;
-    aicc_sg_avx512_m12k256c48j32n512pf1_r4_12_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
+    aicc_sg_avx512_m12k128c48j32n512pf1_r4_12_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 
@@ -2194,7 +2185,7 @@ static void step14_matmul_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 2, 32, 32] derived */
 {
     (void)f;
-    aicc_sg_avx512_m12k256c48j32n512pf1_r4_12_fused_bias(16u, 64u, 32u, in0, 32u, pk0, 1.0f,
+    aicc_sg_avx512_m12k128c48j32n512pf1_r4_12_fused_bias(16u, 64u, 32u, in0, 32u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 
@@ -2233,7 +2224,7 @@ static void step16_matmul_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 1, 64, 32] derived */
 {
     (void)f;
-    aicc_sg_avx512_m12k256c48j32n512pf1_r4_12_fused_bias(16u, 32u, 64u, in0, 64u, pk0, 1.0f,
+    aicc_sg_avx512_m12k128c48j32n512pf1_r4_12_fused_bias(16u, 32u, 64u, in0, 64u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 
