@@ -25,7 +25,8 @@ where the float32 product lands on the other side of a half-integer (near-ties: 
 a few thousand on random data; ops/qlinear.py documents the float64 form's choice).
 
 Special multipliers and ranges (the float64 form's behaviour, value for value):
-- NaN m (a NaN or zero scale): every output is the zero point (saturated to the type).
+- NaN m (a NaN scale, or zero over zero): every output is the zero point (saturated to the
+  type). A zero y_scale otherwise makes m +-Inf: below.
 - |m| < 2^-33 (zero and subnormals included): |a m| < 1/4, every output the zero point.
 - |m| >= 1/2: a m = (a 2^u)(m 2^-u), u = e - 125 for the float's exponent e (at most 20), a
   first clamped to [-2^10, 2^10]: beyond, |a m| > 512 saturates whatever the zero point of a
