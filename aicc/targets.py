@@ -21,6 +21,11 @@ class Target:
     opt_cflags: tuple             # default optimisation flags (the CFLAGS a user may override)
     vector_bytes: int
     alignment: int
+    # double-precision floating-point hardware; False (a single-precision FPU such as the
+    # Cortex-M4's FPv4-SP, or none): every double operation is a libgcc call, so the int8
+    # kernels requantize in 32-bit integer arithmetic (kernels/qgemm/fixed.py) and round
+    # quantized values in float32, with no soft-double or libm call on the int8 run path
+    double_fpu: bool = True
     kernels: tuple = field(default_factory=tuple)   # allowed kernel variants, best first
     # schedule parameters per op family (e.g. {"gemm": {"kc": 256}}), read by the emitters
     schedule: dict = field(default_factory=dict, hash=False)
@@ -136,6 +141,7 @@ def load_target(name: str) -> Target:
                       opt_cflags=tuple(d.get("opt_cflags", ["-O2"])),
                       vector_bytes=int(d.get("vector_bytes", 16)),
                       alignment=int(d.get("alignment", 64)),
+                      double_fpu=bool(d.get("double_fpu", True)),
                       kernels=tuple(d.get("kernels", ["generic"])),
                       schedule=dict(d.get("schedule") or {}),
                       cpu_flags=tuple(d.get("cpu_flags") or ()),

@@ -15,8 +15,10 @@ Zero points and scales (constants or run-time tensors):
 Requantization (QLinear*): ``y = saturate(rint(acc * m) + y_zp)`` with ``m = a_scale *
 b_scale / y_scale`` computed in float32 and ``acc * m`` in float64, as onnx.reference does
 (onnxruntime multiplies in float32; the two can differ by one unit on near-ties). Rounding is
-half to even; NaN (a NaN or zero scale) gives y_zp; +-Inf saturates. float16/bfloat16 scales
-and 8-bit float operands are refused by check().
+half to even; NaN (a NaN or zero scale) gives y_zp; +-Inf saturates. On targets without
+double-precision hardware (the target's ``double_fpu: false``: cortex-m4) the same values come
+from 32-bit integer arithmetic (kernels/qgemm/fixed.py: no soft-double or libm call).
+float16/bfloat16 scales and 8-bit float operands are refused by check().
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from ..kernels.conv.base_c import PARAMS, RANGE
 from ..kernels.conv.geometry import ConvGeometry, static_shapes
 from ..kernels.gemm.call import batch_dims
 from ..kernels.qgemm import conv as qgemm_conv
+from ..kernels.qgemm import fixed
 from ..kernels.qgemm import planes as qconv_planes
 from ..kernels.qgemm import portable as qgemm_c
 from ..kernels.qgemm import simd as qgemm_simd
@@ -317,12 +320,15 @@ class QLinearMatMul(_MatMulBase):
     def emit(self, node, ctx):
         ydt = ctx.out_dtype(0)
         lo, hi = irange(ydt.name)
-        rnd = round_helper(ctx, np.dtype(np.float64))
         bss = _per_last(ctx.g, node.inputs[4], batch_dims(ctx.in_shape(0), ctx.in_shape(3))[5])
         ctx("/* QLinearMatMul: y = saturate(rint(acc * (a_scale * b_scale / y_scale)) + yzp), "
             "acc = (a - azp) @ (b - bzp) in int32 */")
         _requant_prelude(ctx, 1, 6, 7)
         yct = ctype(ydt)
+        if fixed.usable(ctx):
+            self._emit_fixed(node, ctx, bss)
+            return
+        rnd = round_helper(ctx, np.dtype(np.float64))
         if _nonempty_mm(ctx, self) and qgemm_simd.matmul_usable(ctx, self.A, self.B, self.BZ):
             n = batch_dims(ctx.in_shape(0), ctx.in_shape(3))[5]
             mc, nt, mcol = multipliers(ctx, bool(bss), n)
@@ -340,6 +346,31 @@ class QLinearMatMul(_MatMulBase):
             tq = ctx.scratch(tile, yct, "tq")
             ctx(value(src, ch)[0][0])
             ctx(f"{rq}({cnt}, {src}, 0u, mlt, yzp, {lo}, {hi}, {tq});")
+            with ctx.block(f"for (size_t q = 0; q < {cnt}; ++q)"):
+                ctx(f"{ctx.out[0]}[{dst} + q * {step}] = {tq}[q];")
+        self.emit_mm(node, ctx, value, dot_post)
+
+    def _emit_fixed(self, node, ctx, bss):
+        """The portable loops with the requantization in integers (kernels/qgemm/fixed.py:
+        targets without double-precision hardware)."""
+        ydt = ctx.out_dtype(0)
+        yct = ctype(ydt)
+        pb, k, n = (lambda d: (d[1], d[4], d[5]))(batch_dims(ctx.in_shape(0), ctx.in_shape(3)))
+        bnd = fixed.bound_arg(qgemm_c.bound(ctx, self.B, self.BZ, n, k, self.A, self.AZ,
+                                            w_rows=lambda w: w.reshape(k, n).T)
+                              if numel(pb) == 1 else -1)    # batches of b: no bound
+
+        def mult(j):
+            return f"const float mlt = sa * {ctx.inp[4]}[{j if bss else '0'}] / ys;"
+
+        def value(acc, j):
+            return [mult(j)], f"({yct}){fixed.one(ctx, ydt)}({acc}, mlt, yzp)"
+
+        def dot_post(ch, src, cnt, dst, step, tile):     # one output column of a tile
+            rq = fixed.row(ctx, ydt)
+            tq = ctx.scratch(tile, yct, "tq")
+            ctx(mult(ch))
+            ctx(f"{rq}({cnt}, {src}, 0u, mlt, yzp, {bnd}, {tq});")
             with ctx.block(f"for (size_t q = 0; q < {cnt}; ++q)"):
                 ctx(f"{ctx.out[0]}[{dst} + q * {step}] = {tq}[q];")
         self.emit_mm(node, ctx, value, dot_post)
@@ -458,12 +489,15 @@ class QLinearConv(_ConvBase):
     def emit(self, node, ctx):
         ydt = ctx.out_dtype(0)
         lo, hi = irange(ydt.name)
-        rnd = round_helper(ctx, np.dtype(np.float64))
         wsn = _numel(ctx.g, node.inputs[4])
         ctx("/* QLinearConv: y = saturate(rint((acc + bias) * (x_scale * w_scale / y_scale)) + "
             "yzp), acc = conv(x - xzp, w - wzp) in int32 */")
         _requant_prelude(ctx, 1, 6, 7)
         bias = ctx.inp[8] if ctx.has_input(8) else None
+        if fixed.usable(ctx):
+            self._emit_fixed(node, ctx, wsn, bias)
+            return
+        rnd = round_helper(ctx, np.dtype(np.float64))
         if _simd_conv(self, node, ctx):
             geo = ConvGeometry(self, node, ctx.in_shape(self.X), ctx.in_shape(self.W))
             fits = sums_fit(qgemm_simd.conv_weights(ctx, self, geo), ctx.in_dtype(self.X).name,
@@ -485,4 +519,20 @@ class QLinearConv(_ConvBase):
             ctx(f"const float mlt = sa * {ctx.inp[4]}[{ch if wsn > 1 else '0'}] / ys;")
             bv = f"(uint32_t){bias}[{ch}]" if bias else "0u"
             ctx(f"{rq}({cnt}, {src}, {bv}, mlt, yzp, {lo}, {hi}, {ctx.out[0]} + {dst});")
+        self.emit_conv(node, ctx, post)
+
+    def _emit_fixed(self, node, ctx, wsn, bias):
+        """The portable conv loops with the requantization in integers (kernels/qgemm/
+        fixed.py: targets without double-precision hardware), given the build's bound on the
+        sums."""
+        ydt = ctx.out_dtype(0)
+        geo = ConvGeometry(self, node, ctx.in_shape(self.X), ctx.in_shape(self.W))
+        bnd = fixed.bound_arg(qgemm_c.bound(ctx, self.W, self.WZ, geo.cout,
+                                            geo.cin_g * numel(geo.k), self.X, self.XZ))
+
+        def post(ch, src, cnt, dst):
+            rq = fixed.row(ctx, ydt)
+            ctx(f"const float mlt = sa * {ctx.inp[4]}[{ch if wsn > 1 else '0'}] / ys;")
+            bv = f"(uint32_t){bias}[{ch}]" if bias else "0u"
+            ctx(f"{rq}({cnt}, {src}, {bv}, mlt, yzp, {bnd}, {ctx.out[0]} + {dst});")
         self.emit_conv(node, ctx, post)

@@ -158,10 +158,24 @@ def _emit_loops(ctx, gr, body) -> None:
 
 
 def round_helper(ctx, ft: np.dtype) -> str:
-    """rint(v) + zp clamped to [lo, hi] as int32; NaN gives the zero point (clamped)."""
+    """rint(v) + zp clamped to [lo, hi] as int32; NaN gives the zero point (clamped). float32
+    v on a target without double-precision hardware (``double_fpu: false``): the same values
+    in float32 (no soft-double or libm call): v clamped to the integers [lo - zp, hi - zp]
+    first (exact floats: the types span at most 2^16), which rounding commutes with, then
+    rounded half to even by the 1.5 * 2^23 shift (exact below 2^22), then zp added in int32."""
     ct = ctype(ft)
     f = "f" if ft == np.float32 else ""
     name = f"aicc_qround_{ct}"
+    if ft == np.float32 and not ctx.target.double_fpu:
+        ctx.helper(name, f"/* Quantization rounding: rint(float v) (half to even) + zp, saturated to\n"
+                   f" * [lo, hi] (ops/quantize.py: float32 only, no double-precision hardware).\n"
+                   f" * NaN -> zp (clamped); +-Inf saturate. */\n"
+                   f"static AICC_UNUSED int32_t {name}(float v, int32_t zp, int32_t lo, int32_t hi)\n{{\n"
+                   f"    const float L = (float)(lo - zp), H = (float)(hi - zp);\n"
+                   f"    const float c = v != v ? 0.0f : (v < L ? L : (v > H ? H : v));\n"
+                   f"    const int32_t r = (int32_t)((c + 0x1.8p23f) - 0x1.8p23f) + zp;\n"
+                   f"    return r < lo ? lo : (r > hi ? hi : r);\n}}")
+        return name
     ctx.helper(name, f"/* Quantization rounding: rint({ct} v) (half to even) + zp, saturated to\n"
                f" * [lo, hi]. NaN -> zp (clamped); +-Inf saturate. The sum is exact in double. */\n"
                f"static AICC_UNUSED int32_t {name}({ct} v, int32_t zp, int32_t lo, int32_t hi)\n{{\n"
