@@ -11,7 +11,7 @@ DEMO_OUT    := build/demo
 DEMO_TARGET := $(shell grep -qw avx2 /proc/cpuinfo 2>/dev/null && grep -qw fma /proc/cpuinfo && echo x86-avx2 || echo generic)
 STRICT := -O2 -std=c99 -Wall -Wextra -pedantic -Wshadow -Werror
 
-.PHONY: setup demo test clean toolchain golden conformance fuzz sanitize checked cross-toolchain embedded-check qemu-plugin
+.PHONY: setup demo test clean toolchain golden conformance fuzz zoo sanitize checked cross-toolchain embedded-check qemu-plugin
 
 setup: $(STAMP) toolchain
 
@@ -110,6 +110,14 @@ FUZZ_SECONDS ?= 60
 fuzz: setup
 	@$(BIN)/python -c "import atheris" 2>/dev/null || $(BIN)/pip install -q -e '.[fuzz]'
 	$(BIN)/python -m tools.fuzz --seconds $(FUZZ_SECONDS)
+
+# the model zoo (benchmarks/zoo.py): exports public architectures, builds and measures each
+# against onnxruntime (speed) and a float64 PyTorch run (accuracy); resumes where it stopped;
+# ZOO_TARGET, ZOO_ARGS (e.g. "-k resnet" or "--write": the table in docs/PERFORMANCE.md)
+ZOO_TARGET ?= x86-avx2
+zoo: setup
+	@$(BIN)/python -c "import torch, torchvision, timm, transformers" 2>/dev/null || $(BIN)/pip install -q -e '.[zoo]'
+	$(BIN)/python -m benchmarks.zoo -t $(ZOO_TARGET) $(ZOO_ARGS)
 
 clean:
 	rm -rf build
