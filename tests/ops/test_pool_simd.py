@@ -1,19 +1,21 @@
-"""Pooling on the SIMD targets (x86-avx2, x86-avx512; aicc/kernels/pool/simd.py) against
+"""Pooling on the SIMD targets (x86-avx2, x86-avx512, arm-neon under its emulator;
+aicc/kernels/pool/simd.py) against
 onnxruntime / numpy: MaxPool (no Indices), AveragePool (count_include_pad both ways),
 GlobalAveragePool, GlobalMaxPool on awkward shapes (widths around the vector widths, 1-wide,
 kernels larger than the input with padding, ceil_mode, dilation, strides 1/2/3, 1-D and 3-D),
-NaN/Inf windows. Many nodes share one model per test (one build per target). Targets the host
-cannot run are not generated."""
+NaN/Inf windows. Many nodes share one model per test (one build per target). x86 targets the
+host cannot run, and arm-neon without its cross compiler or emulator, are not generated."""
 import numpy as np
 import pytest
 from onnx import helper
 
-from aicc.targets import runnable_targets
+from aicc.targets import load_target, runnable_targets
 from tests.oracle import assert_close, check, compile_and_run, make_model, rng
 from tests.ops.test_pool import CASES
 
-TARGETS = [t for t in runnable_targets() if t in ("x86-avx2", "x86-avx512")]
-pytestmark = pytest.mark.skipif(not TARGETS, reason="host runs no x86 SIMD target")
+TARGETS = ([t for t in runnable_targets() if t in ("x86-avx2", "x86-avx512")]
+           + ([] if load_target("arm-neon").missing_tools() else ["arm-neon"]))
+pytestmark = pytest.mark.skipif(not TARGETS, reason="no SIMD target runs here")
 
 # (input shape, attributes) beyond test_pool.CASES: widths 1, 7/8/9, 15/16/17, 31/33 around
 # the vector widths; kernels larger than the input (with padding); ceil_mode; dilations;
@@ -95,7 +97,7 @@ def test_simd_kernel_used_and_portable_indices(target, tmp_path):
     onnx.save(model, str(path))
     g = import_model(path)
     _, prog = compile_graph(g, Options.load(target))
-    isa = "avx512" if target == "x86-avx512" else "avx2"
+    isa = load_target(target).kernels[0]
     bodies = {s.node.outputs[0]: s.body for s in prog.steps}
     for o in "acde":
         assert "aicc_ps_" in bodies[o] and isa in bodies[o], o

@@ -1,4 +1,5 @@
-"""Pooling on the x86 SIMD targets (float32; x86-avx2 / x86-avx512): MaxPool without Indices,
+"""Pooling on the SIMD targets (float32; x86-avx2 / x86-avx512 / arm-neon: the ISAs whose
+description has a ``pool`` table): MaxPool without Indices,
 AveragePool, GlobalAveragePool and GlobalMaxPool. pool.py dispatches here when the target's
 ``kernels:`` list (or the node's ``aicc_kernel``) names an ISA before ``generic``; the op
 semantics (pool.py's docstring) are unchanged.
@@ -15,7 +16,8 @@ plane and output row:
 * horizontal: output columns are vectorized; tap kx of output o reads
   ``vr[o * stride + kx * dilation]``: stride 1 plain unaligned loads, stride 2 two loads and a
   de-interleave (AVX2: ``shuffle_ps`` of the even elements, lanes put in order once per output
-  vector by one ``permute4x64``; AVX-512: ``permutex2var``), other strides a gather. ``vr``
+  vector by one ``permute4x64``; AVX-512: ``permutex2var``; NEON: ``uzp1`` / ``uzp2``), other
+  strides a gather (NEON: four lane loads). ``vr``
   is long enough for every full vector (slack filled too); the last partial vector of a row
   is stored with a mask. The tap loops have compile-time trip counts (the helper is specific
   to the kernel shape, stride and dilation along W).
@@ -71,6 +73,8 @@ def _header(ctx, isa):
     ctx.helper(f"pool_simd.{isa}.0.include", include_line(isa))
     if not ISAS[isa].masked:      # tails through lane-mask vectors (the pool table's mask)
         ctx.helper(f"pool_simd.{isa}.1.mtab", lane_mask_table(isa, "aicc_ps_mtab"))
+    if "helpers" in POOL[isa]:    # C the ISA's spellings call (isa/<name>/pool.py)
+        ctx.helper(f"pool_simd.{isa}.1.helpers", POOL[isa]["helpers"])
 
 
 def _op(ctx, isa, avg):
