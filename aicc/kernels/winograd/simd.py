@@ -1,7 +1,8 @@
-"""Winograd convolution F(m x m, 3 x 3) for 2-D 3x3 stride-1 convs (float32; x86-avx2 /
-x86-avx512): ``algo: winograd`` in kernels/conv/simd.py; ``wino_m`` 2: F(2x2,3x3) (4x4 input tiles,
-2.25x fewer multiplications than direct), 4: F(4x4,3x3) (6x6 tiles, 4x fewer), 0: auto (F(4,3)
-up to AUTO_M4_C input channels, else F(2,3)); t = m + 2.
+"""Winograd convolution F(m x m, 3 x 3) for 2-D 3x3 stride-1 convs (float32; the SIMD targets
+whose ISA description has a ``winograd`` table: x86-avx2, x86-avx512, arm-neon): ``algo:
+winograd`` in kernels/conv/simd.py; ``wino_m`` 2: F(2x2,3x3) (4x4 input tiles, 2.25x fewer
+multiplications than direct), 4: F(4x4,3x3) (6x6 tiles, 4x fewer), 0: auto (F(4,3) up to the
+table's ``auto`` m4_c input channels, else F(2,3)); t = m + 2.
 
 The output plane is cut into TH x TW tiles of m x m outputs (NT = TH * TW per batch item,
 numbered row-major); tile j reads the t x t patch of the zero-padded input at row (j / TW) * m,
@@ -33,8 +34,8 @@ Auto (conv_simd.emit, ``prefer``): winograd for supported convs with constant we
 channels, both output dims >= 2 and, for few tiles, a moderate C * K (AUTO below, measured per
 target with benchmarks/conv_layers.py: the ResNet-18 3x3 stride-1 layers run 1.8-2.3x faster
 than with the implicit / transposed GEMM, except 512@7 on AVX-512, which stays on the GEMM).
-Tile size (``wino_m: 0``): F(4,3) up to AUTO_M4_C = 64 input channels, where its error stays
-well inside the tests' tolerance (below), else F(2,3). F(4,3) measured faster than F(2,3) on
+Tile size (``wino_m: 0``): on x86 F(4,3) up to m4_c = 64 input channels, where its error stays
+well inside the tests' tolerance (below), else F(2,3); arm-neon (m4_c 0) F(2,3) only. F(4,3) measured faster than F(2,3) on
 every ResNet layer (conv_layers, AMD Zen 4, x86-avx512 / x86-avx2 us: 16@32 33 -> 25 / 35 ->
 29, 32@16 27 -> 26 / 28 -> 25, 64@8 27 -> 21 / 25 -> 21, 64@56 1267 -> 992 / 1374 -> 1091);
 ResNet-8 ratio to onnxruntime 0.76 -> 0.68, ResNet-18 0.74 -> 0.65 (x86-avx512, F(4,3)
@@ -78,7 +79,7 @@ from . import chan as conv_winograd_t
 from ..conv.base_c import epilogue, use
 from ..conv.simd_gemm import GEMM_FN, KEY, clamp_of, pack_a, tile_gemm
 from ..gemm.simd import flit, nr_of
-from ..isa.registry import table
+from ..isa.registry import ISAS, table
 from ..isa.x86 import vcopy
 from .rows import input_transform_rows, output_transform_rows, rows_of
 from .transforms import SKEW, cook_toom, input_transform, output_transform
@@ -92,7 +93,6 @@ from .transforms import SKEW, cook_toom, input_transform, output_transform
 # Zen 4, x86-avx512: 12 -> 16 at 32x32 40 -> 18 us; ties at 3 -> 16 at 112x112, slower at 8x8
 # and below and for C = 1).
 AUTO = {name: w["auto"] for name, w in table("winograd").items()}
-AUTO_M4_C = 64     # wino_m 0: F(4,3) up to this many input channels (accuracy), else F(2,3)
 
 # The padded input goes channel by channel through one plane buffer that stays in L1, right
 # before that channel's input transform, instead of as a whole padded volume first (C planes
@@ -226,7 +226,7 @@ def emit(ctx, node, geo, isa: str, sched: dict, bias: str, balanced) -> None:
     w = ctx.in_const(1)
     if w is None:
         raise ValueError("conv algo 'winograd' needs constant weights")
-    m = sched["wino_m"] or (4 if geo.cin <= AUTO_M4_C else 2)
+    m = sched["wino_m"] or (4 if geo.cin <= AUTO[isa]["m4_c"] else 2)
     t = m + 2
     nr = nr_of(isa)
     C, K = geo.cin, geo.cout
@@ -235,7 +235,9 @@ def emit(ctx, node, geo, isa: str, sched: dict, bias: str, balanced) -> None:
     ep = epilogue(ctx, node, "float32") if act else "NULL"
     u = transformed_weights(w, m)
     use(ctx, "float32")
-    vcopy(ctx)                   # the row copies and zeroing (both forms)
+    vcopy(ctx, isa)              # the row copies and zeroing (both forms)
+    if "helpers" in ISAS[isa].winograd:    # inline helpers the ISA's spellings call
+        ctx.helper(f"{KEY}.0.wg_{isa}", ISAS[isa].winograd["helpers"])
     narrow = rows_of(isa, m, tw) > 1     # narrow planes: transforms specialized for TW
     chan = channels_form(sched, nr, th * tw, C, K, narrow)
     ctx.kernel = f"{isa} winograd F({m}x{m},3x3)" + (" channels" if chan else "")
