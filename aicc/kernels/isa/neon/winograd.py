@@ -12,11 +12,20 @@ TABLE: dict = dict(
     auto=dict(c=3, k=8, few=9, few_ck=256 * 256, c_few=8, plane=16, m4_c=0),
     # even / odd lanes of the 8 floats a:b (UZP1 / UZP2)
     split=("vuzp1q_f32({a}, {b})", "vuzp2q_f32({a}, {b})"),
+    # the even (.val[0]) / odd (.val[1]) floats of the 2L at p in one de-interleaving load
+    # (LD2), for the patch rows' splits of two consecutive vectors
+    load2=dict(vecs2="float32x4x2_t", load="vld2q_f32({p})"),
     # interleave of a and b: lanes 0, 1 of each, then 2, 3 (ZIP1 / ZIP2)
     zip=("vzip1q_f32({a}, {b})", "vzip2q_f32({a}, {b})"),
     # lanes 1.. of a, then the float at p in the last lane (F(4,3) rows: phase 4 + i of tile l
     # is phase i of tile l + 1): EXT with the float broadcast (LD1R)
     shift1="vextq_f32({a}, vld1q_dup_f32({p}), 1)",
+    # the output clamp min(hi, max(lo, y)): FMIN / FMAX (one instruction each, as the GEMM's
+    # clamp; the vector vocabulary's x86-ordered max / min take two); a NaN y passes as there
+    clamp=dict(min="vminq_f32", max="vmaxq_f32"),
+    # transforms of at most this many patch values (t * t) as straight-line code, all in
+    # registers, instead of loops through a vector buffer (x86: 16 registers)
+    straight=16,
     # the blend mask `mk` of lanes [a, b) (a, b: size_t variables), and {b} where mk else {a}
     range_mask="const uint32x4_t mk = aicc_neon_wg_range(a, b);",
     blend="vbslq_f32(mk, {b}, {a})",
