@@ -25,7 +25,8 @@ batch item); planes narrower than a vector of tiles on x86-avx512, TW dividing 1
 kernels/winograd/rows.py's transforms, specialized for TW). Output channels vectorized
 (kernels/winograd/chan.py, ``channels_form``, ``wino_chan``): the GEMMs transposed, [tiles x C] @ [C
 x K], for few tiles (less than one panel: 7x7 maps on AVX-512) and for many channels on
-mid-sized planes (128@28, 256@14: faster there).
+mid-sized planes (128@28, 256@14: faster there; on arm-neon from 32 x 32 channels on any plane,
+and on planes whose tile rows do not fill whole vectors).
 
 Run-time (non-constant) weights are not supported: ``auto`` does not pick winograd for them,
 and forcing it is an error (as forcing any variant on a geometry it does not support).
@@ -193,29 +194,31 @@ def block_tiles(sched, nr: int, t: int, C: int, K: int, NT: int) -> int:
     return NT if NT <= nt else nt
 
 
-CHAN_CK, CHAN_TILES = 128 * 128, (32, 400)   # auto: channels vectorized from this C * K
-                                              # on, for this many tiles (K fills its panels)
-
-
-def channels_form(sched, nr: int, n: int, C: int, K: int, narrow: bool = False) -> bool:
+def channels_form(sched, isa: str, nr: int, n: int, C: int, K: int, tw: int,
+                  narrow: bool = False) -> bool:
     """Output channels vectorized (kernels/winograd/chan.py) instead of tiles: wino_chan 0 never,
     2 always, 1 (auto) when the n tiles of a batch item leave the one tile panel (NR lanes)
     emptier than the K output channels leave their last panel (e.g. 7x7 maps on AVX-512) and
     do not fill whole vectors of the narrow-plane helpers (narrow: conv_winograd_rows applies;
-    n >= L = NR / 2), or for C * K >= CHAN_CK with K filling >= 90% of its panels and 32 to 400 tiles
-    (measured: 128@28, 256@14, 512@14 10-25% faster than with tiles vectorized; 64@56 about the
-    same; 128@56 10% slower; 512@7 on AVX2, 16 tiles, 1.8x slower). Since the input goes
-    through the one-plane copy (DRIVER), 16 tiles of a 16 x 16 plane run faster on the tiles'
-    narrow-plane helpers (Intel Xeon, x86-avx512, C loop, us, channels / tiles: 32@16 F(4,3)
-    14.4 / 13.4, 48@16 36.4 / 24.8, 16 -> 64 at 16x16 20.0 / 13.2, 128@8 F(2,3) 102.8 /
-    92.6); 9 tiles (12 x 12, no narrow helpers) stay on channels (x86-avx512 32@12 7.8 /
-    15.3; x86-avx2 14.0 / 27.1)."""
+    n >= L = NR / 2), or for C * K >= chan_ck with K filling >= 90% of its panels and
+    chan_tiles[0] to chan_tiles[1] tiles, or (chan_cross) when the tile rows (TW a row) do not
+    fill whole vectors of tiles. chan_* are the ISA's (``auto`` of its winograd table). x86
+    (chan_ck 128 * 128, 32 to 400 tiles): 128@28, 256@14, 512@14 10-25% faster than with tiles
+    vectorized; 64@56 about the same; 128@56 10% slower; 512@7 on AVX2, 16 tiles, 1.8x slower.
+    Since the input goes through the one-plane copy (DRIVER), 16 tiles of a 16 x 16 plane run
+    faster on the tiles' narrow-plane helpers (Intel Xeon, x86-avx512, C loop, us, channels /
+    tiles: 32@16 F(4,3) 14.4 / 13.4, 48@16 36.4 / 24.8, 16 -> 64 at 16x16 20.0 / 13.2, 128@8
+    F(2,3) 102.8 / 92.6); 9 tiles (12 x 12, no narrow helpers) stay on channels (x86-avx512
+    32@12 7.8 / 15.3; x86-avx2 14.0 / 27.1). arm-neon: isa/neon/winograd.py."""
     if sched["wino_chan"] != 1:
         return sched["wino_chan"] == 2
+    a = AUTO[isa]
     fill = K / (-(-K // nr) * nr)
     rows = narrow and n >= nr // 2
+    lo, hi = a["chan_tiles"]
     return ((n < nr and n / nr < fill and not rows) or
-            (C * K >= CHAN_CK and fill >= 0.9 and CHAN_TILES[0] <= n <= CHAN_TILES[1]))
+            (C * K >= a["chan_ck"] and fill >= 0.9 and lo <= n <= hi) or
+            (a["chan_cross"] and tw % (nr // 2) != 0))
 
 
 def emit(ctx, node, geo, isa: str, sched: dict, bias: str, balanced) -> None:
@@ -239,7 +242,7 @@ def emit(ctx, node, geo, isa: str, sched: dict, bias: str, balanced) -> None:
     if "helpers" in ISAS[isa].winograd:    # inline helpers the ISA's spellings call
         ctx.helper(f"{KEY}.0.wg_{isa}", ISAS[isa].winograd["helpers"])
     narrow = rows_of(isa, m, tw) > 1     # narrow planes: transforms specialized for TW
-    chan = channels_form(sched, nr, th * tw, C, K, narrow)
+    chan = channels_form(sched, isa, nr, th * tw, C, K, tw, narrow)
     ctx.kernel = f"{isa} winograd F({m}x{m},3x3)" + (" channels" if chan else "")
     if chan:
         conv_winograd_t.emit(ctx, geo, isa, m, u, bias, (flit(lo), flit(hi)), ep, KEY,
