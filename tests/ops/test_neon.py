@@ -28,7 +28,8 @@ GEMM_MR = ISAS["neon"].gemm["mr"]   # and the GEMM's
 pytestmark = pytest.mark.skipif(bool(load_target(T).missing_tools()),
                                 reason="arm-neon toolchain or qemu-aarch64 missing "
                                        "(make cross-toolchain)")
-NEON_PATHS = (MARK["im2col"], MARK["direct"], MARK["implicit"], MARK["transposed"])
+NEON_PATHS = (MARK["im2col"], MARK["direct"], MARK["implicit"], MARK["transposed"],
+              MARK["winograd"])
 
 
 def _data(shape, ws, seed):
@@ -42,8 +43,9 @@ def _data(shape, ws, seed):
 
 @pytest.mark.parametrize("case", sorted(CONV_CASES))
 def test_neon_conv_auto(case, tmp_path):
-    """Every geometry of test_conv.py with the variant auto picks: a NEON GEMM path, or for
-    depthwise convs the NEON depthwise kernel (test_neon_depthwise.py) or a GEMM path."""
+    """Every geometry of test_conv.py with the variant auto picks: a NEON GEMM path or
+    Winograd, or for depthwise convs the NEON depthwise kernel (test_neon_depthwise.py) or a
+    GEMM path."""
     x, w, attrs = case_data(case)
     run(tmp_path, T, x, w, attrs,
         marker=None if algo_of(case) == "depthwise" else NEON_PATHS)
