@@ -34,13 +34,15 @@ and forcing it is an error (as forcing any variant on a geometry it does not sup
 Auto (conv_simd.emit, ``prefer``): winograd for supported convs with constant weights, enough
 channels, both output dims >= 2 and, for few tiles, a moderate C * K (AUTO below, measured per
 target with benchmarks/conv_layers.py: the ResNet-18 3x3 stride-1 layers run 1.8-2.3x faster
-than with the implicit / transposed GEMM, except 512@7 on AVX-512, which stays on the GEMM).
-Tile size (``wino_m: 0``): on x86 F(4,3) up to m4_c = 64 input channels, where its error stays
-well inside the tests' tolerance (below), else F(2,3); arm-neon (m4_c 0) F(2,3) only. F(4,3) measured faster than F(2,3) on
-every ResNet layer (conv_layers, AMD Zen 4, x86-avx512 / x86-avx2 us: 16@32 33 -> 25 / 35 ->
-29, 32@16 27 -> 26 / 28 -> 25, 64@8 27 -> 21 / 25 -> 21, 64@56 1267 -> 992 / 1374 -> 1091);
-ResNet-8 ratio to onnxruntime 0.76 -> 0.68, ResNet-18 0.74 -> 0.65 (x86-avx512, F(4,3)
-everywhere it is winograd).
+than with the implicit / transposed GEMM, except 512@7 on AVX-512, which stays on the GEMM;
+arm-neon: by executed instructions, isa/neon/winograd.py). Tile size (``wino_m: 0``): on x86
+F(4,3) up to m4_c = 64 input channels, where its error stays well inside the tests' tolerance
+(below), else F(2,3); on arm-neon (m4_c 0) F(2,3) only, F(4,3) when forced (``wino_m: 4``
+runs there: its transforms are the same, its rows split by UZP and EXT). F(4,3) measured
+faster than F(2,3) on every ResNet layer (conv_layers, AMD Zen 4, x86-avx512 / x86-avx2 us:
+16@32 33 -> 25 / 35 -> 29, 32@16 27 -> 26 / 28 -> 25, 64@8 27 -> 21 / 25 -> 21, 64@56 1267 ->
+992 / 1374 -> 1091); ResNet-8 ratio to onnxruntime 0.76 -> 0.68, ResNet-18 0.74 -> 0.65
+(x86-avx512, F(4,3) everywhere it is winograd).
 
 Rounding: not the FMA chain of the other variants. The transforms add and scale inputs and GEMM
 results in float32, so results differ from direct convolution by more than reordering.
@@ -64,7 +66,11 @@ direct paths; F(4,3) (the better points, used here) is auto only up to 64 input 
 forced (``wino_m: 4``) beyond. Whole models against onnxruntime (benchmarks' fixtures, 5
 seeded N(0, 1) inputs): ResNet-8 0.03 - 0.05 of the tolerance (0.01 with F(2,3)), ResNet-18
 0.48 (x86-avx512) / 0.29 (x86-avx2); 0.45 with F(2,3) everywhere: other steps and the inputs'
-draw dominate.
+draw dominate. arm-neon, F(2,3), max abs error against float64 (ReLU'd N(0, 1) inputs, He
+weights, 3 draws): ResNet layers 16@32 .. 512@7 0.8e-6 - 3.2e-6, where its im2col GEMM (one
+FMA chain over 9C) has 1.5e-6 - 8.0e-6 and onnxruntime on x86 0.9e-6 - 2.4e-6; whole models
+(20 seeded N(0, 1) inputs, mean of the max): ResNet-8 3.3e-7 (on the GEMM paths 3.2e-7,
+onnxruntime 3.1e-7), ResNet-18 1.15e-5 (GEMM paths 1.11e-5, onnxruntime 7.0e-6).
 
 NaN/Inf: a NaN or Inf input reaches every output of every tile whose input patch contains it
 (the transforms mix all t x t values of a patch; an Inf turns into Inf - Inf = NaN in the other

@@ -1,14 +1,18 @@
 """C text of the Winograd transforms (kernels/winograd/simd.py): the Toom-Cook matrices of F(m, 3)
-from their interpolation points, and the generated input / output transform helpers for
-x86-avx2 / x86-avx512, vectorized across tiles (lane l = tile j + l of the block).
+from their interpolation points, and the generated input / output transform helpers for the
+ISAs whose description has a winograd table (x86-avx2, x86-avx512, arm-neon), vectorized
+across tiles (lane l = tile j + l of the block).
 
 Input transform (``aicc_wgM_in_ISA``): per vector of L tiles and channel, the t x t input
 patch d of each tile is read from the padded plane, V = B^T d B is computed in registers
 (straight-line code from the matrix entries: +-1 as add/sub, others as FMA) and the t * t
 vectors are stored in the GEMM's B panels. When the L tiles lie in one tile row (the common
 case) each patch row is read with unit-stride vector loads and de-interleaved (stride m:
-even/odd splits, twice for m = 4); otherwise (a vector crossing tile rows, the tail) with
-gathers from a per-lane offset vector (lanes past the block repeat its last tile).
+even/odd splits, twice for m = 4; one de-interleaving load per pair of vectors where the table
+has ``load2``, LD2 on NEON); otherwise (a vector crossing tile rows) the lanes of each later
+tile row are read the same way from loads shifted by their first lane and blended in. With
+the table's ``straight`` (NEON, 32 registers: F(2,3)'s 16 values) the t patch rows and the
+column transforms are straight-line code in registers, else loops through a vector buffer.
 
 Output transform (``aicc_wgM_out_ISA``): per output channel and vector of L tiles, the t * t
 GEMM results M, Y = A^T M A (m x m vectors), + bias, clamp [lo, hi], then the m rows of the L
