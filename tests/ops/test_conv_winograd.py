@@ -13,12 +13,12 @@ import onnx
 import pytest
 from onnx import helper
 
-import aicc
 from aicc.bundle.writer import write_bundle
 from aicc.compiler import compile_graph
 from aicc.config import Options
 from aicc.frontend import import_model
 from aicc.kernels.winograd.transforms import cook_toom
+from aicc.runner import open_bundle
 from aicc.targets import runnable_targets
 from tests.oracle import CHECKED, STRICT_CFLAGS, assert_close, make_model, reference, rng
 
@@ -28,9 +28,11 @@ TARGETS = [t for t in runnable_targets() if t in ("x86-avx2", "x86-avx512")]
 def convs(tmp_path, target, cases, sched=None, runtime_w=False, marker="Winograd",
           absent=None, check=True):
     """Compile one model holding a Conv per case (x shape, w shape, attrs, options: act,
-    params, bias, scale, x) with aicc_schedule = sched (and aicc_act from the options) on
-    every Conv; each step must contain marker (and not absent); run it and compare each output
-    with onnxruntime on Conv (-> activation). Returns (outputs, reference)."""
+    params, bias, scale, x; sched, marker, absent: that case's own) with aicc_schedule = sched
+    (updated by the case's sched; and aicc_act from the options) on every Conv; each step must
+    contain marker (and not absent); run it (under the target's emulator for a cross target)
+    and compare each output with onnxruntime on Conv (-> activation). Returns (outputs,
+    reference)."""
     feeds, inits, nodes, ref_nodes, acts = {}, {}, [], [], {}
     for i, (xs, ws, attrs, o) in enumerate(cases):
         seed = repr((xs, ws, attrs, sorted((k, v) for k, v in o.items() if k != "x")))
@@ -69,23 +71,24 @@ def convs(tmp_path, target, cases, sched=None, runtime_w=False, marker="Winograd
     g = import_model(path)
     for n in g.nodes:
         if n.op_type == "Conv":
-            if sched:
-                n.attrs["aicc_schedule"] = dict(sched)
+            own = cases[int(n.outputs[0][1:])][3].get("sched", {})
+            if sched or own:
+                n.attrs["aicc_schedule"] = {**(sched or {}), **own}
             if n.outputs[0] in acts:
                 n.attrs["aicc_act"], n.attrs["aicc_act_params"] = acts[n.outputs[0]]
     opts = Options.load(target, overrides={"memory": {"checked": True}} if CHECKED else None)
     _, prog = compile_graph(g, opts)
     bodies = [s.body for s in prog.steps if "Conv" in s.body]
     assert len(bodies) == len(cases), bodies
-    if marker:
-        assert all(marker in b for b in bodies), bodies
-    if absent:
-        assert not any(absent in b for b in bodies), bodies
+    for (*_, o), b in zip(cases, bodies):
+        mk, ab = o.get("marker", marker), o.get("absent", absent)
+        assert not mk or mk in b, b
+        assert not ab or ab not in b, b
     out = write_bundle(prog, tmp_path / "b", name=opts.name, target=opts.target, opts=opts,
                        model_sha="0" * 64,
                        original_inputs=[{"name": k, "shape": list(v.shape)}
                                         for k, v in feeds.items()])
-    got = aicc.load(out, cflags=STRICT_CFLAGS).run(feeds)
+    got = open_bundle(out, cflags=STRICT_CFLAGS).run(feeds)
     if check:
         assert_close(got, want)
     return got, want

@@ -3,10 +3,11 @@
 masked column tails, K % 4 rests, K blocks, transposed A), the conv GEMM paths (im2col,
 direct, implicit with its stride-2 de-interleave, transposed with its patch runs; every row
 count 1 .. 2 * MR + 1, tiles and schedules), ConvTranspose on the conv GEMM, fused activations
-and NaN / Inf, the channel-vectorized depthwise (dwchan); and that the conv variants the NEON
-description leaves out (winograd, bcast) run the portable kernels (the phase-split depthwise:
-test_neon_depthwise.py). Bundles compile with the strict warning flags. Skipped only when the
-cross toolchain or qemu is missing (`make test` installs them)."""
+and NaN / Inf, the channel-vectorized depthwise (dwchan); and that the conv variant the NEON
+description leaves out (bcast) runs the portable kernels (the phase-split depthwise:
+test_neon_depthwise.py; Winograd: test_neon_winograd.py). Bundles compile with the strict
+warning flags. Skipped only when the cross toolchain or qemu is missing (`make test` installs
+them)."""
 import itertools
 import json
 import zlib
@@ -27,7 +28,8 @@ GEMM_MR = ISAS["neon"].gemm["mr"]   # and the GEMM's
 pytestmark = pytest.mark.skipif(bool(load_target(T).missing_tools()),
                                 reason="arm-neon toolchain or qemu-aarch64 missing "
                                        "(make cross-toolchain)")
-NEON_PATHS = (MARK["im2col"], MARK["direct"], MARK["implicit"], MARK["transposed"])
+NEON_PATHS = (MARK["im2col"], MARK["direct"], MARK["implicit"], MARK["transposed"],
+              MARK["winograd"])
 
 
 def _data(shape, ws, seed):
@@ -41,8 +43,9 @@ def _data(shape, ws, seed):
 
 @pytest.mark.parametrize("case", sorted(CONV_CASES))
 def test_neon_conv_auto(case, tmp_path):
-    """Every geometry of test_conv.py with the variant auto picks: a NEON GEMM path, or for
-    depthwise convs the NEON depthwise kernel (test_neon_depthwise.py) or a GEMM path."""
+    """Every geometry of test_conv.py with the variant auto picks: a NEON GEMM path or
+    Winograd, or for depthwise convs the NEON depthwise kernel (test_neon_depthwise.py) or a
+    GEMM path."""
     x, w, attrs = case_data(case)
     run(tmp_path, T, x, w, attrs,
         marker=None if algo_of(case) == "depthwise" else NEON_PATHS)
@@ -141,13 +144,11 @@ def test_neon_conv_nan_inf(algo, tmp_path):
     run(tmp_path, T, x, w, attrs, sched={"algo": algo}, act="Relu", marker=MARK[algo])
 
 
-@pytest.mark.parametrize("algo", ["winograd", "bcast"])
-def test_neon_conv_variants_not_described_run_portable(algo, tmp_path):
-    """A variant the NEON description has no entries for, forced on a node, falls back to the
-    portable kernels (correct results; no NEON kernel in the step: winograd takes the portable
-    Winograd)."""
+def test_neon_conv_variants_not_described_run_portable(tmp_path):
+    """A variant the NEON description has no entries for (bcast), forced on a node, falls
+    back to the portable kernels (correct results; no NEON kernel in the step)."""
     x, w, attrs = case_data("3x3_pad1")
-    run(tmp_path, T, x, w, attrs, sched={"algo": algo})
+    run(tmp_path, T, x, w, attrs, sched={"algo": "bcast"})
     b = next(tmp_path.glob("b*"))
     (step,) = json.loads((b / "manifest.json").read_text())["steps"]
     assert not step["kernel"].startswith("neon"), step["kernel"]

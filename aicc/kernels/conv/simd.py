@@ -1,5 +1,6 @@
 """Conv on the SIMD targets (float32; x86-avx2 / x86-avx512, and arm-neon for the variants its
-description has entries for: im2col, direct, implicit, depthwise; ``offered``): variant
+description has entries for: im2col, direct, implicit, transposed, depthwise, dwchan,
+winograd; ``offered``): variant
 choice, schedule, and the GEMM path ``Y[Cout/g, P] = W[Cout/g, K] @ col[K, P]`` per batch
 item and group, with the output positions P (the large dimension) as the vectorized N
 dimension.
@@ -15,7 +16,8 @@ Variants (``emit``; the target's ``schedule: conv: algo`` or a node's ``aicc_sch
 * ``winograd`` (kernels/winograd/simd.py): 2-D 3x3, stride 1, dilation 1, group 1, constant weights:
   Winograd F(2x2,3x3) or F(4x4,3x3) (``wino_m``), t * t GEMMs on transformed tiles, 2.25x /
   4x fewer multiplications (auto: when channels and output tiles pass winograd/simd.AUTO;
-  F(4,3) up to 64 input channels, F(2,3) above: F(4,3) is less accurate).
+  on x86 F(4,3) up to 64 input channels, F(2,3) above: F(4,3) is less accurate; on arm-neon
+  F(2,3) only).
 * ``bcast`` (kernels/conv/bcast.py): direct, group 1, 1-D/2-D, constant weights: blocks of output
   positions x output-channel vectors, each input value broadcast from the padded rows, no
   im2col (auto: strided convs, and on x86-avx512 convs of at most 4 input channels, whose
@@ -57,7 +59,7 @@ depends on the K blocking, not on the tile sizes or the variant (except depthwis
 first, then the taps; bcast: one chain over all K; transposed: the same chains, bias added
 after), except for ``winograd``: its transforms change the
 arithmetic, so its results depend on the variant and on ``wino_m`` (F(2,3): errors as the
-direct chain; F(4,3): about 5x larger, ~0.4 of the tests' tolerance at C = 64 (auto's limit),
+direct chain; F(4,3): about 5x larger, ~0.4 of the tests' tolerance at C = 64 (x86 auto's limit),
 above 1 at C = 256 - 512 (forced only there); measured figures in kernels/winograd/simd.py). It
 differs from onnxruntime (also FMA, other order) by rounding only. NaN/Inf: IEEE (0 * Inf =
 NaN for zero weights); the clamp propagates NaN

@@ -115,6 +115,8 @@ def output_transform(isa: str, m: int, ms: int) -> tuple:
                      f"bias ? {d['add']}(z{i}_{q}, vb) : z{i}_{q}));")
     if m == 4 and ISAS[isa].winograd.get("chan_rows4"):
         o += _rows_out4(isa, ind)
+    if m == 2 and "chan_rows2" in ISAS[isa].winograd:
+        o += _rows_out2(isa, ind)
     o.append(f"{ind}float buf[{m * m}][{L}];")
     o += [f"{ind}{d['st']}(buf[{i * m + q}], c{i}_{q});" for i in range(m) for q in range(m)]
     o += [f"{ind}for (size_t i = 0; i < {m}u && oy + i < OH; ++i)",
@@ -141,6 +143,23 @@ def _rows_out4(isa: str, ind) -> list:
             for e in range(4):
                 o.append(f"{ind}    " + st4.format(p=f"yk + {4 * b + e}u * P + {i}u * OW",
                                                     v=f"u{i}_{e}", i=b) + ";")
+    o += [f"{ind}    continue;", f"{ind}}}"]
+    return o
+
+
+def _rows_out2(isa: str, ind) -> list:
+    """F(2,3) on 4-lane vectors (``chan_rows2``: the stores of a vector's low / high pair),
+    the 4 channels of a tile inside the output: the 2 x 2 outputs c{i}_q transposed (lanes4:
+    u_e = channel e's y00, y01, y10, y11) and each output row of a channel stored as one pair,
+    instead of 16 scalar stores through a buffer."""
+    lo, hi = ISAS[isa].winograd["chan_rows2"]
+    o = [f"{ind}if (nk == 4u && oy + 2u <= OH && ox + 2u <= OW) {{",
+         f"{ind}    float *restrict yk = y + k * P + oy * OW + ox;"]
+    o += lanes4(isa, ["c0_0", "c0_1", "c1_0", "c1_1"], "t", [f"u{e}" for e in range(4)],
+                ind + "    ")
+    for e in range(4):
+        o.append(f"{ind}    {lo.format(p=f'yk + {e}u * P', v=f'u{e}')};")
+        o.append(f"{ind}    {hi.format(p=f'yk + {e}u * P + OW', v=f'u{e}')};")
     o += [f"{ind}    continue;", f"{ind}}}"]
     return o
 

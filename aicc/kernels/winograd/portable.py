@@ -17,9 +17,11 @@ blocks of nb tiles (a multiple of 8, so that V fits ``wino_kb`` KiB). Per block:
    not stored);
 3. after the batch item, the fused activation (ep) over its outputs.
 
-Auto (the target's ``schedule: conv_c: {algo: auto}``: generic; arm-neon and cortex-m4 keep
-im2col unless a build YAML sets it, since it grows the weights; a node's ``aicc_schedule:
-{algo: winograd | im2col}`` forces either): 2-D 3x3 stride-1 convs of one group
+Auto (the target's ``schedule: conv_c: {algo: auto}``: generic; cortex-m4, and arm-neon for
+the convs it gives the portable kernels, keep im2col unless a build YAML sets it, since it
+grows the weights (arm-neon's float convs run kernels/conv/simd.py, whose NEON Winograd is
+kernels/winograd/simd.py); a node's ``aicc_schedule: {algo: winograd | im2col}`` forces
+either): 2-D 3x3 stride-1 convs of one group
 with constant float32 weights, at least AUTO_C input and AUTO_K output channels and at least
 MIN_TILES tiles of F(2,3) per batch item (two full panels of 8; ResNet-18's 7 x 7 stage has
 16). Tile size ``wino_m``: 0 (auto) and 2 take F(2,3), 4 F(4,3). F(4,3) runs ResNet-18's

@@ -1,7 +1,8 @@
-"""Winograd convolution F(m x m, 3 x 3) for 2-D 3x3 stride-1 convs (float32; x86-avx2 /
-x86-avx512): ``algo: winograd`` in kernels/conv/simd.py; ``wino_m`` 2: F(2x2,3x3) (4x4 input tiles,
-2.25x fewer multiplications than direct), 4: F(4x4,3x3) (6x6 tiles, 4x fewer), 0: auto (F(4,3)
-up to AUTO_M4_C input channels, else F(2,3)); t = m + 2.
+"""Winograd convolution F(m x m, 3 x 3) for 2-D 3x3 stride-1 convs (float32; the SIMD targets
+whose ISA description has a ``winograd`` table: x86-avx2, x86-avx512, arm-neon): ``algo:
+winograd`` in kernels/conv/simd.py; ``wino_m`` 2: F(2x2,3x3) (4x4 input tiles, 2.25x fewer
+multiplications than direct), 4: F(4x4,3x3) (6x6 tiles, 4x fewer), 0: auto (F(4,3) up to the
+table's ``auto`` m4_c input channels, else F(2,3)); t = m + 2.
 
 The output plane is cut into TH x TW tiles of m x m outputs (NT = TH * TW per batch item,
 numbered row-major); tile j reads the t x t patch of the zero-padded input at row (j / TW) * m,
@@ -24,7 +25,8 @@ batch item); planes narrower than a vector of tiles on x86-avx512, TW dividing 1
 kernels/winograd/rows.py's transforms, specialized for TW). Output channels vectorized
 (kernels/winograd/chan.py, ``channels_form``, ``wino_chan``): the GEMMs transposed, [tiles x C] @ [C
 x K], for few tiles (less than one panel: 7x7 maps on AVX-512) and for many channels on
-mid-sized planes (128@28, 256@14: faster there).
+mid-sized planes (128@28, 256@14: faster there; on arm-neon from 32 x 32 channels on any plane,
+and on planes whose tile rows do not fill whole vectors).
 
 Run-time (non-constant) weights are not supported: ``auto`` does not pick winograd for them,
 and forcing it is an error (as forcing any variant on a geometry it does not support).
@@ -32,13 +34,15 @@ and forcing it is an error (as forcing any variant on a geometry it does not sup
 Auto (conv_simd.emit, ``prefer``): winograd for supported convs with constant weights, enough
 channels, both output dims >= 2 and, for few tiles, a moderate C * K (AUTO below, measured per
 target with benchmarks/conv_layers.py: the ResNet-18 3x3 stride-1 layers run 1.8-2.3x faster
-than with the implicit / transposed GEMM, except 512@7 on AVX-512, which stays on the GEMM).
-Tile size (``wino_m: 0``): F(4,3) up to AUTO_M4_C = 64 input channels, where its error stays
-well inside the tests' tolerance (below), else F(2,3). F(4,3) measured faster than F(2,3) on
-every ResNet layer (conv_layers, AMD Zen 4, x86-avx512 / x86-avx2 us: 16@32 33 -> 25 / 35 ->
-29, 32@16 27 -> 26 / 28 -> 25, 64@8 27 -> 21 / 25 -> 21, 64@56 1267 -> 992 / 1374 -> 1091);
-ResNet-8 ratio to onnxruntime 0.76 -> 0.68, ResNet-18 0.74 -> 0.65 (x86-avx512, F(4,3)
-everywhere it is winograd).
+than with the implicit / transposed GEMM, except 512@7 on AVX-512, which stays on the GEMM;
+arm-neon: by executed instructions, isa/neon/winograd.py). Tile size (``wino_m: 0``): on x86
+F(4,3) up to m4_c = 64 input channels, where its error stays well inside the tests' tolerance
+(below), else F(2,3); on arm-neon (m4_c 0) F(2,3) only, F(4,3) when forced (``wino_m: 4``
+runs there: its transforms are the same, its rows split by UZP and EXT). F(4,3) measured
+faster than F(2,3) on every ResNet layer (conv_layers, AMD Zen 4, x86-avx512 / x86-avx2 us:
+16@32 33 -> 25 / 35 -> 29, 32@16 27 -> 26 / 28 -> 25, 64@8 27 -> 21 / 25 -> 21, 64@56 1267 ->
+992 / 1374 -> 1091); ResNet-8 ratio to onnxruntime 0.76 -> 0.68, ResNet-18 0.74 -> 0.65
+(x86-avx512, F(4,3) everywhere it is winograd).
 
 Rounding: not the FMA chain of the other variants. The transforms add and scale inputs and GEMM
 results in float32, so results differ from direct convolution by more than reordering.
@@ -62,7 +66,11 @@ direct paths; F(4,3) (the better points, used here) is auto only up to 64 input 
 forced (``wino_m: 4``) beyond. Whole models against onnxruntime (benchmarks' fixtures, 5
 seeded N(0, 1) inputs): ResNet-8 0.03 - 0.05 of the tolerance (0.01 with F(2,3)), ResNet-18
 0.48 (x86-avx512) / 0.29 (x86-avx2); 0.45 with F(2,3) everywhere: other steps and the inputs'
-draw dominate.
+draw dominate. arm-neon, F(2,3), max abs error against float64 (ReLU'd N(0, 1) inputs, He
+weights, 3 draws): ResNet layers 16@32 .. 512@7 0.8e-6 - 3.2e-6, where its im2col GEMM (one
+FMA chain over 9C) has 1.5e-6 - 8.0e-6 and onnxruntime on x86 0.9e-6 - 2.4e-6; whole models
+(20 seeded N(0, 1) inputs, mean of the max): ResNet-8 3.3e-7 (on the GEMM paths 3.2e-7,
+onnxruntime 3.1e-7), ResNet-18 1.15e-5 (GEMM paths 1.11e-5, onnxruntime 7.0e-6).
 
 NaN/Inf: a NaN or Inf input reaches every output of every tile whose input patch contains it
 (the transforms mix all t x t values of a patch; an Inf turns into Inf - Inf = NaN in the other
@@ -78,7 +86,7 @@ from . import chan as conv_winograd_t
 from ..conv.base_c import epilogue, use
 from ..conv.simd_gemm import GEMM_FN, KEY, clamp_of, pack_a, tile_gemm
 from ..gemm.simd import flit, nr_of
-from ..isa.registry import table
+from ..isa.registry import ISAS, table
 from ..isa.x86 import vcopy
 from .rows import input_transform_rows, output_transform_rows, rows_of
 from .transforms import SKEW, cook_toom, input_transform, output_transform
@@ -92,7 +100,6 @@ from .transforms import SKEW, cook_toom, input_transform, output_transform
 # Zen 4, x86-avx512: 12 -> 16 at 32x32 40 -> 18 us; ties at 3 -> 16 at 112x112, slower at 8x8
 # and below and for C = 1).
 AUTO = {name: w["auto"] for name, w in table("winograd").items()}
-AUTO_M4_C = 64     # wino_m 0: F(4,3) up to this many input channels (accuracy), else F(2,3)
 
 # The padded input goes channel by channel through one plane buffer that stays in L1, right
 # before that channel's input transform, instead of as a whole padded volume first (C planes
@@ -193,29 +200,31 @@ def block_tiles(sched, nr: int, t: int, C: int, K: int, NT: int) -> int:
     return NT if NT <= nt else nt
 
 
-CHAN_CK, CHAN_TILES = 128 * 128, (32, 400)   # auto: channels vectorized from this C * K
-                                              # on, for this many tiles (K fills its panels)
-
-
-def channels_form(sched, nr: int, n: int, C: int, K: int, narrow: bool = False) -> bool:
+def channels_form(sched, isa: str, nr: int, n: int, C: int, K: int, tw: int,
+                  narrow: bool = False) -> bool:
     """Output channels vectorized (kernels/winograd/chan.py) instead of tiles: wino_chan 0 never,
     2 always, 1 (auto) when the n tiles of a batch item leave the one tile panel (NR lanes)
     emptier than the K output channels leave their last panel (e.g. 7x7 maps on AVX-512) and
     do not fill whole vectors of the narrow-plane helpers (narrow: conv_winograd_rows applies;
-    n >= L = NR / 2), or for C * K >= CHAN_CK with K filling >= 90% of its panels and 32 to 400 tiles
-    (measured: 128@28, 256@14, 512@14 10-25% faster than with tiles vectorized; 64@56 about the
-    same; 128@56 10% slower; 512@7 on AVX2, 16 tiles, 1.8x slower). Since the input goes
-    through the one-plane copy (DRIVER), 16 tiles of a 16 x 16 plane run faster on the tiles'
-    narrow-plane helpers (Intel Xeon, x86-avx512, C loop, us, channels / tiles: 32@16 F(4,3)
-    14.4 / 13.4, 48@16 36.4 / 24.8, 16 -> 64 at 16x16 20.0 / 13.2, 128@8 F(2,3) 102.8 /
-    92.6); 9 tiles (12 x 12, no narrow helpers) stay on channels (x86-avx512 32@12 7.8 /
-    15.3; x86-avx2 14.0 / 27.1)."""
+    n >= L = NR / 2), or for C * K >= chan_ck with K filling >= 90% of its panels and
+    chan_tiles[0] to chan_tiles[1] tiles, or (chan_cross) when the tile rows (TW a row) do not
+    fill whole vectors of tiles. chan_* are the ISA's (``auto`` of its winograd table). x86
+    (chan_ck 128 * 128, 32 to 400 tiles): 128@28, 256@14, 512@14 10-25% faster than with tiles
+    vectorized; 64@56 about the same; 128@56 10% slower; 512@7 on AVX2, 16 tiles, 1.8x slower.
+    Since the input goes through the one-plane copy (DRIVER), 16 tiles of a 16 x 16 plane run
+    faster on the tiles' narrow-plane helpers (Intel Xeon, x86-avx512, C loop, us, channels /
+    tiles: 32@16 F(4,3) 14.4 / 13.4, 48@16 36.4 / 24.8, 16 -> 64 at 16x16 20.0 / 13.2, 128@8
+    F(2,3) 102.8 / 92.6); 9 tiles (12 x 12, no narrow helpers) stay on channels (x86-avx512
+    32@12 7.8 / 15.3; x86-avx2 14.0 / 27.1). arm-neon: isa/neon/winograd.py."""
     if sched["wino_chan"] != 1:
         return sched["wino_chan"] == 2
+    a = AUTO[isa]
     fill = K / (-(-K // nr) * nr)
     rows = narrow and n >= nr // 2
+    lo, hi = a["chan_tiles"]
     return ((n < nr and n / nr < fill and not rows) or
-            (C * K >= CHAN_CK and fill >= 0.9 and CHAN_TILES[0] <= n <= CHAN_TILES[1]))
+            (C * K >= a["chan_ck"] and fill >= 0.9 and lo <= n <= hi) or
+            (a["chan_cross"] and tw % (nr // 2) != 0))
 
 
 def emit(ctx, node, geo, isa: str, sched: dict, bias: str, balanced) -> None:
@@ -226,7 +235,7 @@ def emit(ctx, node, geo, isa: str, sched: dict, bias: str, balanced) -> None:
     w = ctx.in_const(1)
     if w is None:
         raise ValueError("conv algo 'winograd' needs constant weights")
-    m = sched["wino_m"] or (4 if geo.cin <= AUTO_M4_C else 2)
+    m = sched["wino_m"] or (4 if geo.cin <= AUTO[isa]["m4_c"] else 2)
     t = m + 2
     nr = nr_of(isa)
     C, K = geo.cin, geo.cout
@@ -235,9 +244,11 @@ def emit(ctx, node, geo, isa: str, sched: dict, bias: str, balanced) -> None:
     ep = epilogue(ctx, node, "float32") if act else "NULL"
     u = transformed_weights(w, m)
     use(ctx, "float32")
-    vcopy(ctx)                   # the row copies and zeroing (both forms)
+    vcopy(ctx, isa)              # the row copies and zeroing (both forms)
+    if "helpers" in ISAS[isa].winograd:    # inline helpers the ISA's spellings call
+        ctx.helper(f"{KEY}.0.wg_{isa}", ISAS[isa].winograd["helpers"])
     narrow = rows_of(isa, m, tw) > 1     # narrow planes: transforms specialized for TW
-    chan = channels_form(sched, nr, th * tw, C, K, narrow)
+    chan = channels_form(sched, isa, nr, th * tw, C, K, tw, narrow)
     ctx.kernel = f"{isa} winograd F({m}x{m},3x3)" + (" channels" if chan else "")
     if chan:
         conv_winograd_t.emit(ctx, geo, isa, m, u, bias, (flit(lo), flit(hi)), ep, KEY,

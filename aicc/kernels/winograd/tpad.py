@@ -42,9 +42,13 @@ def lanes4(isa: str, a: list, t: str, out: list, ind: str) -> list:
 def _transpose(isa: str, ind: str) -> list:
     """a0..a{L-1} (rows) -> o0..o{L-1} (columns): in-lane 4 x 4 transposes of each group of 4
     rows (b{4i+e}: per 128-bit lane k, rows 4i..4i+3 of column 4k+e), then the lanes: the two
-    halves of a two-half vector (``halves``), else the four 128-bit lanes (``shuffle128``)."""
+    halves of a two-half vector (``halves``), else the four 128-bit lanes (``shuffle128``); a
+    4-lane vector needs no lane step."""
     I = ISAS[isa]
     W, v = I.winograd, I.vector["v"]
+    if I.lanes == 4:             # one 128-bit lane: the in-lane transpose is the whole one
+        return lanes4(isa, [f"a{k}" for k in range(4)], "t0_", [f"o{e}" for e in range(4)],
+                      ind)
     o = []
     for i in range(I.lanes // 4):
         o += lanes4(isa, [f"a{4 * i + k}" for k in range(4)], f"t{i}_",

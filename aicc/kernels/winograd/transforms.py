@@ -1,14 +1,18 @@
 """C text of the Winograd transforms (kernels/winograd/simd.py): the Toom-Cook matrices of F(m, 3)
-from their interpolation points, and the generated input / output transform helpers for
-x86-avx2 / x86-avx512, vectorized across tiles (lane l = tile j + l of the block).
+from their interpolation points, and the generated input / output transform helpers for the
+ISAs whose description has a winograd table (x86-avx2, x86-avx512, arm-neon), vectorized
+across tiles (lane l = tile j + l of the block).
 
 Input transform (``aicc_wgM_in_ISA``): per vector of L tiles and channel, the t x t input
 patch d of each tile is read from the padded plane, V = B^T d B is computed in registers
 (straight-line code from the matrix entries: +-1 as add/sub, others as FMA) and the t * t
 vectors are stored in the GEMM's B panels. When the L tiles lie in one tile row (the common
 case) each patch row is read with unit-stride vector loads and de-interleaved (stride m:
-even/odd splits, twice for m = 4); otherwise (a vector crossing tile rows, the tail) with
-gathers from a per-lane offset vector (lanes past the block repeat its last tile).
+even/odd splits, twice for m = 4; one de-interleaving load per pair of vectors where the table
+has ``load2``, LD2 on NEON); otherwise (a vector crossing tile rows) the lanes of each later
+tile row are read the same way from loads shifted by their first lane and blended in. With
+the table's ``straight`` (NEON, 32 registers: F(2,3)'s 16 values) the t patch rows and the
+column transforms are straight-line code in registers, else loops through a vector buffer.
 
 Output transform (``aicc_wgM_out_ISA``): per output channel and vector of L tiles, the t * t
 GEMM results M, Y = A^T M A (m x m vectors), + bias, clamp [lo, hi], then the m rows of the L
@@ -30,11 +34,14 @@ SKEW = 16     # floats between the t * t matrices of V and M: no 4 KiB aliasing 
 
 
 def vec(isa: str) -> dict:
-    """The float32 vocabulary of the transforms: the ISA's vector spellings and mload: a
-    masked load of the first {n} lanes at {p} (the ISA's tail mask)."""
+    """The float32 vocabulary of the transforms: the ISA's vector spellings (min / max, which
+    only the output clamp min(hi, max(lo, y)) uses, as the winograd table's ``clamp`` spells
+    them where it has one) and mload: a masked load of the first {n} lanes at {p} (the ISA's
+    tail mask)."""
     I = ISAS[isa]
     g = I.mask
-    return {**I.vector, "mload": g["mload"].format(p="{p}", m=g["mask"])}
+    return {**I.vector, **I.winograd.get("clamp", {}),
+            "mload": g["mload"].format(p="{p}", m=g["mask"])}
 
 
 def float_lit(c: Fraction) -> str:
@@ -103,20 +110,24 @@ def _row_loads(isa, m, r, out: str, ind) -> list:
     v = d["v"]
     o = [f"{ind}const float *restrict q{r} = s + {r}u * Wp;"]
 
-    def split(a, b, ea, ob):
+    def load_split(off, ea, ob):
+        """ea / ob: the even / odd floats of the 2 L at q{r} + off."""
+        if "load2" in W:         # one de-interleaving load
+            o.append(f"{ind}const {W['load2']['vecs2']} {ea}{ob} = "
+                     f"{W['load2']['load'].format(p=f'q{r} + {off}u')};")
+            o.append(f"{ind}const {v} {ea} = {ea}{ob}.val[0], {ob} = {ea}{ob}.val[1];")
+            return
+        a, b = f"{d['ld']}(q{r} + {off}u)", f"{d['ld']}(q{r} + {off + L}u)"
         o.append(f"{ind}const {v} {ea} = {ev.format(a=a, b=b)};")
         o.append(f"{ind}const {v} {ob} = {od.format(a=a, b=b)};")
     if m == 2:                   # phases 0, 1 at offset 0 and 2 (s = 0..3)
         for off in (0, 2):
-            a, b = f"{d['ld']}(q{r} + {off}u)", f"{d['ld']}(q{r} + {off + L}u)"
-            split(a, b, f"{out}{r}_{off}", f"{out}{r}_{off + 1}")
+            load_split(off, f"{out}{r}_{off}", f"{out}{r}_{off + 1}")
         return o
     if "halves" in W:
         return o + _row_loads4_halves(isa, r, out, ind)
     for h in range(2):           # phases 0..3 from the 4 L floats at offset 0
-        a = f"{d['ld']}(q{r} + {2 * h * L}u)"
-        b = f"{d['ld']}(q{r} + {2 * h * L + L}u)"
-        split(a, b, f"e{r}_{h}", f"o{r}_{h}")
+        load_split(2 * h * L, f"e{r}_{h}", f"o{r}_{h}")
     for ph, (x, y) in enumerate((("e", "e"), ("o", "o"), ("e", "e"), ("o", "o"))):
         f = ev if ph < 2 else od
         o.append(f"{ind}const {v} {out}{r}_{ph} = {f.format(a=f'{x}{r}_0', b=f'{y}{r}_1')};")
@@ -180,8 +191,10 @@ def input_transform(isa: str, m: int) -> tuple:
     o += [f"    for (size_t jv = 0; jv < nb; jv += {L}u) {{",
           "        const size_t j = j0 + jv, ty = j / TW, tx0 = j % TW;",
           f"        const size_t nl = nb - jv < {L}u ? nb - jv : {L}u;",
-          f"        float *restrict vc = v + (jv / {nr}u) * CP * {nr}u + jv % {nr}u;",
-          f"        {v} hb[{t * t}];     /* the patch rows' 1-D transforms */",
+          f"        float *restrict vc = v + (jv / {nr}u) * CP * {nr}u + jv % {nr}u;"]
+    if t * t <= W.get("straight", 0):
+        return name, "\n".join(o + _input_straight(isa, m, ind) + ["    }", "}"])
+    o += [f"        {v} hb[{t * t}];     /* the patch rows' 1-D transforms */",
           f"        for (size_t r = 0; r < {t}u; ++r) {{",
           f"        {v} " + ", ".join(f"d0_{s_}" for s_ in range(t)) + ";",
           "        {",
@@ -203,6 +216,39 @@ def input_transform(isa: str, m: int) -> tuple:
     o += _columns_from(isa, bt, t, "hb", "vc", "vs", ind)
     o += ["    }", "}"]
     return name, "\n".join(o)
+
+
+def _input_straight(isa: str, m: int, ind: str) -> list:
+    """The body of input_transform's loop over vectors of tiles as straight-line code (the
+    table's ``straight``): the t patch rows loaded into t * t vectors, the rows of later tile
+    rows blended in (one mask per tile row crossed), the row and column transforms, the
+    stores; no vector buffer."""
+    bt, _, _ = cook_toom(m)
+    t, d, W = m + 2, vec(isa), ISAS[isa].winograd
+    v = d["v"]
+    o = [f"{ind}{v} " + ", ".join(f"d{r}_{s_}" for r in range(t) for s_ in range(t)) + ";",
+         f"{ind}{{",
+         f"{ind}const float *restrict s = xp + ty * {m}u * Wp + tx0 * {m}u;"]
+    for r in range(t):
+        o += _row_loads(isa, m, r, "l", ind)
+        o += [f"{ind}d{r}_{s_} = l{r}_{s_};" for s_ in range(t)]
+    o += [f"{ind}}}",
+          f"{ind}for (size_t a = TW - tx0, row = ty + 1u; a < nl; a += TW, ++row) {{",
+          f"{ind}const size_t b = a + TW < nl ? a + TW : nl;",
+          f"{ind}{W['range_mask']}",
+          f"{ind}const float *restrict s = xp + row * {m}u * Wp - a * {m}u;"]
+    for r in range(t):
+        o += _row_loads(isa, m, r, "l", ind)
+        o += [f"{ind}d{r}_{s_} = " + W["blend"].format(a=f"d{r}_{s_}", b=f"l{r}_{s_}") + ";"
+              for s_ in range(t)]
+    o.append(f"{ind}}}")
+    for r in range(t):
+        o += _transform_row(isa, bt, r, "d", ind)
+    for j in range(t):
+        o += prog.emit(lincomb, isa, bt, [f"h{r}_{j}" for r in range(t)],
+                       [f"w{i}_{j}" for i in range(t)], f"vp{j}_", ind)
+        o += [f"{ind}{d['st']}(vc + {i * t + j}u * vs, w{i}_{j});" for i in range(t)]
+    return o
 
 
 def _interleave4_halves(isa: str, i: int, ind: str) -> list:
@@ -233,15 +279,26 @@ def output_rows(isa: str, m: int, ind: str, load, store_row) -> list:
     t = m + 2
     d, W = vec(isa), ISAS[isa].winograd
     v, (lo, hi) = d["v"], W["zip"]
-    o = [f"{ind}{v} gb[{m * t}];     /* A^T M, column by column */",
-         f"{ind}for (size_t c = 0; c < {t}u; ++c) {{"]
-    o += [f"{ind}const {v} x{r} = {load(f's + ({r * t}u + c) * ms')};" for r in range(t)]
-    o += prog.emit(lincomb, isa, at, [f"x{r}" for r in range(t)], [f"g{i}" for i in range(m)],
-                   "gp", ind)
-    o += [f"{ind}gb[{i * t}u + c] = g{i};" for i in range(m)]
-    o.append(f"{ind}}}")
+    if t * t <= W.get("straight", 0):    # all t * t values in registers, no loop
+        o = []
+        for c in range(t):
+            o += [f"{ind}const {v} x{r}_{c} = {load(f's + {r * t + c}u * ms')};"
+                  for r in range(t)]
+            o += prog.emit(lincomb, isa, at, [f"x{r}_{c}" for r in range(t)],
+                           [f"g{i}_{c}" for i in range(m)], f"gp{c}_", ind)
+        gb = "g{i}_{c}"
+    else:
+        o = [f"{ind}{v} gb[{m * t}];     /* A^T M, column by column */",
+             f"{ind}for (size_t c = 0; c < {t}u; ++c) {{"]
+        o += [f"{ind}const {v} x{r} = {load(f's + ({r * t}u + c) * ms')};" for r in range(t)]
+        o += prog.emit(lincomb, isa, at, [f"x{r}" for r in range(t)],
+                       [f"g{i}" for i in range(m)], "gp", ind)
+        o += [f"{ind}gb[{i * t}u + c] = g{i};" for i in range(m)]
+        o.append(f"{ind}}}")
+        gb = "gb[{k}]"
     for i in range(m):
-        o += [f"{ind}const {v} e{i}_{c} = gb[{i * t + c}];" for c in range(t)]
+        o += [f"{ind}const {v} e{i}_{c} = {gb.format(i=i, c=c, k=i * t + c)};"
+              for c in range(t)]
         o += prog.emit(lincomb, isa, at, [f"e{i}_{c}" for c in range(t)],
                        [f"z{i}_{j}" for j in range(m)], f"yp{i}_", ind)
         for j in range(m):
