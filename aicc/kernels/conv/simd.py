@@ -16,8 +16,8 @@ Variants (``emit``; the target's ``schedule: conv: algo`` or a node's ``aicc_sch
 * ``winograd`` (kernels/winograd/simd.py): 2-D 3x3, stride 1, dilation 1, group 1, constant weights:
   Winograd F(2x2,3x3) or F(4x4,3x3) (``wino_m``), t * t GEMMs on transformed tiles, 2.25x /
   4x fewer multiplications (auto: when channels and output tiles pass winograd/simd.AUTO;
-  on x86 F(4,3) up to 64 input channels, F(2,3) above: F(4,3) is less accurate; on arm-neon
-  F(2,3) only).
+  F(2,3) only: F(4,3) is less accurate than onnxruntime through whole networks,
+  docs/ACCURACY.md).
 * ``bcast`` (kernels/conv/bcast.py): direct, group 1, 1-D/2-D, constant weights: blocks of output
   positions x output-channel vectors, each input value broadcast from the padded rows, no
   im2col (auto: strided convs, and on x86-avx512 convs of at most 4 input channels, whose

@@ -35,14 +35,15 @@ Auto (conv_simd.emit, ``prefer``): winograd for supported convs with constant we
 channels, both output dims >= 2 and, for few tiles, a moderate C * K (AUTO below, measured per
 target with benchmarks/conv_layers.py: the ResNet-18 3x3 stride-1 layers run 1.8-2.3x faster
 than with the implicit / transposed GEMM, except 512@7 on AVX-512, which stays on the GEMM;
-arm-neon: by executed instructions, isa/neon/winograd.py). Tile size (``wino_m: 0``): on x86
-F(4,3) up to m4_c = 64 input channels, where its error stays well inside the tests' tolerance
-(below), else F(2,3); on arm-neon (m4_c 0) F(2,3) only, F(4,3) when forced (``wino_m: 4``
-runs there: its transforms are the same, its rows split by UZP and EXT). F(4,3) measured
-faster than F(2,3) on every ResNet layer (conv_layers, AMD Zen 4, x86-avx512 / x86-avx2 us:
-16@32 33 -> 25 / 35 -> 29, 32@16 27 -> 26 / 28 -> 25, 64@8 27 -> 21 / 25 -> 21, 64@56 1267 ->
-992 / 1374 -> 1091); ResNet-8 ratio to onnxruntime 0.76 -> 0.68, ResNet-18 0.74 -> 0.65
-(x86-avx512, F(4,3) everywhere it is winograd).
+arm-neon: by executed instructions, isa/neon/winograd.py). Tile size (``wino_m: 0``): F(4,3)
+up to the table's m4_c input channels, else F(2,3); every ISA has m4_c = 0, F(2,3) only:
+F(4,3)'s error, inside the tests' tolerance on single layers (below), adds up through whole
+networks to more than onnxruntime's against float64 (ResNet-50 1.9x, ResNet-18 1.8x; F(2,3)
+1.15x and 0.9x: docs/ACCURACY.md). F(4,3) (``wino_m: 4``, on NEON too) measured faster than
+F(2,3) on every ResNet layer (conv_layers, AMD Zen 4, x86-avx512 / x86-avx2 us: 16@32 33 -> 25
+/ 35 -> 29, 32@16 27 -> 26 / 28 -> 25, 64@8 27 -> 21 / 25 -> 21, 64@56 1267 -> 992 / 1374 ->
+1091); ResNet-8 ratio to onnxruntime 0.76 -> 0.68, ResNet-18 0.74 -> 0.65 (x86-avx512, F(4,3)
+everywhere it is winograd).
 
 Rounding: not the FMA chain of the other variants. The transforms add and scale inputs and GEMM
 results in float32, so results differ from direct convolution by more than reordering.
@@ -62,8 +63,7 @@ conv + ReLU, outputs up to ~6; test_conv_winograd.convs with check=False), the t
 F(2,3) / F(4,3) (F(4,3): the range over the transform orders tried): C = 64 at 28x28 0.08 /
 0.38 - 0.41; 128 at 28x28 0.19 / 0.81 - 0.92; 256 at 12x12 0.15 / 0.69 - 1.01; 512 at 12x12
 0.25 / 1.10 - 1.43; 16 at 32x32 (inputs x3) 0.14 / 0.53 - 0.61. F(2,3) is as accurate as the
-direct paths; F(4,3) (the better points, used here) is auto only up to 64 input channels and
-forced (``wino_m: 4``) beyond. Whole models against onnxruntime (benchmarks' fixtures, 5
+direct paths; F(4,3) (the better points, used here) only when forced (``wino_m: 4``). Whole models against onnxruntime (benchmarks' fixtures, 5
 seeded N(0, 1) inputs): ResNet-8 0.03 - 0.05 of the tolerance (0.01 with F(2,3)), ResNet-18
 0.48 (x86-avx512) / 0.29 (x86-avx2); 0.45 with F(2,3) everywhere: other steps and the inputs'
 draw dominate. arm-neon, F(2,3), max abs error against float64 (ReLU'd N(0, 1) inputs, He

@@ -1159,475 +1159,188 @@ static void aicc_cv_avx2_k4(size_t kc, const float *restrict a,
     }
 }
 
-/* Winograd F(4x4, 3x3) input transform (avx2): tiles [j0, j0 + nb) of the padded plane xp
- * of one channel (row pitch Wp, TW tiles per row; tile j at row (j / TW) * 4, column (j % TW) * 4),
- * V = B^T d B of each 6x6 patch into v: position xi at v + xi * vs, panels of 16 tiles x CP channels
+/* Winograd F(2x2, 3x3) input transform (avx2): tiles [j0, j0 + nb) of the padded plane xp
+ * of one channel (row pitch Wp, TW tiles per row; tile j at row (j / TW) * 2, column (j % TW) * 2),
+ * V = B^T d B of each 4x4 patch into v: position xi at v + xi * vs, panels of 16 tiles x CP channels
  * (tile jj of the block: [(jj / 16) * CP * 16 + jj % 16]; v points at the channel's row). A vector of 8 tiles is
  * loaded row segment by row segment (lanes [a, b) of a tile row: loads shifted by -a tiles, blended);
- * reads stay within 32 floats before and 36 after the plane (xp's slack); lanes past nb
+ * reads stay within 16 floats before and 20 after the plane (xp's slack); lanes past nb
  * are computed from slack values and never read. */
-static void aicc_wg4_in_avx2(const float *restrict xp, size_t Wp, size_t CP, size_t TW, size_t j0,
+static void aicc_wg2_in_avx2(const float *restrict xp, size_t Wp, size_t CP, size_t TW, size_t j0,
     size_t nb, float *restrict v, size_t vs)
 {
     for (size_t jv = 0; jv < nb; jv += 8u) {
         const size_t j = j0 + jv, ty = j / TW, tx0 = j % TW;
         const size_t nl = nb - jv < 8u ? nb - jv : 8u;
         float *restrict vc = v + (jv / 16u) * CP * 16u + jv % 16u;
-        __m256 hb[36];     /* the patch rows' 1-D transforms */
-        for (size_t r = 0; r < 6u; ++r) {
-        __m256 d0_0, d0_1, d0_2, d0_3, d0_4, d0_5;
+        __m256 hb[16];     /* the patch rows' 1-D transforms */
+        for (size_t r = 0; r < 4u; ++r) {
+        __m256 d0_0, d0_1, d0_2, d0_3;
         {
-        const float *restrict s = xp + (ty * 4u + r) * Wp + tx0 * 4u;
+        const float *restrict s = xp + (ty * 2u + r) * Wp + tx0 * 2u;
         const float *restrict q0 = s + 0u * Wp;
-        const __m256 k0_0 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(q0 + 0u)), _mm_loadu_ps(q0 + 16u), 1);
-        const __m256 k0_1 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(q0 + 4u)), _mm_loadu_ps(q0 + 20u), 1);
-        const __m256 k0_2 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(q0 + 8u)), _mm_loadu_ps(q0 + 24u), 1);
-        const __m256 k0_3 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(q0 + 12u)), _mm_loadu_ps(q0 + 28u), 1);
-        const __m256 k0_4 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(q0 + 16u)), _mm_loadu_ps(q0 + 32u), 1);
-        const __m256 t00 = _mm256_unpacklo_ps(k0_0, k0_1);
-        const __m256 t10 = _mm256_unpackhi_ps(k0_0, k0_1);
-        const __m256 t20 = _mm256_unpacklo_ps(k0_2, k0_3);
-        const __m256 t30 = _mm256_unpackhi_ps(k0_2, k0_3);
-        const __m256 t40 = _mm256_unpacklo_ps(k0_1, k0_2);
-        const __m256 t50 = _mm256_unpacklo_ps(k0_3, k0_4);
-        const __m256 l0_0 = _mm256_shuffle_ps(t00, t20, 0x44);
-        const __m256 l0_1 = _mm256_shuffle_ps(t00, t20, 0xEE);
-        const __m256 l0_2 = _mm256_shuffle_ps(t10, t30, 0x44);
-        const __m256 l0_3 = _mm256_shuffle_ps(t10, t30, 0xEE);
-        const __m256 l0_4 = _mm256_shuffle_ps(t40, t50, 0x44);
-        const __m256 l0_5 = _mm256_shuffle_ps(t40, t50, 0xEE);
+        const __m256 l0_0 = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(_mm256_loadu_ps(q0 + 0u), _mm256_loadu_ps(q0 + 8u), 0x88)), 0xD8));
+        const __m256 l0_1 = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(_mm256_loadu_ps(q0 + 0u), _mm256_loadu_ps(q0 + 8u), 0xDD)), 0xD8));
+        const __m256 l0_2 = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(_mm256_loadu_ps(q0 + 2u), _mm256_loadu_ps(q0 + 10u), 0x88)), 0xD8));
+        const __m256 l0_3 = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(_mm256_loadu_ps(q0 + 2u), _mm256_loadu_ps(q0 + 10u), 0xDD)), 0xD8));
         d0_0 = l0_0;
         d0_1 = l0_1;
         d0_2 = l0_2;
         d0_3 = l0_3;
-        d0_4 = l0_4;
-        d0_5 = l0_5;
         }
         for (size_t a = TW - tx0, row = ty + 1u; a < nl; a += TW, ++row) {
         const size_t b = a + TW < nl ? a + TW : nl;
         const __m256 mk = _mm256_castsi256_ps(_mm256_andnot_si256(_mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + 8u - a)), _mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + 8u - b))));
-        const float *restrict s = xp + (row * 4u + r) * Wp - a * 4u;
+        const float *restrict s = xp + (row * 2u + r) * Wp - a * 2u;
         const float *restrict q0 = s + 0u * Wp;
-        const __m256 k0_0 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(q0 + 0u)), _mm_loadu_ps(q0 + 16u), 1);
-        const __m256 k0_1 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(q0 + 4u)), _mm_loadu_ps(q0 + 20u), 1);
-        const __m256 k0_2 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(q0 + 8u)), _mm_loadu_ps(q0 + 24u), 1);
-        const __m256 k0_3 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(q0 + 12u)), _mm_loadu_ps(q0 + 28u), 1);
-        const __m256 k0_4 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(q0 + 16u)), _mm_loadu_ps(q0 + 32u), 1);
-        const __m256 t00 = _mm256_unpacklo_ps(k0_0, k0_1);
-        const __m256 t10 = _mm256_unpackhi_ps(k0_0, k0_1);
-        const __m256 t20 = _mm256_unpacklo_ps(k0_2, k0_3);
-        const __m256 t30 = _mm256_unpackhi_ps(k0_2, k0_3);
-        const __m256 t40 = _mm256_unpacklo_ps(k0_1, k0_2);
-        const __m256 t50 = _mm256_unpacklo_ps(k0_3, k0_4);
-        const __m256 l0_0 = _mm256_shuffle_ps(t00, t20, 0x44);
-        const __m256 l0_1 = _mm256_shuffle_ps(t00, t20, 0xEE);
-        const __m256 l0_2 = _mm256_shuffle_ps(t10, t30, 0x44);
-        const __m256 l0_3 = _mm256_shuffle_ps(t10, t30, 0xEE);
-        const __m256 l0_4 = _mm256_shuffle_ps(t40, t50, 0x44);
-        const __m256 l0_5 = _mm256_shuffle_ps(t40, t50, 0xEE);
+        const __m256 l0_0 = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(_mm256_loadu_ps(q0 + 0u), _mm256_loadu_ps(q0 + 8u), 0x88)), 0xD8));
+        const __m256 l0_1 = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(_mm256_loadu_ps(q0 + 0u), _mm256_loadu_ps(q0 + 8u), 0xDD)), 0xD8));
+        const __m256 l0_2 = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(_mm256_loadu_ps(q0 + 2u), _mm256_loadu_ps(q0 + 10u), 0x88)), 0xD8));
+        const __m256 l0_3 = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(_mm256_loadu_ps(q0 + 2u), _mm256_loadu_ps(q0 + 10u), 0xDD)), 0xD8));
         d0_0 = _mm256_blendv_ps(d0_0, l0_0, mk);
         d0_1 = _mm256_blendv_ps(d0_1, l0_1, mk);
         d0_2 = _mm256_blendv_ps(d0_2, l0_2, mk);
         d0_3 = _mm256_blendv_ps(d0_3, l0_3, mk);
-        d0_4 = _mm256_blendv_ps(d0_4, l0_4, mk);
-        d0_5 = _mm256_blendv_ps(d0_5, l0_5, mk);
         }
-        const __m256 hp0_0 = _mm256_sub_ps(d0_4, d0_2);
-        const __m256 hp0_1 = _mm256_sub_ps(d0_3, d0_1);
-        const __m256 hp0_2 = _mm256_sub_ps(d0_0, d0_2);
-        const __m256 hp0_3 = _mm256_add_ps(hp0_2, hp0_0);
-        const __m256 h0_0 = _mm256_fmadd_ps(_mm256_set1_ps(1.5f), hp0_1, hp0_3);
-        const __m256 hp0_5 = _mm256_add_ps(d0_2, d0_3);
-        const __m256 hp0_6 = _mm256_add_ps(hp0_0, hp0_1);
-        const __m256 h0_1 = _mm256_fmadd_ps(_mm256_set1_ps(1.5f), hp0_5, hp0_6);
-        const __m256 hp0_8 = _mm256_sub_ps(d0_3, d0_2);
-        const __m256 hp0_9 = _mm256_sub_ps(hp0_0, hp0_1);
-        const __m256 h0_2 = _mm256_fmadd_ps(_mm256_set1_ps(1.5f), hp0_8, hp0_9);
-        const __m256 h0_3 = _mm256_fmadd_ps(_mm256_set1_ps(2.0f), hp0_1, hp0_0);
-        const __m256 h0_4 = _mm256_fmadd_ps(_mm256_set1_ps(-0.5f), hp0_1, hp0_0);
-        const __m256 hp0_13 = _mm256_sub_ps(d0_5, d0_3);
-        const __m256 hp0_14 = _mm256_sub_ps(hp0_13, hp0_1);
-        const __m256 h0_5 = _mm256_fmadd_ps(_mm256_set1_ps(1.5f), hp0_0, hp0_14);
-        hb[r * 6u + 0u] = h0_0;
-        hb[r * 6u + 1u] = h0_1;
-        hb[r * 6u + 2u] = h0_2;
-        hb[r * 6u + 3u] = h0_3;
-        hb[r * 6u + 4u] = h0_4;
-        hb[r * 6u + 5u] = h0_5;
+        const __m256 h0_0 = _mm256_sub_ps(d0_0, d0_2);
+        const __m256 h0_1 = _mm256_add_ps(d0_1, d0_2);
+        const __m256 h0_2 = _mm256_sub_ps(d0_2, d0_1);
+        const __m256 h0_3 = _mm256_sub_ps(d0_3, d0_1);
+        hb[r * 4u + 0u] = h0_0;
+        hb[r * 4u + 1u] = h0_1;
+        hb[r * 4u + 2u] = h0_2;
+        hb[r * 4u + 3u] = h0_3;
         }
         const __m256 g0_0 = hb[0];
-        const __m256 g1_0 = hb[6];
-        const __m256 g2_0 = hb[12];
-        const __m256 g3_0 = hb[18];
-        const __m256 g4_0 = hb[24];
-        const __m256 g5_0 = hb[30];
-        const __m256 vp0_0 = _mm256_sub_ps(g4_0, g2_0);
-        const __m256 vp0_1 = _mm256_sub_ps(g3_0, g1_0);
-        const __m256 vp0_2 = _mm256_sub_ps(g0_0, g2_0);
-        const __m256 vp0_3 = _mm256_add_ps(vp0_2, vp0_0);
-        const __m256 w0_0 = _mm256_fmadd_ps(_mm256_set1_ps(1.5f), vp0_1, vp0_3);
-        const __m256 vp0_5 = _mm256_add_ps(g2_0, g3_0);
-        const __m256 vp0_6 = _mm256_add_ps(vp0_0, vp0_1);
-        const __m256 w1_0 = _mm256_fmadd_ps(_mm256_set1_ps(1.5f), vp0_5, vp0_6);
-        const __m256 vp0_8 = _mm256_sub_ps(g3_0, g2_0);
-        const __m256 vp0_9 = _mm256_sub_ps(vp0_0, vp0_1);
-        const __m256 w2_0 = _mm256_fmadd_ps(_mm256_set1_ps(1.5f), vp0_8, vp0_9);
-        const __m256 w3_0 = _mm256_fmadd_ps(_mm256_set1_ps(2.0f), vp0_1, vp0_0);
-        const __m256 w4_0 = _mm256_fmadd_ps(_mm256_set1_ps(-0.5f), vp0_1, vp0_0);
-        const __m256 vp0_13 = _mm256_sub_ps(g5_0, g3_0);
-        const __m256 vp0_14 = _mm256_sub_ps(vp0_13, vp0_1);
-        const __m256 w5_0 = _mm256_fmadd_ps(_mm256_set1_ps(1.5f), vp0_0, vp0_14);
+        const __m256 g1_0 = hb[4];
+        const __m256 g2_0 = hb[8];
+        const __m256 g3_0 = hb[12];
+        const __m256 w0_0 = _mm256_sub_ps(g0_0, g2_0);
+        const __m256 w1_0 = _mm256_add_ps(g1_0, g2_0);
+        const __m256 w2_0 = _mm256_sub_ps(g2_0, g1_0);
+        const __m256 w3_0 = _mm256_sub_ps(g3_0, g1_0);
         _mm256_storeu_ps(vc + 0u * vs, w0_0);
-        _mm256_storeu_ps(vc + 6u * vs, w1_0);
-        _mm256_storeu_ps(vc + 12u * vs, w2_0);
-        _mm256_storeu_ps(vc + 18u * vs, w3_0);
-        _mm256_storeu_ps(vc + 24u * vs, w4_0);
-        _mm256_storeu_ps(vc + 30u * vs, w5_0);
+        _mm256_storeu_ps(vc + 4u * vs, w1_0);
+        _mm256_storeu_ps(vc + 8u * vs, w2_0);
+        _mm256_storeu_ps(vc + 12u * vs, w3_0);
         const __m256 g0_1 = hb[1];
-        const __m256 g1_1 = hb[7];
-        const __m256 g2_1 = hb[13];
-        const __m256 g3_1 = hb[19];
-        const __m256 g4_1 = hb[25];
-        const __m256 g5_1 = hb[31];
-        const __m256 vp1_0 = _mm256_sub_ps(g4_1, g2_1);
-        const __m256 vp1_1 = _mm256_sub_ps(g3_1, g1_1);
-        const __m256 vp1_2 = _mm256_sub_ps(g0_1, g2_1);
-        const __m256 vp1_3 = _mm256_add_ps(vp1_2, vp1_0);
-        const __m256 w0_1 = _mm256_fmadd_ps(_mm256_set1_ps(1.5f), vp1_1, vp1_3);
-        const __m256 vp1_5 = _mm256_add_ps(g2_1, g3_1);
-        const __m256 vp1_6 = _mm256_add_ps(vp1_0, vp1_1);
-        const __m256 w1_1 = _mm256_fmadd_ps(_mm256_set1_ps(1.5f), vp1_5, vp1_6);
-        const __m256 vp1_8 = _mm256_sub_ps(g3_1, g2_1);
-        const __m256 vp1_9 = _mm256_sub_ps(vp1_0, vp1_1);
-        const __m256 w2_1 = _mm256_fmadd_ps(_mm256_set1_ps(1.5f), vp1_8, vp1_9);
-        const __m256 w3_1 = _mm256_fmadd_ps(_mm256_set1_ps(2.0f), vp1_1, vp1_0);
-        const __m256 w4_1 = _mm256_fmadd_ps(_mm256_set1_ps(-0.5f), vp1_1, vp1_0);
-        const __m256 vp1_13 = _mm256_sub_ps(g5_1, g3_1);
-        const __m256 vp1_14 = _mm256_sub_ps(vp1_13, vp1_1);
-        const __m256 w5_1 = _mm256_fmadd_ps(_mm256_set1_ps(1.5f), vp1_0, vp1_14);
+        const __m256 g1_1 = hb[5];
+        const __m256 g2_1 = hb[9];
+        const __m256 g3_1 = hb[13];
+        const __m256 w0_1 = _mm256_sub_ps(g0_1, g2_1);
+        const __m256 w1_1 = _mm256_add_ps(g1_1, g2_1);
+        const __m256 w2_1 = _mm256_sub_ps(g2_1, g1_1);
+        const __m256 w3_1 = _mm256_sub_ps(g3_1, g1_1);
         _mm256_storeu_ps(vc + 1u * vs, w0_1);
-        _mm256_storeu_ps(vc + 7u * vs, w1_1);
-        _mm256_storeu_ps(vc + 13u * vs, w2_1);
-        _mm256_storeu_ps(vc + 19u * vs, w3_1);
-        _mm256_storeu_ps(vc + 25u * vs, w4_1);
-        _mm256_storeu_ps(vc + 31u * vs, w5_1);
+        _mm256_storeu_ps(vc + 5u * vs, w1_1);
+        _mm256_storeu_ps(vc + 9u * vs, w2_1);
+        _mm256_storeu_ps(vc + 13u * vs, w3_1);
         const __m256 g0_2 = hb[2];
-        const __m256 g1_2 = hb[8];
-        const __m256 g2_2 = hb[14];
-        const __m256 g3_2 = hb[20];
-        const __m256 g4_2 = hb[26];
-        const __m256 g5_2 = hb[32];
-        const __m256 vp2_0 = _mm256_sub_ps(g4_2, g2_2);
-        const __m256 vp2_1 = _mm256_sub_ps(g3_2, g1_2);
-        const __m256 vp2_2 = _mm256_sub_ps(g0_2, g2_2);
-        const __m256 vp2_3 = _mm256_add_ps(vp2_2, vp2_0);
-        const __m256 w0_2 = _mm256_fmadd_ps(_mm256_set1_ps(1.5f), vp2_1, vp2_3);
-        const __m256 vp2_5 = _mm256_add_ps(g2_2, g3_2);
-        const __m256 vp2_6 = _mm256_add_ps(vp2_0, vp2_1);
-        const __m256 w1_2 = _mm256_fmadd_ps(_mm256_set1_ps(1.5f), vp2_5, vp2_6);
-        const __m256 vp2_8 = _mm256_sub_ps(g3_2, g2_2);
-        const __m256 vp2_9 = _mm256_sub_ps(vp2_0, vp2_1);
-        const __m256 w2_2 = _mm256_fmadd_ps(_mm256_set1_ps(1.5f), vp2_8, vp2_9);
-        const __m256 w3_2 = _mm256_fmadd_ps(_mm256_set1_ps(2.0f), vp2_1, vp2_0);
-        const __m256 w4_2 = _mm256_fmadd_ps(_mm256_set1_ps(-0.5f), vp2_1, vp2_0);
-        const __m256 vp2_13 = _mm256_sub_ps(g5_2, g3_2);
-        const __m256 vp2_14 = _mm256_sub_ps(vp2_13, vp2_1);
-        const __m256 w5_2 = _mm256_fmadd_ps(_mm256_set1_ps(1.5f), vp2_0, vp2_14);
+        const __m256 g1_2 = hb[6];
+        const __m256 g2_2 = hb[10];
+        const __m256 g3_2 = hb[14];
+        const __m256 w0_2 = _mm256_sub_ps(g0_2, g2_2);
+        const __m256 w1_2 = _mm256_add_ps(g1_2, g2_2);
+        const __m256 w2_2 = _mm256_sub_ps(g2_2, g1_2);
+        const __m256 w3_2 = _mm256_sub_ps(g3_2, g1_2);
         _mm256_storeu_ps(vc + 2u * vs, w0_2);
-        _mm256_storeu_ps(vc + 8u * vs, w1_2);
-        _mm256_storeu_ps(vc + 14u * vs, w2_2);
-        _mm256_storeu_ps(vc + 20u * vs, w3_2);
-        _mm256_storeu_ps(vc + 26u * vs, w4_2);
-        _mm256_storeu_ps(vc + 32u * vs, w5_2);
+        _mm256_storeu_ps(vc + 6u * vs, w1_2);
+        _mm256_storeu_ps(vc + 10u * vs, w2_2);
+        _mm256_storeu_ps(vc + 14u * vs, w3_2);
         const __m256 g0_3 = hb[3];
-        const __m256 g1_3 = hb[9];
-        const __m256 g2_3 = hb[15];
-        const __m256 g3_3 = hb[21];
-        const __m256 g4_3 = hb[27];
-        const __m256 g5_3 = hb[33];
-        const __m256 vp3_0 = _mm256_sub_ps(g4_3, g2_3);
-        const __m256 vp3_1 = _mm256_sub_ps(g3_3, g1_3);
-        const __m256 vp3_2 = _mm256_sub_ps(g0_3, g2_3);
-        const __m256 vp3_3 = _mm256_add_ps(vp3_2, vp3_0);
-        const __m256 w0_3 = _mm256_fmadd_ps(_mm256_set1_ps(1.5f), vp3_1, vp3_3);
-        const __m256 vp3_5 = _mm256_add_ps(g2_3, g3_3);
-        const __m256 vp3_6 = _mm256_add_ps(vp3_0, vp3_1);
-        const __m256 w1_3 = _mm256_fmadd_ps(_mm256_set1_ps(1.5f), vp3_5, vp3_6);
-        const __m256 vp3_8 = _mm256_sub_ps(g3_3, g2_3);
-        const __m256 vp3_9 = _mm256_sub_ps(vp3_0, vp3_1);
-        const __m256 w2_3 = _mm256_fmadd_ps(_mm256_set1_ps(1.5f), vp3_8, vp3_9);
-        const __m256 w3_3 = _mm256_fmadd_ps(_mm256_set1_ps(2.0f), vp3_1, vp3_0);
-        const __m256 w4_3 = _mm256_fmadd_ps(_mm256_set1_ps(-0.5f), vp3_1, vp3_0);
-        const __m256 vp3_13 = _mm256_sub_ps(g5_3, g3_3);
-        const __m256 vp3_14 = _mm256_sub_ps(vp3_13, vp3_1);
-        const __m256 w5_3 = _mm256_fmadd_ps(_mm256_set1_ps(1.5f), vp3_0, vp3_14);
+        const __m256 g1_3 = hb[7];
+        const __m256 g2_3 = hb[11];
+        const __m256 g3_3 = hb[15];
+        const __m256 w0_3 = _mm256_sub_ps(g0_3, g2_3);
+        const __m256 w1_3 = _mm256_add_ps(g1_3, g2_3);
+        const __m256 w2_3 = _mm256_sub_ps(g2_3, g1_3);
+        const __m256 w3_3 = _mm256_sub_ps(g3_3, g1_3);
         _mm256_storeu_ps(vc + 3u * vs, w0_3);
-        _mm256_storeu_ps(vc + 9u * vs, w1_3);
-        _mm256_storeu_ps(vc + 15u * vs, w2_3);
-        _mm256_storeu_ps(vc + 21u * vs, w3_3);
-        _mm256_storeu_ps(vc + 27u * vs, w4_3);
-        _mm256_storeu_ps(vc + 33u * vs, w5_3);
-        const __m256 g0_4 = hb[4];
-        const __m256 g1_4 = hb[10];
-        const __m256 g2_4 = hb[16];
-        const __m256 g3_4 = hb[22];
-        const __m256 g4_4 = hb[28];
-        const __m256 g5_4 = hb[34];
-        const __m256 vp4_0 = _mm256_sub_ps(g4_4, g2_4);
-        const __m256 vp4_1 = _mm256_sub_ps(g3_4, g1_4);
-        const __m256 vp4_2 = _mm256_sub_ps(g0_4, g2_4);
-        const __m256 vp4_3 = _mm256_add_ps(vp4_2, vp4_0);
-        const __m256 w0_4 = _mm256_fmadd_ps(_mm256_set1_ps(1.5f), vp4_1, vp4_3);
-        const __m256 vp4_5 = _mm256_add_ps(g2_4, g3_4);
-        const __m256 vp4_6 = _mm256_add_ps(vp4_0, vp4_1);
-        const __m256 w1_4 = _mm256_fmadd_ps(_mm256_set1_ps(1.5f), vp4_5, vp4_6);
-        const __m256 vp4_8 = _mm256_sub_ps(g3_4, g2_4);
-        const __m256 vp4_9 = _mm256_sub_ps(vp4_0, vp4_1);
-        const __m256 w2_4 = _mm256_fmadd_ps(_mm256_set1_ps(1.5f), vp4_8, vp4_9);
-        const __m256 w3_4 = _mm256_fmadd_ps(_mm256_set1_ps(2.0f), vp4_1, vp4_0);
-        const __m256 w4_4 = _mm256_fmadd_ps(_mm256_set1_ps(-0.5f), vp4_1, vp4_0);
-        const __m256 vp4_13 = _mm256_sub_ps(g5_4, g3_4);
-        const __m256 vp4_14 = _mm256_sub_ps(vp4_13, vp4_1);
-        const __m256 w5_4 = _mm256_fmadd_ps(_mm256_set1_ps(1.5f), vp4_0, vp4_14);
-        _mm256_storeu_ps(vc + 4u * vs, w0_4);
-        _mm256_storeu_ps(vc + 10u * vs, w1_4);
-        _mm256_storeu_ps(vc + 16u * vs, w2_4);
-        _mm256_storeu_ps(vc + 22u * vs, w3_4);
-        _mm256_storeu_ps(vc + 28u * vs, w4_4);
-        _mm256_storeu_ps(vc + 34u * vs, w5_4);
-        const __m256 g0_5 = hb[5];
-        const __m256 g1_5 = hb[11];
-        const __m256 g2_5 = hb[17];
-        const __m256 g3_5 = hb[23];
-        const __m256 g4_5 = hb[29];
-        const __m256 g5_5 = hb[35];
-        const __m256 vp5_0 = _mm256_sub_ps(g4_5, g2_5);
-        const __m256 vp5_1 = _mm256_sub_ps(g3_5, g1_5);
-        const __m256 vp5_2 = _mm256_sub_ps(g0_5, g2_5);
-        const __m256 vp5_3 = _mm256_add_ps(vp5_2, vp5_0);
-        const __m256 w0_5 = _mm256_fmadd_ps(_mm256_set1_ps(1.5f), vp5_1, vp5_3);
-        const __m256 vp5_5 = _mm256_add_ps(g2_5, g3_5);
-        const __m256 vp5_6 = _mm256_add_ps(vp5_0, vp5_1);
-        const __m256 w1_5 = _mm256_fmadd_ps(_mm256_set1_ps(1.5f), vp5_5, vp5_6);
-        const __m256 vp5_8 = _mm256_sub_ps(g3_5, g2_5);
-        const __m256 vp5_9 = _mm256_sub_ps(vp5_0, vp5_1);
-        const __m256 w2_5 = _mm256_fmadd_ps(_mm256_set1_ps(1.5f), vp5_8, vp5_9);
-        const __m256 w3_5 = _mm256_fmadd_ps(_mm256_set1_ps(2.0f), vp5_1, vp5_0);
-        const __m256 w4_5 = _mm256_fmadd_ps(_mm256_set1_ps(-0.5f), vp5_1, vp5_0);
-        const __m256 vp5_13 = _mm256_sub_ps(g5_5, g3_5);
-        const __m256 vp5_14 = _mm256_sub_ps(vp5_13, vp5_1);
-        const __m256 w5_5 = _mm256_fmadd_ps(_mm256_set1_ps(1.5f), vp5_0, vp5_14);
-        _mm256_storeu_ps(vc + 5u * vs, w0_5);
-        _mm256_storeu_ps(vc + 11u * vs, w1_5);
-        _mm256_storeu_ps(vc + 17u * vs, w2_5);
-        _mm256_storeu_ps(vc + 23u * vs, w3_5);
-        _mm256_storeu_ps(vc + 29u * vs, w4_5);
-        _mm256_storeu_ps(vc + 35u * vs, w5_5);
+        _mm256_storeu_ps(vc + 7u * vs, w1_3);
+        _mm256_storeu_ps(vc + 11u * vs, w2_3);
+        _mm256_storeu_ps(vc + 15u * vs, w3_3);
     }
 }
 
-/* Winograd F(4x4, 3x3) output transform (avx2): for the tiles [j0, j0 + nb) and K output
- * channels, M(xi) at mm + xi * 144 + k * 16 + jj; Y = A^T M A, + bias[k] (bias may be NULL),
- * clamped to [lo, hi], into y[K][OH][OW] (tile j: rows (j / TW) * 4, columns (j % TW) * 4). The 4 rows
- * of a vector of 8 tiles are interleaved into 4 x 32 outputs: stored directly when the tiles are
+/* Winograd F(2x2, 3x3) output transform (avx2): for the tiles [j0, j0 + nb) and K output
+ * channels, M(xi) at mm + xi * 528 + k * 64 + jj; Y = A^T M A, + bias[k] (bias may be NULL),
+ * clamped to [lo, hi], into y[K][OH][OW] (tile j: rows (j / TW) * 2, columns (j % TW) * 2). The 2 rows
+ * of a vector of 8 tiles are interleaved into 2 x 16 outputs: stored directly when the tiles are
  * in one tile row and inside the output or (several tile rows) when no output vector straddles a row,
  * else copied run by run (one per tile row) clipped at OH / OW;
  * lanes past nb are never stored. */
-static void aicc_wg4_out_avx2_144_16(const float *restrict mm, size_t K, size_t OH, size_t OW, size_t TW,
+static void aicc_wg2_out_avx2_528_64(const float *restrict mm, size_t K, size_t OH, size_t OW, size_t TW,
     size_t j0, size_t nb, const float *restrict bias, float lo, float hi, float *restrict y)
 {
-    const size_t P = OH * OW, ms = 144u, ntp = 16u;
+    const size_t P = OH * OW, ms = 528u, ntp = 64u;
     const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
     for (size_t k = 0; k < K; ++k) {
         const __m256 vb = _mm256_set1_ps(bias ? bias[k] : 0.0f);
         float *restrict yk = y + k * P;
         for (size_t jv = 0; jv < nb; jv += 8u) {
         const float *restrict s = mm + k * ntp + jv;
-        const size_t j = j0 + jv, ty = j / TW, tx0 = j % TW, oy = ty * 4u, nl = nb - jv < 8u ? nb - jv : 8u;
-        const int full = nl == 8u && tx0 + 8u <= TW && oy + 4u <= OH && (tx0 + 8u) * 4u <= OW;
-        const int segs = !full && nl == 8u && tx0 % 2u == 0 && TW % 2u == 0 && TW * 4u <= OW && (j + 7u) / TW * 4u + 4u <= OH;   /* whole vectors, several rows */
-        float buf[128];     /* row i at buf + i * 32 */
-        float *d0, *d1, *d2, *d3;
+        const size_t j = j0 + jv, ty = j / TW, tx0 = j % TW, oy = ty * 2u, nl = nb - jv < 8u ? nb - jv : 8u;
+        const int full = nl == 8u && tx0 + 8u <= TW && oy + 2u <= OH && (tx0 + 8u) * 2u <= OW;
+        const int segs = !full && nl == 8u && tx0 % 4u == 0 && TW % 4u == 0 && TW * 2u <= OW && (j + 7u) / TW * 2u + 2u <= OH;   /* whole vectors, several rows */
+        float buf[32];     /* row i at buf + i * 16 */
+        float *d0, *d1;
         size_t rs = OW;
         if (full) {
-            d0 = yk + oy * OW + tx0 * 4u + 0u;
-            d1 = yk + oy * OW + tx0 * 4u + 8u;
-            d2 = yk + oy * OW + tx0 * 4u + 16u;
-            d3 = yk + oy * OW + tx0 * 4u + 24u;
+            d0 = yk + oy * OW + tx0 * 2u + 0u;
+            d1 = yk + oy * OW + tx0 * 2u + 8u;
         } else if (segs) {
-            d0 = yk + (oy + (tx0 + 0u) / TW * 4u) * OW + (tx0 + 0u) % TW * 4u;
-            d1 = yk + (oy + (tx0 + 2u) / TW * 4u) * OW + (tx0 + 2u) % TW * 4u;
-            d2 = yk + (oy + (tx0 + 4u) / TW * 4u) * OW + (tx0 + 4u) % TW * 4u;
-            d3 = yk + (oy + (tx0 + 6u) / TW * 4u) * OW + (tx0 + 6u) % TW * 4u;
+            d0 = yk + (oy + (tx0 + 0u) / TW * 2u) * OW + (tx0 + 0u) % TW * 2u;
+            d1 = yk + (oy + (tx0 + 4u) / TW * 2u) * OW + (tx0 + 4u) % TW * 2u;
         } else {
             d0 = buf + 0u;
             d1 = buf + 8u;
-            d2 = buf + 16u;
-            d3 = buf + 24u;
-            rs = 32u;
+            rs = 16u;
         }
-        __m256 gb[24];     /* A^T M, column by column */
-        for (size_t c = 0; c < 6u; ++c) {
+        __m256 gb[8];     /* A^T M, column by column */
+        for (size_t c = 0; c < 4u; ++c) {
         const __m256 x0 = nl == 8u ? _mm256_loadu_ps(s + (0u + c) * ms) : _mm256_maskload_ps(s + (0u + c) * ms, _mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + 8u - (nl))));
-        const __m256 x1 = nl == 8u ? _mm256_loadu_ps(s + (6u + c) * ms) : _mm256_maskload_ps(s + (6u + c) * ms, _mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + 8u - (nl))));
-        const __m256 x2 = nl == 8u ? _mm256_loadu_ps(s + (12u + c) * ms) : _mm256_maskload_ps(s + (12u + c) * ms, _mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + 8u - (nl))));
-        const __m256 x3 = nl == 8u ? _mm256_loadu_ps(s + (18u + c) * ms) : _mm256_maskload_ps(s + (18u + c) * ms, _mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + 8u - (nl))));
-        const __m256 x4 = nl == 8u ? _mm256_loadu_ps(s + (24u + c) * ms) : _mm256_maskload_ps(s + (24u + c) * ms, _mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + 8u - (nl))));
-        const __m256 x5 = nl == 8u ? _mm256_loadu_ps(s + (30u + c) * ms) : _mm256_maskload_ps(s + (30u + c) * ms, _mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + 8u - (nl))));
-        const __m256 gp0 = _mm256_add_ps(x1, x2);
-        const __m256 gp1 = _mm256_sub_ps(x1, x2);
-        const __m256 gp2 = _mm256_add_ps(x3, x4);
-        const __m256 gp3 = _mm256_add_ps(x0, gp0);
-        const __m256 g0 = _mm256_add_ps(gp3, gp2);
-        const __m256 g1 = _mm256_fmadd_ps(_mm256_set1_ps(-2.0f), x4, _mm256_fmadd_ps(_mm256_set1_ps(0.5f), x3, gp1));
-        const __m256 g2 = _mm256_fmadd_ps(_mm256_set1_ps(4.0f), x4, _mm256_fmadd_ps(_mm256_set1_ps(0.25f), x3, gp0));
-        const __m256 gp7 = _mm256_add_ps(gp1, x5);
-        const __m256 g3 = _mm256_fmadd_ps(_mm256_set1_ps(-8.0f), x4, _mm256_fmadd_ps(_mm256_set1_ps(0.125f), x3, gp7));
+        const __m256 x1 = nl == 8u ? _mm256_loadu_ps(s + (4u + c) * ms) : _mm256_maskload_ps(s + (4u + c) * ms, _mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + 8u - (nl))));
+        const __m256 x2 = nl == 8u ? _mm256_loadu_ps(s + (8u + c) * ms) : _mm256_maskload_ps(s + (8u + c) * ms, _mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + 8u - (nl))));
+        const __m256 x3 = nl == 8u ? _mm256_loadu_ps(s + (12u + c) * ms) : _mm256_maskload_ps(s + (12u + c) * ms, _mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + 8u - (nl))));
+        const __m256 g0 = _mm256_add_ps(_mm256_add_ps(x0, x1), x2);
+        const __m256 g1 = _mm256_sub_ps(_mm256_add_ps(x1, x3), x2);
         gb[0u + c] = g0;
-        gb[6u + c] = g1;
-        gb[12u + c] = g2;
-        gb[18u + c] = g3;
+        gb[4u + c] = g1;
         }
         const __m256 e0_0 = gb[0];
         const __m256 e0_1 = gb[1];
         const __m256 e0_2 = gb[2];
         const __m256 e0_3 = gb[3];
-        const __m256 e0_4 = gb[4];
-        const __m256 e0_5 = gb[5];
-        const __m256 yp0_0 = _mm256_add_ps(e0_1, e0_2);
-        const __m256 yp0_1 = _mm256_sub_ps(e0_1, e0_2);
-        const __m256 yp0_2 = _mm256_add_ps(e0_3, e0_4);
-        const __m256 yp0_3 = _mm256_add_ps(e0_0, yp0_0);
-        const __m256 z0_0 = _mm256_add_ps(yp0_3, yp0_2);
-        const __m256 z0_1 = _mm256_fmadd_ps(_mm256_set1_ps(-2.0f), e0_4, _mm256_fmadd_ps(_mm256_set1_ps(0.5f), e0_3, yp0_1));
-        const __m256 z0_2 = _mm256_fmadd_ps(_mm256_set1_ps(4.0f), e0_4, _mm256_fmadd_ps(_mm256_set1_ps(0.25f), e0_3, yp0_0));
-        const __m256 yp0_7 = _mm256_add_ps(yp0_1, e0_5);
-        const __m256 z0_3 = _mm256_fmadd_ps(_mm256_set1_ps(-8.0f), e0_4, _mm256_fmadd_ps(_mm256_set1_ps(0.125f), e0_3, yp0_7));
+        const __m256 z0_0 = _mm256_add_ps(_mm256_add_ps(e0_0, e0_1), e0_2);
+        const __m256 z0_1 = _mm256_sub_ps(_mm256_add_ps(e0_1, e0_3), e0_2);
         __m256 y0_0 = bias ? _mm256_add_ps(z0_0, vb) : z0_0;
         y0_0 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, y0_0));
         __m256 y0_1 = bias ? _mm256_add_ps(z0_1, vb) : z0_1;
         y0_1 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, y0_1));
-        __m256 y0_2 = bias ? _mm256_add_ps(z0_2, vb) : z0_2;
-        y0_2 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, y0_2));
-        __m256 y0_3 = bias ? _mm256_add_ps(z0_3, vb) : z0_3;
-        y0_3 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, y0_3));
-        const __m256 u0_0 = _mm256_unpacklo_ps(y0_0, y0_1), u0_1 = _mm256_unpackhi_ps(y0_0, y0_1);
-        const __m256 u0_2 = _mm256_unpacklo_ps(y0_2, y0_3), u0_3 = _mm256_unpackhi_ps(y0_2, y0_3);
-        const __m256 c0_0 = _mm256_shuffle_ps(u0_0, u0_2, 0x44), c0_1 = _mm256_shuffle_ps(u0_0, u0_2, 0xEE);
-        const __m256 c0_2 = _mm256_shuffle_ps(u0_1, u0_3, 0x44), c0_3 = _mm256_shuffle_ps(u0_1, u0_3, 0xEE);
-        const __m256 r0_0 = _mm256_permute2f128_ps(c0_0, c0_1, 0x20), r0_1 = _mm256_permute2f128_ps(c0_2, c0_3, 0x20);
-        const __m256 r0_2 = _mm256_permute2f128_ps(c0_0, c0_1, 0x31), r0_3 = _mm256_permute2f128_ps(c0_2, c0_3, 0x31);
+        const __m256 r0_0 = _mm256_permute2f128_ps(_mm256_unpacklo_ps(y0_0, y0_1), _mm256_unpackhi_ps(y0_0, y0_1), 0x20), r0_1 = _mm256_permute2f128_ps(_mm256_unpacklo_ps(y0_0, y0_1), _mm256_unpackhi_ps(y0_0, y0_1), 0x31);
         _mm256_storeu_ps(d0 + 0u * rs, r0_0);
         _mm256_storeu_ps(d1 + 0u * rs, r0_1);
-        _mm256_storeu_ps(d2 + 0u * rs, r0_2);
-        _mm256_storeu_ps(d3 + 0u * rs, r0_3);
-        const __m256 e1_0 = gb[6];
-        const __m256 e1_1 = gb[7];
-        const __m256 e1_2 = gb[8];
-        const __m256 e1_3 = gb[9];
-        const __m256 e1_4 = gb[10];
-        const __m256 e1_5 = gb[11];
-        const __m256 yp1_0 = _mm256_add_ps(e1_1, e1_2);
-        const __m256 yp1_1 = _mm256_sub_ps(e1_1, e1_2);
-        const __m256 yp1_2 = _mm256_add_ps(e1_3, e1_4);
-        const __m256 yp1_3 = _mm256_add_ps(e1_0, yp1_0);
-        const __m256 z1_0 = _mm256_add_ps(yp1_3, yp1_2);
-        const __m256 z1_1 = _mm256_fmadd_ps(_mm256_set1_ps(-2.0f), e1_4, _mm256_fmadd_ps(_mm256_set1_ps(0.5f), e1_3, yp1_1));
-        const __m256 z1_2 = _mm256_fmadd_ps(_mm256_set1_ps(4.0f), e1_4, _mm256_fmadd_ps(_mm256_set1_ps(0.25f), e1_3, yp1_0));
-        const __m256 yp1_7 = _mm256_add_ps(yp1_1, e1_5);
-        const __m256 z1_3 = _mm256_fmadd_ps(_mm256_set1_ps(-8.0f), e1_4, _mm256_fmadd_ps(_mm256_set1_ps(0.125f), e1_3, yp1_7));
+        const __m256 e1_0 = gb[4];
+        const __m256 e1_1 = gb[5];
+        const __m256 e1_2 = gb[6];
+        const __m256 e1_3 = gb[7];
+        const __m256 z1_0 = _mm256_add_ps(_mm256_add_ps(e1_0, e1_1), e1_2);
+        const __m256 z1_1 = _mm256_sub_ps(_mm256_add_ps(e1_1, e1_3), e1_2);
         __m256 y1_0 = bias ? _mm256_add_ps(z1_0, vb) : z1_0;
         y1_0 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, y1_0));
         __m256 y1_1 = bias ? _mm256_add_ps(z1_1, vb) : z1_1;
         y1_1 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, y1_1));
-        __m256 y1_2 = bias ? _mm256_add_ps(z1_2, vb) : z1_2;
-        y1_2 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, y1_2));
-        __m256 y1_3 = bias ? _mm256_add_ps(z1_3, vb) : z1_3;
-        y1_3 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, y1_3));
-        const __m256 u1_0 = _mm256_unpacklo_ps(y1_0, y1_1), u1_1 = _mm256_unpackhi_ps(y1_0, y1_1);
-        const __m256 u1_2 = _mm256_unpacklo_ps(y1_2, y1_3), u1_3 = _mm256_unpackhi_ps(y1_2, y1_3);
-        const __m256 c1_0 = _mm256_shuffle_ps(u1_0, u1_2, 0x44), c1_1 = _mm256_shuffle_ps(u1_0, u1_2, 0xEE);
-        const __m256 c1_2 = _mm256_shuffle_ps(u1_1, u1_3, 0x44), c1_3 = _mm256_shuffle_ps(u1_1, u1_3, 0xEE);
-        const __m256 r1_0 = _mm256_permute2f128_ps(c1_0, c1_1, 0x20), r1_1 = _mm256_permute2f128_ps(c1_2, c1_3, 0x20);
-        const __m256 r1_2 = _mm256_permute2f128_ps(c1_0, c1_1, 0x31), r1_3 = _mm256_permute2f128_ps(c1_2, c1_3, 0x31);
+        const __m256 r1_0 = _mm256_permute2f128_ps(_mm256_unpacklo_ps(y1_0, y1_1), _mm256_unpackhi_ps(y1_0, y1_1), 0x20), r1_1 = _mm256_permute2f128_ps(_mm256_unpacklo_ps(y1_0, y1_1), _mm256_unpackhi_ps(y1_0, y1_1), 0x31);
         _mm256_storeu_ps(d0 + 1u * rs, r1_0);
         _mm256_storeu_ps(d1 + 1u * rs, r1_1);
-        _mm256_storeu_ps(d2 + 1u * rs, r1_2);
-        _mm256_storeu_ps(d3 + 1u * rs, r1_3);
-        const __m256 e2_0 = gb[12];
-        const __m256 e2_1 = gb[13];
-        const __m256 e2_2 = gb[14];
-        const __m256 e2_3 = gb[15];
-        const __m256 e2_4 = gb[16];
-        const __m256 e2_5 = gb[17];
-        const __m256 yp2_0 = _mm256_add_ps(e2_1, e2_2);
-        const __m256 yp2_1 = _mm256_sub_ps(e2_1, e2_2);
-        const __m256 yp2_2 = _mm256_add_ps(e2_3, e2_4);
-        const __m256 yp2_3 = _mm256_add_ps(e2_0, yp2_0);
-        const __m256 z2_0 = _mm256_add_ps(yp2_3, yp2_2);
-        const __m256 z2_1 = _mm256_fmadd_ps(_mm256_set1_ps(-2.0f), e2_4, _mm256_fmadd_ps(_mm256_set1_ps(0.5f), e2_3, yp2_1));
-        const __m256 z2_2 = _mm256_fmadd_ps(_mm256_set1_ps(4.0f), e2_4, _mm256_fmadd_ps(_mm256_set1_ps(0.25f), e2_3, yp2_0));
-        const __m256 yp2_7 = _mm256_add_ps(yp2_1, e2_5);
-        const __m256 z2_3 = _mm256_fmadd_ps(_mm256_set1_ps(-8.0f), e2_4, _mm256_fmadd_ps(_mm256_set1_ps(0.125f), e2_3, yp2_7));
-        __m256 y2_0 = bias ? _mm256_add_ps(z2_0, vb) : z2_0;
-        y2_0 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, y2_0));
-        __m256 y2_1 = bias ? _mm256_add_ps(z2_1, vb) : z2_1;
-        y2_1 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, y2_1));
-        __m256 y2_2 = bias ? _mm256_add_ps(z2_2, vb) : z2_2;
-        y2_2 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, y2_2));
-        __m256 y2_3 = bias ? _mm256_add_ps(z2_3, vb) : z2_3;
-        y2_3 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, y2_3));
-        const __m256 u2_0 = _mm256_unpacklo_ps(y2_0, y2_1), u2_1 = _mm256_unpackhi_ps(y2_0, y2_1);
-        const __m256 u2_2 = _mm256_unpacklo_ps(y2_2, y2_3), u2_3 = _mm256_unpackhi_ps(y2_2, y2_3);
-        const __m256 c2_0 = _mm256_shuffle_ps(u2_0, u2_2, 0x44), c2_1 = _mm256_shuffle_ps(u2_0, u2_2, 0xEE);
-        const __m256 c2_2 = _mm256_shuffle_ps(u2_1, u2_3, 0x44), c2_3 = _mm256_shuffle_ps(u2_1, u2_3, 0xEE);
-        const __m256 r2_0 = _mm256_permute2f128_ps(c2_0, c2_1, 0x20), r2_1 = _mm256_permute2f128_ps(c2_2, c2_3, 0x20);
-        const __m256 r2_2 = _mm256_permute2f128_ps(c2_0, c2_1, 0x31), r2_3 = _mm256_permute2f128_ps(c2_2, c2_3, 0x31);
-        _mm256_storeu_ps(d0 + 2u * rs, r2_0);
-        _mm256_storeu_ps(d1 + 2u * rs, r2_1);
-        _mm256_storeu_ps(d2 + 2u * rs, r2_2);
-        _mm256_storeu_ps(d3 + 2u * rs, r2_3);
-        const __m256 e3_0 = gb[18];
-        const __m256 e3_1 = gb[19];
-        const __m256 e3_2 = gb[20];
-        const __m256 e3_3 = gb[21];
-        const __m256 e3_4 = gb[22];
-        const __m256 e3_5 = gb[23];
-        const __m256 yp3_0 = _mm256_add_ps(e3_1, e3_2);
-        const __m256 yp3_1 = _mm256_sub_ps(e3_1, e3_2);
-        const __m256 yp3_2 = _mm256_add_ps(e3_3, e3_4);
-        const __m256 yp3_3 = _mm256_add_ps(e3_0, yp3_0);
-        const __m256 z3_0 = _mm256_add_ps(yp3_3, yp3_2);
-        const __m256 z3_1 = _mm256_fmadd_ps(_mm256_set1_ps(-2.0f), e3_4, _mm256_fmadd_ps(_mm256_set1_ps(0.5f), e3_3, yp3_1));
-        const __m256 z3_2 = _mm256_fmadd_ps(_mm256_set1_ps(4.0f), e3_4, _mm256_fmadd_ps(_mm256_set1_ps(0.25f), e3_3, yp3_0));
-        const __m256 yp3_7 = _mm256_add_ps(yp3_1, e3_5);
-        const __m256 z3_3 = _mm256_fmadd_ps(_mm256_set1_ps(-8.0f), e3_4, _mm256_fmadd_ps(_mm256_set1_ps(0.125f), e3_3, yp3_7));
-        __m256 y3_0 = bias ? _mm256_add_ps(z3_0, vb) : z3_0;
-        y3_0 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, y3_0));
-        __m256 y3_1 = bias ? _mm256_add_ps(z3_1, vb) : z3_1;
-        y3_1 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, y3_1));
-        __m256 y3_2 = bias ? _mm256_add_ps(z3_2, vb) : z3_2;
-        y3_2 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, y3_2));
-        __m256 y3_3 = bias ? _mm256_add_ps(z3_3, vb) : z3_3;
-        y3_3 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, y3_3));
-        const __m256 u3_0 = _mm256_unpacklo_ps(y3_0, y3_1), u3_1 = _mm256_unpackhi_ps(y3_0, y3_1);
-        const __m256 u3_2 = _mm256_unpacklo_ps(y3_2, y3_3), u3_3 = _mm256_unpackhi_ps(y3_2, y3_3);
-        const __m256 c3_0 = _mm256_shuffle_ps(u3_0, u3_2, 0x44), c3_1 = _mm256_shuffle_ps(u3_0, u3_2, 0xEE);
-        const __m256 c3_2 = _mm256_shuffle_ps(u3_1, u3_3, 0x44), c3_3 = _mm256_shuffle_ps(u3_1, u3_3, 0xEE);
-        const __m256 r3_0 = _mm256_permute2f128_ps(c3_0, c3_1, 0x20), r3_1 = _mm256_permute2f128_ps(c3_2, c3_3, 0x20);
-        const __m256 r3_2 = _mm256_permute2f128_ps(c3_0, c3_1, 0x31), r3_3 = _mm256_permute2f128_ps(c3_2, c3_3, 0x31);
-        _mm256_storeu_ps(d0 + 3u * rs, r3_0);
-        _mm256_storeu_ps(d1 + 3u * rs, r3_1);
-        _mm256_storeu_ps(d2 + 3u * rs, r3_2);
-        _mm256_storeu_ps(d3 + 3u * rs, r3_3);
         if (full || segs)
             continue;
         for (size_t a = 0, row = ty, tx = tx0; a < nl; a += TW - tx, ++row, tx = 0) {
             const size_t b = a + (TW - tx) < nl ? a + (TW - tx) : nl;
-            const size_t n = OW - tx * 4u < (b - a) * 4u ? OW - tx * 4u : (b - a) * 4u;
-            for (size_t i = 0; i < 4u && row * 4u + i < OH; ++i) {
-                float *restrict dst = yk + (row * 4u + i) * OW + tx * 4u;
-                const float *restrict src = buf + i * 32u + a * 4u;
+            const size_t n = OW - tx * 2u < (b - a) * 2u ? OW - tx * 2u : (b - a) * 2u;
+            for (size_t i = 0; i < 2u && row * 2u + i < OH; ++i) {
+                float *restrict dst = yk + (row * 2u + i) * OW + tx * 2u;
+                const float *restrict src = buf + i * 16u + a * 2u;
                 for (size_t q = 0; q < n; ++q) dst[q] = src[q];
             }
         }
@@ -1669,15 +1382,15 @@ static void aicc_cv_avx2_gemm_m4k128j64_r4_clamp(size_t M, size_t n, size_t K, c
     }
 }
 
-/* Winograd F(4x4, 3x3) conv (kernels/winograd/simd.py): per batch item and block of nt tiles, per
+/* Winograd F(2x2, 3x3) conv (kernels/winograd/simd.py): per batch item and block of nt tiles, per
  * input channel: the padded rows [r0, r1) the block's tiles read copied into the one padded
  * plane xp = xs + 36 (sizes e; its padding, and 36 floats before and after it for the input
  * transform's over-reads, zeroed once per call and never written), then that channel's V =
- * input transform (36 matrices [C x ntp] in panels, vs apart); then M(xi) = U(xi) @ V(xi) (u:
+ * input transform (16 matrices [C x ntp] in panels, vs apart); then M(xi) = U(xi) @ V(xi) (u:
  * per xi a [K x C] matrix packed by pack_a; gemm: conv_simd_gemm's tile GEMM, plain sums),
  * output transform (+ bias, clamp [lo, hi]); ep (may be NULL): the scalar activation over the
  * batch item's outputs. */
-static void aicc_wg4_conv_avx2_144_16(const aicc_conv_params *p, const float *restrict x,
+static void aicc_wg2_conv_avx2_528_64(const aicc_conv_params *p, const float *restrict x,
     const float *restrict u, const float *restrict bias, float *restrict y, float *restrict xs,
     const size_t e[3], float *restrict v, float *restrict mm, size_t nt, float lo, float hi,
     void (*gemm)(size_t, size_t, size_t, const float *, size_t, const float *,
@@ -1686,27 +1399,27 @@ static void aicc_wg4_conv_avx2_144_16(const aicc_conv_params *p, const float *re
     const size_t C = p->cin_g, K = p->cout_g, OH = p->out[1], OW = p->out[2];
     const size_t H = p->in[1], W = p->in[2], pt = p->pad[1], pl = p->pad[2];
     const size_t X = H * W, P = OH * OW, Wp = e[2];
-    const size_t TW = (OW + 4u - 1u) / 4u, NT = (OH + 4u - 1u) / 4u * TW;
-    const size_t ntp = 16u, vs = C * ntp + 16u, ms = 144u;     /* ntp: nt rounded up to 16 */
+    const size_t TW = (OW + 2u - 1u) / 2u, NT = (OH + 2u - 1u) / 2u * TW;
+    const size_t ntp = 64u, vs = C * ntp + 16u, ms = 528u;     /* ntp: nt rounded up to 16 */
     float *restrict xp = xs + 36u;
     aicc_vzero(xs, e[1] * Wp + 2u * 36u);
     for (size_t n = 0; n < p->batch; ++n) {
         float *restrict yn = y + n * K * P;
         for (size_t j0 = 0; j0 < NT; j0 += nt) {
             const size_t nb = NT - j0 < nt ? NT - j0 : nt;
-            const size_t r0 = j0 / TW * 4u, r1 = ((j0 + nb - 1u) / TW + 1u) * 4u + 2u;
+            const size_t r0 = j0 / TW * 2u, r1 = ((j0 + nb - 1u) / TW + 1u) * 2u + 2u;
             const size_t i0 = r0 > pt ? r0 - pt : 0u;       /* input rows [i0, i1) */
             const size_t i1 = r1 <= pt ? 0u : r1 - pt < H ? r1 - pt : H;
             for (size_t c = 0; c < C; ++c) {
                 const float *restrict xc = x + (n * C + c) * X;
                 for (size_t i = i0; i < i1; ++i)     /* Wp >= OW + 2 = pl + W + pr */
                     aicc_vcopy(xp + (i + pt) * Wp + pl, xc + i * W, W);
-                aicc_wg4_in_avx2(xp, Wp, C, TW, j0, nb, v + c * 16u, vs);
+                aicc_wg2_in_avx2(xp, Wp, C, TW, j0, nb, v + c * 16u, vs);
             }
-            for (size_t xi = 0; xi < 36u; ++xi)
+            for (size_t xi = 0; xi < 16u; ++xi)
                 gemm(K, nb, C, u + xi * K * C, 0, v + xi * vs, C * 16u, 16u, mm + xi * ms, ntp,
                      NULL, -HUGE_VALF, HUGE_VALF, 0, 0);     /* fin 0: plain sums */
-            aicc_wg4_out_avx2_144_16(mm, K, OH, OW, TW, j0, nb, bias, lo, hi, yn);
+            aicc_wg2_out_avx2_528_64(mm, K, OH, OW, TW, j0, nb, bias, lo, hi, yn);
         }
         if (ep)
             ep(yn, K * P);
@@ -1933,13 +1646,13 @@ static void step0_conv_k(const aicc_frame *f,
     const float *restrict in0,  /* float32[1,3,16,16] */
     const float *restrict in2,  /* float32[8] */
     float *restrict out0,  /* float32[1,8,16,16] */
-    const float *restrict wino0,  /* float32[864] derived */
+    const float *restrict wino0,  /* float32[384] derived */
     float *restrict xpad0,  /* scratch 1584 bytes */
-    float *restrict wgv1,  /* scratch 9216 bytes */
-    float *restrict wgm2)  /* scratch 20736 bytes */
+    float *restrict wgv1,  /* scratch 13312 bytes */
+    float *restrict wgm2)  /* scratch 33792 bytes */
 {
     (void)f;
-    /* Conv 3x3 kernel, pads [1, 1, 1, 1]: avx2 Winograd F(4x4, 3x3), 4 x 4 tiles in blocks of 16: 36 GEMMs [8 x 3] @ [3 x 16] per block */
+    /* Conv 3x3 kernel, pads [1, 1, 1, 1]: avx2 Winograd F(2x2, 3x3), 8 x 8 tiles in blocks of 64: 16 GEMMs [8 x 3] @ [3 x 64] per block */
     static const aicc_conv_params prm = {
         1u, 1u, 3u, 8u,
         { 1u, 16u, 16u }, { 1u, 16u, 16u }, { 1u, 3u, 3u },
@@ -1947,7 +1660,7 @@ static void step0_conv_k(const aicc_frame *f,
         0u, 0
     };
     static const size_t e[3] = { 1u, 18u, 18u };
-    aicc_wg4_conv_avx2_144_16(&prm, in0, wino0, in2, out0, xpad0, e, wgv1, wgm2, 16u, 0.0f, HUGE_VALF, aicc_cv_avx2_gemm_m4k128j64_r4_clamp, NULL);
+    aicc_wg2_conv_avx2_528_64(&prm, in0, wino0, in2, out0, xpad0, e, wgv1, wgm2, 64u, 0.0f, HUGE_VALF, aicc_cv_avx2_gemm_m4k128j64_r4_clamp, NULL);
 }
 
 static void step0_conv(const aicc_frame *f)
@@ -1955,10 +1668,10 @@ static void step0_conv(const aicc_frame *f)
     step0_conv_k(f,
         (const float *)f->inputs[0],
         (const float *)(f->weights + 0u),
-        (float *)(f->arena + 29952u),
+        (float *)(f->arena + 47104u),
         (const float *)(f->weights + 64u),
-        (float *)(f->arena + 38144u),
-        (float *)(f->arena + 20736u),
+        (float *)(f->arena + 55296u),
+        (float *)(f->arena + 33792u),
         (float *)(f->arena + 0u));
 }
 
@@ -1982,7 +1695,7 @@ static void step1_maxpool_k(const aicc_frame *f,
 static void step1_maxpool(const aicc_frame *f)
 {
     step1_maxpool_k(f,
-        (const float *)(f->arena + 29952u),
+        (const float *)(f->arena + 47104u),
         (float *)(f->arena + 0u),
         (float *)(f->arena + 2048u));
 }
@@ -2021,8 +1734,8 @@ static void step3_convnhwc(const aicc_frame *f)
     step3_convnhwc_k(f,
         (const float *)(f->arena + 2048u),
         (float *)(f->arena + 0u),
-        (const float *)(f->weights + 3520u),
-        (const float *)(f->weights + 3840u));
+        (const float *)(f->weights + 1600u),
+        (const float *)(f->weights + 1920u));
 }
 
 /* step 4: MatMul(float32[1,8,8,8], float32[8,8], float32[8]) -> float32[1,8,8,8] */
@@ -2041,9 +1754,9 @@ static void step4_matmul(const aicc_frame *f)
 {
     step4_matmul_k(f,
         (const float *)(f->arena + 0u),
-        (const float *)(f->weights + 3904u),
+        (const float *)(f->weights + 1984u),
         (float *)(f->arena + 4096u),
-        (const float *)(f->weights + 3968u));
+        (const float *)(f->weights + 2048u));
 }
 
 /* step 5: Add(float32[1,8,8,8], float32[1,8,8,8]) -> float32[1,8,8,8] */
@@ -2114,9 +1827,9 @@ static void step8_gemm(const aicc_frame *f)
 {
     step8_gemm_k(f,
         (const float *)(f->arena + 64u),
-        (const float *)(f->weights + 4224u),
+        (const float *)(f->weights + 2304u),
         (float *)(f->arena + 0u),
-        (const float *)(f->weights + 4288u));
+        (const float *)(f->weights + 2368u));
 }
 
 /* step 9: Softmax(float32[1,10]) -> float32[1,10] */
@@ -2153,8 +1866,8 @@ static const size_t model_output_align[1] = { 4u };
 
 static const aicc_plan model_plan_data = {
     10u, model_steps,
-    39744u, 64u,
-    4800u, model_weights,
+    56896u, 64u,
+    2880u, model_weights,
     1u, model_input_align,
     1u, model_output_align,
     NULL

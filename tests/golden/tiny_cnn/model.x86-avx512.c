@@ -2146,14 +2146,14 @@ static void aicc_cv_avx512_k8(size_t kc, const float *restrict a,
     }
 }
 
-/* Winograd F(4x4, 3x3) input transform (avx512): tiles [j0, j0 + nb) of the padded plane xp
- * of one channel (row pitch Wp, TW tiles per row; tile j at row (j / TW) * 4, column (j % TW) * 4),
- * V = B^T d B of each 6x6 patch into v: position xi at v + xi * vs, panels of 32 tiles x CP channels
+/* Winograd F(2x2, 3x3) input transform (avx512): tiles [j0, j0 + nb) of the padded plane xp
+ * of one channel (row pitch Wp, TW tiles per row; tile j at row (j / TW) * 2, column (j % TW) * 2),
+ * V = B^T d B of each 4x4 patch into v: position xi at v + xi * vs, panels of 32 tiles x CP channels
  * (tile jj of the block: [(jj / 32) * CP * 32 + jj % 32]; v points at the channel's row). A vector of 16 tiles is
  * loaded row segment by row segment (lanes [a, b) of a tile row: loads shifted by -a tiles, blended);
- * reads stay within 64 floats before and 68 after the plane (xp's slack); lanes past nb
+ * reads stay within 32 floats before and 36 after the plane (xp's slack); lanes past nb
  * are computed from slack values and never read. */
-static void aicc_wg4_in_avx512(const float *restrict xp, size_t Wp, size_t CP, size_t TW, size_t j0,
+static void aicc_wg2_in_avx512(const float *restrict xp, size_t Wp, size_t CP, size_t TW, size_t j0,
     size_t nb, float *restrict v, size_t vs)
 {
     const __m512i aicc_wg_ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8,
@@ -2164,256 +2164,106 @@ static void aicc_wg4_in_avx512(const float *restrict xp, size_t Wp, size_t CP, s
         const size_t j = j0 + jv, ty = j / TW, tx0 = j % TW;
         const size_t nl = nb - jv < 16u ? nb - jv : 16u;
         float *restrict vc = v + (jv / 32u) * CP * 32u + jv % 32u;
-        __m512 hb[36];     /* the patch rows' 1-D transforms */
-        for (size_t r = 0; r < 6u; ++r) {
-        __m512 d0_0, d0_1, d0_2, d0_3, d0_4, d0_5;
+        __m512 hb[16];     /* the patch rows' 1-D transforms */
+        for (size_t r = 0; r < 4u; ++r) {
+        __m512 d0_0, d0_1, d0_2, d0_3;
         {
-        const float *restrict s = xp + (ty * 4u + r) * Wp + tx0 * 4u;
+        const float *restrict s = xp + (ty * 2u + r) * Wp + tx0 * 2u;
         const float *restrict q0 = s + 0u * Wp;
-        const __m512 e0_0 = _mm512_permutex2var_ps(_mm512_loadu_ps(q0 + 0u), aicc_wg_ev, _mm512_loadu_ps(q0 + 16u));
-        const __m512 o0_0 = _mm512_permutex2var_ps(_mm512_loadu_ps(q0 + 0u), aicc_wg_od, _mm512_loadu_ps(q0 + 16u));
-        const __m512 e0_1 = _mm512_permutex2var_ps(_mm512_loadu_ps(q0 + 32u), aicc_wg_ev, _mm512_loadu_ps(q0 + 48u));
-        const __m512 o0_1 = _mm512_permutex2var_ps(_mm512_loadu_ps(q0 + 32u), aicc_wg_od, _mm512_loadu_ps(q0 + 48u));
-        const __m512 l0_0 = _mm512_permutex2var_ps(e0_0, aicc_wg_ev, e0_1);
-        const __m512 l0_1 = _mm512_permutex2var_ps(o0_0, aicc_wg_ev, o0_1);
-        const __m512 l0_2 = _mm512_permutex2var_ps(e0_0, aicc_wg_od, e0_1);
-        const __m512 l0_3 = _mm512_permutex2var_ps(o0_0, aicc_wg_od, o0_1);
-        const __m512 l0_4 = _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(_mm512_set1_ps(*(q0 + 64u))), _mm512_castps_si512(l0_0), 1));
-        const __m512 l0_5 = _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(_mm512_set1_ps(*(q0 + 65u))), _mm512_castps_si512(l0_1), 1));
+        const __m512 l0_0 = _mm512_permutex2var_ps(_mm512_loadu_ps(q0 + 0u), aicc_wg_ev, _mm512_loadu_ps(q0 + 16u));
+        const __m512 l0_1 = _mm512_permutex2var_ps(_mm512_loadu_ps(q0 + 0u), aicc_wg_od, _mm512_loadu_ps(q0 + 16u));
+        const __m512 l0_2 = _mm512_permutex2var_ps(_mm512_loadu_ps(q0 + 2u), aicc_wg_ev, _mm512_loadu_ps(q0 + 18u));
+        const __m512 l0_3 = _mm512_permutex2var_ps(_mm512_loadu_ps(q0 + 2u), aicc_wg_od, _mm512_loadu_ps(q0 + 18u));
         d0_0 = l0_0;
         d0_1 = l0_1;
         d0_2 = l0_2;
         d0_3 = l0_3;
-        d0_4 = l0_4;
-        d0_5 = l0_5;
         }
         for (size_t a = TW - tx0, row = ty + 1u; a < nl; a += TW, ++row) {
         const size_t b = a + TW < nl ? a + TW : nl;
         const __mmask16 mk = (__mmask16)(((1u << b) - 1u) & ~((1u << a) - 1u));
-        const float *restrict s = xp + (row * 4u + r) * Wp - a * 4u;
+        const float *restrict s = xp + (row * 2u + r) * Wp - a * 2u;
         const float *restrict q0 = s + 0u * Wp;
-        const __m512 e0_0 = _mm512_permutex2var_ps(_mm512_loadu_ps(q0 + 0u), aicc_wg_ev, _mm512_loadu_ps(q0 + 16u));
-        const __m512 o0_0 = _mm512_permutex2var_ps(_mm512_loadu_ps(q0 + 0u), aicc_wg_od, _mm512_loadu_ps(q0 + 16u));
-        const __m512 e0_1 = _mm512_permutex2var_ps(_mm512_loadu_ps(q0 + 32u), aicc_wg_ev, _mm512_loadu_ps(q0 + 48u));
-        const __m512 o0_1 = _mm512_permutex2var_ps(_mm512_loadu_ps(q0 + 32u), aicc_wg_od, _mm512_loadu_ps(q0 + 48u));
-        const __m512 l0_0 = _mm512_permutex2var_ps(e0_0, aicc_wg_ev, e0_1);
-        const __m512 l0_1 = _mm512_permutex2var_ps(o0_0, aicc_wg_ev, o0_1);
-        const __m512 l0_2 = _mm512_permutex2var_ps(e0_0, aicc_wg_od, e0_1);
-        const __m512 l0_3 = _mm512_permutex2var_ps(o0_0, aicc_wg_od, o0_1);
-        const __m512 l0_4 = _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(_mm512_set1_ps(*(q0 + 64u))), _mm512_castps_si512(l0_0), 1));
-        const __m512 l0_5 = _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(_mm512_set1_ps(*(q0 + 65u))), _mm512_castps_si512(l0_1), 1));
+        const __m512 l0_0 = _mm512_permutex2var_ps(_mm512_loadu_ps(q0 + 0u), aicc_wg_ev, _mm512_loadu_ps(q0 + 16u));
+        const __m512 l0_1 = _mm512_permutex2var_ps(_mm512_loadu_ps(q0 + 0u), aicc_wg_od, _mm512_loadu_ps(q0 + 16u));
+        const __m512 l0_2 = _mm512_permutex2var_ps(_mm512_loadu_ps(q0 + 2u), aicc_wg_ev, _mm512_loadu_ps(q0 + 18u));
+        const __m512 l0_3 = _mm512_permutex2var_ps(_mm512_loadu_ps(q0 + 2u), aicc_wg_od, _mm512_loadu_ps(q0 + 18u));
         d0_0 = _mm512_mask_blend_ps(mk, d0_0, l0_0);
         d0_1 = _mm512_mask_blend_ps(mk, d0_1, l0_1);
         d0_2 = _mm512_mask_blend_ps(mk, d0_2, l0_2);
         d0_3 = _mm512_mask_blend_ps(mk, d0_3, l0_3);
-        d0_4 = _mm512_mask_blend_ps(mk, d0_4, l0_4);
-        d0_5 = _mm512_mask_blend_ps(mk, d0_5, l0_5);
         }
-        const __m512 hp0_0 = _mm512_sub_ps(d0_4, d0_2);
-        const __m512 hp0_1 = _mm512_sub_ps(d0_3, d0_1);
-        const __m512 hp0_2 = _mm512_sub_ps(d0_0, d0_2);
-        const __m512 hp0_3 = _mm512_add_ps(hp0_2, hp0_0);
-        const __m512 h0_0 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), hp0_1, hp0_3);
-        const __m512 hp0_5 = _mm512_add_ps(d0_2, d0_3);
-        const __m512 hp0_6 = _mm512_add_ps(hp0_0, hp0_1);
-        const __m512 h0_1 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), hp0_5, hp0_6);
-        const __m512 hp0_8 = _mm512_sub_ps(d0_3, d0_2);
-        const __m512 hp0_9 = _mm512_sub_ps(hp0_0, hp0_1);
-        const __m512 h0_2 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), hp0_8, hp0_9);
-        const __m512 h0_3 = _mm512_fmadd_ps(_mm512_set1_ps(2.0f), hp0_1, hp0_0);
-        const __m512 h0_4 = _mm512_fmadd_ps(_mm512_set1_ps(-0.5f), hp0_1, hp0_0);
-        const __m512 hp0_13 = _mm512_sub_ps(d0_5, d0_3);
-        const __m512 hp0_14 = _mm512_sub_ps(hp0_13, hp0_1);
-        const __m512 h0_5 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), hp0_0, hp0_14);
-        hb[r * 6u + 0u] = h0_0;
-        hb[r * 6u + 1u] = h0_1;
-        hb[r * 6u + 2u] = h0_2;
-        hb[r * 6u + 3u] = h0_3;
-        hb[r * 6u + 4u] = h0_4;
-        hb[r * 6u + 5u] = h0_5;
+        const __m512 h0_0 = _mm512_sub_ps(d0_0, d0_2);
+        const __m512 h0_1 = _mm512_add_ps(d0_1, d0_2);
+        const __m512 h0_2 = _mm512_sub_ps(d0_2, d0_1);
+        const __m512 h0_3 = _mm512_sub_ps(d0_3, d0_1);
+        hb[r * 4u + 0u] = h0_0;
+        hb[r * 4u + 1u] = h0_1;
+        hb[r * 4u + 2u] = h0_2;
+        hb[r * 4u + 3u] = h0_3;
         }
         const __m512 g0_0 = hb[0];
-        const __m512 g1_0 = hb[6];
-        const __m512 g2_0 = hb[12];
-        const __m512 g3_0 = hb[18];
-        const __m512 g4_0 = hb[24];
-        const __m512 g5_0 = hb[30];
-        const __m512 vp0_0 = _mm512_sub_ps(g4_0, g2_0);
-        const __m512 vp0_1 = _mm512_sub_ps(g3_0, g1_0);
-        const __m512 vp0_2 = _mm512_sub_ps(g0_0, g2_0);
-        const __m512 vp0_3 = _mm512_add_ps(vp0_2, vp0_0);
-        const __m512 w0_0 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp0_1, vp0_3);
-        const __m512 vp0_5 = _mm512_add_ps(g2_0, g3_0);
-        const __m512 vp0_6 = _mm512_add_ps(vp0_0, vp0_1);
-        const __m512 w1_0 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp0_5, vp0_6);
-        const __m512 vp0_8 = _mm512_sub_ps(g3_0, g2_0);
-        const __m512 vp0_9 = _mm512_sub_ps(vp0_0, vp0_1);
-        const __m512 w2_0 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp0_8, vp0_9);
-        const __m512 w3_0 = _mm512_fmadd_ps(_mm512_set1_ps(2.0f), vp0_1, vp0_0);
-        const __m512 w4_0 = _mm512_fmadd_ps(_mm512_set1_ps(-0.5f), vp0_1, vp0_0);
-        const __m512 vp0_13 = _mm512_sub_ps(g5_0, g3_0);
-        const __m512 vp0_14 = _mm512_sub_ps(vp0_13, vp0_1);
-        const __m512 w5_0 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp0_0, vp0_14);
+        const __m512 g1_0 = hb[4];
+        const __m512 g2_0 = hb[8];
+        const __m512 g3_0 = hb[12];
+        const __m512 w0_0 = _mm512_sub_ps(g0_0, g2_0);
+        const __m512 w1_0 = _mm512_add_ps(g1_0, g2_0);
+        const __m512 w2_0 = _mm512_sub_ps(g2_0, g1_0);
+        const __m512 w3_0 = _mm512_sub_ps(g3_0, g1_0);
         _mm512_storeu_ps(vc + 0u * vs, w0_0);
-        _mm512_storeu_ps(vc + 6u * vs, w1_0);
-        _mm512_storeu_ps(vc + 12u * vs, w2_0);
-        _mm512_storeu_ps(vc + 18u * vs, w3_0);
-        _mm512_storeu_ps(vc + 24u * vs, w4_0);
-        _mm512_storeu_ps(vc + 30u * vs, w5_0);
+        _mm512_storeu_ps(vc + 4u * vs, w1_0);
+        _mm512_storeu_ps(vc + 8u * vs, w2_0);
+        _mm512_storeu_ps(vc + 12u * vs, w3_0);
         const __m512 g0_1 = hb[1];
-        const __m512 g1_1 = hb[7];
-        const __m512 g2_1 = hb[13];
-        const __m512 g3_1 = hb[19];
-        const __m512 g4_1 = hb[25];
-        const __m512 g5_1 = hb[31];
-        const __m512 vp1_0 = _mm512_sub_ps(g4_1, g2_1);
-        const __m512 vp1_1 = _mm512_sub_ps(g3_1, g1_1);
-        const __m512 vp1_2 = _mm512_sub_ps(g0_1, g2_1);
-        const __m512 vp1_3 = _mm512_add_ps(vp1_2, vp1_0);
-        const __m512 w0_1 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp1_1, vp1_3);
-        const __m512 vp1_5 = _mm512_add_ps(g2_1, g3_1);
-        const __m512 vp1_6 = _mm512_add_ps(vp1_0, vp1_1);
-        const __m512 w1_1 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp1_5, vp1_6);
-        const __m512 vp1_8 = _mm512_sub_ps(g3_1, g2_1);
-        const __m512 vp1_9 = _mm512_sub_ps(vp1_0, vp1_1);
-        const __m512 w2_1 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp1_8, vp1_9);
-        const __m512 w3_1 = _mm512_fmadd_ps(_mm512_set1_ps(2.0f), vp1_1, vp1_0);
-        const __m512 w4_1 = _mm512_fmadd_ps(_mm512_set1_ps(-0.5f), vp1_1, vp1_0);
-        const __m512 vp1_13 = _mm512_sub_ps(g5_1, g3_1);
-        const __m512 vp1_14 = _mm512_sub_ps(vp1_13, vp1_1);
-        const __m512 w5_1 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp1_0, vp1_14);
+        const __m512 g1_1 = hb[5];
+        const __m512 g2_1 = hb[9];
+        const __m512 g3_1 = hb[13];
+        const __m512 w0_1 = _mm512_sub_ps(g0_1, g2_1);
+        const __m512 w1_1 = _mm512_add_ps(g1_1, g2_1);
+        const __m512 w2_1 = _mm512_sub_ps(g2_1, g1_1);
+        const __m512 w3_1 = _mm512_sub_ps(g3_1, g1_1);
         _mm512_storeu_ps(vc + 1u * vs, w0_1);
-        _mm512_storeu_ps(vc + 7u * vs, w1_1);
-        _mm512_storeu_ps(vc + 13u * vs, w2_1);
-        _mm512_storeu_ps(vc + 19u * vs, w3_1);
-        _mm512_storeu_ps(vc + 25u * vs, w4_1);
-        _mm512_storeu_ps(vc + 31u * vs, w5_1);
+        _mm512_storeu_ps(vc + 5u * vs, w1_1);
+        _mm512_storeu_ps(vc + 9u * vs, w2_1);
+        _mm512_storeu_ps(vc + 13u * vs, w3_1);
         const __m512 g0_2 = hb[2];
-        const __m512 g1_2 = hb[8];
-        const __m512 g2_2 = hb[14];
-        const __m512 g3_2 = hb[20];
-        const __m512 g4_2 = hb[26];
-        const __m512 g5_2 = hb[32];
-        const __m512 vp2_0 = _mm512_sub_ps(g4_2, g2_2);
-        const __m512 vp2_1 = _mm512_sub_ps(g3_2, g1_2);
-        const __m512 vp2_2 = _mm512_sub_ps(g0_2, g2_2);
-        const __m512 vp2_3 = _mm512_add_ps(vp2_2, vp2_0);
-        const __m512 w0_2 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp2_1, vp2_3);
-        const __m512 vp2_5 = _mm512_add_ps(g2_2, g3_2);
-        const __m512 vp2_6 = _mm512_add_ps(vp2_0, vp2_1);
-        const __m512 w1_2 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp2_5, vp2_6);
-        const __m512 vp2_8 = _mm512_sub_ps(g3_2, g2_2);
-        const __m512 vp2_9 = _mm512_sub_ps(vp2_0, vp2_1);
-        const __m512 w2_2 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp2_8, vp2_9);
-        const __m512 w3_2 = _mm512_fmadd_ps(_mm512_set1_ps(2.0f), vp2_1, vp2_0);
-        const __m512 w4_2 = _mm512_fmadd_ps(_mm512_set1_ps(-0.5f), vp2_1, vp2_0);
-        const __m512 vp2_13 = _mm512_sub_ps(g5_2, g3_2);
-        const __m512 vp2_14 = _mm512_sub_ps(vp2_13, vp2_1);
-        const __m512 w5_2 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp2_0, vp2_14);
+        const __m512 g1_2 = hb[6];
+        const __m512 g2_2 = hb[10];
+        const __m512 g3_2 = hb[14];
+        const __m512 w0_2 = _mm512_sub_ps(g0_2, g2_2);
+        const __m512 w1_2 = _mm512_add_ps(g1_2, g2_2);
+        const __m512 w2_2 = _mm512_sub_ps(g2_2, g1_2);
+        const __m512 w3_2 = _mm512_sub_ps(g3_2, g1_2);
         _mm512_storeu_ps(vc + 2u * vs, w0_2);
-        _mm512_storeu_ps(vc + 8u * vs, w1_2);
-        _mm512_storeu_ps(vc + 14u * vs, w2_2);
-        _mm512_storeu_ps(vc + 20u * vs, w3_2);
-        _mm512_storeu_ps(vc + 26u * vs, w4_2);
-        _mm512_storeu_ps(vc + 32u * vs, w5_2);
+        _mm512_storeu_ps(vc + 6u * vs, w1_2);
+        _mm512_storeu_ps(vc + 10u * vs, w2_2);
+        _mm512_storeu_ps(vc + 14u * vs, w3_2);
         const __m512 g0_3 = hb[3];
-        const __m512 g1_3 = hb[9];
-        const __m512 g2_3 = hb[15];
-        const __m512 g3_3 = hb[21];
-        const __m512 g4_3 = hb[27];
-        const __m512 g5_3 = hb[33];
-        const __m512 vp3_0 = _mm512_sub_ps(g4_3, g2_3);
-        const __m512 vp3_1 = _mm512_sub_ps(g3_3, g1_3);
-        const __m512 vp3_2 = _mm512_sub_ps(g0_3, g2_3);
-        const __m512 vp3_3 = _mm512_add_ps(vp3_2, vp3_0);
-        const __m512 w0_3 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp3_1, vp3_3);
-        const __m512 vp3_5 = _mm512_add_ps(g2_3, g3_3);
-        const __m512 vp3_6 = _mm512_add_ps(vp3_0, vp3_1);
-        const __m512 w1_3 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp3_5, vp3_6);
-        const __m512 vp3_8 = _mm512_sub_ps(g3_3, g2_3);
-        const __m512 vp3_9 = _mm512_sub_ps(vp3_0, vp3_1);
-        const __m512 w2_3 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp3_8, vp3_9);
-        const __m512 w3_3 = _mm512_fmadd_ps(_mm512_set1_ps(2.0f), vp3_1, vp3_0);
-        const __m512 w4_3 = _mm512_fmadd_ps(_mm512_set1_ps(-0.5f), vp3_1, vp3_0);
-        const __m512 vp3_13 = _mm512_sub_ps(g5_3, g3_3);
-        const __m512 vp3_14 = _mm512_sub_ps(vp3_13, vp3_1);
-        const __m512 w5_3 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp3_0, vp3_14);
+        const __m512 g1_3 = hb[7];
+        const __m512 g2_3 = hb[11];
+        const __m512 g3_3 = hb[15];
+        const __m512 w0_3 = _mm512_sub_ps(g0_3, g2_3);
+        const __m512 w1_3 = _mm512_add_ps(g1_3, g2_3);
+        const __m512 w2_3 = _mm512_sub_ps(g2_3, g1_3);
+        const __m512 w3_3 = _mm512_sub_ps(g3_3, g1_3);
         _mm512_storeu_ps(vc + 3u * vs, w0_3);
-        _mm512_storeu_ps(vc + 9u * vs, w1_3);
-        _mm512_storeu_ps(vc + 15u * vs, w2_3);
-        _mm512_storeu_ps(vc + 21u * vs, w3_3);
-        _mm512_storeu_ps(vc + 27u * vs, w4_3);
-        _mm512_storeu_ps(vc + 33u * vs, w5_3);
-        const __m512 g0_4 = hb[4];
-        const __m512 g1_4 = hb[10];
-        const __m512 g2_4 = hb[16];
-        const __m512 g3_4 = hb[22];
-        const __m512 g4_4 = hb[28];
-        const __m512 g5_4 = hb[34];
-        const __m512 vp4_0 = _mm512_sub_ps(g4_4, g2_4);
-        const __m512 vp4_1 = _mm512_sub_ps(g3_4, g1_4);
-        const __m512 vp4_2 = _mm512_sub_ps(g0_4, g2_4);
-        const __m512 vp4_3 = _mm512_add_ps(vp4_2, vp4_0);
-        const __m512 w0_4 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp4_1, vp4_3);
-        const __m512 vp4_5 = _mm512_add_ps(g2_4, g3_4);
-        const __m512 vp4_6 = _mm512_add_ps(vp4_0, vp4_1);
-        const __m512 w1_4 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp4_5, vp4_6);
-        const __m512 vp4_8 = _mm512_sub_ps(g3_4, g2_4);
-        const __m512 vp4_9 = _mm512_sub_ps(vp4_0, vp4_1);
-        const __m512 w2_4 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp4_8, vp4_9);
-        const __m512 w3_4 = _mm512_fmadd_ps(_mm512_set1_ps(2.0f), vp4_1, vp4_0);
-        const __m512 w4_4 = _mm512_fmadd_ps(_mm512_set1_ps(-0.5f), vp4_1, vp4_0);
-        const __m512 vp4_13 = _mm512_sub_ps(g5_4, g3_4);
-        const __m512 vp4_14 = _mm512_sub_ps(vp4_13, vp4_1);
-        const __m512 w5_4 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp4_0, vp4_14);
-        _mm512_storeu_ps(vc + 4u * vs, w0_4);
-        _mm512_storeu_ps(vc + 10u * vs, w1_4);
-        _mm512_storeu_ps(vc + 16u * vs, w2_4);
-        _mm512_storeu_ps(vc + 22u * vs, w3_4);
-        _mm512_storeu_ps(vc + 28u * vs, w4_4);
-        _mm512_storeu_ps(vc + 34u * vs, w5_4);
-        const __m512 g0_5 = hb[5];
-        const __m512 g1_5 = hb[11];
-        const __m512 g2_5 = hb[17];
-        const __m512 g3_5 = hb[23];
-        const __m512 g4_5 = hb[29];
-        const __m512 g5_5 = hb[35];
-        const __m512 vp5_0 = _mm512_sub_ps(g4_5, g2_5);
-        const __m512 vp5_1 = _mm512_sub_ps(g3_5, g1_5);
-        const __m512 vp5_2 = _mm512_sub_ps(g0_5, g2_5);
-        const __m512 vp5_3 = _mm512_add_ps(vp5_2, vp5_0);
-        const __m512 w0_5 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp5_1, vp5_3);
-        const __m512 vp5_5 = _mm512_add_ps(g2_5, g3_5);
-        const __m512 vp5_6 = _mm512_add_ps(vp5_0, vp5_1);
-        const __m512 w1_5 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp5_5, vp5_6);
-        const __m512 vp5_8 = _mm512_sub_ps(g3_5, g2_5);
-        const __m512 vp5_9 = _mm512_sub_ps(vp5_0, vp5_1);
-        const __m512 w2_5 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp5_8, vp5_9);
-        const __m512 w3_5 = _mm512_fmadd_ps(_mm512_set1_ps(2.0f), vp5_1, vp5_0);
-        const __m512 w4_5 = _mm512_fmadd_ps(_mm512_set1_ps(-0.5f), vp5_1, vp5_0);
-        const __m512 vp5_13 = _mm512_sub_ps(g5_5, g3_5);
-        const __m512 vp5_14 = _mm512_sub_ps(vp5_13, vp5_1);
-        const __m512 w5_5 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp5_0, vp5_14);
-        _mm512_storeu_ps(vc + 5u * vs, w0_5);
-        _mm512_storeu_ps(vc + 11u * vs, w1_5);
-        _mm512_storeu_ps(vc + 17u * vs, w2_5);
-        _mm512_storeu_ps(vc + 23u * vs, w3_5);
-        _mm512_storeu_ps(vc + 29u * vs, w4_5);
-        _mm512_storeu_ps(vc + 35u * vs, w5_5);
+        _mm512_storeu_ps(vc + 7u * vs, w1_3);
+        _mm512_storeu_ps(vc + 11u * vs, w2_3);
+        _mm512_storeu_ps(vc + 15u * vs, w3_3);
     }
 }
 
-/* Winograd F(4x4, 3x3) output transform (avx512): for the tiles [j0, j0 + nb) and K output
- * channels, M(xi) at mm + xi * 272 + k * 32 + jj; Y = A^T M A, + bias[k] (bias may be NULL),
- * clamped to [lo, hi], into y[K][OH][OW] (tile j: rows (j / TW) * 4, columns (j % TW) * 4). The 4 rows
- * of a vector of 16 tiles are interleaved into 4 x 64 outputs: stored directly when the tiles are
+/* Winograd F(2x2, 3x3) output transform (avx512): for the tiles [j0, j0 + nb) and K output
+ * channels, M(xi) at mm + xi * 528 + k * 64 + jj; Y = A^T M A, + bias[k] (bias may be NULL),
+ * clamped to [lo, hi], into y[K][OH][OW] (tile j: rows (j / TW) * 2, columns (j % TW) * 2). The 2 rows
+ * of a vector of 16 tiles are interleaved into 2 x 32 outputs: stored directly when the tiles are
  * in one tile row and inside the output or (several tile rows) when no output vector straddles a row,
  * else copied run by run (one per tile row) clipped at OH / OW;
  * lanes past nb are never stored. */
-static void aicc_wg4_out_avx512_272_32(const float *restrict mm, size_t K, size_t OH, size_t OW, size_t TW,
+static void aicc_wg2_out_avx512_528_64(const float *restrict mm, size_t K, size_t OH, size_t OW, size_t TW,
     size_t j0, size_t nb, const float *restrict bias, float lo, float hi, float *restrict y)
 {
-    const size_t P = OH * OW, ms = 272u, ntp = 32u;
+    const size_t P = OH * OW, ms = 528u, ntp = 64u;
     const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
     const __m512i aicc_wg_lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1,
                                                 16, 0);
@@ -2424,191 +2274,68 @@ static void aicc_wg4_out_avx512_272_32(const float *restrict mm, size_t K, size_
         float *restrict yk = y + k * P;
         for (size_t jv = 0; jv < nb; jv += 16u) {
         const float *restrict s = mm + k * ntp + jv;
-        const size_t j = j0 + jv, ty = j / TW, tx0 = j % TW, oy = ty * 4u, nl = nb - jv < 16u ? nb - jv : 16u;
-        const int full = nl == 16u && tx0 + 16u <= TW && oy + 4u <= OH && (tx0 + 16u) * 4u <= OW;
-        const int segs = !full && nl == 16u && tx0 % 4u == 0 && TW % 4u == 0 && TW * 4u <= OW && (j + 15u) / TW * 4u + 4u <= OH;   /* whole vectors, several rows */
-        float buf[256];     /* row i at buf + i * 64 */
-        float *d0, *d1, *d2, *d3;
+        const size_t j = j0 + jv, ty = j / TW, tx0 = j % TW, oy = ty * 2u, nl = nb - jv < 16u ? nb - jv : 16u;
+        const int full = nl == 16u && tx0 + 16u <= TW && oy + 2u <= OH && (tx0 + 16u) * 2u <= OW;
+        const int segs = !full && nl == 16u && tx0 % 8u == 0 && TW % 8u == 0 && TW * 2u <= OW && (j + 15u) / TW * 2u + 2u <= OH;   /* whole vectors, several rows */
+        float buf[64];     /* row i at buf + i * 32 */
+        float *d0, *d1;
         size_t rs = OW;
         if (full) {
-            d0 = yk + oy * OW + tx0 * 4u + 0u;
-            d1 = yk + oy * OW + tx0 * 4u + 16u;
-            d2 = yk + oy * OW + tx0 * 4u + 32u;
-            d3 = yk + oy * OW + tx0 * 4u + 48u;
+            d0 = yk + oy * OW + tx0 * 2u + 0u;
+            d1 = yk + oy * OW + tx0 * 2u + 16u;
         } else if (segs) {
-            d0 = yk + (oy + (tx0 + 0u) / TW * 4u) * OW + (tx0 + 0u) % TW * 4u;
-            d1 = yk + (oy + (tx0 + 4u) / TW * 4u) * OW + (tx0 + 4u) % TW * 4u;
-            d2 = yk + (oy + (tx0 + 8u) / TW * 4u) * OW + (tx0 + 8u) % TW * 4u;
-            d3 = yk + (oy + (tx0 + 12u) / TW * 4u) * OW + (tx0 + 12u) % TW * 4u;
+            d0 = yk + (oy + (tx0 + 0u) / TW * 2u) * OW + (tx0 + 0u) % TW * 2u;
+            d1 = yk + (oy + (tx0 + 8u) / TW * 2u) * OW + (tx0 + 8u) % TW * 2u;
         } else {
             d0 = buf + 0u;
             d1 = buf + 16u;
-            d2 = buf + 32u;
-            d3 = buf + 48u;
-            rs = 64u;
+            rs = 32u;
         }
-        __m512 gb[24];     /* A^T M, column by column */
-        for (size_t c = 0; c < 6u; ++c) {
+        __m512 gb[8];     /* A^T M, column by column */
+        for (size_t c = 0; c < 4u; ++c) {
         const __m512 x0 = nl == 16u ? _mm512_loadu_ps(s + (0u + c) * ms) : _mm512_maskz_loadu_ps((__mmask16)((1u << (nl)) - 1u), s + (0u + c) * ms);
-        const __m512 x1 = nl == 16u ? _mm512_loadu_ps(s + (6u + c) * ms) : _mm512_maskz_loadu_ps((__mmask16)((1u << (nl)) - 1u), s + (6u + c) * ms);
-        const __m512 x2 = nl == 16u ? _mm512_loadu_ps(s + (12u + c) * ms) : _mm512_maskz_loadu_ps((__mmask16)((1u << (nl)) - 1u), s + (12u + c) * ms);
-        const __m512 x3 = nl == 16u ? _mm512_loadu_ps(s + (18u + c) * ms) : _mm512_maskz_loadu_ps((__mmask16)((1u << (nl)) - 1u), s + (18u + c) * ms);
-        const __m512 x4 = nl == 16u ? _mm512_loadu_ps(s + (24u + c) * ms) : _mm512_maskz_loadu_ps((__mmask16)((1u << (nl)) - 1u), s + (24u + c) * ms);
-        const __m512 x5 = nl == 16u ? _mm512_loadu_ps(s + (30u + c) * ms) : _mm512_maskz_loadu_ps((__mmask16)((1u << (nl)) - 1u), s + (30u + c) * ms);
-        const __m512 gp0 = _mm512_add_ps(x1, x2);
-        const __m512 gp1 = _mm512_sub_ps(x1, x2);
-        const __m512 gp2 = _mm512_add_ps(x3, x4);
-        const __m512 gp3 = _mm512_add_ps(x0, gp0);
-        const __m512 g0 = _mm512_add_ps(gp3, gp2);
-        const __m512 g1 = _mm512_fmadd_ps(_mm512_set1_ps(-2.0f), x4, _mm512_fmadd_ps(_mm512_set1_ps(0.5f), x3, gp1));
-        const __m512 g2 = _mm512_fmadd_ps(_mm512_set1_ps(4.0f), x4, _mm512_fmadd_ps(_mm512_set1_ps(0.25f), x3, gp0));
-        const __m512 gp7 = _mm512_add_ps(gp1, x5);
-        const __m512 g3 = _mm512_fmadd_ps(_mm512_set1_ps(-8.0f), x4, _mm512_fmadd_ps(_mm512_set1_ps(0.125f), x3, gp7));
+        const __m512 x1 = nl == 16u ? _mm512_loadu_ps(s + (4u + c) * ms) : _mm512_maskz_loadu_ps((__mmask16)((1u << (nl)) - 1u), s + (4u + c) * ms);
+        const __m512 x2 = nl == 16u ? _mm512_loadu_ps(s + (8u + c) * ms) : _mm512_maskz_loadu_ps((__mmask16)((1u << (nl)) - 1u), s + (8u + c) * ms);
+        const __m512 x3 = nl == 16u ? _mm512_loadu_ps(s + (12u + c) * ms) : _mm512_maskz_loadu_ps((__mmask16)((1u << (nl)) - 1u), s + (12u + c) * ms);
+        const __m512 g0 = _mm512_add_ps(_mm512_add_ps(x0, x1), x2);
+        const __m512 g1 = _mm512_sub_ps(_mm512_add_ps(x1, x3), x2);
         gb[0u + c] = g0;
-        gb[6u + c] = g1;
-        gb[12u + c] = g2;
-        gb[18u + c] = g3;
+        gb[4u + c] = g1;
         }
         const __m512 e0_0 = gb[0];
         const __m512 e0_1 = gb[1];
         const __m512 e0_2 = gb[2];
         const __m512 e0_3 = gb[3];
-        const __m512 e0_4 = gb[4];
-        const __m512 e0_5 = gb[5];
-        const __m512 yp0_0 = _mm512_add_ps(e0_1, e0_2);
-        const __m512 yp0_1 = _mm512_sub_ps(e0_1, e0_2);
-        const __m512 yp0_2 = _mm512_add_ps(e0_3, e0_4);
-        const __m512 yp0_3 = _mm512_add_ps(e0_0, yp0_0);
-        const __m512 z0_0 = _mm512_add_ps(yp0_3, yp0_2);
-        const __m512 z0_1 = _mm512_fmadd_ps(_mm512_set1_ps(-2.0f), e0_4, _mm512_fmadd_ps(_mm512_set1_ps(0.5f), e0_3, yp0_1));
-        const __m512 z0_2 = _mm512_fmadd_ps(_mm512_set1_ps(4.0f), e0_4, _mm512_fmadd_ps(_mm512_set1_ps(0.25f), e0_3, yp0_0));
-        const __m512 yp0_7 = _mm512_add_ps(yp0_1, e0_5);
-        const __m512 z0_3 = _mm512_fmadd_ps(_mm512_set1_ps(-8.0f), e0_4, _mm512_fmadd_ps(_mm512_set1_ps(0.125f), e0_3, yp0_7));
+        const __m512 z0_0 = _mm512_add_ps(_mm512_add_ps(e0_0, e0_1), e0_2);
+        const __m512 z0_1 = _mm512_sub_ps(_mm512_add_ps(e0_1, e0_3), e0_2);
         __m512 y0_0 = bias ? _mm512_add_ps(z0_0, vb) : z0_0;
         y0_0 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, y0_0));
         __m512 y0_1 = bias ? _mm512_add_ps(z0_1, vb) : z0_1;
         y0_1 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, y0_1));
-        __m512 y0_2 = bias ? _mm512_add_ps(z0_2, vb) : z0_2;
-        y0_2 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, y0_2));
-        __m512 y0_3 = bias ? _mm512_add_ps(z0_3, vb) : z0_3;
-        y0_3 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, y0_3));
-        const __m512 a0_0 = _mm512_permutex2var_ps(y0_0, aicc_wg_lo, y0_2), a0_1 = _mm512_permutex2var_ps(y0_0, aicc_wg_hi, y0_2);
-        const __m512 b0_0 = _mm512_permutex2var_ps(y0_1, aicc_wg_lo, y0_3), b0_1 = _mm512_permutex2var_ps(y0_1, aicc_wg_hi, y0_3);
-        const __m512 r0_0 = _mm512_permutex2var_ps(a0_0, aicc_wg_lo, b0_0);
-        const __m512 r0_1 = _mm512_permutex2var_ps(a0_0, aicc_wg_hi, b0_0);
-        const __m512 r0_2 = _mm512_permutex2var_ps(a0_1, aicc_wg_lo, b0_1);
-        const __m512 r0_3 = _mm512_permutex2var_ps(a0_1, aicc_wg_hi, b0_1);
+        const __m512 r0_0 = _mm512_permutex2var_ps(y0_0, aicc_wg_lo, y0_1), r0_1 = _mm512_permutex2var_ps(y0_0, aicc_wg_hi, y0_1);
         _mm512_storeu_ps(d0 + 0u * rs, r0_0);
         _mm512_storeu_ps(d1 + 0u * rs, r0_1);
-        _mm512_storeu_ps(d2 + 0u * rs, r0_2);
-        _mm512_storeu_ps(d3 + 0u * rs, r0_3);
-        const __m512 e1_0 = gb[6];
-        const __m512 e1_1 = gb[7];
-        const __m512 e1_2 = gb[8];
-        const __m512 e1_3 = gb[9];
-        const __m512 e1_4 = gb[10];
-        const __m512 e1_5 = gb[11];
-        const __m512 yp1_0 = _mm512_add_ps(e1_1, e1_2);
-        const __m512 yp1_1 = _mm512_sub_ps(e1_1, e1_2);
-        const __m512 yp1_2 = _mm512_add_ps(e1_3, e1_4);
-        const __m512 yp1_3 = _mm512_add_ps(e1_0, yp1_0);
-        const __m512 z1_0 = _mm512_add_ps(yp1_3, yp1_2);
-        const __m512 z1_1 = _mm512_fmadd_ps(_mm512_set1_ps(-2.0f), e1_4, _mm512_fmadd_ps(_mm512_set1_ps(0.5f), e1_3, yp1_1));
-        const __m512 z1_2 = _mm512_fmadd_ps(_mm512_set1_ps(4.0f), e1_4, _mm512_fmadd_ps(_mm512_set1_ps(0.25f), e1_3, yp1_0));
-        const __m512 yp1_7 = _mm512_add_ps(yp1_1, e1_5);
-        const __m512 z1_3 = _mm512_fmadd_ps(_mm512_set1_ps(-8.0f), e1_4, _mm512_fmadd_ps(_mm512_set1_ps(0.125f), e1_3, yp1_7));
+        const __m512 e1_0 = gb[4];
+        const __m512 e1_1 = gb[5];
+        const __m512 e1_2 = gb[6];
+        const __m512 e1_3 = gb[7];
+        const __m512 z1_0 = _mm512_add_ps(_mm512_add_ps(e1_0, e1_1), e1_2);
+        const __m512 z1_1 = _mm512_sub_ps(_mm512_add_ps(e1_1, e1_3), e1_2);
         __m512 y1_0 = bias ? _mm512_add_ps(z1_0, vb) : z1_0;
         y1_0 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, y1_0));
         __m512 y1_1 = bias ? _mm512_add_ps(z1_1, vb) : z1_1;
         y1_1 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, y1_1));
-        __m512 y1_2 = bias ? _mm512_add_ps(z1_2, vb) : z1_2;
-        y1_2 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, y1_2));
-        __m512 y1_3 = bias ? _mm512_add_ps(z1_3, vb) : z1_3;
-        y1_3 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, y1_3));
-        const __m512 a1_0 = _mm512_permutex2var_ps(y1_0, aicc_wg_lo, y1_2), a1_1 = _mm512_permutex2var_ps(y1_0, aicc_wg_hi, y1_2);
-        const __m512 b1_0 = _mm512_permutex2var_ps(y1_1, aicc_wg_lo, y1_3), b1_1 = _mm512_permutex2var_ps(y1_1, aicc_wg_hi, y1_3);
-        const __m512 r1_0 = _mm512_permutex2var_ps(a1_0, aicc_wg_lo, b1_0);
-        const __m512 r1_1 = _mm512_permutex2var_ps(a1_0, aicc_wg_hi, b1_0);
-        const __m512 r1_2 = _mm512_permutex2var_ps(a1_1, aicc_wg_lo, b1_1);
-        const __m512 r1_3 = _mm512_permutex2var_ps(a1_1, aicc_wg_hi, b1_1);
+        const __m512 r1_0 = _mm512_permutex2var_ps(y1_0, aicc_wg_lo, y1_1), r1_1 = _mm512_permutex2var_ps(y1_0, aicc_wg_hi, y1_1);
         _mm512_storeu_ps(d0 + 1u * rs, r1_0);
         _mm512_storeu_ps(d1 + 1u * rs, r1_1);
-        _mm512_storeu_ps(d2 + 1u * rs, r1_2);
-        _mm512_storeu_ps(d3 + 1u * rs, r1_3);
-        const __m512 e2_0 = gb[12];
-        const __m512 e2_1 = gb[13];
-        const __m512 e2_2 = gb[14];
-        const __m512 e2_3 = gb[15];
-        const __m512 e2_4 = gb[16];
-        const __m512 e2_5 = gb[17];
-        const __m512 yp2_0 = _mm512_add_ps(e2_1, e2_2);
-        const __m512 yp2_1 = _mm512_sub_ps(e2_1, e2_2);
-        const __m512 yp2_2 = _mm512_add_ps(e2_3, e2_4);
-        const __m512 yp2_3 = _mm512_add_ps(e2_0, yp2_0);
-        const __m512 z2_0 = _mm512_add_ps(yp2_3, yp2_2);
-        const __m512 z2_1 = _mm512_fmadd_ps(_mm512_set1_ps(-2.0f), e2_4, _mm512_fmadd_ps(_mm512_set1_ps(0.5f), e2_3, yp2_1));
-        const __m512 z2_2 = _mm512_fmadd_ps(_mm512_set1_ps(4.0f), e2_4, _mm512_fmadd_ps(_mm512_set1_ps(0.25f), e2_3, yp2_0));
-        const __m512 yp2_7 = _mm512_add_ps(yp2_1, e2_5);
-        const __m512 z2_3 = _mm512_fmadd_ps(_mm512_set1_ps(-8.0f), e2_4, _mm512_fmadd_ps(_mm512_set1_ps(0.125f), e2_3, yp2_7));
-        __m512 y2_0 = bias ? _mm512_add_ps(z2_0, vb) : z2_0;
-        y2_0 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, y2_0));
-        __m512 y2_1 = bias ? _mm512_add_ps(z2_1, vb) : z2_1;
-        y2_1 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, y2_1));
-        __m512 y2_2 = bias ? _mm512_add_ps(z2_2, vb) : z2_2;
-        y2_2 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, y2_2));
-        __m512 y2_3 = bias ? _mm512_add_ps(z2_3, vb) : z2_3;
-        y2_3 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, y2_3));
-        const __m512 a2_0 = _mm512_permutex2var_ps(y2_0, aicc_wg_lo, y2_2), a2_1 = _mm512_permutex2var_ps(y2_0, aicc_wg_hi, y2_2);
-        const __m512 b2_0 = _mm512_permutex2var_ps(y2_1, aicc_wg_lo, y2_3), b2_1 = _mm512_permutex2var_ps(y2_1, aicc_wg_hi, y2_3);
-        const __m512 r2_0 = _mm512_permutex2var_ps(a2_0, aicc_wg_lo, b2_0);
-        const __m512 r2_1 = _mm512_permutex2var_ps(a2_0, aicc_wg_hi, b2_0);
-        const __m512 r2_2 = _mm512_permutex2var_ps(a2_1, aicc_wg_lo, b2_1);
-        const __m512 r2_3 = _mm512_permutex2var_ps(a2_1, aicc_wg_hi, b2_1);
-        _mm512_storeu_ps(d0 + 2u * rs, r2_0);
-        _mm512_storeu_ps(d1 + 2u * rs, r2_1);
-        _mm512_storeu_ps(d2 + 2u * rs, r2_2);
-        _mm512_storeu_ps(d3 + 2u * rs, r2_3);
-        const __m512 e3_0 = gb[18];
-        const __m512 e3_1 = gb[19];
-        const __m512 e3_2 = gb[20];
-        const __m512 e3_3 = gb[21];
-        const __m512 e3_4 = gb[22];
-        const __m512 e3_5 = gb[23];
-        const __m512 yp3_0 = _mm512_add_ps(e3_1, e3_2);
-        const __m512 yp3_1 = _mm512_sub_ps(e3_1, e3_2);
-        const __m512 yp3_2 = _mm512_add_ps(e3_3, e3_4);
-        const __m512 yp3_3 = _mm512_add_ps(e3_0, yp3_0);
-        const __m512 z3_0 = _mm512_add_ps(yp3_3, yp3_2);
-        const __m512 z3_1 = _mm512_fmadd_ps(_mm512_set1_ps(-2.0f), e3_4, _mm512_fmadd_ps(_mm512_set1_ps(0.5f), e3_3, yp3_1));
-        const __m512 z3_2 = _mm512_fmadd_ps(_mm512_set1_ps(4.0f), e3_4, _mm512_fmadd_ps(_mm512_set1_ps(0.25f), e3_3, yp3_0));
-        const __m512 yp3_7 = _mm512_add_ps(yp3_1, e3_5);
-        const __m512 z3_3 = _mm512_fmadd_ps(_mm512_set1_ps(-8.0f), e3_4, _mm512_fmadd_ps(_mm512_set1_ps(0.125f), e3_3, yp3_7));
-        __m512 y3_0 = bias ? _mm512_add_ps(z3_0, vb) : z3_0;
-        y3_0 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, y3_0));
-        __m512 y3_1 = bias ? _mm512_add_ps(z3_1, vb) : z3_1;
-        y3_1 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, y3_1));
-        __m512 y3_2 = bias ? _mm512_add_ps(z3_2, vb) : z3_2;
-        y3_2 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, y3_2));
-        __m512 y3_3 = bias ? _mm512_add_ps(z3_3, vb) : z3_3;
-        y3_3 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, y3_3));
-        const __m512 a3_0 = _mm512_permutex2var_ps(y3_0, aicc_wg_lo, y3_2), a3_1 = _mm512_permutex2var_ps(y3_0, aicc_wg_hi, y3_2);
-        const __m512 b3_0 = _mm512_permutex2var_ps(y3_1, aicc_wg_lo, y3_3), b3_1 = _mm512_permutex2var_ps(y3_1, aicc_wg_hi, y3_3);
-        const __m512 r3_0 = _mm512_permutex2var_ps(a3_0, aicc_wg_lo, b3_0);
-        const __m512 r3_1 = _mm512_permutex2var_ps(a3_0, aicc_wg_hi, b3_0);
-        const __m512 r3_2 = _mm512_permutex2var_ps(a3_1, aicc_wg_lo, b3_1);
-        const __m512 r3_3 = _mm512_permutex2var_ps(a3_1, aicc_wg_hi, b3_1);
-        _mm512_storeu_ps(d0 + 3u * rs, r3_0);
-        _mm512_storeu_ps(d1 + 3u * rs, r3_1);
-        _mm512_storeu_ps(d2 + 3u * rs, r3_2);
-        _mm512_storeu_ps(d3 + 3u * rs, r3_3);
         if (full || segs)
             continue;
         for (size_t a = 0, row = ty, tx = tx0; a < nl; a += TW - tx, ++row, tx = 0) {
             const size_t b = a + (TW - tx) < nl ? a + (TW - tx) : nl;
-            const size_t n = OW - tx * 4u < (b - a) * 4u ? OW - tx * 4u : (b - a) * 4u;
-            for (size_t i = 0; i < 4u && row * 4u + i < OH; ++i) {
-                float *restrict dst = yk + (row * 4u + i) * OW + tx * 4u;
-                const float *restrict src = buf + i * 64u + a * 4u;
+            const size_t n = OW - tx * 2u < (b - a) * 2u ? OW - tx * 2u : (b - a) * 2u;
+            for (size_t i = 0; i < 2u && row * 2u + i < OH; ++i) {
+                float *restrict dst = yk + (row * 2u + i) * OW + tx * 2u;
+                const float *restrict src = buf + i * 32u + a * 2u;
                 for (size_t q = 0; q < n; ++q) dst[q] = src[q];
             }
         }
@@ -2650,241 +2377,99 @@ static void aicc_cv_avx512_gemm_m8k128j64_r8_clamp(size_t M, size_t n, size_t K,
     }
 }
 
-/* Winograd F(4x4, 3x3) input transform (avx512), 4 tiles per tile row (kernels/winograd/rows.py): as aicc_wg4_in_avx512,
- * each full vector of 16 tiles = 4 tile rows, its patch rows gathered from 4 row segments by two-source
- * permutes; vectors of fewer tiles go to aicc_wg4_in_avx512. */
-static void aicc_wg4_in_avx512_tw4(const float *restrict xp, size_t Wp, size_t CP, size_t TW, size_t j0,
+/* Winograd F(2x2, 3x3) input transform (avx512), 8 tiles per tile row (kernels/winograd/rows.py): as aicc_wg2_in_avx512,
+ * each full vector of 16 tiles = 2 tile rows, its patch rows gathered from 2 row segments by two-source
+ * permutes; vectors of fewer tiles go to aicc_wg2_in_avx512. */
+static void aicc_wg2_in_avx512_tw8(const float *restrict xp, size_t Wp, size_t CP, size_t TW, size_t j0,
     size_t nb, float *restrict v, size_t vs)
 {
-    const __m512i ix0 = _mm512_set_epi32(28, 24, 20, 16, 12, 8, 4, 0, 28, 24, 20, 16, 12, 8, 4, 0);
-    const __m512i ix1 = _mm512_set_epi32(29, 25, 21, 17, 13, 9, 5, 1, 29, 25, 21, 17, 13, 9, 5, 1);
-    const __m512i ix2 = _mm512_set_epi32(30, 26, 22, 18, 14, 10, 6, 2, 30, 26, 22, 18, 14, 10, 6, 2);
-    const __m512i ix3 = _mm512_set_epi32(31, 27, 23, 19, 15, 11, 7, 3, 31, 27, 23, 19, 15, 11, 7, 3);
+    const __m512i ix0 = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i ix1 = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
     for (size_t jv = 0; jv < nb; jv += 16u) {
         const size_t j = j0 + jv, nl = nb - jv < 16u ? nb - jv : 16u;
         float *restrict vc = v + (jv / 32u) * CP * 32u + jv % 32u;
         if (nl < 16u) {
-            aicc_wg4_in_avx512(xp, Wp, CP, TW, j, nl, vc, vs);
+            aicc_wg2_in_avx512(xp, Wp, CP, TW, j, nl, vc, vs);
             continue;
         }
-        const float *restrict s = xp + (j / 4u) * 4u * Wp;
-        __m512 hb[36];     /* the rows' transforms */
-        for (size_t r = 0; r < 6u; ++r) {   /* patch row r of the R segments */
+        const float *restrict s = xp + (j / 8u) * 2u * Wp;
+        __m512 hb[16];     /* the rows' transforms */
+        for (size_t r = 0; r < 4u; ++r) {   /* patch row r of the R segments */
         const float *restrict q = s + r * Wp;
         const __m512 a0_0 = _mm512_loadu_ps(q + 0u * Wp + 0u);
-        const __m512 a0_1 = _mm512_loadu_ps(q + 4u * Wp + 0u);
-        const __m512 a0_2 = _mm512_loadu_ps(q + 8u * Wp + 0u);
-        const __m512 a0_3 = _mm512_loadu_ps(q + 12u * Wp + 0u);
-        const __m512 a4_0 = _mm512_loadu_ps(q + 0u * Wp + 4u);
-        const __m512 a4_1 = _mm512_loadu_ps(q + 4u * Wp + 4u);
-        const __m512 a4_2 = _mm512_loadu_ps(q + 8u * Wp + 4u);
-        const __m512 a4_3 = _mm512_loadu_ps(q + 12u * Wp + 4u);
-        const __m512 d0_0 = _mm512_mask_blend_ps((__mmask16)0xFF00u, _mm512_permutex2var_ps(a0_0, ix0, a0_1), _mm512_permutex2var_ps(a0_2, ix0, a0_3));
-        const __m512 d0_1 = _mm512_mask_blend_ps((__mmask16)0xFF00u, _mm512_permutex2var_ps(a0_0, ix1, a0_1), _mm512_permutex2var_ps(a0_2, ix1, a0_3));
-        const __m512 d0_2 = _mm512_mask_blend_ps((__mmask16)0xFF00u, _mm512_permutex2var_ps(a0_0, ix2, a0_1), _mm512_permutex2var_ps(a0_2, ix2, a0_3));
-        const __m512 d0_3 = _mm512_mask_blend_ps((__mmask16)0xFF00u, _mm512_permutex2var_ps(a0_0, ix3, a0_1), _mm512_permutex2var_ps(a0_2, ix3, a0_3));
-        const __m512 d0_4 = _mm512_mask_blend_ps((__mmask16)0xFF00u, _mm512_permutex2var_ps(a4_0, ix0, a4_1), _mm512_permutex2var_ps(a4_2, ix0, a4_3));
-        const __m512 d0_5 = _mm512_mask_blend_ps((__mmask16)0xFF00u, _mm512_permutex2var_ps(a4_0, ix1, a4_1), _mm512_permutex2var_ps(a4_2, ix1, a4_3));
-        const __m512 hp0_0 = _mm512_sub_ps(d0_4, d0_2);
-        const __m512 hp0_1 = _mm512_sub_ps(d0_3, d0_1);
-        const __m512 hp0_2 = _mm512_sub_ps(d0_0, d0_2);
-        const __m512 hp0_3 = _mm512_add_ps(hp0_2, hp0_0);
-        const __m512 h0_0 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), hp0_1, hp0_3);
-        const __m512 hp0_5 = _mm512_add_ps(d0_2, d0_3);
-        const __m512 hp0_6 = _mm512_add_ps(hp0_0, hp0_1);
-        const __m512 h0_1 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), hp0_5, hp0_6);
-        const __m512 hp0_8 = _mm512_sub_ps(d0_3, d0_2);
-        const __m512 hp0_9 = _mm512_sub_ps(hp0_0, hp0_1);
-        const __m512 h0_2 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), hp0_8, hp0_9);
-        const __m512 h0_3 = _mm512_fmadd_ps(_mm512_set1_ps(2.0f), hp0_1, hp0_0);
-        const __m512 h0_4 = _mm512_fmadd_ps(_mm512_set1_ps(-0.5f), hp0_1, hp0_0);
-        const __m512 hp0_13 = _mm512_sub_ps(d0_5, d0_3);
-        const __m512 hp0_14 = _mm512_sub_ps(hp0_13, hp0_1);
-        const __m512 h0_5 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), hp0_0, hp0_14);
-        hb[r * 6u + 0u] = h0_0;
-        hb[r * 6u + 1u] = h0_1;
-        hb[r * 6u + 2u] = h0_2;
-        hb[r * 6u + 3u] = h0_3;
-        hb[r * 6u + 4u] = h0_4;
-        hb[r * 6u + 5u] = h0_5;
+        const __m512 a0_1 = _mm512_loadu_ps(q + 2u * Wp + 0u);
+        const __m512 a2_0 = _mm512_loadu_ps(q + 0u * Wp + 2u);
+        const __m512 a2_1 = _mm512_loadu_ps(q + 2u * Wp + 2u);
+        const __m512 d0_0 = _mm512_permutex2var_ps(a0_0, ix0, a0_1);
+        const __m512 d0_1 = _mm512_permutex2var_ps(a0_0, ix1, a0_1);
+        const __m512 d0_2 = _mm512_permutex2var_ps(a2_0, ix0, a2_1);
+        const __m512 d0_3 = _mm512_permutex2var_ps(a2_0, ix1, a2_1);
+        const __m512 h0_0 = _mm512_sub_ps(d0_0, d0_2);
+        const __m512 h0_1 = _mm512_add_ps(d0_1, d0_2);
+        const __m512 h0_2 = _mm512_sub_ps(d0_2, d0_1);
+        const __m512 h0_3 = _mm512_sub_ps(d0_3, d0_1);
+        hb[r * 4u + 0u] = h0_0;
+        hb[r * 4u + 1u] = h0_1;
+        hb[r * 4u + 2u] = h0_2;
+        hb[r * 4u + 3u] = h0_3;
         }
         const __m512 g0_0 = hb[0];
-        const __m512 g1_0 = hb[6];
-        const __m512 g2_0 = hb[12];
-        const __m512 g3_0 = hb[18];
-        const __m512 g4_0 = hb[24];
-        const __m512 g5_0 = hb[30];
-        const __m512 vp0_0 = _mm512_sub_ps(g4_0, g2_0);
-        const __m512 vp0_1 = _mm512_sub_ps(g3_0, g1_0);
-        const __m512 vp0_2 = _mm512_sub_ps(g0_0, g2_0);
-        const __m512 vp0_3 = _mm512_add_ps(vp0_2, vp0_0);
-        const __m512 w0_0 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp0_1, vp0_3);
-        const __m512 vp0_5 = _mm512_add_ps(g2_0, g3_0);
-        const __m512 vp0_6 = _mm512_add_ps(vp0_0, vp0_1);
-        const __m512 w1_0 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp0_5, vp0_6);
-        const __m512 vp0_8 = _mm512_sub_ps(g3_0, g2_0);
-        const __m512 vp0_9 = _mm512_sub_ps(vp0_0, vp0_1);
-        const __m512 w2_0 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp0_8, vp0_9);
-        const __m512 w3_0 = _mm512_fmadd_ps(_mm512_set1_ps(2.0f), vp0_1, vp0_0);
-        const __m512 w4_0 = _mm512_fmadd_ps(_mm512_set1_ps(-0.5f), vp0_1, vp0_0);
-        const __m512 vp0_13 = _mm512_sub_ps(g5_0, g3_0);
-        const __m512 vp0_14 = _mm512_sub_ps(vp0_13, vp0_1);
-        const __m512 w5_0 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp0_0, vp0_14);
+        const __m512 g1_0 = hb[4];
+        const __m512 g2_0 = hb[8];
+        const __m512 g3_0 = hb[12];
+        const __m512 w0_0 = _mm512_sub_ps(g0_0, g2_0);
+        const __m512 w1_0 = _mm512_add_ps(g1_0, g2_0);
+        const __m512 w2_0 = _mm512_sub_ps(g2_0, g1_0);
+        const __m512 w3_0 = _mm512_sub_ps(g3_0, g1_0);
         _mm512_storeu_ps(vc + 0u * vs, w0_0);
-        _mm512_storeu_ps(vc + 6u * vs, w1_0);
-        _mm512_storeu_ps(vc + 12u * vs, w2_0);
-        _mm512_storeu_ps(vc + 18u * vs, w3_0);
-        _mm512_storeu_ps(vc + 24u * vs, w4_0);
-        _mm512_storeu_ps(vc + 30u * vs, w5_0);
+        _mm512_storeu_ps(vc + 4u * vs, w1_0);
+        _mm512_storeu_ps(vc + 8u * vs, w2_0);
+        _mm512_storeu_ps(vc + 12u * vs, w3_0);
         const __m512 g0_1 = hb[1];
-        const __m512 g1_1 = hb[7];
-        const __m512 g2_1 = hb[13];
-        const __m512 g3_1 = hb[19];
-        const __m512 g4_1 = hb[25];
-        const __m512 g5_1 = hb[31];
-        const __m512 vp1_0 = _mm512_sub_ps(g4_1, g2_1);
-        const __m512 vp1_1 = _mm512_sub_ps(g3_1, g1_1);
-        const __m512 vp1_2 = _mm512_sub_ps(g0_1, g2_1);
-        const __m512 vp1_3 = _mm512_add_ps(vp1_2, vp1_0);
-        const __m512 w0_1 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp1_1, vp1_3);
-        const __m512 vp1_5 = _mm512_add_ps(g2_1, g3_1);
-        const __m512 vp1_6 = _mm512_add_ps(vp1_0, vp1_1);
-        const __m512 w1_1 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp1_5, vp1_6);
-        const __m512 vp1_8 = _mm512_sub_ps(g3_1, g2_1);
-        const __m512 vp1_9 = _mm512_sub_ps(vp1_0, vp1_1);
-        const __m512 w2_1 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp1_8, vp1_9);
-        const __m512 w3_1 = _mm512_fmadd_ps(_mm512_set1_ps(2.0f), vp1_1, vp1_0);
-        const __m512 w4_1 = _mm512_fmadd_ps(_mm512_set1_ps(-0.5f), vp1_1, vp1_0);
-        const __m512 vp1_13 = _mm512_sub_ps(g5_1, g3_1);
-        const __m512 vp1_14 = _mm512_sub_ps(vp1_13, vp1_1);
-        const __m512 w5_1 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp1_0, vp1_14);
+        const __m512 g1_1 = hb[5];
+        const __m512 g2_1 = hb[9];
+        const __m512 g3_1 = hb[13];
+        const __m512 w0_1 = _mm512_sub_ps(g0_1, g2_1);
+        const __m512 w1_1 = _mm512_add_ps(g1_1, g2_1);
+        const __m512 w2_1 = _mm512_sub_ps(g2_1, g1_1);
+        const __m512 w3_1 = _mm512_sub_ps(g3_1, g1_1);
         _mm512_storeu_ps(vc + 1u * vs, w0_1);
-        _mm512_storeu_ps(vc + 7u * vs, w1_1);
-        _mm512_storeu_ps(vc + 13u * vs, w2_1);
-        _mm512_storeu_ps(vc + 19u * vs, w3_1);
-        _mm512_storeu_ps(vc + 25u * vs, w4_1);
-        _mm512_storeu_ps(vc + 31u * vs, w5_1);
+        _mm512_storeu_ps(vc + 5u * vs, w1_1);
+        _mm512_storeu_ps(vc + 9u * vs, w2_1);
+        _mm512_storeu_ps(vc + 13u * vs, w3_1);
         const __m512 g0_2 = hb[2];
-        const __m512 g1_2 = hb[8];
-        const __m512 g2_2 = hb[14];
-        const __m512 g3_2 = hb[20];
-        const __m512 g4_2 = hb[26];
-        const __m512 g5_2 = hb[32];
-        const __m512 vp2_0 = _mm512_sub_ps(g4_2, g2_2);
-        const __m512 vp2_1 = _mm512_sub_ps(g3_2, g1_2);
-        const __m512 vp2_2 = _mm512_sub_ps(g0_2, g2_2);
-        const __m512 vp2_3 = _mm512_add_ps(vp2_2, vp2_0);
-        const __m512 w0_2 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp2_1, vp2_3);
-        const __m512 vp2_5 = _mm512_add_ps(g2_2, g3_2);
-        const __m512 vp2_6 = _mm512_add_ps(vp2_0, vp2_1);
-        const __m512 w1_2 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp2_5, vp2_6);
-        const __m512 vp2_8 = _mm512_sub_ps(g3_2, g2_2);
-        const __m512 vp2_9 = _mm512_sub_ps(vp2_0, vp2_1);
-        const __m512 w2_2 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp2_8, vp2_9);
-        const __m512 w3_2 = _mm512_fmadd_ps(_mm512_set1_ps(2.0f), vp2_1, vp2_0);
-        const __m512 w4_2 = _mm512_fmadd_ps(_mm512_set1_ps(-0.5f), vp2_1, vp2_0);
-        const __m512 vp2_13 = _mm512_sub_ps(g5_2, g3_2);
-        const __m512 vp2_14 = _mm512_sub_ps(vp2_13, vp2_1);
-        const __m512 w5_2 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp2_0, vp2_14);
+        const __m512 g1_2 = hb[6];
+        const __m512 g2_2 = hb[10];
+        const __m512 g3_2 = hb[14];
+        const __m512 w0_2 = _mm512_sub_ps(g0_2, g2_2);
+        const __m512 w1_2 = _mm512_add_ps(g1_2, g2_2);
+        const __m512 w2_2 = _mm512_sub_ps(g2_2, g1_2);
+        const __m512 w3_2 = _mm512_sub_ps(g3_2, g1_2);
         _mm512_storeu_ps(vc + 2u * vs, w0_2);
-        _mm512_storeu_ps(vc + 8u * vs, w1_2);
-        _mm512_storeu_ps(vc + 14u * vs, w2_2);
-        _mm512_storeu_ps(vc + 20u * vs, w3_2);
-        _mm512_storeu_ps(vc + 26u * vs, w4_2);
-        _mm512_storeu_ps(vc + 32u * vs, w5_2);
+        _mm512_storeu_ps(vc + 6u * vs, w1_2);
+        _mm512_storeu_ps(vc + 10u * vs, w2_2);
+        _mm512_storeu_ps(vc + 14u * vs, w3_2);
         const __m512 g0_3 = hb[3];
-        const __m512 g1_3 = hb[9];
-        const __m512 g2_3 = hb[15];
-        const __m512 g3_3 = hb[21];
-        const __m512 g4_3 = hb[27];
-        const __m512 g5_3 = hb[33];
-        const __m512 vp3_0 = _mm512_sub_ps(g4_3, g2_3);
-        const __m512 vp3_1 = _mm512_sub_ps(g3_3, g1_3);
-        const __m512 vp3_2 = _mm512_sub_ps(g0_3, g2_3);
-        const __m512 vp3_3 = _mm512_add_ps(vp3_2, vp3_0);
-        const __m512 w0_3 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp3_1, vp3_3);
-        const __m512 vp3_5 = _mm512_add_ps(g2_3, g3_3);
-        const __m512 vp3_6 = _mm512_add_ps(vp3_0, vp3_1);
-        const __m512 w1_3 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp3_5, vp3_6);
-        const __m512 vp3_8 = _mm512_sub_ps(g3_3, g2_3);
-        const __m512 vp3_9 = _mm512_sub_ps(vp3_0, vp3_1);
-        const __m512 w2_3 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp3_8, vp3_9);
-        const __m512 w3_3 = _mm512_fmadd_ps(_mm512_set1_ps(2.0f), vp3_1, vp3_0);
-        const __m512 w4_3 = _mm512_fmadd_ps(_mm512_set1_ps(-0.5f), vp3_1, vp3_0);
-        const __m512 vp3_13 = _mm512_sub_ps(g5_3, g3_3);
-        const __m512 vp3_14 = _mm512_sub_ps(vp3_13, vp3_1);
-        const __m512 w5_3 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp3_0, vp3_14);
+        const __m512 g1_3 = hb[7];
+        const __m512 g2_3 = hb[11];
+        const __m512 g3_3 = hb[15];
+        const __m512 w0_3 = _mm512_sub_ps(g0_3, g2_3);
+        const __m512 w1_3 = _mm512_add_ps(g1_3, g2_3);
+        const __m512 w2_3 = _mm512_sub_ps(g2_3, g1_3);
+        const __m512 w3_3 = _mm512_sub_ps(g3_3, g1_3);
         _mm512_storeu_ps(vc + 3u * vs, w0_3);
-        _mm512_storeu_ps(vc + 9u * vs, w1_3);
-        _mm512_storeu_ps(vc + 15u * vs, w2_3);
-        _mm512_storeu_ps(vc + 21u * vs, w3_3);
-        _mm512_storeu_ps(vc + 27u * vs, w4_3);
-        _mm512_storeu_ps(vc + 33u * vs, w5_3);
-        const __m512 g0_4 = hb[4];
-        const __m512 g1_4 = hb[10];
-        const __m512 g2_4 = hb[16];
-        const __m512 g3_4 = hb[22];
-        const __m512 g4_4 = hb[28];
-        const __m512 g5_4 = hb[34];
-        const __m512 vp4_0 = _mm512_sub_ps(g4_4, g2_4);
-        const __m512 vp4_1 = _mm512_sub_ps(g3_4, g1_4);
-        const __m512 vp4_2 = _mm512_sub_ps(g0_4, g2_4);
-        const __m512 vp4_3 = _mm512_add_ps(vp4_2, vp4_0);
-        const __m512 w0_4 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp4_1, vp4_3);
-        const __m512 vp4_5 = _mm512_add_ps(g2_4, g3_4);
-        const __m512 vp4_6 = _mm512_add_ps(vp4_0, vp4_1);
-        const __m512 w1_4 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp4_5, vp4_6);
-        const __m512 vp4_8 = _mm512_sub_ps(g3_4, g2_4);
-        const __m512 vp4_9 = _mm512_sub_ps(vp4_0, vp4_1);
-        const __m512 w2_4 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp4_8, vp4_9);
-        const __m512 w3_4 = _mm512_fmadd_ps(_mm512_set1_ps(2.0f), vp4_1, vp4_0);
-        const __m512 w4_4 = _mm512_fmadd_ps(_mm512_set1_ps(-0.5f), vp4_1, vp4_0);
-        const __m512 vp4_13 = _mm512_sub_ps(g5_4, g3_4);
-        const __m512 vp4_14 = _mm512_sub_ps(vp4_13, vp4_1);
-        const __m512 w5_4 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp4_0, vp4_14);
-        _mm512_storeu_ps(vc + 4u * vs, w0_4);
-        _mm512_storeu_ps(vc + 10u * vs, w1_4);
-        _mm512_storeu_ps(vc + 16u * vs, w2_4);
-        _mm512_storeu_ps(vc + 22u * vs, w3_4);
-        _mm512_storeu_ps(vc + 28u * vs, w4_4);
-        _mm512_storeu_ps(vc + 34u * vs, w5_4);
-        const __m512 g0_5 = hb[5];
-        const __m512 g1_5 = hb[11];
-        const __m512 g2_5 = hb[17];
-        const __m512 g3_5 = hb[23];
-        const __m512 g4_5 = hb[29];
-        const __m512 g5_5 = hb[35];
-        const __m512 vp5_0 = _mm512_sub_ps(g4_5, g2_5);
-        const __m512 vp5_1 = _mm512_sub_ps(g3_5, g1_5);
-        const __m512 vp5_2 = _mm512_sub_ps(g0_5, g2_5);
-        const __m512 vp5_3 = _mm512_add_ps(vp5_2, vp5_0);
-        const __m512 w0_5 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp5_1, vp5_3);
-        const __m512 vp5_5 = _mm512_add_ps(g2_5, g3_5);
-        const __m512 vp5_6 = _mm512_add_ps(vp5_0, vp5_1);
-        const __m512 w1_5 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp5_5, vp5_6);
-        const __m512 vp5_8 = _mm512_sub_ps(g3_5, g2_5);
-        const __m512 vp5_9 = _mm512_sub_ps(vp5_0, vp5_1);
-        const __m512 w2_5 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp5_8, vp5_9);
-        const __m512 w3_5 = _mm512_fmadd_ps(_mm512_set1_ps(2.0f), vp5_1, vp5_0);
-        const __m512 w4_5 = _mm512_fmadd_ps(_mm512_set1_ps(-0.5f), vp5_1, vp5_0);
-        const __m512 vp5_13 = _mm512_sub_ps(g5_5, g3_5);
-        const __m512 vp5_14 = _mm512_sub_ps(vp5_13, vp5_1);
-        const __m512 w5_5 = _mm512_fmadd_ps(_mm512_set1_ps(1.5f), vp5_0, vp5_14);
-        _mm512_storeu_ps(vc + 5u * vs, w0_5);
-        _mm512_storeu_ps(vc + 11u * vs, w1_5);
-        _mm512_storeu_ps(vc + 17u * vs, w2_5);
-        _mm512_storeu_ps(vc + 23u * vs, w3_5);
-        _mm512_storeu_ps(vc + 29u * vs, w4_5);
-        _mm512_storeu_ps(vc + 35u * vs, w5_5);
+        _mm512_storeu_ps(vc + 7u * vs, w1_3);
+        _mm512_storeu_ps(vc + 11u * vs, w2_3);
+        _mm512_storeu_ps(vc + 15u * vs, w3_3);
     }
 }
 
-/* Winograd F(4x4, 3x3) output transform (avx512), 4 tiles per tile row (kernels/winograd/rows.py): as aicc_wg4_out_avx512_272_32,
- * each full vector of 16 tiles = 4 tile rows inside the output stored directly; other vectors go to aicc_wg4_out_avx512_272_32. */
-static void aicc_wg4_out_avx512_tw4_272_32(const float *restrict mm, size_t K, size_t OH, size_t OW, size_t TW,
+/* Winograd F(2x2, 3x3) output transform (avx512), 8 tiles per tile row (kernels/winograd/rows.py): as aicc_wg2_out_avx512_528_64,
+ * each full vector of 16 tiles = 2 tile rows inside the output stored directly; other vectors go to aicc_wg2_out_avx512_528_64. */
+static void aicc_wg2_out_avx512_tw8_528_64(const float *restrict mm, size_t K, size_t OH, size_t OW, size_t TW,
     size_t j0, size_t nb, const float *restrict bias, float lo, float hi, float *restrict y)
 {
-    const size_t P = OH * OW, ms = 272u, ntp = 32u;
+    const size_t P = OH * OW, ms = 528u, ntp = 64u;
     const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
     const __m512i aicc_wg_lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1,
                                                 16, 0);
@@ -2895,178 +2480,61 @@ static void aicc_wg4_out_avx512_tw4_272_32(const float *restrict mm, size_t K, s
         float *restrict yk = y + k * P;
         for (size_t jv = 0; jv < nb; jv += 16u) {
         const float *restrict s = mm + k * ntp + jv;
-        const size_t j = j0 + jv, oy = j / 4u * 4u, nl = nb - jv < 16u ? nb - jv : 16u;
-        if (nl < 16u || oy + 16u > OH || 16u > OW) {
-            aicc_wg4_out_avx512_272_32(s, 1u, OH, OW, TW, j, nl, bias ? bias + k : NULL, lo, hi, yk);
+        const size_t j = j0 + jv, oy = j / 8u * 2u, nl = nb - jv < 16u ? nb - jv : 16u;
+        if (nl < 16u || oy + 4u > OH || 16u > OW) {
+            aicc_wg2_out_avx512_528_64(s, 1u, OH, OW, TW, j, nl, bias ? bias + k : NULL, lo, hi, yk);
             continue;
         }
-        __m512 gb[24];     /* A^T M, column by column */
-        for (size_t c = 0; c < 6u; ++c) {
+        __m512 gb[8];     /* A^T M, column by column */
+        for (size_t c = 0; c < 4u; ++c) {
         const __m512 x0 = _mm512_loadu_ps(s + (0u + c) * ms);
-        const __m512 x1 = _mm512_loadu_ps(s + (6u + c) * ms);
-        const __m512 x2 = _mm512_loadu_ps(s + (12u + c) * ms);
-        const __m512 x3 = _mm512_loadu_ps(s + (18u + c) * ms);
-        const __m512 x4 = _mm512_loadu_ps(s + (24u + c) * ms);
-        const __m512 x5 = _mm512_loadu_ps(s + (30u + c) * ms);
-        const __m512 gp0 = _mm512_add_ps(x1, x2);
-        const __m512 gp1 = _mm512_sub_ps(x1, x2);
-        const __m512 gp2 = _mm512_add_ps(x3, x4);
-        const __m512 gp3 = _mm512_add_ps(x0, gp0);
-        const __m512 g0 = _mm512_add_ps(gp3, gp2);
-        const __m512 g1 = _mm512_fmadd_ps(_mm512_set1_ps(-2.0f), x4, _mm512_fmadd_ps(_mm512_set1_ps(0.5f), x3, gp1));
-        const __m512 g2 = _mm512_fmadd_ps(_mm512_set1_ps(4.0f), x4, _mm512_fmadd_ps(_mm512_set1_ps(0.25f), x3, gp0));
-        const __m512 gp7 = _mm512_add_ps(gp1, x5);
-        const __m512 g3 = _mm512_fmadd_ps(_mm512_set1_ps(-8.0f), x4, _mm512_fmadd_ps(_mm512_set1_ps(0.125f), x3, gp7));
+        const __m512 x1 = _mm512_loadu_ps(s + (4u + c) * ms);
+        const __m512 x2 = _mm512_loadu_ps(s + (8u + c) * ms);
+        const __m512 x3 = _mm512_loadu_ps(s + (12u + c) * ms);
+        const __m512 g0 = _mm512_add_ps(_mm512_add_ps(x0, x1), x2);
+        const __m512 g1 = _mm512_sub_ps(_mm512_add_ps(x1, x3), x2);
         gb[0u + c] = g0;
-        gb[6u + c] = g1;
-        gb[12u + c] = g2;
-        gb[18u + c] = g3;
+        gb[4u + c] = g1;
         }
         const __m512 e0_0 = gb[0];
         const __m512 e0_1 = gb[1];
         const __m512 e0_2 = gb[2];
         const __m512 e0_3 = gb[3];
-        const __m512 e0_4 = gb[4];
-        const __m512 e0_5 = gb[5];
-        const __m512 yp0_0 = _mm512_add_ps(e0_1, e0_2);
-        const __m512 yp0_1 = _mm512_sub_ps(e0_1, e0_2);
-        const __m512 yp0_2 = _mm512_add_ps(e0_3, e0_4);
-        const __m512 yp0_3 = _mm512_add_ps(e0_0, yp0_0);
-        const __m512 z0_0 = _mm512_add_ps(yp0_3, yp0_2);
-        const __m512 z0_1 = _mm512_fmadd_ps(_mm512_set1_ps(-2.0f), e0_4, _mm512_fmadd_ps(_mm512_set1_ps(0.5f), e0_3, yp0_1));
-        const __m512 z0_2 = _mm512_fmadd_ps(_mm512_set1_ps(4.0f), e0_4, _mm512_fmadd_ps(_mm512_set1_ps(0.25f), e0_3, yp0_0));
-        const __m512 yp0_7 = _mm512_add_ps(yp0_1, e0_5);
-        const __m512 z0_3 = _mm512_fmadd_ps(_mm512_set1_ps(-8.0f), e0_4, _mm512_fmadd_ps(_mm512_set1_ps(0.125f), e0_3, yp0_7));
+        const __m512 z0_0 = _mm512_add_ps(_mm512_add_ps(e0_0, e0_1), e0_2);
+        const __m512 z0_1 = _mm512_sub_ps(_mm512_add_ps(e0_1, e0_3), e0_2);
         __m512 y0_0 = bias ? _mm512_add_ps(z0_0, vb) : z0_0;
         y0_0 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, y0_0));
         __m512 y0_1 = bias ? _mm512_add_ps(z0_1, vb) : z0_1;
         y0_1 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, y0_1));
-        __m512 y0_2 = bias ? _mm512_add_ps(z0_2, vb) : z0_2;
-        y0_2 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, y0_2));
-        __m512 y0_3 = bias ? _mm512_add_ps(z0_3, vb) : z0_3;
-        y0_3 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, y0_3));
-        const __m512 a0_0 = _mm512_permutex2var_ps(y0_0, aicc_wg_lo, y0_2), a0_1 = _mm512_permutex2var_ps(y0_0, aicc_wg_hi, y0_2);
-        const __m512 b0_0 = _mm512_permutex2var_ps(y0_1, aicc_wg_lo, y0_3), b0_1 = _mm512_permutex2var_ps(y0_1, aicc_wg_hi, y0_3);
-        const __m512 r0_0 = _mm512_permutex2var_ps(a0_0, aicc_wg_lo, b0_0);
-        const __m512 r0_1 = _mm512_permutex2var_ps(a0_0, aicc_wg_hi, b0_0);
-        const __m512 r0_2 = _mm512_permutex2var_ps(a0_1, aicc_wg_lo, b0_1);
-        const __m512 r0_3 = _mm512_permutex2var_ps(a0_1, aicc_wg_hi, b0_1);
+        const __m512 r0_0 = _mm512_permutex2var_ps(y0_0, aicc_wg_lo, y0_1), r0_1 = _mm512_permutex2var_ps(y0_0, aicc_wg_hi, y0_1);
         _mm512_storeu_ps(yk + (oy + 0u) * OW + 0u, r0_0);
-        _mm512_storeu_ps(yk + (oy + 4u) * OW + 0u, r0_1);
-        _mm512_storeu_ps(yk + (oy + 8u) * OW + 0u, r0_2);
-        _mm512_storeu_ps(yk + (oy + 12u) * OW + 0u, r0_3);
-        const __m512 e1_0 = gb[6];
-        const __m512 e1_1 = gb[7];
-        const __m512 e1_2 = gb[8];
-        const __m512 e1_3 = gb[9];
-        const __m512 e1_4 = gb[10];
-        const __m512 e1_5 = gb[11];
-        const __m512 yp1_0 = _mm512_add_ps(e1_1, e1_2);
-        const __m512 yp1_1 = _mm512_sub_ps(e1_1, e1_2);
-        const __m512 yp1_2 = _mm512_add_ps(e1_3, e1_4);
-        const __m512 yp1_3 = _mm512_add_ps(e1_0, yp1_0);
-        const __m512 z1_0 = _mm512_add_ps(yp1_3, yp1_2);
-        const __m512 z1_1 = _mm512_fmadd_ps(_mm512_set1_ps(-2.0f), e1_4, _mm512_fmadd_ps(_mm512_set1_ps(0.5f), e1_3, yp1_1));
-        const __m512 z1_2 = _mm512_fmadd_ps(_mm512_set1_ps(4.0f), e1_4, _mm512_fmadd_ps(_mm512_set1_ps(0.25f), e1_3, yp1_0));
-        const __m512 yp1_7 = _mm512_add_ps(yp1_1, e1_5);
-        const __m512 z1_3 = _mm512_fmadd_ps(_mm512_set1_ps(-8.0f), e1_4, _mm512_fmadd_ps(_mm512_set1_ps(0.125f), e1_3, yp1_7));
+        _mm512_storeu_ps(yk + (oy + 2u) * OW + 0u, r0_1);
+        const __m512 e1_0 = gb[4];
+        const __m512 e1_1 = gb[5];
+        const __m512 e1_2 = gb[6];
+        const __m512 e1_3 = gb[7];
+        const __m512 z1_0 = _mm512_add_ps(_mm512_add_ps(e1_0, e1_1), e1_2);
+        const __m512 z1_1 = _mm512_sub_ps(_mm512_add_ps(e1_1, e1_3), e1_2);
         __m512 y1_0 = bias ? _mm512_add_ps(z1_0, vb) : z1_0;
         y1_0 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, y1_0));
         __m512 y1_1 = bias ? _mm512_add_ps(z1_1, vb) : z1_1;
         y1_1 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, y1_1));
-        __m512 y1_2 = bias ? _mm512_add_ps(z1_2, vb) : z1_2;
-        y1_2 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, y1_2));
-        __m512 y1_3 = bias ? _mm512_add_ps(z1_3, vb) : z1_3;
-        y1_3 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, y1_3));
-        const __m512 a1_0 = _mm512_permutex2var_ps(y1_0, aicc_wg_lo, y1_2), a1_1 = _mm512_permutex2var_ps(y1_0, aicc_wg_hi, y1_2);
-        const __m512 b1_0 = _mm512_permutex2var_ps(y1_1, aicc_wg_lo, y1_3), b1_1 = _mm512_permutex2var_ps(y1_1, aicc_wg_hi, y1_3);
-        const __m512 r1_0 = _mm512_permutex2var_ps(a1_0, aicc_wg_lo, b1_0);
-        const __m512 r1_1 = _mm512_permutex2var_ps(a1_0, aicc_wg_hi, b1_0);
-        const __m512 r1_2 = _mm512_permutex2var_ps(a1_1, aicc_wg_lo, b1_1);
-        const __m512 r1_3 = _mm512_permutex2var_ps(a1_1, aicc_wg_hi, b1_1);
+        const __m512 r1_0 = _mm512_permutex2var_ps(y1_0, aicc_wg_lo, y1_1), r1_1 = _mm512_permutex2var_ps(y1_0, aicc_wg_hi, y1_1);
         _mm512_storeu_ps(yk + (oy + 1u) * OW + 0u, r1_0);
-        _mm512_storeu_ps(yk + (oy + 5u) * OW + 0u, r1_1);
-        _mm512_storeu_ps(yk + (oy + 9u) * OW + 0u, r1_2);
-        _mm512_storeu_ps(yk + (oy + 13u) * OW + 0u, r1_3);
-        const __m512 e2_0 = gb[12];
-        const __m512 e2_1 = gb[13];
-        const __m512 e2_2 = gb[14];
-        const __m512 e2_3 = gb[15];
-        const __m512 e2_4 = gb[16];
-        const __m512 e2_5 = gb[17];
-        const __m512 yp2_0 = _mm512_add_ps(e2_1, e2_2);
-        const __m512 yp2_1 = _mm512_sub_ps(e2_1, e2_2);
-        const __m512 yp2_2 = _mm512_add_ps(e2_3, e2_4);
-        const __m512 yp2_3 = _mm512_add_ps(e2_0, yp2_0);
-        const __m512 z2_0 = _mm512_add_ps(yp2_3, yp2_2);
-        const __m512 z2_1 = _mm512_fmadd_ps(_mm512_set1_ps(-2.0f), e2_4, _mm512_fmadd_ps(_mm512_set1_ps(0.5f), e2_3, yp2_1));
-        const __m512 z2_2 = _mm512_fmadd_ps(_mm512_set1_ps(4.0f), e2_4, _mm512_fmadd_ps(_mm512_set1_ps(0.25f), e2_3, yp2_0));
-        const __m512 yp2_7 = _mm512_add_ps(yp2_1, e2_5);
-        const __m512 z2_3 = _mm512_fmadd_ps(_mm512_set1_ps(-8.0f), e2_4, _mm512_fmadd_ps(_mm512_set1_ps(0.125f), e2_3, yp2_7));
-        __m512 y2_0 = bias ? _mm512_add_ps(z2_0, vb) : z2_0;
-        y2_0 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, y2_0));
-        __m512 y2_1 = bias ? _mm512_add_ps(z2_1, vb) : z2_1;
-        y2_1 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, y2_1));
-        __m512 y2_2 = bias ? _mm512_add_ps(z2_2, vb) : z2_2;
-        y2_2 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, y2_2));
-        __m512 y2_3 = bias ? _mm512_add_ps(z2_3, vb) : z2_3;
-        y2_3 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, y2_3));
-        const __m512 a2_0 = _mm512_permutex2var_ps(y2_0, aicc_wg_lo, y2_2), a2_1 = _mm512_permutex2var_ps(y2_0, aicc_wg_hi, y2_2);
-        const __m512 b2_0 = _mm512_permutex2var_ps(y2_1, aicc_wg_lo, y2_3), b2_1 = _mm512_permutex2var_ps(y2_1, aicc_wg_hi, y2_3);
-        const __m512 r2_0 = _mm512_permutex2var_ps(a2_0, aicc_wg_lo, b2_0);
-        const __m512 r2_1 = _mm512_permutex2var_ps(a2_0, aicc_wg_hi, b2_0);
-        const __m512 r2_2 = _mm512_permutex2var_ps(a2_1, aicc_wg_lo, b2_1);
-        const __m512 r2_3 = _mm512_permutex2var_ps(a2_1, aicc_wg_hi, b2_1);
-        _mm512_storeu_ps(yk + (oy + 2u) * OW + 0u, r2_0);
-        _mm512_storeu_ps(yk + (oy + 6u) * OW + 0u, r2_1);
-        _mm512_storeu_ps(yk + (oy + 10u) * OW + 0u, r2_2);
-        _mm512_storeu_ps(yk + (oy + 14u) * OW + 0u, r2_3);
-        const __m512 e3_0 = gb[18];
-        const __m512 e3_1 = gb[19];
-        const __m512 e3_2 = gb[20];
-        const __m512 e3_3 = gb[21];
-        const __m512 e3_4 = gb[22];
-        const __m512 e3_5 = gb[23];
-        const __m512 yp3_0 = _mm512_add_ps(e3_1, e3_2);
-        const __m512 yp3_1 = _mm512_sub_ps(e3_1, e3_2);
-        const __m512 yp3_2 = _mm512_add_ps(e3_3, e3_4);
-        const __m512 yp3_3 = _mm512_add_ps(e3_0, yp3_0);
-        const __m512 z3_0 = _mm512_add_ps(yp3_3, yp3_2);
-        const __m512 z3_1 = _mm512_fmadd_ps(_mm512_set1_ps(-2.0f), e3_4, _mm512_fmadd_ps(_mm512_set1_ps(0.5f), e3_3, yp3_1));
-        const __m512 z3_2 = _mm512_fmadd_ps(_mm512_set1_ps(4.0f), e3_4, _mm512_fmadd_ps(_mm512_set1_ps(0.25f), e3_3, yp3_0));
-        const __m512 yp3_7 = _mm512_add_ps(yp3_1, e3_5);
-        const __m512 z3_3 = _mm512_fmadd_ps(_mm512_set1_ps(-8.0f), e3_4, _mm512_fmadd_ps(_mm512_set1_ps(0.125f), e3_3, yp3_7));
-        __m512 y3_0 = bias ? _mm512_add_ps(z3_0, vb) : z3_0;
-        y3_0 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, y3_0));
-        __m512 y3_1 = bias ? _mm512_add_ps(z3_1, vb) : z3_1;
-        y3_1 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, y3_1));
-        __m512 y3_2 = bias ? _mm512_add_ps(z3_2, vb) : z3_2;
-        y3_2 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, y3_2));
-        __m512 y3_3 = bias ? _mm512_add_ps(z3_3, vb) : z3_3;
-        y3_3 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, y3_3));
-        const __m512 a3_0 = _mm512_permutex2var_ps(y3_0, aicc_wg_lo, y3_2), a3_1 = _mm512_permutex2var_ps(y3_0, aicc_wg_hi, y3_2);
-        const __m512 b3_0 = _mm512_permutex2var_ps(y3_1, aicc_wg_lo, y3_3), b3_1 = _mm512_permutex2var_ps(y3_1, aicc_wg_hi, y3_3);
-        const __m512 r3_0 = _mm512_permutex2var_ps(a3_0, aicc_wg_lo, b3_0);
-        const __m512 r3_1 = _mm512_permutex2var_ps(a3_0, aicc_wg_hi, b3_0);
-        const __m512 r3_2 = _mm512_permutex2var_ps(a3_1, aicc_wg_lo, b3_1);
-        const __m512 r3_3 = _mm512_permutex2var_ps(a3_1, aicc_wg_hi, b3_1);
-        _mm512_storeu_ps(yk + (oy + 3u) * OW + 0u, r3_0);
-        _mm512_storeu_ps(yk + (oy + 7u) * OW + 0u, r3_1);
-        _mm512_storeu_ps(yk + (oy + 11u) * OW + 0u, r3_2);
-        _mm512_storeu_ps(yk + (oy + 15u) * OW + 0u, r3_3);
+        _mm512_storeu_ps(yk + (oy + 3u) * OW + 0u, r1_1);
         }
     }
 }
 
-/* Winograd F(4x4, 3x3) conv (kernels/winograd/simd.py): per batch item and block of nt tiles, per
+/* Winograd F(2x2, 3x3) conv (kernels/winograd/simd.py): per batch item and block of nt tiles, per
  * input channel: the padded rows [r0, r1) the block's tiles read copied into the one padded
  * plane xp = xs + 68 (sizes e; its padding, and 68 floats before and after it for the input
  * transform's over-reads, zeroed once per call and never written), then that channel's V =
- * input transform (36 matrices [C x ntp] in panels, vs apart); then M(xi) = U(xi) @ V(xi) (u:
+ * input transform (16 matrices [C x ntp] in panels, vs apart); then M(xi) = U(xi) @ V(xi) (u:
  * per xi a [K x C] matrix packed by pack_a; gemm: conv_simd_gemm's tile GEMM, plain sums),
  * output transform (+ bias, clamp [lo, hi]); ep (may be NULL): the scalar activation over the
  * batch item's outputs. */
-static void aicc_wg4_conv_avx512_tw4_272_32(const aicc_conv_params *p, const float *restrict x,
+static void aicc_wg2_conv_avx512_tw8_528_64(const aicc_conv_params *p, const float *restrict x,
     const float *restrict u, const float *restrict bias, float *restrict y, float *restrict xs,
     const size_t e[3], float *restrict v, float *restrict mm, size_t nt, float lo, float hi,
     void (*gemm)(size_t, size_t, size_t, const float *, size_t, const float *,
@@ -3075,27 +2543,27 @@ static void aicc_wg4_conv_avx512_tw4_272_32(const aicc_conv_params *p, const flo
     const size_t C = p->cin_g, K = p->cout_g, OH = p->out[1], OW = p->out[2];
     const size_t H = p->in[1], W = p->in[2], pt = p->pad[1], pl = p->pad[2];
     const size_t X = H * W, P = OH * OW, Wp = e[2];
-    const size_t TW = (OW + 4u - 1u) / 4u, NT = (OH + 4u - 1u) / 4u * TW;
-    const size_t ntp = 32u, vs = C * ntp + 16u, ms = 272u;     /* ntp: nt rounded up to 32 */
+    const size_t TW = (OW + 2u - 1u) / 2u, NT = (OH + 2u - 1u) / 2u * TW;
+    const size_t ntp = 64u, vs = C * ntp + 16u, ms = 528u;     /* ntp: nt rounded up to 32 */
     float *restrict xp = xs + 68u;
     aicc_vzero(xs, e[1] * Wp + 2u * 68u);
     for (size_t n = 0; n < p->batch; ++n) {
         float *restrict yn = y + n * K * P;
         for (size_t j0 = 0; j0 < NT; j0 += nt) {
             const size_t nb = NT - j0 < nt ? NT - j0 : nt;
-            const size_t r0 = j0 / TW * 4u, r1 = ((j0 + nb - 1u) / TW + 1u) * 4u + 2u;
+            const size_t r0 = j0 / TW * 2u, r1 = ((j0 + nb - 1u) / TW + 1u) * 2u + 2u;
             const size_t i0 = r0 > pt ? r0 - pt : 0u;       /* input rows [i0, i1) */
             const size_t i1 = r1 <= pt ? 0u : r1 - pt < H ? r1 - pt : H;
             for (size_t c = 0; c < C; ++c) {
                 const float *restrict xc = x + (n * C + c) * X;
                 for (size_t i = i0; i < i1; ++i)     /* Wp >= OW + 2 = pl + W + pr */
                     aicc_vcopy(xp + (i + pt) * Wp + pl, xc + i * W, W);
-                aicc_wg4_in_avx512_tw4(xp, Wp, C, TW, j0, nb, v + c * 32u, vs);
+                aicc_wg2_in_avx512_tw8(xp, Wp, C, TW, j0, nb, v + c * 32u, vs);
             }
-            for (size_t xi = 0; xi < 36u; ++xi)
+            for (size_t xi = 0; xi < 16u; ++xi)
                 gemm(K, nb, C, u + xi * K * C, 0, v + xi * vs, C * 32u, 32u, mm + xi * ms, ntp,
                      NULL, -HUGE_VALF, HUGE_VALF, 0, 0);     /* fin 0: plain sums */
-            aicc_wg4_out_avx512_tw4_272_32(mm, K, OH, OW, TW, j0, nb, bias, lo, hi, yn);
+            aicc_wg2_out_avx512_tw8_528_64(mm, K, OH, OW, TW, j0, nb, bias, lo, hi, yn);
         }
         if (ep)
             ep(yn, K * P);
@@ -3319,13 +2787,13 @@ static void step0_conv_k(const aicc_frame *f,
     const float *restrict in0,  /* float32[1,3,16,16] */
     const float *restrict in2,  /* float32[8] */
     float *restrict out0,  /* float32[1,8,16,16] */
-    const float *restrict wino0,  /* float32[864] derived */
+    const float *restrict wino0,  /* float32[384] derived */
     float *restrict xpad0,  /* scratch 1840 bytes */
-    float *restrict wgv1,  /* scratch 16128 bytes */
-    float *restrict wgm2)  /* scratch 39168 bytes */
+    float *restrict wgv1,  /* scratch 13312 bytes */
+    float *restrict wgm2)  /* scratch 33792 bytes */
 {
     (void)f;
-    /* Conv 3x3 kernel, pads [1, 1, 1, 1]: avx512 Winograd F(4x4, 3x3), 4 x 4 tiles in blocks of 16: 36 GEMMs [8 x 3] @ [3 x 16] per block */
+    /* Conv 3x3 kernel, pads [1, 1, 1, 1]: avx512 Winograd F(2x2, 3x3), 8 x 8 tiles in blocks of 64: 16 GEMMs [8 x 3] @ [3 x 64] per block */
     static const aicc_conv_params prm = {
         1u, 1u, 3u, 8u,
         { 1u, 16u, 16u }, { 1u, 16u, 16u }, { 1u, 3u, 3u },
@@ -3333,7 +2801,7 @@ static void step0_conv_k(const aicc_frame *f,
         0u, 0
     };
     static const size_t e[3] = { 1u, 18u, 18u };
-    aicc_wg4_conv_avx512_tw4_272_32(&prm, in0, wino0, in2, out0, xpad0, e, wgv1, wgm2, 16u, 0.0f, HUGE_VALF, aicc_cv_avx512_gemm_m8k128j64_r8_clamp, NULL);
+    aicc_wg2_conv_avx512_tw8_528_64(&prm, in0, wino0, in2, out0, xpad0, e, wgv1, wgm2, 64u, 0.0f, HUGE_VALF, aicc_cv_avx512_gemm_m8k128j64_r8_clamp, NULL);
 }
 
 static void step0_conv(const aicc_frame *f)
@@ -3341,10 +2809,10 @@ static void step0_conv(const aicc_frame *f)
     step0_conv_k(f,
         (const float *)f->inputs[0],
         (const float *)(f->weights + 0u),
-        (float *)(f->arena + 55296u),
+        (float *)(f->arena + 47104u),
         (const float *)(f->weights + 64u),
-        (float *)(f->arena + 63488u),
-        (float *)(f->arena + 39168u),
+        (float *)(f->arena + 55296u),
+        (float *)(f->arena + 33792u),
         (float *)(f->arena + 0u));
 }
 
@@ -3368,7 +2836,7 @@ static void step1_maxpool_k(const aicc_frame *f,
 static void step1_maxpool(const aicc_frame *f)
 {
     step1_maxpool_k(f,
-        (const float *)(f->arena + 55296u),
+        (const float *)(f->arena + 47104u),
         (float *)(f->arena + 0u),
         (float *)(f->arena + 2048u));
 }
@@ -3407,8 +2875,8 @@ static void step3_convnhwc(const aicc_frame *f)
     step3_convnhwc_k(f,
         (const float *)(f->arena + 2048u),
         (float *)(f->arena + 0u),
-        (const float *)(f->weights + 3520u),
-        (const float *)(f->weights + 3840u));
+        (const float *)(f->weights + 1600u),
+        (const float *)(f->weights + 1920u));
 }
 
 /* step 4: MatMul(float32[1,8,8,8], float32[8,8], float32[8]) -> float32[1,8,8,8] */
@@ -3427,9 +2895,9 @@ static void step4_matmul(const aicc_frame *f)
 {
     step4_matmul_k(f,
         (const float *)(f->arena + 0u),
-        (const float *)(f->weights + 3904u),
+        (const float *)(f->weights + 1984u),
         (float *)(f->arena + 4096u),
-        (const float *)(f->weights + 3968u));
+        (const float *)(f->weights + 2048u));
 }
 
 /* step 5: Add(float32[1,8,8,8], float32[1,8,8,8]) -> float32[1,8,8,8] */
@@ -3500,9 +2968,9 @@ static void step8_gemm(const aicc_frame *f)
 {
     step8_gemm_k(f,
         (const float *)(f->arena + 64u),
-        (const float *)(f->weights + 4480u),
+        (const float *)(f->weights + 2560u),
         (float *)(f->arena + 0u),
-        (const float *)(f->weights + 4544u));
+        (const float *)(f->weights + 2624u));
 }
 
 /* step 9: Softmax(float32[1,10]) -> float32[1,10] */
@@ -3539,8 +3007,8 @@ static const size_t model_output_align[1] = { 4u };
 
 static const aicc_plan model_plan_data = {
     10u, model_steps,
-    65344u, 64u,
-    5056u, model_weights,
+    57152u, 64u,
+    3136u, model_weights,
     1u, model_input_align,
     1u, model_output_align,
     NULL

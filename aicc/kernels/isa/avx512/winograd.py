@@ -7,9 +7,9 @@ TABLE: dict = dict(
     # C * K = few_ck (512 channels at 7x7 tie with the GEMM paths); fewer than c_few input
     # channels only on planes of at least `plane` outputs a side (3 -> 16 channels at 32x32
     # 14 -> 9 us, 3 -> 64 at 64x64 186 -> 137 us, 16 -> 8 at 32x32 28 -> 16 us)
-    # m4_c: wino_m 0 takes F(4,3) up to this many input channels (its error, simd.py), else
-    # F(2,3); chan_*: the channels form's auto rule (simd.py channels_form)
-    auto=dict(c=3, k=8, few=16, few_ck=256 * 256, c_few=8, plane=16, m4_c=64,
+    # m4_c: wino_m 0 takes F(4,3) up to this many input channels, else F(2,3): 0, F(2,3) only
+    # (F(4,3)'s error through whole networks: docs/ACCURACY.md); chan_*: the channels form's auto rule (simd.py channels_form)
+    auto=dict(c=3, k=8, few=16, few_ck=256 * 256, c_few=8, plane=16, m4_c=0,
               chan_ck=128 * 128, chan_tiles=(32, 400), chan_cross=False),
     # even / odd lanes of the 2L floats a:b: two-source permutes by the index vectors that
     # split_idx declares (at the top of a helper)
