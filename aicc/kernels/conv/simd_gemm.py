@@ -79,7 +79,8 @@ def kernel(ctx, isa: str, mr: int, table: bool = False) -> str:
         tile_k_loop(o, d, ind, accs, pre,
                     lambda p, c, k="k": _f(d["mload"] if masked else d["load"],
                                            p=f"bk{p} + {c * L}u", m=f"m{c}"),
-                    lambda r: f"ak + {r}u", a_layout="packed")
+                    lambda r: f"ak + {r}u", a_layout="packed",
+                    bptr=None if masked else lambda p: f"bk{p}")
         o.append(f"{ind}if (lohi) {{")
         o.append(f"{ind}    if (bias) {{")
         for r in range(mr):

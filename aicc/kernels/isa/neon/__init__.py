@@ -193,6 +193,11 @@ ISA = Isa(
               bcast="vld1q_dup_f32({p})", fma="vfmaq_f32({c}, {a}, {b})",
               # {c} + {b} * lane {lane} of {a}: FMLA by element (gemm/tile.py tile_k_loop)
               fma_lane="vfmaq_laneq_f32({c}, {b}, {a}, {lane})",
+              # {n} (2..loadn_max) consecutive vectors at {p} with one LD1 of n registers,
+              # their type and vector {i} of {t} (gemm/tile.py: the packed A of one k, a
+              # panel's B row)
+              loadn="vld1q_f32_x{n}({p})", loadn_max=4, vecn="float32x4x{n}_t",
+              val="{t}.val[{i}]",
               zero="vdupq_n_f32(0.0f)", add="vaddq_f32", **MASK,
               # the clamp epilogue's min / max (gemm/tile.py tile_clamp); FMIN / FMAX return
               # NaN when either operand is NaN, so NaN passes the clamp as on x86
