@@ -212,7 +212,9 @@ ISA = Isa(
     # conv schedule defaults; implicit_pct 7: the implicit GEMM takes 3x3 stride-1 convs on
     # 32x32 maps (a virtual grid of pitch 34: 6% of its lanes garbage), whose im2col packing
     # costs more (ResNet-8's 16-channel stage, executed instructions -9% each)
+    # row_step 4: balanced row tiles in multiples of the packed A's vectors (conv/schedule.py
+    # balanced)
     conv=dict(mr=12, kc=256, jb=64, tile_kb=192, implicit_pct=7, algo="auto", wino_m=0,
-              wino_kb=768, wino_chan=1, edge_kernels=8),
+              wino_kb=768, wino_chan=1, edge_kernels=8, row_step=4),
     conv_kernels=conv.TABLE, vmath=vmath.TABLE,
 )
