@@ -4,7 +4,7 @@ node's ``aicc_schedule``; and the input extents the padded copies cover.
 """
 from __future__ import annotations
 
-from ..gemm.simd import nr_of
+from ..gemm.simd import nr_of, step_rows
 from ..gemm.tile import V
 from ..isa.registry import ISAS, table
 
@@ -42,19 +42,14 @@ def schedule(isa: str, *overrides) -> dict:
 def balanced(sched: dict, m: int) -> dict:
     """The schedule with mr lowered to split m rows into equal row tiles (same tile count:
     64 rows with mr 12 run as 11, 11, 11, 11, 10, 10 instead of 12 x 5 + 4). With a
-    ``row_step`` (ISA conv schedule: NEON 4, the lanes of the packed A's vectors, whose rows
-    past the last full vector are broadcast one at a time) the tile rows round up to a
-    multiple of it unless that leaves a last tile of fewer rows: 64 rows run as 12 x 5 + 4
-    (NEON instructions per k 5 x 28 + 22 instead of 4 x 31 + 2 x 28)."""
+    ``row_step`` (ISA conv schedule: NEON 4, the lanes of the packed A's vectors) the rows
+    round up to a multiple of it where that is estimated cheaper (gemm/simd.py step_rows:
+    64 rows as 12 x 5 + 4)."""
     if m <= 0:
         return sched
     tiles = -(-m // sched["mr"])
-    mr = -(-m // tiles)
-    step = sched.get("row_step", 1)
-    up = min(sched["mr"], -(-mr // step) * step)
-    if up != mr and (m % up == 0 or m % up >= step):
-        mr = up
-    return {**sched, "mr": mr}
+    return {**sched, "mr": step_rows(m, -(-m // tiles), sched["mr"],
+                                     sched.get("row_step", 1))}
 
 
 def extents(geo) -> list:
