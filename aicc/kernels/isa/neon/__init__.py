@@ -103,6 +103,14 @@ static inline float32x4_t aicc_neon_andnot(float32x4_t a, float32x4_t b)
     return vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(b), vreinterpretq_u32_f32(a)));
 }
 
+/* p (a pointer variable) in a general register: an empty asm that may change it, so that the
+ * compiler adds offsets to it instead of folding its base into each address. */
+#if defined(__GNUC__)
+#define AICC_NEON_PIN_PTR(p) __asm__("" : "+r"(p))
+#else
+#define AICC_NEON_PIN_PTR(p) ((void)0)
+#endif
+
 /* The 4 x 4 block at s (rows of stride ls) transposed to d (rows of stride ld): d[j * ld + i]
  * = s[i * ls + j] (TRN1 / TRN2 of 32-bit, then of 64-bit lanes). */
 static inline void aicc_neon_tr4(const float *s, size_t ls, float *d, size_t ld)
