@@ -246,6 +246,40 @@ def test_neon_matmul_bias_activation_and_blocks(act, sched, tmp_path):
     assert_close(got, reference(model, feeds))
 
 
+# packed A (isa/neon gemm pack_a rows, pack_n columns and more): row tails 1-11 after 12-row
+# tiles and their 4-row multiples, 8 x 12 tiles (N = 60, 84: 3-vector panels), K rests of
+# the 4 x 4 packing, K blocks (257, 513), balanced M (100, 150), M blocks with N blocks
+# (300 x 264: the block repacked per column block)
+PACKED = [(12, 40, 1), (13, 41, 2), (14, 47, 3), (15, 48, 4), (16, 60, 5), (19, 64, 7),
+          (23, 70, 9), (25, 84, 33), (100, 45, 64), (150, 40, 257), (300, 264, 20),
+          (24, 50, 513)]
+
+
+def test_neon_matmul_packed_a(tmp_path):
+    """The packed-A GEMM path (A packed per block, 12 x 8 / 8 x 12 tiles with one multi-vector
+    load per operand and k) on PACKED, one model; and a transposed A with alpha / beta / C
+    and run-time B (Gemm), and a batched MatMul of two run-time operands."""
+    d = ISAS["neon"].gemm
+    assert all(m >= d["pack_a"] and n >= d["pack_n"] for m, n, _ in PACKED)
+    r = rng(41)
+    feeds, inits, nodes, outs = {}, {}, [], []
+    for i, (m, n, k) in enumerate(PACKED):
+        feeds[f"a{i}"] = r.normal(size=(m, k)).astype(np.float32)
+        inits[f"b{i}"] = (r.normal(size=(k, n)) / np.sqrt(k)).astype(np.float32)
+        nodes.append(helper.make_node("MatMul", [f"a{i}", f"b{i}"], [f"y{i}"]))
+        outs.append(f"y{i}")
+    feeds["ga"] = r.normal(size=(30, 26)).astype(np.float32)
+    feeds["gb"] = r.normal(size=(30, 44)).astype(np.float32) / 5
+    inits["gc"] = r.normal(size=(26, 44)).astype(np.float32)
+    nodes.append(helper.make_node("Gemm", ["ga", "gb", "gc"], ["g"], transA=1, alpha=0.75,
+                                  beta=-1.5))
+    feeds["qa"] = r.normal(size=(2, 28, 16)).astype(np.float32)
+    feeds["qb"] = r.normal(size=(2, 16, 48)).astype(np.float32)
+    nodes.append(helper.make_node("MatMul", ["qa", "qb"], ["q"]))
+    model = make_model(nodes, feeds, outs + ["g", "q"], inits)
+    assert_close(compile_and_run(model, feeds, tmp_path, target=T), reference(model, feeds))
+
+
 def test_neon_matmul_batched_activations_and_nan(tmp_path):
     """Both operands at run time (attention-style batched MatMul), and NaN / Inf in A."""
     r = rng(5)

@@ -150,7 +150,7 @@ def emit(ctx, node, geo, isa: str, sched: dict, bias: str, direct: bool, pad_c: 
     P = math.prod(geo.out)
     ctx.kernel = f"{isa} {'direct' if direct else 'im2col'}"
     lo, hi, act = clamp_of(node)
-    gemm = tile_gemm(ctx, isa, sched, geo.cout_g, act)
+    gemm = tile_gemm(ctx, isa, sched, geo.cout_g, act, dense=not direct)
     wp = packed_weights(ctx, geo, sched["mr"], sched["kc"])
     use(ctx, "float32")
     ctx.helper(f"{KEY}.1.pad", pad_c)

@@ -4,7 +4,7 @@ node's ``aicc_schedule``; and the input extents the padded copies cover.
 """
 from __future__ import annotations
 
-from ..gemm.simd import nr_of
+from ..gemm.simd import nr_of, step_rows
 from ..gemm.tile import V
 from ..isa.registry import ISAS, table
 
@@ -41,9 +41,15 @@ def schedule(isa: str, *overrides) -> dict:
 
 def balanced(sched: dict, m: int) -> dict:
     """The schedule with mr lowered to split m rows into equal row tiles (same tile count:
-    64 rows with mr 12 run as 11, 11, 11, 11, 10, 10 instead of 12 x 5 + 4)."""
+    64 rows with mr 12 run as 11, 11, 11, 11, 10, 10 instead of 12 x 5 + 4). With a
+    ``row_step`` (ISA conv schedule: NEON 4, the lanes of the packed A's vectors) the rows
+    round up to a multiple of it where that is estimated cheaper (gemm/simd.py step_rows:
+    64 rows as 12 x 5 + 4)."""
+    if m <= 0:
+        return sched
     tiles = -(-m // sched["mr"])
-    return {**sched, "mr": -(-m // tiles)} if m > 0 else sched
+    return {**sched, "mr": step_rows(m, -(-m // tiles), sched["mr"],
+                                     sched.get("row_step", 1))}
 
 
 def extents(geo) -> list:

@@ -34,15 +34,16 @@ def clamp_of(node):
     return -math.inf, math.inf, (act, {**ACT_ATTRS.get(act, {}), **params})
 
 
-def kernel(ctx, isa: str, mr: int, table: bool = False) -> str:
+def kernel(ctx, isa: str, mr: int, table: bool = False, dense: bool = False) -> str:
     """Micro-kernel of mr rows: Y[0:mr, 0:n] (+)= A[0:mr, 0:kc] @ B with A packed as
     a[k * mr + r] and B(k, j) = b[(j / NR) * bs + k * rs + j % NR] (table: b[(j / NR) * bs +
-    koff[k] + j % NR], row offsets from a table); after the last K block (fin) + bias, clamp."""
+    koff[k] + j % NR], row offsets from a table; dense: rs = NR, a constant, rs unused);
+    after the last K block (fin) + bias, clamp."""
     d = ISA[isa]
     L, vec, nr = d["lanes"], d["vec"], nr_of(isa)
     np_ = panels_at_once(mr, isa)
-    name = f"aicc_cv_{isa}_k{mr}" + ("t" if table else "")
-    brow = "koff[k]" if table else "k * rs"
+    name = f"aicc_cv_{isa}_k{mr}" + ("t" if table else "") + ("d" if dense else "")
+    brow = "koff[k]" if table else f"k * {nr}u" if dense else "k * rs"
     o = [f"/* {isa} conv micro-kernel, {mr} row(s): Y[0:{mr}, 0:n] (+)= A[0:{mr}, 0:kc] @ B, "
          f"A(r, k) = a[k * {mr} + r] (packed),",
          f" * B(k, j) = b[(j / {nr}) * bs + {brow} + j % {nr}]",
@@ -60,16 +61,23 @@ def kernel(ctx, isa: str, mr: int, table: bool = False) -> str:
          "    int acc, const float *restrict lohi, const float *restrict bias)", "{"]
     if mr == 1:
         o.append("    (void)ldy;")
+    if dense:
+        o.append("    (void)rs;")
     o.append("    size_t j = 0;")
     add = d["add"]
     # the same row of the next panel toward the cache (as the GEMM kernels do), on the ISAs
     # whose description has it (tile_prefetch: why, measured)
     pf = ISAS[isa].conv_kernels.get("tile_prefetch")
+    pin = ISAS[isa].conv_kernels.get("pin_ptr")
 
     def body(npb: int, masked: bool, ind: str):
         cols = npb * V
         accs = [[f"c{r}_{c}" for c in range(cols)] for r in range(mr)]
         tile_open(o, d, ind, nr, npb, accs, masked)
+        if table and pin:
+            # the panel pointers in registers: GCC otherwise folds b into each row's address
+            # (b + (panel offset + koff[k]) * 4: two adds per k and panel instead of one)
+            o.extend(f"{ind}{pin.format(p=f'b{p}')};" for p in range(npb))
         pre = [f"const float *restrict ak = a + k * {mr}u;"]
         pre += [f"const float *restrict bk{p} = b{p} + {brow};" for p in range(npb)]
         if not table and pf:
@@ -80,7 +88,8 @@ def kernel(ctx, isa: str, mr: int, table: bool = False) -> str:
         tile_k_loop(o, d, ind, accs, pre,
                     lambda p, c, k="k": _f(d["mload"] if masked else d["load"],
                                            p=f"bk{p} + {c * L}u", m=f"m{c}"),
-                    lambda r: f"ak + {r}u", a_layout="packed")
+                    lambda r: f"ak + {r}u", a_layout="packed",
+                    bptr=None if masked else lambda p: f"bk{p}")
         tile_partial(o, d, ind, accs, masked, guard=False)
         o.append(f"{ind}if (lohi) {{")
         o.append(f"{ind}    if (bias) {{")
@@ -95,7 +104,8 @@ def kernel(ctx, isa: str, mr: int, table: bool = False) -> str:
 
     column_loops(o, body, np_, nr)
     _header(ctx, isa)
-    ctx.helper(f"{KEY}.0.{isa}.k{mr:02d}" + ("t" if table else ""), "\n".join(o))
+    ctx.helper(f"{KEY}.0.{isa}.k{mr:02d}" + ("t" if table else "") + ("d" if dense else ""),
+               "\n".join(o))
     return name
 
 
@@ -106,19 +116,23 @@ GEMM_FN = ("void (*gemm)(size_t, size_t, size_t, const float *, size_t, const fl
 GEMM_FN_TABLE = GEMM_FN.replace("size_t, size_t, float *", "size_t, const size_t *, float *")
 
 
-def tile_gemm(ctx, isa: str, sched: dict, m: int, act, table: bool = False) -> str:
+def tile_gemm(ctx, isa: str, sched: dict, m: int, act, table: bool = False,
+              dense: bool = False) -> str:
     """GEMM over one tile: Y[M, n] (row stride ldy) (+)= W[M, k0:k0+K] (packed) @ B, after
     the last K block of the last tile (fin) + bias and the activation. m: M, or the list of M
-    values the helper is called with (their row-tile sizes get kernels). Returns the helper
-    name (one per ISA, schedule, row-kernel set and scalar activation)."""
+    values the helper is called with (their row-tile sizes get kernels). dense: every call
+    passes rs = NR (packed panels), which the kernels then take as a constant where the
+    ISA's conv description asks for it (``dense_b``). Returns the helper name (one per ISA,
+    schedule, row-kernel set and scalar activation)."""
     mr, kc, jb = sched["mr"], sched["kc"], sched["jb"]
     nr = nr_of(isa)
+    dense = dense and not table and bool(ISAS[isa].conv_kernels.get("dense_b"))
     rows = sorted({r for mm in (m if isinstance(m, (list, tuple)) else [m])
                    for r in row_counts(mm, {"mr": mr})})
-    ks = {r: kernel(ctx, isa, r, table) for r in rows}
+    ks = {r: kernel(ctx, isa, r, table, dense) for r in rows}
     epi = scalar_epilogue(ctx, act[0], act[1]) if act else None
     tag = epi[len("aicc_sg_"):] if epi else "clamp"
-    name = (f"aicc_cv_{isa}_gemm{'t' if table else ''}_m{mr}k{kc}j{jb}_r"
+    name = (f"aicc_cv_{isa}_gemm{'t' if table else ''}{'d' if dense else ''}_m{mr}k{kc}j{jb}_r"
             f"{'_'.join(map(str, rows))}_{tag}")
     cases = "\n".join(f"                case {r}u: {ks[r]}(kc, W + (k0 + pc) * M + i * kc, bj, "
                       f"bs, {'koff + k0 + pc' if table else 'rs'}, yt, ldy, nc, acc, "

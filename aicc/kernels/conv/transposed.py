@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from ..gemm.portable import pack_b, pack_helper
-from ..gemm.simd import flit, nr_of
+from ..gemm.simd import flit, nr_of, step_rows
 from ..isa.registry import ISAS
 from .base_c import epilogue, use
 from .simd_gemm import GEMM_FN, KEY, clamp_of, tile_gemm
@@ -174,11 +174,12 @@ def emit(ctx, node, geo, isa: str, sched: dict, bias: str, pad_c: str, ext) -> N
     mo = geo.cout_g
     if P <= 256:                         # one tile of all positions: equal row tiles
         tl = -(-P // sched["mr"])
-        sched = {**sched, "mr": -(-P // tl)}
+        sched = {**sched, "mr": step_rows(P, -(-P // tl), sched["mr"],
+                                          sched.get("row_step", 1))}
     nt, kt = tiles(sched, K, P)
     lo, hi, act = clamp_of(node)
     ms = sorted({nt, P - (-(-P // nt) - 1) * nt})
-    gemm = tile_gemm(ctx, isa, sched, ms, None)
+    gemm = tile_gemm(ctx, isa, sched, ms, None, dense=True)
     ep = epilogue(ctx, node, "float32") if act else "NULL"
     use(ctx, "float32")
     ctx.helper(f"{KEY}.1.pad", pad_c)

@@ -47,6 +47,7 @@ from ..move.copy import avx_helper, c_helper
 from ..vmath.act import ACT, ACT_ATTRS, INT_OK, act_expr, fused_epilogue
 from .portable import choose_nb, gemm_helper
 from .simd import ISA, WIDE, driver, nr_of, panel_vectors, register_clamp, schedule
+from .simd import step_rows
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,12 @@ def gemm_call(ctx, plan, dt, m, n, k, a, ars, acs, bp, y, alpha=1.0, c=None, crs
     assert acs == 1, "SIMD GEMM reads A rows with unit stride"
     act, params = fused_epilogue(ctx.node)
     sched = plan.sched
+    d = ISA[plan.isa]
+    if sched.get("pack_a") and m >= sched["pack_a"] and n >= d["pack_n"]:
+        # A packed per block into row tiles of pack_a rows (gemm/simd.py pack_a_text): the
+        # ISA's packed-A kernels read a k's A vectors with one load
+        mr = sched["pack_a"]
+        sched = {**sched, "pack": 1, "mr": mr, "mc": max(mr, sched["mc"] // mr * mr)}
     if m < sched["mr"]:
         sched = {**sched, "jb": WIDE, "nc": WIDE}   # one row tile: no column blocking
     elif sched["mc"] < m <= 2 * sched["mc"]:
@@ -92,8 +99,9 @@ def gemm_call(ctx, plan, dt, m, n, k, a, ars, acs, bp, y, alpha=1.0, c=None, crs
         # and equal row tiles (49 rows: 5 x 10 rather than 4 x 12 + a 1-row tile, whose
         # kernel has too few FMA chains on one panel)
         tiles = -(-m // sched["mr"])
-        mr = -(-m // tiles)
-        sched = {**sched, "mr": mr, "mc": tiles * mr}
+        mr = step_rows(m, -(-m // tiles), sched["mr"], d.get("row_step", 1) if sched.get("pack")
+                       else 1)
+        sched = {**sched, "mr": mr, "mc": -(-m // mr) * mr}
     if k > sched["kc"]:
         # K blocks of equal length: K = 320 as 160 + 160 rather than 256 + 64, whose short
         # block stores and reloads every tile's partial sums for a quarter of the FMAs
@@ -105,8 +113,11 @@ def gemm_call(ctx, plan, dt, m, n, k, a, ars, acs, bp, y, alpha=1.0, c=None, crs
     sched = {**sched, "prefetch": k * n * 4 > sched["prefetch_kb"] * 1024}
     fn = driver(ctx, plan.isa, sched, act, params, m, fused)
     epi = int(alpha != 1.0 or c is not None or act is not None)
+    ap = ""
+    if sched.get("pack"):
+        ap = ", " + ctx.scratch(min(m, sched["mc"]) * min(k, sched["kc"]) * 4, "float", "apk")
     ctx(f"{fn}({m}u, {n}u, {k}u, {a}, {ars}u, {bp}, {L(alpha)},")
-    ctx(f"    {cexpr}, {crs}u, {ccs}u, {L(beta)}, {y}, {epi});")
+    ctx(f"    {cexpr}, {crs}u, {ccs}u, {L(beta)}, {y}, {epi}{ap});")
 
 
 def a_rows(ctx, plan, dt, m, k, a, ars, acs):

@@ -11,7 +11,14 @@ Layout (GotoBLAS/BLIS-style, our own code):
 * A is read in place, row-major with unit stride along k (``A[i*lda + k]``): the mr row
   streams prefetch well, and the kernels reach ~95% of the FMA peak at 512^3 (AVX2 and
   AVX-512, AMD Zen 5) without packing A into MR-row panels, so A is not packed; a transposed
-  A is first transposed into step scratch by the emitter.
+  A is first transposed into step scratch by the emitter. Except on ISAs whose description
+  has ``pack_a`` (NEON): GEMMs of at least pack_a rows and pack_n columns pack each M block
+  of a K block into scratch (pack_a_text: row tiles of pack_a rows, k-major, once per K block
+  when M fits one M block), and the packed-A kernels read the A of one k and a panel's B row
+  with one multi-vector load each (NEON 12 x 8: LD1 of 3, LD1 of 2, 24 FMLA by element and
+  the loop, 28 instructions per 96 multiply-adds, against 80 per 256 for 8 x 8 with A rows
+  in place; the 4 x 4 packing costs ~1.2 instructions per element of A, which pays from
+  ~40 columns on).
 * Loops: K blocks of KC (partial sums stay in Y between blocks), M blocks of MC rows, column
   blocks of JB (the B block kc x JB stays in L1/L2 while the row tiles stream), row tiles of
   MR rows. A row tile runs the micro-kernel for its row count mr (1..MR, no zero-padded
@@ -126,11 +133,17 @@ def schedule(isa: str, overrides: dict | None = None, v: int = V) -> dict:
     prefetch_kb: the micro-kernels prefetch the next panel when the packed B is larger. v:
     vectors per B panel (panel_vectors); mr counts rows of 2-vector panels and scales to keep
     the accumulators (avx512 12 rows -> 24 of 1 vector, 8 of 3)."""
-    s = {k: ISA[isa][k] for k in ("mr", "kc", "mc", "jb", "nc", "prefetch_kb")}
+    s = {k: ISA[isa][k] for k in ("mr", "kc", "mc", "jb", "nc", "prefetch_kb", "pack_a")
+         if k in ISA[isa]}
     for k, val in (overrides or {}).items():
         if k in s:
             s[k] = int(val)
     nr = nr_of(isa, v)
+    if s.get("pack_a"):
+        # the packed-A tiles' rows (call.gemm_call): pack_a scaled as mr, or an mr override
+        # (pack_a: 0 turns packing off)
+        mr = int(overrides["mr"]) if "mr" in (overrides or {}) else s["pack_a"] * V // v
+        s["pack_a"] = max(1, min(mr, MR_MAX[isa][v]))
     s["mr"] = max(1, min(s["mr"] * V // v, MR_MAX[isa][v]))
     s["v"] = v
     s["kc"] = max(1, s["kc"])
@@ -156,26 +169,34 @@ def _vtag(v: int) -> str:
     return "" if v == V else f"v{v}"
 
 
-def _kernel_text(isa: str, mr: int, prefetch: bool = True, v: int = V) -> tuple:
+def _kernel_text(isa: str, mr: int, prefetch: bool = True, v: int = V,
+                 packed: bool = False) -> tuple:
+    """A micro-kernel of mr rows; packed: A packed k-major (pack_a_text: A(r, k) = a[k * mr +
+    r], lda unused), read by tile_k_loop's "packed" layout, else A rows in place."""
     d = ISA[isa]
     L, vec, nr = d["lanes"], d["vec"], nr_of(isa, v)
     np_ = panels_at_once(mr, isa, v)
-    name = f"aicc_sg_{isa}_k{mr}{'' if prefetch else 'np'}{_vtag(v)}"
+    name = f"aicc_sg_{isa}_k{mr}{'' if prefetch else 'np'}{_vtag(v)}{'pa' if packed else ''}"
     o = []
+    what = f"A(r, k) = a[k * {mr} + r] (packed)" if packed else "A(r, k) = a[r * lda + k]"
     o.append(f"/* {isa} micro-kernel, {mr} row(s): Y[0:{mr}, 0:n] (+)= A[0:{mr}, 0:kc] @ B, B in "
              f"panels of {nr}\n * (panel p at b + p*bs, row k at +k*{nr}); "
              f"{np_} panel(s) at once, the last partial panel masked.\n"
+             + (f" * {what}.\n" if packed else "") +
              f" * acc != 0: add to the partial sums already in Y (a later K block). */")
     o.append(f"static void {name}(size_t kc, const float *restrict a, size_t lda,")
     o.append("    const float *restrict b, size_t bs, float *restrict y, size_t ldy, size_t n, "
              "int acc,")
     o.append("    const float *restrict bias, const float *restrict lohi)")
     o.append("{")
-    for r in range(mr):
-        o.append(f"    const float *restrict a{r} = a + {r}u * lda;" if r else
-                 "    const float *restrict a0 = a;")
-    if mr == 1:
-        o.append("    (void)lda; (void)ldy;")
+    if packed:
+        o.append("    (void)lda;" + (" (void)ldy;" if mr == 1 else ""))
+    else:
+        for r in range(mr):
+            o.append(f"    const float *restrict a{r} = a + {r}u * lda;" if r else
+                     "    const float *restrict a0 = a;")
+        if mr == 1:
+            o.append("    (void)lda; (void)ldy;")
     o.append("    size_t j = 0;")
 
     def body(np_b: int, masked: bool, ind: str):
@@ -198,9 +219,14 @@ def _kernel_text(isa: str, mr: int, prefetch: bool = True, v: int = V) -> tuple:
                for p in range(np_b) for q in range(0, nr, 16)] \
             if prefetch and not masked and (np_b == 1 or mr >= d["pf_rows"]) else []
         # B panels are zero padded past N: plain loads in the masked step too
-        tile_k_loop(o, d, ind, accs, pre,
-                    lambda p, c, k="k": _f(d["load"], p=f"b{p} + {_par(k)} * {nr}u + {c * L}u"),
-                    lambda r: f"a{r} + k", v, a_layout="rows", registers=ISAS[isa].registers)
+        bvec = lambda p, c, k="k": _f(d["load"], p=f"b{p} + {_par(k)} * {nr}u + {c * L}u")  # noqa
+        if packed:
+            tile_k_loop(o, d, ind, accs, [f"const float *restrict ak = a + k * {mr}u;"] + pre,
+                        bvec, lambda r: f"ak + {r}u", v, a_layout="packed",
+                        bptr=lambda p: f"b{p} + k * {nr}u")
+        else:
+            tile_k_loop(o, d, ind, accs, pre, bvec, lambda r: f"a{r} + k", v, a_layout="rows",
+                        registers=ISAS[isa].registers)
         tile_partial(o, d, ind, accs, masked, guard=True)
         # fused epilogue (the last K block, see driver): + bias[j] per column, then the
         # clamp min(hi, max(lo, v)) (NaN passes, as the activation table's Relu / Clip)
@@ -233,14 +259,69 @@ def row_counts(m: int, sched: dict) -> list:
     return sorted(rows)
 
 
-def kernels(ctx, isa: str, rows, prefetch: bool = True, v: int = V) -> dict:
+def kernels(ctx, isa: str, rows, prefetch: bool = True, v: int = V,
+            packed: bool = False) -> dict:
     _header(ctx, isa)
     names = {}
     for mr in rows:
-        name, text = _kernel_text(isa, mr, prefetch, v)
-        ctx.helper(f"gemm_{isa}.2.k{mr:02d}{'' if prefetch else 'np'}{_vtag(v)}", text)
+        name, text = _kernel_text(isa, mr, prefetch, v, packed)
+        ctx.helper(f"gemm_{isa}.2.k{mr:02d}{'' if prefetch else 'np'}{_vtag(v)}"
+                   f"{'pa' if packed else ''}", text)
         names[mr] = name
     return names
+
+
+def step_rows(m: int, mr: int, cap: int, step: int) -> int:
+    """mr (the balanced rows of m's tiles, <= cap), or mr rounded up to a multiple of step
+    (the lanes of a packed A's vectors: rows past the last full vector are broadcast one at
+    a time) when that costs fewer instructions per k and panel by the estimate 2 r + 4 +
+    r % step for a tile of r rows (its FMAs, loads and loop, one broadcast per row past the
+    vectors; NEON): 64 rows as 12 x 5 + 4 rather than 11 x 4 + 10 x 2, 49 as 12 x 4 + 1
+    rather than 10 x 4 + 9."""
+    up = min(cap, -(-mr // step) * step)
+    if step <= 1 or up == mr:
+        return mr
+
+    def cost(r):
+        return sum(2 * t + 4 + t % step for t in [r] * (m // r) + [m % r] * (m % r > 0))
+    return up if cost(up) < cost(mr) else mr
+
+
+def pack_a_text(isa: str) -> tuple:
+    """(name, C text) of the helper that packs A[0:mc, 0:kc] (row stride lda) into row tiles
+    of mr rows (the last mc % mr), each k-major: ap[i0 * kc + k * rows + r] = A(i0 + r, k),
+    the layout of the packed-A kernels (rows i0.. at ap + i0 * kc). 4 x 4 blocks by the
+    ISA's ``tr4`` (NEON: TRN1 / TRN2), the rest element by element."""
+    d = ISA[isa]
+    name = f"aicc_sg_{isa}_packa"
+    tr4 = d.get("tr4")
+    blocks = ""
+    if tr4:
+        blocks = f"""
+        for (; k + 4u <= kc; k += 4u) {{
+            size_t g = 0;
+            for (; g + 4u <= rows; g += 4u)
+                {_f(tr4, s="s + g * lda + k", lda="lda", d="d + k * rows + g", ldd="rows")};
+            for (; g < rows; ++g)
+                for (size_t q = 0; q < 4u; ++q)
+                    d[(k + q) * rows + g] = s[g * lda + k + q];
+        }}"""
+    return name, f"""\
+/* A[0:mc, 0:kc] (row stride lda) into the packed-A kernels' layout: row tiles of mr rows (the
+ * last mc % mr), k-major, tile i0 at ap + i0 * kc: ap[i0 * kc + k * rows + r] = A(i0 + r, k). */
+static void {name}(const float *restrict a, size_t lda, size_t mc, size_t kc, size_t mr,
+    float *restrict ap)
+{{
+    for (size_t i0 = 0; i0 < mc; i0 += mr) {{
+        const size_t rows = mc - i0 < mr ? mc - i0 : mr;
+        const float *restrict s = a + i0 * lda;
+        float *restrict d = ap + i0 * kc;
+        size_t k = 0;{blocks}
+        for (; k < kc; ++k)
+            for (size_t r = 0; r < rows; ++r)
+                d[k * rows + r] = s[r * lda + k];
+    }}
+}}"""
 
 
 def epilogue(ctx, act, params) -> str:
@@ -311,10 +392,13 @@ def driver(ctx, isa: str, sched: dict, act, params, m: int, fused: bool = False)
     m-row GEMM (only those kernels are emitted); returns its name. ``fused``: alpha = beta =
     1, C absent or one value per column (crs = 0, ccs = 1) and a register clamp activation:
     the kernels add C and clamp in registers after the last K block (the same roundings as
-    the epilogue function: y + c, then the clamp), no epilogue pass."""
+    the epilogue function: y + c, then the clamp), no epilogue pass. sched ``pack``: each
+    M block of each K block is packed (pack_a_text) into the scratch Ap (one more argument,
+    min(M, mc) x min(K, kc) floats) and run by the packed-A kernels."""
     mr_max, kc, mc, jb, nc = sched["mr"], sched["kc"], sched["mc"], sched["jb"], sched["nc"]
     v = sched.get("v", V)
     nr = nr_of(isa, v)
+    packed = bool(sched.get("pack"))
     rows = row_counts(m, sched)
     prefetch = bool(sched.get("prefetch", True)) and bool(ISA[isa]["prefetch"])
     # ISA pf_first: only the first row tile of the first M block runs the prefetching kernel,
@@ -326,9 +410,9 @@ def driver(ctx, isa: str, sched: dict, act, params, m: int, fused: bool = False)
     # [768 x 3072] 1.00-1.01 (GEMM 8, one row tile, is unchanged). On x86-avx2 (prefetches to
     # L1) GEMM 16 1.05 and MobileNetV2 1.02, so it keeps them on every tile.
     pf_first = prefetch and m > mr_max and ISA[isa]["pf_first"]
-    ks = kernels(ctx, isa, rows, prefetch and not pf_first, v)
+    ks = kernels(ctx, isa, rows, prefetch and not pf_first, v, packed)
     if pf_first:
-        k_first = kernels(ctx, isa, [mr_max], True, v)[mr_max]
+        k_first = kernels(ctx, isa, [mr_max], True, v, packed)[mr_max]
     clamp = register_clamp(act, params) if fused else None
     if clamp is not None:
         lo, hi = clamp
@@ -349,12 +433,24 @@ def driver(ctx, isa: str, sched: dict, act, params, m: int, fused: bool = False)
                                 ccs, beta);"""
         epi = epi[len('aicc_sg_'):]
     name = (f"aicc_sg_{isa}_m{mr_max}k{kc}c{mc}j{jb}n{nc}{'' if prefetch else 'np'}"
-            f"{'pf1' if pf_first else ''}{_vtag(v)}_r"
+            f"{'pf1' if pf_first else ''}{_vtag(v)}{'pa' if packed else ''}_r"
             f"{'_'.join(map(str, rows))}_{epi}")
     cases = "\n".join(f"                        case {r}u: {ks[r]}(kc, a, lda, b, bs, y, N, nc, "
                       f"acc, {tail}); break;" for r in rows)
     first = (f"                        if (ic == 0 && ir == 0) {k_first}(kc, a, lda, b, bs, y, "
              f"N, nc, acc, {tail});\n                        else\n" if pf_first else "")
+    if packed:
+        pname, ptext = pack_a_text(isa)
+        ctx.helper(f"gemm_{isa}.1.packa", ptext)
+        # one M block (M <= mc): its packed A serves every column block of N
+        pack_line = (f"                if (n0 == 0 || M > {mc}u)\n"
+                     f"                    {pname}(A + ic * lda + pc, lda, mc, kc, {mr_max}u, Ap);"
+                     "\n")
+        a_tile = "Ap + ir * kc"
+    else:
+        pack_line, a_tile = "", "A + i * lda + pc"
+    pack_doc = ("\n * Each M block of a K block is packed into Ap (min(M, mc) x min(K, kc) floats) "
+                "for the\n * packed-A kernels." if packed else "")
     # the first panel toward L1 (ISAs without a prefetch spelling leave it to the hardware)
     first_panel = (f"    for (size_t q = 0; q < bs && q < 4096u; q += 16u)     /* the first panel, "
                    f"toward L1 */\n        {_f(ISA[isa]['prefetch'], p='Bp + q', hint='T0')};\n"
@@ -365,10 +461,10 @@ def driver(ctx, isa: str, sched: dict, act, params, m: int, fused: bool = False)
  * K by {kc}, N by {nc} (all of M passes one such block of B while it is in L2, so B is read
  * once per K block), M by {mc}, N by {jb}, row tiles of {mr_max} and M % {mr_max} (only row kernels
  * {", ".join(map(str, rows))} exist: M must leave one of them). The epilogue runs on each tile
- * after its last K block (when epi != 0). K >= 1. */
+ * after its last K block (when epi != 0). K >= 1.{pack_doc} */
 static void {name}(size_t M, size_t N, size_t K, const float *restrict A, size_t lda,
     const float *restrict Bp, float alpha, const float *restrict C, size_t crs, size_t ccs,
-    float beta, float *restrict Y, int epi)
+    float beta, float *restrict Y, int epi{', float *restrict Ap' if packed else ''})
 {{
 {pre}    const size_t bs = K * {nr}u;
 {first_panel}    for (size_t pc = 0; pc < K; pc += {kc}u) {{
@@ -378,12 +474,12 @@ static void {name}(size_t M, size_t N, size_t K, const float *restrict A, size_t
             const size_t n1 = N - n0 < {nc}u ? N : n0 + {nc}u;
             for (size_t ic = 0; ic < M; ic += {mc}u) {{
                 const size_t mc = M - ic < {mc}u ? M - ic : {mc}u;
-                for (size_t jc = n0; jc < n1; jc += {jb}u) {{
+{pack_line}                for (size_t jc = n0; jc < n1; jc += {jb}u) {{
                     const size_t nc = n1 - jc < {jb}u ? n1 - jc : {jb}u;
                     const float *restrict b = Bp + (jc / {nr}u) * bs + pc * {nr}u;
                     for (size_t ir = 0; ir < mc; ir += {mr_max}u) {{
                         const size_t i = ic + ir, mr = mc - ir < {mr_max}u ? mc - ir : {mr_max}u;
-                        const float *restrict a = A + i * lda + pc;
+                        const float *restrict a = {a_tile};
                         float *restrict y = Y + i * N + jc;
 {first}                        switch (mr) {{
 {cases}

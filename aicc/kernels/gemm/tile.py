@@ -64,7 +64,7 @@ def tile_partial(o: list, d: dict, ind: str, accs: list, masked: bool, guard: bo
 
 
 def tile_k_loop(o: list, d: dict, ind: str, accs: list, pre: list, bvec, arow,
-                v: int = V, a_layout: str = "", registers: int = 0) -> None:
+                v: int = V, a_layout: str = "", registers: int = 0, bptr=None) -> None:
     """The K loop of a micro-kernel column step: pre (lines at the top of each iteration),
     then per k the FMAs acc[r][p * v + c] += A(r, k) * B(k, panel p, vector c), with bvec(p,
     c, k) the B vector's load expression at row k (a C expression, default "k") and arow(r)
@@ -78,12 +78,17 @@ def tile_k_loop(o: list, d: dict, ind: str, accs: list, pre: list, bvec, arow,
     broadcast) or "rows" (A(r, k) contiguous in k: k unrolled by L, one vector per row holds
     its L values of A; the k % L rest broadcast), when the accumulators, the A vectors and the
     B vectors fit in the ISA's ``registers``. The products and their order are the same: one
-    fused multiply-add per (r, k, column) in ascending k."""
+    fused multiply-add per (r, k, column) in ascending k.
+
+    ISAs with a load of several consecutive vectors (``loadn``: NEON's LD1 of 2-4 registers,
+    one instruction) read the packed A's full vectors of one k with one such load, and each
+    panel's v B vectors of row k too when they are contiguous at bptr(p) (None: the caller's
+    bvec loads, e.g. masked ones)."""
     vec, npb, L = d["vec"], len(accs[0]) // v, d["lanes"]
     mr = len(accs)
     lane = d.get("fma_lane")
     if lane and a_layout == "packed" and mr >= L:
-        _k_loop_lanes_packed(o, d, ind, accs, pre, bvec, arow, v)
+        _k_loop_lanes_packed(o, d, ind, accs, pre, bvec, arow, v, bptr)
         return
     if lane and a_layout == "rows" and mr * (len(accs[0]) + 1) + v * npb < registers:
         _k_loop_lanes_rows(o, d, ind, accs, pre, bvec, arow, v)
@@ -120,21 +125,46 @@ def _b_vectors(o, i2, vec, accs, v, bvec, fma):
             o.append(f"{i2}}}")
 
 
-def _k_loop_lanes_packed(o, d, ind, accs, pre, bvec, arow, v):
-    """tile_k_loop with A packed across rows: per k, mr // L vector loads of A and one FMA by
-    lane per accumulator; the mr % L last rows broadcast."""
+def _loadn(d: dict, n: int) -> bool:
+    """The ISA loads n consecutive vectors with one instruction (``loadn``, n in nmax)."""
+    return "loadn" in d and 2 <= n <= d["loadn_max"]
+
+
+def _k_loop_lanes_packed(o, d, ind, accs, pre, bvec, arow, v, bptr=None):
+    """tile_k_loop with A packed across rows: per k, mr // L vectors of A (one multi-vector
+    load where the ISA has it) and one FMA by lane per accumulator; the mr % L last rows
+    broadcast. B: one multi-vector load per panel where bptr gives its contiguous vectors
+    (NEON 12 x 8: LD1 of 3, LD1 of 2, 24 FMLA, the loop: 28 instructions per 96 multiply-adds)."""
     vec, L, mr = d["vec"], d["lanes"], len(accs)
     full = mr // L
     o.append(f"{ind}for (size_t k = 0; k < kc; ++k) {{")
     i2 = ind + "    "
     o.extend(i2 + ln for ln in pre)
-    for g in range(full):
-        o.append(f"{i2}const {vec} xa{g} = " + _f(d["load"], p=arow(g * L)) + ";")
+    if _loadn(d, full):
+        o.append(f"{i2}const " + _f(d["vecn"], n=full) + " xa = " +
+                 _f(d["loadn"], n=full, p=arow(0)) + ";")
+        xa = [_f(d["val"], t="xa", i=g) for g in range(full)]
+    else:
+        for g in range(full):
+            o.append(f"{i2}const {vec} xa{g} = " + _f(d["load"], p=arow(g * L)) + ";")
+        xa = [f"xa{g}" for g in range(full)]
     for r in range(full * L, mr):
         o.append(f"{i2}const {vec} x{r} = " + _f(d["bcast"], p=arow(r)) + ";")
-    _b_vectors(o, i2, vec, accs, v, bvec, lambda r, x: (
-        _f(d["fma_lane"], a=f"xa{r // L}", b="w", c=x, lane=r % L) if r < full * L
-        else _f(d["fma"], a=f"x{r}", b="w", c=x)))
+    fma = lambda r, x: (  # noqa: E731
+        _f(d["fma_lane"], a=xa[r // L], b="w", c=x, lane=r % L) if r < full * L
+        else _f(d["fma"], a=f"x{r}", b="w", c=x))
+    if bptr is None or not _loadn(d, v):
+        _b_vectors(o, i2, vec, accs, v, bvec, fma)
+    else:
+        for p in range(len(accs[0]) // v):
+            o.append(f"{i2}{{ const " + _f(d["vecn"], n=v) + " wb = " +
+                     _f(d["loadn"], n=v, p=bptr(p)) + ";")
+            for c in range(v):
+                o.append(f"{i2}  {{ const {vec} w = " + _f(d["val"], t="wb", i=c) + ";")
+                for r, row in enumerate(accs):
+                    o.append(f"{i2}    {row[p * v + c]} = {fma(r, row[p * v + c])};")
+                o.append(f"{i2}  }}")
+            o.append(f"{i2}}}")
     o.append(f"{ind}}}")
 
 

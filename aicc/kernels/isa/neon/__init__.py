@@ -103,6 +103,30 @@ static inline float32x4_t aicc_neon_andnot(float32x4_t a, float32x4_t b)
     return vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(b), vreinterpretq_u32_f32(a)));
 }
 
+/* p (a pointer variable) in a general register: an empty asm that may change it, so that the
+ * compiler adds offsets to it instead of folding its base into each address. */
+#if defined(__GNUC__)
+#define AICC_NEON_PIN_PTR(p) __asm__("" : "+r"(p))
+#else
+#define AICC_NEON_PIN_PTR(p) ((void)0)
+#endif
+
+/* The 4 x 4 block at s (rows of stride ls) transposed to d (rows of stride ld): d[j * ld + i]
+ * = s[i * ls + j] (TRN1 / TRN2 of 32-bit, then of 64-bit lanes). */
+static inline void aicc_neon_tr4(const float *s, size_t ls, float *d, size_t ld)
+{
+    const float32x4_t r0 = vld1q_f32(s), r1 = vld1q_f32(s + ls);
+    const float32x4_t r2 = vld1q_f32(s + 2u * ls), r3 = vld1q_f32(s + 3u * ls);
+    const float64x2_t t0 = vreinterpretq_f64_f32(vtrn1q_f32(r0, r1));
+    const float64x2_t t1 = vreinterpretq_f64_f32(vtrn2q_f32(r0, r1));
+    const float64x2_t t2 = vreinterpretq_f64_f32(vtrn1q_f32(r2, r3));
+    const float64x2_t t3 = vreinterpretq_f64_f32(vtrn2q_f32(r2, r3));
+    vst1q_f32(d, vreinterpretq_f32_f64(vtrn1q_f64(t0, t2)));
+    vst1q_f32(d + ld, vreinterpretq_f32_f64(vtrn1q_f64(t1, t3)));
+    vst1q_f32(d + 2u * ld, vreinterpretq_f32_f64(vtrn2q_f64(t0, t2)));
+    vst1q_f32(d + 3u * ld, vreinterpretq_f32_f64(vtrn2q_f64(t1, t3)));
+}
+
 static inline float aicc_neon_lane0(float32x4_t v)
 {
     return vgetq_lane_f32(v, 0);
@@ -193,6 +217,17 @@ ISA = Isa(
               bcast="vld1q_dup_f32({p})", fma="vfmaq_f32({c}, {a}, {b})",
               # {c} + {b} * lane {lane} of {a}: FMLA by element (gemm/tile.py tile_k_loop)
               fma_lane="vfmaq_laneq_f32({c}, {b}, {a}, {lane})",
+              # {n} (2..loadn_max) consecutive vectors at {p} with one LD1 of n registers,
+              # their type and vector {i} of {t} (gemm/tile.py: the packed A of one k, a
+              # panel's B row)
+              loadn="vld1q_f32_x{n}({p})", loadn_max=4, vecn="float32x4x{n}_t",
+              val="{t}.val[{i}]",
+              # GEMMs of at least pack_a rows and pack_n columns pack A per block into row
+              # tiles of pack_a rows, k-major (gemm/simd.py pack_a_text; 4 x 4 blocks by tr4):
+              # 12 x 8 tiles, per k one LD1 of 3 for A, one of 2 for B, 24 FMLA (with A rows
+              # in place: 8 x 8, 8 loads of A and 4 of B per 64 FMLA, and register moves);
+              # balanced row tiles in multiples of row_step
+              pack_a=12, pack_n=40, row_step=4, tr4="aicc_neon_tr4({s}, {lda}, {d}, {ldd})",
               zero="vdupq_n_f32(0.0f)", add="vaddq_f32", **MASK,
               # the clamp epilogue's min / max (gemm/tile.py tile_clamp); FMIN / FMAX return
               # NaN when either operand is NaN, so NaN passes the clamp as on x86
@@ -207,8 +242,10 @@ ISA = Isa(
     # conv schedule defaults; implicit_pct 7: the implicit GEMM takes 3x3 stride-1 convs on
     # 32x32 maps (a virtual grid of pitch 34: 6% of its lanes garbage), whose im2col packing
     # costs more (ResNet-8's 16-channel stage, executed instructions -9% each)
+    # row_step 4: balanced row tiles in multiples of the packed A's vectors (conv/schedule.py
+    # balanced)
     conv=dict(mr=12, kc=256, jb=64, tile_kb=192, implicit_pct=7, algo="auto", wino_m=0,
-              wino_kb=768, wino_chan=1, edge_kernels=8),
+              wino_kb=768, wino_chan=1, edge_kernels=8, row_step=4),
     conv_kernels=conv.TABLE, vmath=vmath.TABLE, pool=pool.TABLE,
     winograd=winograd.TABLE,
 )

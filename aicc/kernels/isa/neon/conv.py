@@ -43,4 +43,12 @@ for (size_t q = 0; q < n; q += 4u)
     # transposed path's packing: arm-neon, executed instructions, MobileNetV2's 1x1 convs on
     # 7x7 maps 0.87-0.99 of the direct path's, on 14x14 maps 1.22-1.37)
     transposed_margin={"direct": 0.05, "other": 0.05},
+    # the tile GEMM's kernels for packed B panels (im2col, transposed: row step NR) take the
+    # step as a constant: LD1 of a panel's B row then post-increments its pointer (12 rows:
+    # 28 instructions per k instead of 29)
+    dense_b=True,
+    # a pointer kept in a register where the compiler would fold it into each address (the
+    # implicit GEMM's panel pointers, kernels/conv/simd_gemm.py: 31 -> 30 instructions per k on
+    # 12 rows; isa/neon PRELUDE)
+    pin_ptr="AICC_NEON_PIN_PTR({p})",
 )
