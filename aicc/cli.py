@@ -112,7 +112,10 @@ def _report(results, rtol, atol, label, scaled=False):
     for r in results:
         mark = "ok  " if r.ok else "FAIL"
         click.echo(f"  {mark} {r.name}: {r.metrics()}" + (f" ({r.detail})" if r.detail else ""))
-    tol = f"rtol {rtol:g}, atol {atol:g}" + (" x the output's rms (at least 1)" if scaled else "")
+    from .validate import RANGE_TOL
+    tol = f"rtol {rtol:g}, atol {atol:g}" + (
+        f" x the output's rms (at least 1), at least {RANGE_TOL:g} x its largest |value|"
+        if scaled else "")
     if not ok:
         bad = [r.name for r in results if not r.ok]
         raise ValidationMismatch(f"{label}: output(s) {', '.join(map(repr, bad))} differ beyond "
