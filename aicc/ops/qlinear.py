@@ -239,7 +239,7 @@ class _MatMulBase(Op):
                     ctx(d)
                 with ctx.block(f"for (size_t q = 0; q < {cnt}; ++q)"):
                     ctx(f"{ctx.out[0]}[{dst} + q * {step}] = {v};")
-            words = (qgemm_pairs.matmul_weights(ctx, self, k, n, b.T)
+            words = (qgemm_pairs.matmul_weights(ctx, self, numel(bo) * m, k, n, b.T)
                      if qgemm_pairs.isa_for(ctx) else None)
             if words is not None:
                 qgemm_pairs.emit_matmul(ctx, self, numel(bo) * m, k, n, words, post)

@@ -59,8 +59,10 @@ def _step(o: int, ind: str) -> str:
 DOT = """\
 #if defined(__GNUC__)
 typedef uint32_t __attribute__((may_alias, aligned(4))) aicc_qw32;
+typedef uint64_t __attribute__((may_alias, aligned(8))) aicc_qw64;   /* LDRD */
 #else
 typedef uint32_t aicc_qw32;
+typedef uint64_t aicc_qw64;
 #endif
 #if defined(__GNUC__) && !defined(__clang__)
 /* GCC's first scheduling pass hoists the loads of the unrolled loop and runs out of the M4's
@@ -117,6 +119,76 @@ static AICC_QP_NOSCHED void aicc_qpdot2(size_t kq, const uint32_t *restrict w,
     .replace("@STEP2@", _step(2, " " * 12))
 
 
+COLS = """\
+/* Input patches of output positions [p0, p0 + nt) of one group of a 1-D / 2-D conv, one row of
+ * Kp int16 per position (kernels/qgemm/pairs.py): col[j * Kp + (ic * kH + ky) * kW + kx] =
+ * x - xzp at that tap, 0 in the padding and for k >= K; x: the group's first input channel.
+ * Position by position in int32 index arithmetic (no 64-bit division): a patch wholly inside
+ * the input is copied row by row (3 taps per row unrolled); at the border the columns [a, b)
+ * inside the input are found once per position and each row is tested once. */
+static void aicc_qpcols_SFX(const aicc_conv_params *p, const T *restrict x, int32_t xzp,
+                            size_t p0, size_t nt, size_t Kp, int16_t *restrict col)
+{
+    const int32_t H = (int32_t)p->in[1], W = (int32_t)p->in[2], C = (int32_t)p->cin_g;
+    const int32_t KH = (int32_t)p->k[1], KW = (int32_t)p->k[2], OW = (int32_t)p->out[2];
+    const int32_t SH = (int32_t)p->stride[1], SW = (int32_t)p->stride[2];
+    const int32_t DH = (int32_t)p->dil[1], DW = (int32_t)p->dil[2];
+    const int32_t PT = (int32_t)p->pad[1], PL = (int32_t)p->pad[2];
+    const int32_t K = C * KH * KW, HW = H * W;
+    int32_t oy = (int32_t)p0 / OW, ox = (int32_t)p0 % OW;
+    for (size_t j = 0; j < nt; ++j) {
+        int16_t *restrict c = col + j * Kp;
+        const int32_t iy0 = oy * SH - PT, ix0 = ox * SW - PL;
+        if (iy0 >= 0 && iy0 + (KH - 1) * DH < H && ix0 >= 0 && ix0 + (KW - 1) * DW < W) {
+            const T *restrict xc = x + iy0 * W + ix0;
+            if (KW == 3 && DW == 1)
+                for (int32_t ic = 0; ic < C; ++ic, xc += HW) {
+                    const T *restrict xr = xc;
+                    for (int32_t ky = 0; ky < KH; ++ky, xr += DH * W, c += 3) {
+                        c[0] = (int16_t)((int32_t)xr[0] - xzp);
+                        c[1] = (int16_t)((int32_t)xr[1] - xzp);
+                        c[2] = (int16_t)((int32_t)xr[2] - xzp);
+                    }
+                }
+            else
+                for (int32_t ic = 0; ic < C; ++ic, xc += HW) {
+                    const T *restrict xr = xc;
+                    for (int32_t ky = 0; ky < KH; ++ky, xr += DH * W)
+                        for (int32_t kx = 0; kx < KW; ++kx)
+                            *c++ = (int16_t)((int32_t)xr[kx * DW] - xzp);
+                }
+        } else {
+            int32_t a = 0, b = KW;      /* taps kx in [a, b) inside the row */
+            while (a < KW && ix0 + a * DW < 0)
+                ++a;
+            while (b > a && ix0 + (b - 1) * DW >= W)
+                --b;
+            for (int32_t ic = 0; ic < C; ++ic) {
+                const T *restrict xr = x + ic * HW + iy0 * W + ix0;
+                for (int32_t ky = 0, iy = iy0; ky < KH; ++ky, iy += DH, xr += DH * W,
+                         c += KW) {
+                    int32_t kx = 0;
+                    if (iy >= 0 && iy < H) {
+                        for (; kx < a; ++kx)
+                            c[kx] = 0;
+                        for (; kx < b; ++kx)
+                            c[kx] = (int16_t)((int32_t)xr[kx * DW] - xzp);
+                    }
+                    for (; kx < KW; ++kx)
+                        c[kx] = 0;
+                }
+            }
+        }
+        for (int32_t k = K; k < (int32_t)Kp; ++k)
+            *c++ = 0;
+        if (++ox == OW) {
+            ox = 0;
+            ++oy;
+        }
+    }
+}"""
+
+
 def isa_for(ctx):
     """The pair kernels' ISA for ctx's node (isa/registry.py's rule over the ``qpair`` ISAs)."""
     return registry.isa_for(ctx, TABLES)
@@ -154,19 +226,26 @@ def _dot(ctx, isa: str) -> str:
     return f"aicc_qpdot2_{isa}"
 
 
-def arrange(wk: np.ndarray) -> np.ndarray | None:
+def arrange(wk: np.ndarray, rows_per: int = 2) -> np.ndarray | None:
     """The pair layout of constant weights wk ([groups, rows, K] int64 values w - w_zp) as
-    uint32 words [groups][rows / 2][Kp / 4][2] (rows and K padded with zeros), or None when a
-    value does not fit int8."""
+    uint32 words [groups][rows / R][Kp / 4][R] for blocks of R = rows_per channels (2: the dot
+    kernel, 4: the matrix-vector kernel; rows and K padded with zeros), or None when a value
+    does not fit int8."""
     if wk.size and (wk.min() < -128 or wk.max() > 127):
         return None
     g, rows, k = wk.shape
-    rp, kp = rows + (rows & 1), -(-k // 4) * 4
+    rp, kp = -(-rows // rows_per) * rows_per, -(-k // 4) * 4
     w = np.zeros((g, rp, kp), np.int8)
     w[:, :rows, :k] = wk
-    w = w.reshape(g, rp // 2, 2, kp // 4, 4)[..., [0, 2, 1, 3]]
-    w = np.ascontiguousarray(w.transpose(0, 1, 3, 2, 4))        # [g][pair][k/4][2][4]
+    w = w.reshape(g, rp // rows_per, rows_per, kp // 4, 4)[..., [0, 2, 1, 3]]
+    w = np.ascontiguousarray(w.transpose(0, 1, 3, 2, 4))        # [g][block][k/4][R][4]
     return w.reshape(-1).view("<u4").astype(np.uint32)
+
+
+def _pointwise(geo) -> bool:
+    """1x1, stride 1, unpadded: each position's patch is a column of the input."""
+    return (all(v == 1 for v in geo.k) and all(v == 1 for v in geo.stride)
+            and not any(geo.pad) and not any(geo.pad_end))
 
 
 def conv_weights(ctx, op, geo) -> np.ndarray | None:
@@ -193,7 +272,10 @@ def emit_conv(ctx, op, geo, words: np.ndarray, post) -> None:
     ctx.helper("conv.1.range", RANGE)
     ctx.helper("qlinear.0.wrap", WRAP)
     dot = _dot(ctx, isa)
-    cols = qgemm_c.cols16(ctx, ta)
+    if len(geo.k) <= 2 and not _pointwise(geo):
+        cols = qgemm_c.typed(ctx, "qpcols", COLS, ta)
+    else:       # 3-D; 1x1 stride 1 unpadded: portable.py's gather (a transposition)
+        cols = qgemm_c.cols16(ctx, ta)
     wq = ctx.const(words, "wq")
     col = ctx.scratch(tile * kp * 2, "int16_t", "col")
     acc = ctx.scratch(2 * tile * 4, "uint32_t", "acc")
@@ -219,32 +301,100 @@ def emit_conv(ctx, op, geo, words: np.ndarray, post) -> None:
                              f"(nb * {geo.cout}u + oc) * {P}u + p0")
 
 
-def matmul_weights(ctx, op, k: int, n: int, b_t: np.ndarray) -> np.ndarray | None:
-    """A MatMul's pair-arranged b (b_t: b transposed, [n][k]) minus its zero point (per tensor
-    or per column), None when not int8-sized."""
+def matmul_weights(ctx, op, m: int, k: int, n: int, b_t: np.ndarray) -> np.ndarray | None:
+    """A MatMul's arranged b (b_t: b transposed, [n][k]) minus its zero point (per tensor or
+    per column), for the matrix-vector kernel when a has one row (m = 1), else the dot kernel;
+    None when not int8-sized."""
     bz = zp_values(ctx, op.BZ, n) if ctx.has_input(op.BZ) else np.zeros(n, np.int64)
     w = np.asarray(b_t).astype(np.int64) - np.asarray(bz, np.int64).reshape(-1, 1)
-    return arrange(w.reshape(1, n, k))
+    return arrange(w.reshape(1, n, k), 4 if m == 1 else 2)
+
+
+GEMV = """\
+/* acc[c] = sum over k < 4 kq of w_c[k] * x[k] for the 4 nq channels c (kernels/qgemm/pairs.py):
+ * w holds, per block of 4 channels and 4 k, one word per channel (bytes k = 0, 2, 1, 3 as
+ * int8), x one row of 4 kq int16; both 8-byte aligned (64-bit loads: constants and scratch
+ * start at the target's alignment). Four int32 sums per block (the caller
+ * proved that none overflows), stored as uint32. */
+static AICC_QP_NOSCHED void aicc_qpgemv4(size_t kq, size_t nq, const uint32_t *restrict w,
+                                         const int16_t *restrict x, uint32_t *restrict acc)
+{
+    const aicc_qw32 *const xe = (const aicc_qw32 *)(const void *)(x + 4u * kq);
+    for (size_t q = 0; q < nq; ++q, acc += 4) {
+        const aicc_qw32 *xp = (const aicc_qw32 *)(const void *)x;
+        int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        if (kq & 1u) {
+@STEP@            w += 4;
+            xp += 2;
+        }
+        while (xp != xe) {        /* 8 k per pass */
+@STEP@@STEP2@            w += 8;
+            xp += 4;
+        }
+        acc[0] = (uint32_t)s0;
+        acc[1] = (uint32_t)s1;
+        acc[2] = (uint32_t)s2;
+        acc[3] = (uint32_t)s3;
+    }
+}"""
+
+
+def _gemv_step(o: int, ind: str) -> str:
+    """C of one block of 4 k (4 channels x 1 position, 16 products) at weight word 4 o / pair
+    word 2 o: per channel its word, both halves' mac2."""
+    lines = [f"const uint64_t x{o} = *(const aicc_qw64 *)(const void *)(xp + {2 * o});",
+             f"const int32_t p0 = (int32_t)(uint32_t)x{o}, p1 = (int32_t)(uint32_t)(x{o} >> 32);"]
+    for c in (0, 2):        # two words per 64-bit load (LDRD)
+        lines += [f"const uint64_t v{c} = *(const aicc_qw64 *)(const void *)(w + {4 * o + c});"]
+        for h, sh in ((c, ""), (c + 1, " >> 32")):
+            lines += [f"const uint32_t w{h} = (uint32_t)(v{c}{sh});",
+                      f"s{h} = {{mac2(lo(w{h}), p0, s{h})}};",
+                      f"s{h} = {{mac2(hi(w{h}), p1, s{h})}};"]
+    return ind + "{\n" + "".join(ind + "    " + ln + "\n" for ln in lines) + ind + "}\n"
+
+
+def _gemv(ctx, isa: str) -> str:
+    """Name of the matrix-vector kernel of isa (after _dot: its spellings and typedefs)."""
+    _dot(ctx, isa)
+    code = GEMV.replace("@STEP@", _gemv_step(0, " " * 12), 1) \
+        .replace("@STEP@", _gemv_step(0, " " * 12)).replace("@STEP2@", _gemv_step(1, " " * 12))
+    code = re.sub(r"\b(lo|hi)\(", rf"aicc_qp_\1_{isa}(", code)
+    code = re.sub(r"\{mac2\(((?:[^{}()]|\([^()]*\))*)\)\}", rf"aicc_qp_mac2_{isa}(\1)", code)
+    ctx.helper(f"qpair.2.gemv.{isa}", code.replace("aicc_qpgemv4", f"aicc_qpgemv4_{isa}"))
+    return f"aicc_qpgemv4_{isa}"
 
 
 def emit_matmul(ctx, op, m: int, k: int, n: int, words: np.ndarray, post) -> None:
-    """y[m][n] = a[m][k] @ b through aicc_qpdot2 (portable.emit_matmul's loops and ``post``);
-    words: matmul_weights."""
+    """y[m][n] = a[m][k] @ b through aicc_qpdot2, or aicc_qpgemv4 when m = 1
+    (portable.emit_matmul's loops and ``post``); words: matmul_weights."""
     isa = isa_for(ctx)
     ta = ctx.in_dtype(op.A)
     kp = -(-k // 4) * 4
+    ctx.helper("qlinear.0.wrap", WRAP)
+    rows16a = qgemm_c.rows16(ctx, ta)
+    wq = ctx.const(words, "wq")
+    az, _ = qgemm_c.zp_ptr(ctx, op.AZ, ta, 1, "az0")
+    if m == 1:
+        gemv = _gemv(ctx, isa)
+        ctx.kernel = f"{isa} qpgemv4"
+        nq = -(-n // 4)
+        col = ctx.scratch(kp * 2, "int16_t", "col")
+        acc = ctx.scratch(4 * nq * 4, "uint32_t", "acc")
+        ctx(f"/* int8 x int16 pair dot products: [1 x {k}] @ [{k} x {n}], b arranged at build "
+            f"time in blocks of 4 columns (K padded to {kp}) */")
+        ctx(f"{rows16a}({k}u, {kp}u, 1u, 1u, {ctx.inp[op.A]}, {k}u, {az}, 0u, {col});")
+        ctx(f"{gemv}({kp // 4}u, {nq}u, {wq}, {col}, {acc});")
+        with ctx.block(f"for (size_t j = 0; j < {n}u; ++j)"):
+            post("j", f"({acc} + j)", "1u", "j", f"{n}u")
+        return
     tile = max(2, min(m, qgemm_c.COL_ELEMS // kp))
     pairs = (n + 1) // 2
     ctx.kernel = f"{isa} qpdot2"
-    ctx.helper("qlinear.0.wrap", WRAP)
     dot = _dot(ctx, isa)
-    rows16a = qgemm_c.rows16(ctx, ta)
-    wq = ctx.const(words, "wq")
     col = ctx.scratch(tile * kp * 2, "int16_t", "col")
     acc = ctx.scratch(2 * tile * 4, "uint32_t", "acc")
     ctx(f"/* int8 x int16 pair dot products: [{m} x {k}] @ [{k} x {n}], b arranged at build "
         f"time, tiles of {tile} rows (K padded to {kp}) */")
-    az, _ = qgemm_c.zp_ptr(ctx, op.AZ, ta, 1, "az0")
     with ctx.block(f"for (size_t i0 = 0; i0 < {m}u; i0 += {tile}u)"):
         ctx(f"const size_t nt = {m}u - i0 < {tile}u ? {m}u - i0 : {tile}u;")
         ctx(f"{rows16a}({k}u, {kp}u, nt, nt, {ctx.inp[op.A]} + i0 * {k}u, {k}u, {az}, 0u, "

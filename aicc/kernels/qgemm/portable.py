@@ -284,6 +284,11 @@ def _emit_blocks(ctx, rows: int, kp: int, nt: str, tile: int, w_rows: str, zp: t
             store("r", f"({acc} + r * {tile}u)")
 
 
+def typed(ctx, key: str, code: str, dt) -> str:
+    """Name of helper code (``_SFX``, ``const T``) for dtype dt, registered under key."""
+    return _typed(ctx, key, code, dt)
+
+
 def cols16(ctx, dt) -> str:
     """Name of the patch gatherer (COLS16) for input dtype dt."""
     return _typed(ctx, "cols16", COLS16, dt)
