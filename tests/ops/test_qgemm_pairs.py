@@ -10,8 +10,9 @@ portable gather); weights that do not fit int8 (the portable kernel); depthwise 
 kernel (3x3 stride 1 and 2, 1-D, a channel multiplier) and its fallbacks (5x5, dilation 2:
 too many tap pairs); MatMulInteger with one row (the matrix-vector kernel; N and K not
 multiples of 4) and with 5 rows (the dot kernel); QLinearConv and QLinearMatMul with
-per-tensor and per-channel scales (the requantization in the kernels' store). Equal to the
-generic bundle on every output.
+per-tensor and per-channel scales (the requantization in the kernels' store); QuantizeLinear
+by the FPU's VCVTR (isa/fpv4) with ties, NaN, +-Inf and huge values into every 8- and 16-bit
+type. Equal to the generic bundle on every output.
 """
 import json
 
@@ -107,6 +108,17 @@ def _model(r):
               helper.make_node("QLinearMatMul", ["a1", "s_x", "zs", "qm_b", "qm_bs", "qm_bz",
                                                  "s_y", "yz"], ["qmv"])]
     outs += ["qconv", "qdw", "qmv"]
+    # QuantizeLinear by the FPU's rounding conversion (isa/fpv4): ties, NaN, +-Inf, huge
+    # values, each output type, zero points at the ends
+    xq = (r.integers(-700, 700, size=64) * 0.25).astype(f32)
+    xq[:8] = [np.nan, np.inf, -np.inf, 3e38, -3e38, 1e-40, -0.0, 2.5]
+    feeds["xq"] = xq
+    for t, zp in [(np.int8, -128), (np.uint8, 255), (np.int16, 7), (np.uint16, 40000)]:
+        name = f"q_{np.dtype(t).name}"
+        inits[f"{name}_z"] = np.array(zp, t)
+        nodes.append(helper.make_node("QuantizeLinear", ["xq", "s_q", f"{name}_z"], [name]))
+        outs.append(name)
+    inits["s_q"] = f32(0.5)
     return make_model(nodes, feeds, outs, inits, opset=13), feeds, refs
 
 
@@ -123,7 +135,7 @@ def test_m4_pair_kernels_match_generic_and_exact_sums(tmp_path):
     steps = json.loads((tmp_path / M4 / "manifest.json").read_text())["steps"]
     kern = {s["outputs"][0]: s.get("kernel", "") for s in steps}
     for k, v in kern.items():       # the pair kernels, or the portable fallbacks
-        want = ("generic idot4" if k == "dot_wide" else "" if k in ("dw_5x5", "dw_dil") else
+        want = ("fpv4" if k.startswith("q_") else "generic idot4" if k == "dot_wide" else "" if k in ("dw_5x5", "dw_dil") else
                 "dsp qpgemv4" if k in ("mm_a1", "qmv") else
                 "dsp qpdw" if k.startswith(("dw", "qdw")) else "dsp qpdot2")
         assert v == want, (k, v)

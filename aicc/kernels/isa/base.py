@@ -40,6 +40,8 @@ class Isa:
     qgemm: dict = field(default_factory=dict)          # kernels/qgemm, int8 ops
     qpair: dict = field(default_factory=dict)          # kernels/qgemm/pairs.py: int8 dot
                                                        # products on int16 pair MACs
+    qround: dict = field(default_factory=dict)         # kernels/qgemm/quantize.py: scalar
+                                                       # float -> int rounding (QuantizeLinear)
     pool: dict = field(default_factory=dict)           # kernels/pool
     move: dict = field(default_factory=dict)           # kernels/move
     vmath: dict = field(default_factory=dict)          # kernels/vmath, softmax rows
