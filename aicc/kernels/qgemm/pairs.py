@@ -126,6 +126,18 @@ COLS = """\
  * Position by position in int32 index arithmetic (no 64-bit division): a patch wholly inside
  * the input is copied row by row (3 taps per row unrolled); at the border the columns [a, b)
  * inside the input are found once per position and each row is tested once. */
+#ifndef AICC_QP_NOMEMSET
+#if defined(__GNUC__) && !defined(__clang__)
+/* GCC otherwise turns the few zeros of a border row into a memset call */
+#define AICC_QP_NOMEMSET __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define AICC_QP_NOMEMSET
+#endif
+#endif
+static void aicc_qpcols_SFX(const aicc_conv_params *p, const T *restrict x, int32_t xzp,
+                            size_t p0, size_t nt, size_t Kp, int16_t *restrict col)
+    AICC_QP_NOMEMSET;
+
 static void aicc_qpcols_SFX(const aicc_conv_params *p, const T *restrict x, int32_t xzp,
                             size_t p0, size_t nt, size_t Kp, int16_t *restrict col)
 {
