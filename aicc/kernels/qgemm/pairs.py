@@ -42,13 +42,16 @@ def _step(o: int, ind: str) -> str:
     """C of one block of 4 k at word offset o (2 channels x 2 positions, 16 products): the
     two weight words, then per half (lo: k0, k1; hi: k2, k3) the positions' pair words and
     four mac2. A widened word is used at once: few live registers (13 on the M4)."""
-    lines = [f"const uint32_t wa = wp[{o}], wb = wp[{o + 1}];",
-             f"const int32_t p0 = (int32_t)x0[{o}], q0 = (int32_t)x1[{o}];",
+    lines = [f"const uint64_t w2 = *(const aicc_qw64 *)(const void *)(wp + {o});",
+             f"const uint64_t xp = *(const aicc_qw64 *)(const void *)(x0 + {o});",
+             f"const uint64_t xq = *(const aicc_qw64 *)(const void *)(x1 + {o});",
+             "const uint32_t wa = (uint32_t)w2, wb = (uint32_t)(w2 >> 32);",
+             "const int32_t p0 = (int32_t)(uint32_t)xp, q0 = (int32_t)(uint32_t)xq;",
              "int32_t a = {lo(wa)};",
              "s00 = {mac2(a, p0, s00)};", "s01 = {mac2(a, q0, s01)};",
              "a = {lo(wb)};",
              "s10 = {mac2(a, p0, s10)};", "s11 = {mac2(a, q0, s11)};",
-             f"const int32_t p1 = (int32_t)x0[{o + 1}], q1 = (int32_t)x1[{o + 1}];",
+             "const int32_t p1 = (int32_t)(uint32_t)(xp >> 32), q1 = (int32_t)(uint32_t)(xq >> 32);",
              "a = {hi(wa)};",
              "s00 = {mac2(a, p1, s00)};", "s01 = {mac2(a, q1, s01)};",
              "a = {hi(wb)};",
