@@ -5,8 +5,8 @@ integer sums.
 One model with the kernels' tails and fallbacks: ConvInteger (int32 sums, compared exactly
 with a float64 reference) on the dot kernel with an odd channel count, K not a multiple of 4,
 an odd number of positions, uint8 and int8 inputs with zero points, per-channel weight zero
-points (uint8 weights: w - zp fits int8), groups, stride 2, dilation, 1-D, 1x1 (the
-portable gather); weights that do not fit int8 (the portable kernel); depthwise on the pair
+points (uint8 weights: w - zp fits int8), groups, stride 2, dilation, 1-D, 1x1 (int8: the
+SXTB16 gather, K even and odd; uint8: the portable gather); weights that do not fit int8 (the portable kernel); depthwise on the pair
 kernel (3x3 stride 1 and 2, 1-D, a channel multiplier) and its fallbacks (5x5, dilation 2:
 too many tap pairs); MatMulInteger with one row (the matrix-vector kernel; N and K not
 multiples of 4) and with 5 rows (the dot kernel); QLinearConv and QLinearMatMul with
@@ -76,6 +76,8 @@ def _model(r):
     wu = (wzu.reshape(-1, 1, 1, 1) + r.integers(-126, 125, size=(6, 6, 2, 3))).astype(np.uint8)
     conv("dot_wzp", "xs", wu, {"pads": [0, 1, 1, 0]}, wz=wzu)
     conv("dot_1x1", "xu", i8(9, 6, 1, 1), {})
+    conv("dot_1x1s", "xs", i8(9, 6, 1, 1), {})                      # int8: the SXTB16 gather
+    conv("dot_1x1g", "xs", i8(8, 3, 1, 1), {"group": 2})            # K 3
     conv("dot_wide", "xs", r.integers(0, 256, size=(4, 6, 3, 3)).astype(np.uint8), p1)
     conv("dot_1d", "x1", i8(6, 6, 5), {"pads": [2, 1], "strides": [2]})
     conv("dw_s1", "xs", i8(6, 1, 3, 3), {**p1, "group": 6})

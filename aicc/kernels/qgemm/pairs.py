@@ -27,6 +27,7 @@ import re
 
 import numpy as np
 
+from ...emit_c.cwriter import ctype
 from ...emit_c.loops import numel
 from ..conv.base_c import PARAMS, RANGE
 from ..isa import registry
@@ -204,6 +205,44 @@ static void aicc_qpcols_SFX(const aicc_conv_params *p, const T *restrict x, int3
 }"""
 
 
+COLS1 = """\
+/* Patches of a 1x1, stride 1, unpadded conv with int8 input (kernels/qgemm/pairs.py):
+ * col[j * Kp + ic] = x[ic * P + p0 + j] - xzp for j < nt, ic < K, 0 for ic in [K, Kp): a
+ * transposition, 2 channels x 4 positions at a time: one 32-bit load per channel, lo / hi
+ * (SXTB16) to int16 pairs, the zero point off both halves (sub2), repacked (PKHBT / PKHTB)
+ * into one (ic, ic + 1) word per position; the rest one value at a time. */
+static void aicc_qpcols1_SFX(size_t K, size_t P, const T *restrict x, int32_t xzp, size_t p0,
+                             size_t nt, size_t Kp, int16_t *restrict col)
+{
+    const int32_t zz = (int32_t)(((uint32_t)xzp & 0xffffu) * 0x10001u);
+    const size_t n4 = nt / 4u * 4u;
+    size_t ic = 0;
+    for (; ic + 2u <= K; ic += 2u) {
+        const T *restrict xa = x + ic * P + p0, *restrict xb = xa + P;
+        aicc_qw32 *restrict c = (aicc_qw32 *)(void *)(col + ic);
+        size_t j = 0;
+        for (; j < n4; j += 4u, c += Kp * 2u) {
+            uint32_t wa, wb;
+            memcpy(&wa, xa + j, 4);
+            memcpy(&wb, xb + j, 4);
+            const uint32_t a02 = {sub2(lo(wa), zz)}, a13 = {sub2(hi(wa), zz)};
+            const uint32_t b02 = {sub2(lo(wb), zz)}, b13 = {sub2(hi(wb), zz)};
+            c[0] = (a02 & 0xffffu) | b02 << 16;
+            c[Kp / 2u] = (a13 & 0xffffu) | b13 << 16;
+            c[Kp] = a02 >> 16 | (b02 & 0xffff0000u);
+            c[Kp / 2u * 3u] = a13 >> 16 | (b13 & 0xffff0000u);
+        }
+        for (; j < nt; ++j) {
+            col[j * Kp + ic] = (int16_t)((int32_t)xa[j] - xzp);
+            col[j * Kp + ic + 1u] = (int16_t)((int32_t)xb[j] - xzp);
+        }
+    }
+    for (; ic < Kp; ++ic)
+        for (size_t j = 0; j < nt; ++j)
+            col[j * Kp + ic] = ic < K ? (int16_t)((int32_t)x[ic * P + p0 + j] - xzp) : 0;
+}"""
+
+
 def isa_for(ctx):
     """The pair kernels' ISA for ctx's node (isa/registry.py's rule over the ``qpair`` ISAs)."""
     return registry.isa_for(ctx, TABLES)
@@ -224,6 +263,11 @@ static inline int32_t aicc_qp_hi_{isa}(uint32_t x)
 static inline int32_t aicc_qp_mac2_{isa}(int32_t a, int32_t b, int32_t c)
 {
     return {mac2};
+}
+
+static inline uint32_t aicc_qp_sub2_{isa}(int32_t a, int32_t b)
+{
+    return (uint32_t){sub2};
 }"""
 
 
@@ -233,12 +277,24 @@ def _dot(ctx, isa: str) -> str:
     ctx.helper(f"qpair.0.include.{isa}", include_line(isa))
     ctx.helper(f"qpair.1.spell.{isa}", fill(SPELL, isa=isa, lo=fill(sp["lo"], x="x"),
                                              hi=fill(sp["hi"], x="x"),
-                                             mac2=fill(sp["mac2"], a="a", b="b", c="c")))
+                                             mac2=fill(sp["mac2"], a="a", b="b", c="c"),
+                                             sub2=fill(sp["sub2"], a="a", b="b")))
     code = re.sub(r"\{(lo|hi)\(([^(){}]*)\)\}", rf"aicc_qp_\1_{isa}(\2)", DOT)
     code = re.sub(r"\b(lo|hi)\(", rf"aicc_qp_\1_{isa}(", code)
     code = re.sub(r"\{mac2\(((?:[^{}()]|\([^()]*\))*)\)\}", rf"aicc_qp_mac2_{isa}(\1)", code)
     ctx.helper(f"qpair.2.dot.{isa}", code.replace("aicc_qpdot2", f"aicc_qpdot2_{isa}"))
     return f"aicc_qpdot2_{isa}"
+
+
+def _spelled(ctx, isa: str, key: str, code: str, dt) -> str:
+    """Name of helper code (qgemm_c.typed) with its {lo(..)}, {hi(..)}, {sub2(..)} in isa's
+    spellings (after _dot: the inline functions and typedefs)."""
+    code = re.sub(r"\{sub2\(((?:[^{}()]|\([^()]*\))*)\)\}", rf"aicc_qp_sub2_{isa}(\1)", code)
+    code = re.sub(r"\b(lo|hi)\(", rf"aicc_qp_\1_{isa}(", code)
+    sfx = "_u8" if np.dtype(dt).name == "uint8" else "_s8"
+    code = code.replace("_SFX", f"_{isa}{sfx}").replace("const T ", f"const {ctype(dt)} ")
+    ctx.helper(f"qpair.4.{key}.{isa}{sfx}", code)         # after the typedefs (qpair.2)
+    return code.split("static void ", 1)[1].split("(", 1)[0]
 
 
 def arrange(wk: np.ndarray, rows_per: int = 2) -> np.ndarray | None:
@@ -287,24 +343,31 @@ def emit_conv(ctx, op, geo, words: np.ndarray, post) -> None:
     ctx.helper("conv.1.range", RANGE)
     ctx.helper("qlinear.0.wrap", WRAP)
     dot = _dot(ctx, isa)
-    if len(geo.k) <= 2 and not _pointwise(geo):
+    pw = _pointwise(geo) and ta == np.int8 and len(geo.k) <= 2
+    if pw:
+        cols1 = _spelled(ctx, isa, "qpcols1", COLS1, ta)
+    elif len(geo.k) <= 2 and not _pointwise(geo):
         cols = qgemm_c.typed(ctx, "qpcols", COLS, ta)
-    else:       # 3-D; 1x1 stride 1 unpadded: portable.py's gather (a transposition)
+    else:       # 3-D; uint8 1x1 stride 1 unpadded: portable.py's gather
         cols = qgemm_c.cols16(ctx, ta)
     wq = ctx.const(words, "wq")
     col = ctx.scratch(tile * kp * 2, "int16_t", "col")
     acc = ctx.scratch(2 * tile * 4, "uint32_t", "acc")
     ctx(f"/* {geo.describe()}: int8 x int16 pair dot products [{geo.cout_g} x {K}] . [{K}] per "
         f"output, tiles of {tile} positions (K padded to {kp}), patches from the NCHW input */")
-    ctx(geo.params())
+    if not pw:
+        ctx(geo.params())
     ctx(f"const int32_t xzp = {zp_expr(ctx, op.XZ)};")
     inP = numel(geo.inp)
     with ctx.block(f"for (size_t nb = 0; nb < {geo.batch}u; ++nb)"):
         with ctx.block(f"for (size_t gi = 0; gi < {geo.group}u; ++gi)"):
             with ctx.block(f"for (size_t p0 = 0; p0 < {P}u; p0 += {tile}u)"):
                 ctx(f"const size_t nt = {P}u - p0 < {tile}u ? {P}u - p0 : {tile}u;")
-                ctx(f"{cols}(&prm, {ctx.inp[op.X]} + (nb * {geo.cin}u + gi * "
-                    f"{geo.cin_g}u) * {inP}u, xzp, p0, nt, {kp}u, {col});")
+                xg = f"{ctx.inp[op.X]} + (nb * {geo.cin}u + gi * {geo.cin_g}u) * {inP}u"
+                if pw:
+                    ctx(f"{cols1}({K}u, {P}u, {xg}, xzp, p0, nt, {kp}u, {col});")
+                else:
+                    ctx(f"{cols}(&prm, {xg}, xzp, p0, nt, {kp}u, {col});")
                 with ctx.block(f"for (size_t c2 = 0; c2 < {pairs}u; ++c2)"):
                     ctx(f"{dot}({kp // 4}u, {wq} + (gi * {pairs}u + c2) * {kp // 2}u, "
                         f"{col}, nt, {acc}, {tile}u);")
