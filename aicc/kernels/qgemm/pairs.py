@@ -1,25 +1,40 @@
 """Integer GEMM of QLinearConv / ConvInteger / QLinearMatMul / MatMulInteger with constant
-weights on ISAs with a 16-bit pair multiply-accumulate in general registers (a description's
-``qpair`` entry: isa/dsp, the Arm DSP extension's SXTB16 and SMLAD). The portable kernels'
-(kernels/qgemm/portable.py) form and drivers, with the weights kept int8 and arranged for the
-inner loop at build time.
+weights, and depthwise convs, on ISAs with a 16-bit pair multiply-accumulate in general
+registers (a description's ``qpair`` entry: isa/dsp, the Arm DSP extension's SXTB16, SMLAD,
+SSUB16). The portable kernels' (kernels/qgemm/portable.py) form and drivers, with the weights
+kept int8 and arranged for the inner loop at build time.
 
 Form: every output is a sum over k of ``(w - w_zp)(x - x_zp)``. The weights are constants:
-``w - w_zp`` (each value must fit int8: symmetric int8 weights, zero point 0) is stored as
-int8, K padded with zeros to Kp (a multiple of 4), per pair of output channels one 32-bit word
-per 4 k and channel, interleaved ([channel pair][k / 4][2] words), its bytes in the order
-k = 0, 2, 1, 3: the description's ``lo`` (bytes 0 and 2) and ``hi`` (bytes 1 and 3) widen a
-word to the int16 pairs (k0, k1) and (k2, k3). An odd channel count gets a zero channel. The
-input is gathered per tile as the portable kernels do (one row of Kp int16 ``x - x_zp`` per
-output position, im2col with k contiguous, or a MatMul's rows), whose 32-bit words are the
-pairs (k0, k1), (k2, k3): ``mac2`` (SMLAD) adds both products of a pair to a sum.
+``w - w_zp`` (each value must fit int8: symmetric int8 weights, zero point 0; else the portable
+kernel runs) is stored as int8, K padded with zeros to Kp (a multiple of 4), per block of R
+output channels one 32-bit word per 4 k and channel ([block][k / 4][R] words; R = 2 for the dot
+kernel, 4 for the matrix-vector kernel), its bytes in the order k = 0, 2, 1, 3: the
+description's ``lo`` (bytes 0 and 2) and ``hi`` (bytes 1 and 3) widen a word to the int16 pairs
+(k0, k1) and (k2, k3). A channel count that is not a multiple of R gets zero channels. The input
+is gathered per tile of positions into one row of Kp int16 ``x - x_zp`` per output position
+(k contiguous; zeros in the padding and past K): 1-D / 2-D patches by COLS (int32 index
+arithmetic, interior rows of 3 taps unrolled), int8 1x1 convs by COLS1 (a transposition, 2
+channels x 4 positions per SXTB16 / SSUB16 / PKHBT round), others by portable.py's gatherers.
+Its 32-bit words are the pairs (k0, k1), (k2, k3): ``mac2`` (SMLAD) adds both products of a
+pair to a sum.
 
-The dot kernel (aicc_qpdot2) keeps 2 channels x 2 positions in four int32 sums: per 4 k two
-64-bit loads of activations and one of weights, four widenings and eight SMLADs (16 MACs), the
-loop unrolled twice; an odd position last, 2 channels x 1 position. Sums are exact (the build
-proves every |sum| < 2^31, as the portable kernels require), so the order does not matter and
-the outputs are the portable kernels' bit for bit; requantization, bias and the store are the
-caller's ``post`` per channel row (kernels/qgemm/fixed.py on cortex-m4).
+The dot kernel (aicc_qpdot2) keeps 2 channels x 2 positions in four int32 sums: per 4 k one
+64-bit load of the two channels' weight words, one per position of its two pair words (LDRD),
+four widenings and eight SMLADs (16 products), the loop unrolled twice (36 instructions per 32
+products on the M4 with GCC 12 -O2; more blocking runs out of the 13 registers); an odd
+position last, 2 channels x 1 position. A MatMul with one row of a (a fully connected layer)
+runs aicc_qpgemv4, 4 channels against the one row (40 instructions per 32 products). Sums are
+exact (the build proves every |sum| < 2^31, as the portable kernels require), so the order
+does not matter and the outputs are the portable kernels' bit for bit; requantization, bias
+and the store are the caller's ``post`` per channel row (kernels/qgemm/fixed.py on cortex-m4).
+
+Depthwise (one input channel per group, 1-D / 2-D, at most DW_PAIRS_MAX tap pairs): per
+channel, x - x_zp into the stride phases of the padded plane (kernels/conv/planes_c.py's
+layout, zeroed once per step), then each output is its flat index plus one offset per tap;
+taps whose offsets differ by one share an unaligned 32-bit load and one SMLAD (a tap without a
+partner meets a zero weight), the weight pairs widened once per channel and held in registers.
+The kernel is generated per geometry (offsets and sizes as constants): a 3x3 output is 6 loads,
+6 SMLADs and its store, written straight to the plane's sums (no block buffer, no copy).
 """
 from __future__ import annotations
 

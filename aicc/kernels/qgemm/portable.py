@@ -1,6 +1,7 @@
 """Portable integer GEMM of QLinearConv, ConvInteger, QLinearMatMul and MatMulInteger on the
-targets without SIMD kernels for them (generic, arm-neon, cortex-m4; on x86 the nodes that
-qgemm_simd / qgemm_conv do not take).
+targets without SIMD kernels for them (generic, arm-neon; on x86 the nodes that qgemm_simd /
+qgemm_conv do not take; on cortex-m4 those that kernels/qgemm/pairs.py's SMLAD kernels do not
+take, which also use COLS16, ROWS16 and the tile sizes here).
 
 Form: every output is a dot product over k of two int16 rows, ``a[k] = w - w_zp`` (weights)
 and ``b[k] = x - x_zp`` (the input), both in [-255, 255], zero-padded to Kp (a multiple of
