@@ -143,8 +143,9 @@ COLS = """\
  * Kp int16 per position (kernels/qgemm/pairs.py): col[j * Kp + (ic * kH + ky) * kW + kx] =
  * x - xzp at that tap, 0 in the padding and for k >= K; x: the group's first input channel.
  * Position by position in int32 index arithmetic (no 64-bit division): a patch wholly inside
- * the input is copied row by row (3 taps per row unrolled); at the border the columns [a, b)
- * inside the input are found once per position and each row is tested once. */
+ * the input is copied row by row (3 taps per row unrolled, 3x3 a channel at a time); at the
+ * border, rows of 3 taps know the columns inside the input per position, other widths find
+ * the columns [a, b) inside it once per position; each row is tested once. */
 #ifndef AICC_QP_NOMEMSET
 #if defined(__GNUC__) && !defined(__clang__)
 /* GCC otherwise turns the few zeros of a border row into a memset call */
@@ -172,7 +173,20 @@ static void aicc_qpcols_SFX(const aicc_conv_params *p, const T *restrict x, int3
         const int32_t iy0 = oy * SH - PT, ix0 = ox * SW - PL;
         if (iy0 >= 0 && iy0 + (KH - 1) * DH < H && ix0 >= 0 && ix0 + (KW - 1) * DW < W) {
             const T *restrict xc = x + iy0 * W + ix0;
-            if (KW == 3 && DW == 1)
+            if (KW == 3 && DW == 1 && KH == 3) {
+                const int32_t R = DH * W;       /* 3x3: a channel's 9 taps unrolled */
+                for (int32_t ic = 0; ic < C; ++ic, xc += HW, c += 9) {
+                    c[0] = (int16_t)((int32_t)xc[0] - xzp);
+                    c[1] = (int16_t)((int32_t)xc[1] - xzp);
+                    c[2] = (int16_t)((int32_t)xc[2] - xzp);
+                    c[3] = (int16_t)((int32_t)xc[R] - xzp);
+                    c[4] = (int16_t)((int32_t)xc[R + 1] - xzp);
+                    c[5] = (int16_t)((int32_t)xc[R + 2] - xzp);
+                    c[6] = (int16_t)((int32_t)xc[2 * R] - xzp);
+                    c[7] = (int16_t)((int32_t)xc[2 * R + 1] - xzp);
+                    c[8] = (int16_t)((int32_t)xc[2 * R + 2] - xzp);
+                }
+            } else if (KW == 3 && DW == 1)
                 for (int32_t ic = 0; ic < C; ++ic, xc += HW) {
                     const T *restrict xr = xc;
                     for (int32_t ky = 0; ky < KH; ++ky, xr += DH * W, c += 3) {
@@ -187,6 +201,19 @@ static void aicc_qpcols_SFX(const aicc_conv_params *p, const T *restrict x, int3
                     for (int32_t ky = 0; ky < KH; ++ky, xr += DH * W)
                         for (int32_t kx = 0; kx < KW; ++kx)
                             *c++ = (int16_t)((int32_t)xr[kx * DW] - xzp);
+                }
+        } else if (KW == 3 && DW == 1) {
+            /* border, 3 taps a row: the columns inside the input known per position, each
+             * row tested once, each tap a conditional load (IT blocks, no branch) */
+            const int v0 = ix0 >= 0 && ix0 < W, v1 = ix0 + 1 >= 0 && ix0 + 1 < W;
+            const int v2 = ix0 + 2 >= 0 && ix0 + 2 < W;
+            for (int32_t ic = 0; ic < C; ++ic)
+                for (int32_t ky = 0, iy = iy0; ky < KH; ++ky, iy += DH, c += 3) {
+                    const T *restrict xr = x + ic * HW + iy * W + ix0;
+                    const int in = iy >= 0 && iy < H;
+                    c[0] = in && v0 ? (int16_t)((int32_t)xr[0] - xzp) : (int16_t)0;
+                    c[1] = in && v1 ? (int16_t)((int32_t)xr[1] - xzp) : (int16_t)0;
+                    c[2] = in && v2 ? (int16_t)((int32_t)xr[2] - xzp) : (int16_t)0;
                 }
         } else {
             int32_t a = 0, b = KW;      /* taps kx in [a, b) inside the row */
