@@ -6,13 +6,13 @@ One model with the kernels' tails and fallbacks: ConvInteger (int32 sums, compar
 with a float64 reference) on the dot kernel with an odd channel count, K not a multiple of 4,
 an odd number of positions, uint8 and int8 inputs with zero points, per-channel weight zero
 points (uint8 weights: w - zp fits int8), groups, stride 2, dilation, 1-D, 1x1 (int8: the
-SXTB16 gather, K even and odd; uint8: the portable gather); weights that do not fit int8 (the portable kernel); depthwise on the pair
-kernel (3x3 stride 1 and 2, 1-D, a channel multiplier) and its fallbacks (5x5, dilation 2:
-too many tap pairs); MatMulInteger with one row (the matrix-vector kernel; N and K not
-multiples of 4) and with 5 rows (the dot kernel); QLinearConv and QLinearMatMul with
-per-tensor and per-channel scales (the requantization in the kernels' store); QuantizeLinear
-by the FPU's VCVTR (isa/fpv4) with ties, NaN, +-Inf and huge values into every 8- and 16-bit
-type. Equal to the generic bundle on every output.
+SXTB16 gather, K even and odd; uint8: the portable gather); weights that do not fit int8 (the
+portable kernel); depthwise on the pair kernel (3x3 stride 1 and 2, 1-D, a channel
+multiplier) and its fallbacks (5x5, dilation 2: too many tap pairs); MatMulInteger with one
+row (the matrix-vector kernel; N and K not multiples of 4) and with 5 rows (the dot kernel);
+QLinearConv and QLinearMatMul with per-tensor and per-channel scales (the requantization in
+the kernels' store); QuantizeLinear by the FPU's VCVTR (isa/fpv4) with ties, NaN, +-Inf and
+huge values into every 8- and 16-bit type. Equal to the generic bundle on every output.
 """
 import json
 
@@ -137,7 +137,8 @@ def test_m4_pair_kernels_match_generic_and_exact_sums(tmp_path):
     steps = json.loads((tmp_path / M4 / "manifest.json").read_text())["steps"]
     kern = {s["outputs"][0]: s.get("kernel", "") for s in steps}
     for k, v in kern.items():       # the pair kernels, or the portable fallbacks
-        want = ("fpv4" if k.startswith("q_") else "generic idot4" if k == "dot_wide" else "" if k in ("dw_5x5", "dw_dil") else
+        want = ("fpv4" if k.startswith("q_") else "generic idot4" if k == "dot_wide" else
+                "" if k in ("dw_5x5", "dw_dil") else
                 "dsp qpgemv4" if k in ("mm_a1", "qmv") else
                 "dsp qpdw" if k.startswith(("dw", "qdw")) else "dsp qpdot2")
         assert v == want, (k, v)

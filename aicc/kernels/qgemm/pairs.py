@@ -38,6 +38,7 @@ The kernel is generated per geometry (offsets and sizes as constants): a 3x3 out
 """
 from __future__ import annotations
 
+import hashlib
 import re
 
 import numpy as np
@@ -45,9 +46,11 @@ import numpy as np
 from ...emit_c.cwriter import ctype
 from ...emit_c.loops import numel
 from ..conv.base_c import PARAMS, RANGE
+from ..conv.planes_c import PHASE_FILL, extent, geometry
 from ..isa import registry
 from ..isa.registry import include_line
 from . import portable as qgemm_c
+from .planes import supports as planes_supports
 from .requant import WRAP
 from .simd import zp_expr, zp_values
 from .spell import fill
@@ -67,7 +70,8 @@ def _step(o: int, ind: str) -> str:
              "s00 = {mac2(a, p0, s00)};", "s01 = {mac2(a, q0, s01)};",
              "a = {lo(wb)};",
              "s10 = {mac2(a, p0, s10)};", "s11 = {mac2(a, q0, s11)};",
-             "const int32_t p1 = (int32_t)(uint32_t)(xp >> 32), q1 = (int32_t)(uint32_t)(xq >> 32);",
+             "const int32_t p1 = (int32_t)(uint32_t)(xp >> 32);",
+             "const int32_t q1 = (int32_t)(uint32_t)(xq >> 32);",
              "a = {hi(wa)};",
              "s00 = {mac2(a, p1, s00)};", "s01 = {mac2(a, q1, s01)};",
              "a = {hi(wb)};",
@@ -562,7 +566,6 @@ def dw_pairs(geo):
     """(pairs, off, planes geometry) of a depthwise conv: pairs [(t, t2 or None)] of taps
     whose phase-plane offsets differ by one, greedily in tap order; None when more than
     DW_PAIRS_MAX pairs."""
-    from ..conv.planes_c import geometry
     g = geometry(geo)
     off = g[4]
     used, pairs = set(), []
@@ -579,8 +582,7 @@ def dw_pairs(geo):
 
 def dw_usable(ctx, geo) -> bool:
     """A pair ISA, one input channel per group, at most 2 spatial dims, few tap pairs."""
-    from .planes import supports
-    return isa_for(ctx) is not None and supports(geo) and dw_pairs(geo) is not None
+    return isa_for(ctx) is not None and planes_supports(geo) and dw_pairs(geo) is not None
 
 
 def emit_dw(ctx, typed, geo, x: str, w: str, wz: str, acc: str, post) -> None:
@@ -588,8 +590,6 @@ def emit_dw(ctx, typed, geo, x: str, w: str, wz: str, acc: str, post) -> None:
     plane. typed: qlinear._typed bound to the operand types; x, w: input / weight pointers;
     wz: the C of the channel's weight zero point (``oc``); acc: numel(out) uint32 of scratch;
     xzp declared by the caller."""
-    from ..conv.planes_c import PHASE_FILL, extent
-    import hashlib
     isa = isa_for(ctx)
     pairs, off, (hp, wp, hq, wq, _, nxq, nf) = dw_pairs(geo)
     k, s, d, o, _, _ = extent(geo)

@@ -29,8 +29,9 @@ ISA = Isa(
     prelude=PRELUDE,
     # int8 dot products on int16 pairs (kernels/qgemm/pairs.py): lo / hi widen bytes (0, 2) /
     # (1, 3) of a word to two int16 halves (the weights; the int8 inputs of a 1x1 conv's
-    # gather, sub2 then taking the zero point off both halves); mac2 adds both products of the halves of a and b
-    # to c (exact: |products| <= 2 * 128 * 255 never overflow the int32 sum the build bounds)
+    # gather, sub2 then taking the zero point off both halves); mac2 adds both products of
+    # the halves of a and b to c (exact: |products| <= 2 * 128 * 255 never overflow the int32
+    # sum the build bounds)
     qpair=dict(lo="__sxtb16({x})", hi="aicc_dsp_sxtb16_ror8({x})",
                mac2="__smlad({a}, {b}, {c})",
                # both int16 halves of a minus those of b (SSUB16; no saturation, modulo 2^16)
