@@ -8,7 +8,7 @@ an odd number of positions, uint8 and int8 inputs with zero points, per-channel 
 points (uint8 weights: w - zp fits int8), groups, stride 2, dilation, 1-D, 1x1 (int8: the
 SXTB16 gather, K even and odd; uint8: the portable gather); weights that do not fit int8 (the
 portable kernel); depthwise on the pair kernel (3x3 stride 1 and 2, 1-D, a channel
-multiplier) and its fallbacks (5x5, dilation 2: too many tap pairs); MatMulInteger with one
+multiplier; int8 inputs' packed fill with either column phase first) and its fallbacks (5x5, dilation 2: too many tap pairs); MatMulInteger with one
 row (the matrix-vector kernel; N and K not multiples of 4) and with 5 rows (the dot kernel);
 QLinearConv and QLinearMatMul with per-tensor and per-channel scales (the requantization in
 the kernels' store); QuantizeLinear by the FPU's VCVTR (isa/fpv4) with ties, NaN, +-Inf and
@@ -84,6 +84,10 @@ def _model(r):
     conv("dw_s2", "xu", i8(6, 1, 3, 3), {**p1, "group": 6, "strides": [2, 2]})
     conv("dw_mult", "xs", i8(12, 1, 3, 3), {**p1, "group": 6})      # 2 outputs per channel
     conv("dw_1d", "x1", i8(6, 1, 3), {"pads": [1, 1], "group": 6})
+    # int8 input: the packed fill, stride 1 and 2, both column phases first
+    conv("dw_s2s", "xs", i8(6, 1, 3, 3), {**p1, "group": 6, "strides": [2, 2]})
+    conv("dw_s2p0", "xs", i8(6, 1, 3, 3), {"pads": [0, 0, 1, 1], "group": 6, "strides": [2, 2]})
+    conv("dw_1d_s2", "x1", i8(6, 1, 3), {"pads": [1, 0], "group": 6, "strides": [2]})
     conv("dw_5x5", "xs", i8(6, 1, 5, 5), {"pads": [2, 2, 2, 2], "group": 6})
     conv("dw_dil", "xu", i8(6, 1, 3, 3), {"pads": [2, 2, 2, 2], "dilations": [2, 2],
                                           "group": 6})

@@ -585,11 +585,52 @@ def dw_usable(ctx, geo) -> bool:
     return isa_for(ctx) is not None and planes_supports(geo) and dw_pairs(geo) is not None
 
 
-def emit_dw(ctx, typed, geo, x: str, w: str, wz: str, acc: str, post) -> None:
+def _dw_fill(sp: dict, sw: int) -> str:
+    """The phase planes' fill of an int8 input whose column stride sw is 1 or 2 (PHASE_FILL's
+    values): 4 columns per 32-bit load, lo / hi to the int16 pairs of columns (0, 2) and
+    (1, 3), the zero point off both halves (sub2); stride 1 repacks them to (0, 1), (2, 3)
+    (PKHBT / PKHTB) for the row, stride 2 stores them as they are to the two column phases;
+    the last nx % 4 columns one at a time."""
+    lo, hi = fill(sp["lo"], x="v"), fill(sp["hi"], x="v")
+    e, o = fill(sp["sub2"], a=lo, b="zz"), fill(sp["sub2"], a=hi, b="zz")
+    head = ["const int32_t zz = (int32_t)(((uint32_t)xzp & 0xffffu) * 0x10001u);",
+            "for (size_t iy = 0; iy < H && iy + pt < hp; ++iy) {",
+            "    const size_t py = iy + pt;",
+            "    int16_t *restrict qr = xq + (py % sh) * sw * PQ + py / sh * wq;",
+            "    const TA *restrict xr = x + iy * W;",
+            "    size_t ix = 0;"]
+    if sw == 1:
+        body = ["    for (; ix + 4u <= nx; ix += 4u) {",
+                "        uint32_t v;",
+                "        memcpy(&v, xr + ix, sizeof v);",
+                f"        const uint32_t e = (uint32_t){e}, o = (uint32_t){o};",
+                "        const uint32_t a = (e & 0xffffu) | o << 16;",
+                "        const uint32_t b = e >> 16 | (o & 0xffff0000u);",
+                "        memcpy(qr + pl + ix, &a, sizeof a);",
+                "        memcpy(qr + pl + ix + 2u, &b, sizeof b);",
+                "    }",
+                "    for (; ix < nx; ++ix)",
+                "        qr[pl + ix] = (int16_t)((int32_t)xr[ix] - xzp);"]
+    else:       # even columns to phase pl % 2, odd ones to the other
+        body = ["    int16_t *restrict de = qr + pl % 2u * PQ + pl / 2u;",
+                "    int16_t *restrict dd = qr + (1u - pl % 2u) * PQ + (1u + pl) / 2u;",
+                "    for (; ix + 4u <= nx; ix += 4u) {",
+                "        uint32_t v;",
+                "        memcpy(&v, xr + ix, sizeof v);",
+                f"        const uint32_t e = (uint32_t){e}, o = (uint32_t){o};",
+                "        memcpy(de + ix / 2u, &e, sizeof e);",
+                "        memcpy(dd + ix / 2u, &o, sizeof o);",
+                "    }",
+                "    for (; ix < nx; ++ix)",
+                "        (ix & 1u ? dd : de)[ix / 2u] = (int16_t)((int32_t)xr[ix] - xzp);"]
+    return "\n".join("    " + ln for ln in head + body + ["}"])
+
+
+def emit_dw(ctx, typed, geo, x: str, w: str, wz: str, acc: str, post, xdt=None) -> None:
     """Per batch item and output channel: the channel kernel, then ``post`` (qlinear's) on its
     plane. typed: qlinear._typed bound to the operand types; x, w: input / weight pointers;
     wz: the C of the channel's weight zero point (``oc``); acc: numel(out) uint32 of scratch;
-    xzp declared by the caller."""
+    xdt: the input's dtype (int8: the packed fill); xzp declared by the caller."""
     isa = isa_for(ctx)
     pairs, off, (hp, wp, hq, wq, _, nxq, nf) = dw_pairs(geo)
     k, s, d, o, _, _ = extent(geo)
@@ -599,9 +640,13 @@ def emit_dw(ctx, typed, geo, x: str, w: str, wz: str, acc: str, post) -> None:
     pt, pl = pad[0], pad[1]
     nx = max(0, min(W, wp - pl)) if wp > pl else 0
     sp = TABLES[isa]
-    fill_c = "".join("    " + ln for ln in PHASE_FILL.replace("DST", "int16_t")
-                     .replace("SRC", "TA").replace("VALUE", "(int16_t)((int32_t)xr[ix] - xzp)")
-                     .replace("X + iy", "x + iy").splitlines(True)).rstrip("\n")
+    if xdt is not None and np.dtype(xdt) == np.int8 and s[1] in (1, 2) and "sub2" in sp:
+        fill_c = _dw_fill(sp, s[1])
+    else:
+        fill_c = "".join("    " + ln for ln in PHASE_FILL.replace("DST", "int16_t")
+                         .replace("SRC", "TA")
+                         .replace("VALUE", "(int16_t)((int32_t)xr[ix] - xzp)")
+                         .replace("X + iy", "x + iy").splitlines(True)).rstrip("\n")
 
     def wv(t):
         return "0" if t is None else f"((int32_t)w[{t}] - wzp)"
