@@ -8,8 +8,9 @@ an odd number of positions, uint8 and int8 inputs with zero points, per-channel 
 points (uint8 weights: w - zp fits int8), groups, stride 2, dilation, 1-D, 1x1 (int8: the
 SXTB16 gather, K even and odd; uint8: the portable gather); weights that do not fit int8 (the
 portable kernel); depthwise on the pair kernel (3x3 stride 1 and 2, 1-D, a channel
-multiplier; int8 inputs' packed fill with either column phase first) and its fallbacks (5x5, dilation 2: too many tap pairs); MatMulInteger with one
-row (the matrix-vector kernel; N and K not multiples of 4) and with 5 rows (the dot kernel);
+multiplier; int8 inputs' packed fill with either column phase first) and its fallbacks (5x5,
+dilation 2: too many tap pairs); MatMulInteger with one row (the matrix-vector kernel; N and K
+not multiples of 4) and with 5 rows (the dot kernel);
 QLinearConv and QLinearMatMul with per-tensor and per-channel scales (the requantization in
 the kernels' store); QuantizeLinear by the FPU's VCVTR (isa/fpv4) with ties, NaN, +-Inf and
 huge values into every 8- and 16-bit type. Equal to the generic bundle on every output.
