@@ -33,11 +33,13 @@ def round_isa(ctx):
     return isa_for(ctx, ROUND)
 
 
-def emit_round(ctx, isa: str, ydt: str, n: int, x: str, y: str, s: str, zp: str) -> None:
+def emit_round(ctx, isa: str, ydt: str, n: int, x: str, y: str, s: str, zp: str,
+               value=None) -> None:
     """The loop over n elements with the description's rounding conversion: rint(x / s) as
     int32 (saturating, NaN -> 0), saturated to 18 bits (|zp| <= 65535: the sum cannot wrap),
     plus zp, saturated to ydt: round_helper's values (rounding commutes with the clamp to
-    the integer bounds; NaN gives the zero point, saturated)."""
+    the integer bounds; NaN gives the zero point, saturated). value(k): the C of the float
+    to round instead of x[k] / s (qadd.py: the sum of two dequantized values over y_scale)."""
     T = ROUND[isa]
     ctx.helper(f"qround.0.include.{isa}", include_line(isa))
     ctx.kernel = isa
@@ -45,7 +47,8 @@ def emit_round(ctx, isa: str, ydt: str, n: int, x: str, y: str, s: str, zp: str)
     bits = np.iinfo(np.dtype(ydt)).bits
     sat = T["usat" if ydt.startswith("u") else "ssat"]
     with ctx.block(f"for (size_t k = 0; k < {n}u; ++k)"):
-        r = fill(T["ssat"], x=fill(T["rint"], x=f"{x}[k] / {s}"), b=18)
+        v = value("k") if value else f"{x}[k] / {s}"
+        r = fill(T["ssat"], x=fill(T["rint"], x=v), b=18)
         ctx(f"{y}[k] = ({yct}){fill(sat, x=f'{r} + zp', b=bits)};")
 
 
