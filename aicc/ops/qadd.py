@@ -9,10 +9,12 @@ constants. The values are the chain's, element for element: each dequantized val
 ``saturate(rint(sum / y_scale) + y_zero_point)`` (quantize.py / kernels/qgemm/quantize.py: the same
 division and rounding; NaN -> the zero point, +-Inf saturate). On the x86 SIMD targets one
 vector loop (kernels/qgemm/qadd.py): bytes widened, shifted, converted, multiplied, added,
-then kernels/qgemm/quantize.py's rounding and store; elsewhere
-quantize.emit_blocks: blocks of 16 that GCC -O2 vectorizes (the clamp to [lo - zp, hi - zp]
-first, which rounding commutes with, NaN to the zero point by a bit select, then rint as the
-1.5 * 2^23 shift), and the n % 16 rest through the scalar rounding.
+then kernels/qgemm/quantize.py's rounding and store; on targets whose FPU description has a
+rounding conversion (cortex-m4: isa/fpv4's VCVTR) that conversion and SSAT / USAT per element
+(kernels/qgemm/quantize.py emit_round); elsewhere quantize.emit_blocks: blocks of 16 that
+GCC -O2 vectorizes (the clamp to [lo - zp, hi - zp] first, which rounding commutes with, NaN to
+the zero point by a bit select, then rint as the 1.5 * 2^23 shift), and the n % 16 rest
+through the scalar rounding.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from ..emit_c.cwriter import ctype
 from ..emit_c.loops import numel
 from ..kernels.isa.x86 import simd_isa
 from ..kernels.qgemm import qadd as qadd_simd
+from ..kernels.qgemm import quantize as quantize_simd
 from ..kernels.qgemm.simd import scalar
 from .base import Op, register
 from .qlinear import INT8
@@ -88,6 +91,9 @@ class QAdd(Op):
         if qadd_simd.usable(isa, ydt.name, n):
             qadd_simd.emit(ctx, isa, ydt.name, n, (a, ctx.in_dtype(0).name),
                            (b, ctx.in_dtype(3).name), ctx.out[0], lo, hi, rnd, one)
+        elif quantize_simd.round_isa(ctx):      # the FPU's rounding conversion (isa/fpv4)
+            quantize_simd.emit_round(ctx, quantize_simd.round_isa(ctx), ydt.name, n, "",
+                                     ctx.out[0], "sy", "zp", value=lambda k: f"{one(k)} / sy")
         else:
             ctx.kernel = "generic"
             yct = ctype(ydt)

@@ -31,6 +31,7 @@ from ..kernels.conv.geometry import ConvGeometry, static_shapes
 from ..kernels.gemm.call import batch_dims
 from ..kernels.qgemm import conv as qgemm_conv
 from ..kernels.qgemm import fixed
+from ..kernels.qgemm import pairs as qgemm_pairs
 from ..kernels.qgemm import planes as qconv_planes
 from ..kernels.qgemm import portable as qgemm_c
 from ..kernels.qgemm import simd as qgemm_simd
@@ -238,8 +239,13 @@ class _MatMulBase(Op):
                     ctx(d)
                 with ctx.block(f"for (size_t q = 0; q < {cnt}; ++q)"):
                     ctx(f"{ctx.out[0]}[{dst} + q * {step}] = {v};")
-            qgemm_c.emit_matmul(ctx, self, numel(bo) * m, k, n, np.ascontiguousarray(b.T),
-                                post)
+            words = (qgemm_pairs.matmul_weights(ctx, self, numel(bo) * m, k, n, b.T)
+                     if qgemm_pairs.isa_for(ctx) else None)
+            if words is not None:
+                qgemm_pairs.emit_matmul(ctx, self, numel(bo) * m, k, n, words, post)
+            else:
+                qgemm_c.emit_matmul(ctx, self, numel(bo) * m, k, n,
+                                    np.ascontiguousarray(b.T), post)
             return
         ctx.helper("qlinear.0.wrap", WRAP)
         ctx.helper(f"qlinear.1.row{_sfx(ta, tb)}", _typed(ROW, ta, tb))
@@ -419,7 +425,11 @@ class _ConvBase(Op):
         K = geo.cin_g * numel(geo.k)
         if (geo.cout_g >= DOT_ROWS or geo.cout_g * K >= DOT_MACS) and qgemm_c.bound(
                 ctx, self.W, self.WZ, geo.cout, K, self.X, self.XZ) <= qgemm_c.LIMIT:
-            qgemm_c.emit_conv(ctx, self, geo, post)
+            words = qgemm_pairs.conv_weights(ctx, self, geo) if qgemm_pairs.isa_for(ctx) else None
+            if words is not None:
+                qgemm_pairs.emit_conv(ctx, self, geo, words, post)
+            else:
+                qgemm_c.emit_conv(ctx, self, geo, post)
             return
         ctx.helper("conv.0.params", PARAMS)
         ctx.helper("conv.1.range", RANGE)
@@ -430,6 +440,10 @@ class _ConvBase(Op):
         if ctx.has_input(self.WZ):
             wzn = _numel(ctx.g, node.inputs[self.WZ])
             wz = f"(int32_t){ctx.inp[self.WZ]}[{'oc' if wzn > 1 else '0'}]"
+        if qgemm_pairs.dw_usable(ctx, geo):
+            qgemm_pairs.emit_dw(ctx, lambda code: _typed(code, ta, tb), geo, ctx.inp[self.X],
+                                ctx.inp[self.W], wz or "0", acc, post, ta)
+            return
         if qconv_planes.supports(geo):
             qconv_planes.emit(ctx, lambda code: _typed(code, ta, tb), _sfx(ta, tb), geo,
                               ctx.inp[self.X], ctx.inp[self.W], wz or "0", acc, post)

@@ -264,7 +264,11 @@ class QuantizeLinear(Op):
             ctx(f"const int32_t zp = {f'(int32_t){_scalar(ctx, 2, ydt)}' if has_zp else '0'};")
             if xdt == np.float32 and ft == np.float32 and ydt.name in quantize_simd.TYPES:
                 isa = quantize_simd.isa_of(ctx)
-                if isa:
+                risa = quantize_simd.round_isa(ctx)
+                if risa and not isa:
+                    quantize_simd.emit_round(ctx, risa, ydt.name, n, ctx.inp[0], ctx.out[0], "s",
+                                             "zp")
+                elif isa:
                     quantize_simd.emit(ctx, isa, ydt.name, n, ctx.inp[0], ctx.out[0], "s", "zp",
                                        lo, hi, rnd)
                 else:

@@ -38,7 +38,8 @@ rounding moves a value across a rounding boundary: outputs differ by at most one
 step there, as with onnxruntime, which fuses the same patterns (its requantization is in
 float32). Off by default; on for x86-avx512-vnni and x86-avx512-amx (their pass_options),
 where the integer kernels are faster than the float chain (ResNet-8 quantized: 0.20 -> 0.12
-ms), and for generic, arm-neon and cortex-m4 (kernels/qgemm/portable.py's portable kernels; generic:
+ms), and for generic, arm-neon and cortex-m4 (kernels/qgemm/portable.py's portable kernels,
+cortex-m4 kernels/qgemm/pairs.py's SMLAD kernels; generic:
 ResNet-8 quantized 2.6 -> 1.0 ms, MobileNetV2 86 -> 34 ms; the weights stay 1 byte each
 instead of being folded to float32). ``auto`` (x86-avx2, x86-avx512: no VNNI) fuses depthwise
 and 1x1 convs and the matrix products only (``_auto_conv``).

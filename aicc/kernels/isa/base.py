@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 @dataclass(frozen=True)
 class Isa:
     name: str                   # as in a target's ``kernels:`` list
-    family: str                 # "x86" (later "arm", "riscv")
+    family: str                 # "x86", "arm" (later "riscv")
     header: str                 # the intrinsics header its kernels include
     vector_bytes: int           # bytes of one vector register
     registers: int              # vector registers the kernels plan with
@@ -38,6 +38,10 @@ class Isa:
     conv_kernels: dict = field(default_factory=dict)   # kernels/conv
     winograd: dict = field(default_factory=dict)       # kernels/winograd
     qgemm: dict = field(default_factory=dict)          # kernels/qgemm, int8 ops
+    qpair: dict = field(default_factory=dict)          # kernels/qgemm/pairs.py: int8 dot
+                                                       # products on int16 pair MACs
+    qround: dict = field(default_factory=dict)         # kernels/qgemm/quantize.py: scalar
+                                                       # float -> int rounding (QuantizeLinear)
     pool: dict = field(default_factory=dict)           # kernels/pool
     move: dict = field(default_factory=dict)           # kernels/move
     vmath: dict = field(default_factory=dict)          # kernels/vmath, softmax rows

@@ -1,7 +1,8 @@
 """Requantization in 32-bit integer arithmetic, for targets without double-precision hardware
 (the target YAML's ``double_fpu: false``; cortex-m4, whose FPv4-SP makes every double a libgcc
-call): the int32 sums of QLinearConv / QLinearMatMul on the portable kernels (kernels/qgemm/
-portable.py, ops/qlinear.py) become outputs with no float64 and no libm call.
+call): the int32 sums of QLinearConv / QLinearMatMul on the portable and pair kernels
+(kernels/qgemm/portable.py, pairs.py, ops/qlinear.py) become outputs with no float64 and no libm
+call.
 
 Values: ``y = saturate(rint(a * m) + zp)``, a = int32(acc + bias) (the sum modulo 2^32, as
 everywhere), m the float32 multiplier ``sa * sw / sy`` computed in float32 as before, rint

@@ -1,6 +1,7 @@
 """Portable integer GEMM of QLinearConv, ConvInteger, QLinearMatMul and MatMulInteger on the
-targets without SIMD kernels for them (generic, arm-neon, cortex-m4; on x86 the nodes that
-qgemm_simd / qgemm_conv do not take).
+targets without SIMD kernels for them (generic, arm-neon; on x86 the nodes that qgemm_simd /
+qgemm_conv do not take; on cortex-m4 those that kernels/qgemm/pairs.py's SMLAD kernels do not
+take, which also use COLS16, ROWS16 and the tile sizes here).
 
 Form: every output is a dot product over k of two int16 rows, ``a[k] = w - w_zp`` (weights)
 and ``b[k] = x - x_zp`` (the input), both in [-255, 255], zero-padded to Kp (a multiple of
@@ -284,7 +285,22 @@ def _emit_blocks(ctx, rows: int, kp: int, nt: str, tile: int, w_rows: str, zp: t
             store("r", f"({acc} + r * {tile}u)")
 
 
-def _zp_ptr(ctx, k: int, dt, n: int, name: str) -> tuple:
+def typed(ctx, key: str, code: str, dt) -> str:
+    """Name of helper code (``_SFX``, ``const T``) for dtype dt, registered under key."""
+    return _typed(ctx, key, code, dt)
+
+
+def cols16(ctx, dt) -> str:
+    """Name of the patch gatherer (COLS16) for input dtype dt."""
+    return _typed(ctx, "cols16", COLS16, dt)
+
+
+def rows16(ctx, dt) -> str:
+    """Name of the row widener (ROWS16) for dtype dt."""
+    return _typed(ctx, "rows16", ROWS16, dt)
+
+
+def zp_ptr(ctx, k: int, dt, n: int, name: str) -> tuple:
     """(pointer, stride) of a zero point input k (per tensor or per row of n), a static zero
     when absent."""
     if not ctx.has_input(k):
@@ -318,7 +334,7 @@ def emit_conv(ctx, op, geo, post) -> None:
     ctx(geo.params())
     ctx(f"const size_t K = {K}u;")
     ctx(f"const int32_t xzp = {zp_expr(ctx, op.XZ)};")
-    zp, zs = _zp_ptr(ctx, op.WZ, tb, geo.cout, "wz0")
+    zp, zs = zp_ptr(ctx, op.WZ, tb, geo.cout, "wz0")
     inP = numel(geo.inp)
     wrows = ctx.inp[op.W]
     if pad:
@@ -372,8 +388,8 @@ def emit_matmul(ctx, op, m: int, k: int, n: int, b_t: np.ndarray, post) -> None:
     ctx(f"/* int16 dot products: [{m} x {k}] @ [{k} x {n}], b transposed at build "
         f"time, tiles of {tile} rows (K padded to {kp}) */")
     ctx(f"const size_t K = {k}u;")
-    az, _ = _zp_ptr(ctx, op.AZ, ta, 1, "az0")
-    bz, bzs = _zp_ptr(ctx, op.BZ, tb, n, "bz0")
+    az, _ = zp_ptr(ctx, op.AZ, ta, 1, "az0")
+    bz, bzs = zp_ptr(ctx, op.BZ, tb, n, "bz0")
     with ctx.block(f"for (size_t i0 = 0; i0 < {m}u; i0 += {tile}u)"):
         ctx(f"const size_t nt = {m}u - i0 < {tile}u ? {m}u - i0 : {tile}u;")
         ctx(f"{rows16a}(K, {kp}u, nt, nt, {ctx.inp[op.A]} + i0 * K, K, {az}, 0u, {col});")

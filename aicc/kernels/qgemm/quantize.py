@@ -13,9 +13,11 @@ from __future__ import annotations
 import numpy as np
 
 from ...emit_c.cwriter import ctype
-from ..isa.registry import ISAS, isa_for
+from ..isa.registry import ISAS, include_line, isa_for, table
 from ..isa.x86 import include
 from .spell import TABLES, fill
+
+ROUND = table("qround")     # ISAs with a scalar rounding conversion (isa/fpv4)
 
 TYPES = {"uint8", "int8", "uint16", "int16"}
 
@@ -24,6 +26,30 @@ def isa_of(ctx):
     """The SIMD ISA of ctx's node whose description has this family's spellings (the qgemm
     table's stores), or None (the scalar loop)."""
     return isa_for(ctx, TABLES)
+
+
+def round_isa(ctx):
+    """The ISA of ctx's node with a scalar rounding conversion (``qround``), or None."""
+    return isa_for(ctx, ROUND)
+
+
+def emit_round(ctx, isa: str, ydt: str, n: int, x: str, y: str, s: str, zp: str,
+               value=None) -> None:
+    """The loop over n elements with the description's rounding conversion: rint(x / s) as
+    int32 (saturating, NaN -> 0), saturated to 18 bits (|zp| <= 65535: the sum cannot wrap),
+    plus zp, saturated to ydt: round_helper's values (rounding commutes with the clamp to
+    the integer bounds; NaN gives the zero point, saturated). value(k): the C of the float
+    to round instead of x[k] / s (qadd.py: the sum of two dequantized values over y_scale)."""
+    T = ROUND[isa]
+    ctx.helper(f"qround.0.include.{isa}", include_line(isa))
+    ctx.kernel = isa
+    yct = ctype(np.dtype(ydt))
+    bits = np.iinfo(np.dtype(ydt)).bits
+    sat = T["usat" if ydt.startswith("u") else "ssat"]
+    with ctx.block(f"for (size_t k = 0; k < {n}u; ++k)"):
+        v = value("k") if value else f"{x}[k] / {s}"
+        r = fill(T["ssat"], x=fill(T["rint"], x=v), b=18)
+        ctx(f"{y}[k] = ({yct}){fill(sat, x=f'{r} + zp', b=bits)};")
 
 
 def emit(ctx, isa: str, ydt: str, n: int, x: str, y: str, s: str, zp: str, lo: int, hi: int,

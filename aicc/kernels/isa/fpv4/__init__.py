@@ -1,0 +1,33 @@
+"""The Armv7-M single-precision FPU (FPv4-SP: Cortex-M4F; FPv5 on the M7 has it too): no vector
+registers, but VCVTR converts a float to int32 with the FPSCR rounding mode (round to nearest
+even, the reset value, which aicc's runtime never changes), saturating, NaN giving 0: rint
+and the conversion in one instruction, where portable C clamps and rounds with compares
+(each a VCMP and a VMRS on this FPU) or calls libm's rintf.
+
+Only QuantizeLinear's scalar loop has an entry (``qround``: kernels/qgemm/quantize.py); every
+other family finds nothing here and stays portable C. SSAT / USAT (Armv7-M, ACLE's __ssat /
+__usat) saturate the result.
+"""
+from __future__ import annotations
+
+from ..base import Isa
+
+PRELUDE = """\
+/* rint(v) as int32 by VCVTR (FPSCR rounding: nearest even), saturated to the int32 range,
+ * NaN -> 0 (isa/fpv4). */
+static inline int32_t aicc_fpv4_cvtr(float v)
+{
+    float r;
+    int32_t i;
+    __asm__("vcvtr.s32.f32 %0, %1" : "=t"(r) : "t"(v));
+    memcpy(&i, &r, sizeof i);
+    return i;
+}"""
+
+ISA = Isa(
+    name="fpv4", family="arm", header="<arm_acle.h>", vector_bytes=4, registers=0,
+    prelude=PRELUDE,
+    # rint of a float as int32 (saturating, NaN -> 0); sat: r saturated to a signed / unsigned
+    # range of b bits
+    qround=dict(rint="aicc_fpv4_cvtr({x})", ssat="__ssat({x}, {b})", usat="__usat({x}, {b})"),
+)
