@@ -51,11 +51,20 @@ def implicit_ok(geo) -> bool:
     return len(geo.k) <= 2
 
 
+def _dw(ctx, geo) -> bool:
+    """Depthwise on kernels/qgemm/depthwise.py: where the ISA spells its byte loads
+    (``widths``); elsewhere depthwise convs keep qlinear.py's loops."""
+    return qconv_dw.dw_usable(geo) and "widths" in TABLES[isa_for(ctx)]
+
+
 def usable(ctx, geo, op) -> bool:
     """Whether emit_conv takes a conv with this geometry: a SIMD target, constant weights and
     weight zero point, and enough products per output (or depthwise, kernels/qgemm/depthwise.py)."""
-    return geo.batch * geo.cout * numel(geo.out) > 0 and const_operand(ctx, op.W, op.WZ) and (
-        geo.cin_g * numel(geo.k) >= MIN_K or qconv_dw.dw_usable(geo))
+    if not (geo.batch * geo.cout * numel(geo.out) > 0 and const_operand(ctx, op.W, op.WZ)):
+        return False
+    if qconv_dw.dw_usable(geo):
+        return _dw(ctx, geo)
+    return geo.cin_g * numel(geo.k) >= MIN_K
 
 
 def emit_conv_implicit(op, node, ctx, rq: Requant | None) -> None:
@@ -185,7 +194,7 @@ def emit_conv(op, node, ctx, rq: Requant | None) -> None:
     """A conv ``usable`` takes. ``rq``: None (int32 output) or the requantization (its mult
     and bias: of output channel ``oc``)."""
     geo = ConvGeometry(op, node, ctx.in_shape(op.X), ctx.in_shape(op.W))
-    if qconv_dw.dw_usable(geo):
+    if _dw(ctx, geo):
         qconv_dw.emit(op, node, ctx, rq)
         return
     if implicit_ok(geo):

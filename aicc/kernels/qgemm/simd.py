@@ -149,7 +149,7 @@ def _kernel(ctx, isa: str, form: str, mr: int, implicit: bool) -> str:
     of row kg (packed panel: at kg * 2 V; implicit: at off[kg]; V elements a vector)."""
     I, d, f = ISAS[isa], TABLES[isa], FORMS[form]
     nr, half, et, g = d["nr"], d["nr"] // 2, f["et"], f["g"]
-    vi, step = I.integer["vi"], f.get("step") or d["vnni"][form]
+    vi, step = I.integer["vi"], f.get("step") or d.get("vnni", {}).get(form)
     ve = nr // 2 * g                    # elements per vector: NR / 2 columns of g
     name = f"aicc_qk{'i' if implicit else ''}_{form}_{isa}_{mr}"
     L = [f"/* integer GEMM tile ({isa}, form {form}): {mr} rows x {nr} columns, c[r][j] = sum "
@@ -158,28 +158,47 @@ def _kernel(ctx, isa: str, form: str, mr: int, implicit: bool) -> str:
          f"static AICC_NOIPA void {name}(size_t kgn, const {et} *restrict a, size_t lda, "
          f"const {et} *restrict b, {'const int32_t *restrict off, ' if implicit else ''}"
          "int32_t *restrict c, size_t ldc)", "{"]
+    # split (the description's ``split``, e.g. NEON's widening multiply-adds): each B vector
+    # keeps accumulators of its unreduced products (suffixes ``acc``), updated by the lines
+    # ``steps`` and reduced to the int32 sums by ``reduce`` at the store
+    split = d.get("split") if form == "p" else None
+    sub = split["acc"] if split else ("",)
+    vb = d.get("vb", vi)                # the B vectors' type
     acc = [(r, h) for r in range(mr) for h in range(2)]
-    L.append("    " + f"{vi} " + ", ".join(f"c{r}_{h} = {d['zero']}" for r, h in acc) + ";")
+    L.append("    " + f"{vi} " + ", ".join(f"c{r}_{h}{x} = {d['zero']}" for r, h in acc
+                                         for x in sub) + ";")
+    if "bcast" in d:                    # a pointer per row, advanced by the broadcast
+        L.append(f"    const {et} *" + ", *".join(f"a{r}_ = a + {r}u * lda" for r in range(mr))
+                 + ";")
     L.append("    for (size_t kg = 0; kg < kgn; ++kg) {")
     L.append(f"        const {et} *bk = {'b + off[kg]' if implicit else f'b + kg * {2 * ve}u'};")
-    L.append(f"        const {vi} b0 = {fill(d['ld'], p='bk')};")
-    L.append(f"        const {vi} b1 = {fill(d['ld'], p=f'bk + {ve}u')};")
+    L.append(f"        const {vb} b0 = {fill(d['ld'], p='bk')};")
+    L.append(f"        const {vb} b1 = {fill(d['ld'], p=f'bk + {ve}u')};")
     for r in range(mr):
         L.append("        {")
-        L.append("            int32_t s;")
-        L.append(f"            memcpy(&s, a + {r}u * lda + {g}u * kg, sizeof s);")
-        L.append(f"            const {vi} av = {I.int_bits['set1']}(s);")
+        if "bcast" in d:            # the lane of g elements, the row pointer advanced past it
+            L.append(f"            const {vb} av = {fill(d['bcast'], p=f'a{r}_')};")
+        else:
+            L.append("            int32_t s;")
+            L.append(f"            memcpy(&s, a + {r}u * lda + {g}u * kg, sizeof s);")
+            L.append(f"            const {vi} av = {I.int_bits['set1']}(s);")
         for h in range(2):
+            if split:
+                L += ["            " + fill(t, c=f"c{r}_{h}", b=f"b{h}") for t in split["steps"]]
+                continue
             st = fill(step, add=I.integer["add"], madd=d["madd"], c=f"c{r}_{h}", b=f"b{h}")
             L.append(f"            c{r}_{h} = {st};")
         L.append("        }")
     L.append("    }")
     for r, h in acc:
-        L.append("    " + fill(d["st"], p=f"c + {r}u * ldc + {h * half}u", v=f"c{r}_{h}") + ";")
+        v = fill(split["reduce"], c=f"c{r}_{h}") if split else f"c{r}_{h}"
+        L.append("    " + fill(d["st"], p=f"c + {r}u * ldc + {h * half}u", v=v) + ";")
     L.append("}")
     include(ctx, isa)
     ctx.helper("qlinear.4.0.string", "#include <string.h>")
     ctx.helper("qlinear.4.0.noipa", NOIPA)
+    if "bcast_c" in d:
+        ctx.helper(f"qlinear.4.0.bcast_{isa}", d["bcast_c"])
     ctx.helper(f"qlinear.4.1.{name}", "\n".join(L))
     return name
 
