@@ -114,6 +114,17 @@ def test_neon_qlinearconv(tmp_path):
                   "wn": _rand(r, np.int8, ws), "wscn": wsc, "wzn": np.zeros((8,), np.int8),
                   "ysn": np.array(np.float32(1e-4)), "yzn": np.array(np.int8(-7))})
     nodes.append(helper.make_node("QLinearConv", [f"{k}n" for k in order[:8]], ["yn"], **attrs))
+    # a bias of ~2^26: the sums pass 2^24, the float64 forms (one multiplier: 4 per step;
+    # per channel: 2 per step)
+    for i, name in enumerate(["1x1", "3x3_pad"]):
+        x, ini, attrs = _conv_case(r, name)
+        ini["b"] = (ini["b"].astype(np.int64) + (1 << 26)).astype(np.int32)
+        ini["ys"] = np.array(np.float32(2.0**26 * 0.05 * 0.01 / 100))
+        feeds[f"x{i}f"] = x
+        inits.update({f"{k}{i}f": v for k, v in ini.items()})
+        nodes.append(helper.make_node("QLinearConv", [f"{k}{i}f" for k in order], [f"y{i}f"],
+                                      **attrs))
+        want[f"y{i}f"] = _qconv_ref({"x": x, **ini}, attrs)
     outs = sorted(want) + ["yn"]
     model = make_model(nodes, feeds, outs, inits, opset=10)
     got = _both(model, feeds, tmp_path)

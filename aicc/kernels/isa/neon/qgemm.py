@@ -1,5 +1,5 @@
 """neon: the qgemm kernels' spellings (kernels/qgemm): the integer GEMM's pair form and the
-float64 requantization. The other qgemm families (depthwise, channel-last depthwise, QLinearAdd,
+requantization (float64 and float32 forms). The other qgemm families (depthwise, channel-last depthwise, QLinearAdd,
 QuantizeLinear: the keys ``widths``, ``q_store``) have no NEON spellings yet and stay portable C
 on arm-neon.
 
@@ -83,4 +83,45 @@ static inline int16x8_t aicc_neon_ld1r_s16x2(const int16_t **p)
         "0);   /* in range: exact */",
         "    memcpy(y + j, &o, 4);",
         "}")),
+    # -- the float32 forms (requant.py's module doc: sums proven within 2^24) --
+    # fma {a} * {b} + {c}, one rounding to nearest (FMLA; FPCR's default mode)
+    fma_rn="vfmaq_f32({c}, {a}, {b})",
+    # the checked form's body: rint(a * vm), a half-integer product's side decided by the
+    # exact error e = fma(a, vm, -p)
+    rqf_body=(
+        "const float32x4_t a = vcvtq_f32_s32(ai);      /* exact: |ai| <= 2^24 */",
+        "const float32x4_t p = vmulq_f32(a, vm);",
+        "float32x4_t q = vrndnq_f32(p);",
+        "const float32x4_t d = vsubq_f32(p, q);",
+        "const uint32x4_t tie = vceqq_f32(vabsq_f32(d), vdupq_n_f32(0.5f));",
+        "if (vmaxvq_u32(tie)) {     /* p a half-integer: the exact product's side */",
+        "    const float32x4_t e = vfmaq_f32(vnegq_f32(p), a, vm), z = vdupq_n_f32(0.0f);",
+        "    const uint32x4_t one = vreinterpretq_u32_f32(vdupq_n_f32(1.0f));",
+        "    const uint32x4_t up = vandq_u32(tie, vandq_u32(vcgtq_f32(e, z), vcgtq_f32(d, z)));",
+        "    const uint32x4_t dn = vandq_u32(tie, vandq_u32(vcltq_f32(e, z), vcltq_f32(d, z)));",
+        "    q = vsubq_f32(vaddq_f32(q, vreinterpretq_f32_u32(vandq_u32(up, one))),",
+        "                  vreinterpretq_f32_u32(vandq_u32(dn, one)));",
+        "}", "return vcvtnq_s32_f32(q);     /* an integer: exact */"),
+    # the float32 forms' loops: constants (the output range as int16); one vector of outputs
+    # {o}.. rounded by {rf} with multipliers {vm}; 4 such vectors r0..r3 narrowed with
+    # saturation to int16, clamped to the output range there, narrowed to bytes (exact) and
+    # stored; then single vectors (the scalar tail follows)
+    rqf_setup=("const int16x8_t vlo16 = vdupq_n_s16({lo}), vhi16 = vdupq_n_s16({hi});",),
+    rqf_one=("vaddq_s32({rf}(vaddq_s32(vld1q_s32(acc + j + {o}u), as ? vld1q_s32(add + j + {o}u)"
+             " : va4), {vm}), vzi)"),
+    rqf_pack4=(
+        "const int16x8_t h0 = vminq_s16(vmaxq_s16(vcombine_s16(vqmovn_s32(r0), vqmovn_s32(r1)), "
+        "vlo16), vhi16);",
+        "const int16x8_t h1 = vminq_s16(vmaxq_s16(vcombine_s16(vqmovn_s32(r2), vqmovn_s32(r3)), "
+        "vlo16), vhi16);",
+        "vst1q_s8((int8_t *)(void *)(y + j), vcombine_s8(vmovn_s16(h0), vmovn_s16(h1)));"),
+    rqf_tail=(
+        "for (const size_t f = n - n % 4u; j < f; j += 4u) {",
+        "    const int32x4_t r = {one};",
+        "    const int16x4_t h = vmin_s16(vmax_s16(vqmovn_s32(r), vget_low_s16(vlo16)), "
+        "vget_low_s16(vhi16));",
+        "    const uint32_t o = vget_lane_u32(vreinterpret_u32_s8(vmovn_s16(vcombine_s16(h, h))), "
+        "0);",
+        "    memcpy(y + j, &o, 4);",
+        "}"),
 )
