@@ -8,6 +8,7 @@ ConvInteger, QLinearMatMul and MatMulInteger (wrap-around modulo 2^32), saturati
 scale. The cases share few models (one build each: the emulated runs are the cost).
 Depthwise convs stay on the portable loops on arm-neon (no NEON depthwise spellings yet)."""
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +24,9 @@ T = "arm-neon"
 pytestmark = pytest.mark.skipif(bool(load_target(T).missing_tools()),
                                 reason="arm-neon toolchain or qemu-aarch64 missing "
                                        "(make cross-toolchain)")
+# arm-neon-dot: the quad form (SDOT) where w - wzp fits int8 (int8 weights of zero point 0),
+# the pair form elsewhere
+TARGETS = ["arm-neon", "arm-neon-dot"]
 
 CONVS = {   # x shape, w shape, attrs, x type, w type, per-channel scales
     # 24 rows: 4 tiles of 6; uint8 x int8, per channel
@@ -48,19 +52,19 @@ CONVS = {   # x shape, w shape, attrs, x type, w type, per-channel scales
 }
 
 
-def _kernels(tmp_path) -> dict:
-    """{op type: set of kernels} of the arm-neon build in tmp_path."""
+def _kernels(tmp_path, target) -> dict:
+    """{op type: set of kernels} of the target's build in tmp_path."""
     (m,) = [p for p in Path(tmp_path).glob("b*/manifest.json")
-            if json.loads(p.read_text())["target"] == T]
+            if json.loads(p.read_text())["target"] == target]
     out = {}
     for s in json.loads(m.read_text())["steps"]:
         out.setdefault(s["op"], set()).add(s["kernel"])
     return out
 
 
-def _both(model, feeds, tmp_path):
-    """The arm-neon outputs, checked equal to the generic bundle's."""
-    got = compile_and_run(model, feeds, tmp_path, target=T)
+def _both(model, feeds, tmp_path, target):
+    """The target's outputs, checked equal to the generic bundle's."""
+    got = compile_and_run(model, feeds, tmp_path, target=target)
     gen = compile_and_run(model, feeds, tmp_path, target="generic")
     for k in got:
         np.testing.assert_array_equal(got[k], gen[k], err_msg=k)
@@ -84,7 +88,17 @@ def _conv_case(r, name):
     return x, inits, attrs
 
 
-def test_neon_qlinearconv(tmp_path):
+def _forms(tmp_path, target) -> set:
+    """The dot-product forms (simd.FORMS) in the target's model.c."""
+    (m,) = [p for p in Path(tmp_path).glob("b*/manifest.json")
+            if json.loads(p.read_text())["target"] == target]
+    c = (m.parent / "model.c").read_text()
+    assert "vmlal_high_s16" in c or "form p)" not in c
+    return set(re.findall(r"form (\w+)\)", c))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_neon_qlinearconv(target, tmp_path):
     """Every conv of CONVS in one model, plus a ConvInteger (uint8 weights with zero points)
     and a saturating conv with a NaN channel scale."""
     r = rng(49)
@@ -127,7 +141,7 @@ def test_neon_qlinearconv(tmp_path):
         want[f"y{i}f"] = _qconv_ref({"x": x, **ini}, attrs)
     outs = sorted(want) + ["yn"]
     model = make_model(nodes, feeds, outs, inits, opset=10)
-    got = _both(model, feeds, tmp_path)
+    got = _both(model, feeds, tmp_path, target)
     for k in want:
         np.testing.assert_array_equal(got[k], want[k], err_msg=k)
     for i, name in enumerate(sorted(CONVS)):     # mostly not saturated: a real test
@@ -136,29 +150,29 @@ def test_neon_qlinearconv(tmp_path):
     assert (got["yn"][0, 3] == -7).all()
     other = np.delete(got["yn"][0], 3, axis=0)
     assert (other == 127).any() and (other == -128).any()
-    ks = _kernels(tmp_path)
+    ks = _kernels(tmp_path, target)
     assert ks["QLinearConv"] == {"neon"} and ks["ConvInteger"] == {"neon"}, ks
-    c = next(p for p in Path(tmp_path).glob("b*/model.c") if "aicc_qki_p_neon" in p.read_text())
-    assert "vmlal_high_s16" in c.read_text()
+    assert _forms(tmp_path, target) == ({"p", "qb"} if target == "arm-neon-dot" else {"p"})
 
 
-MATMULS = [  # a shape, b shape, per column, a type, b type
-    ((5, 16), (16, 6), False, np.uint8, np.int8),
-    ((70, 33), (33, 45), True, np.uint8, np.int8),     # odd K, 2 row blocks, a column tail
-    ((1, 7), (7, 3), False, np.int8, np.int8),
-    ((2, 3, 9, 24), (24, 40), True, np.int8, np.int8),
-    ((20,), (20, 17), True, np.uint8, np.uint8),
-    ((9, 40), (1, 40, 33), False, np.uint8, np.uint8),
+MATMULS = [  # a shape, b shape, per column, a type, b type, b's zero point 0 (int8: quad form)
+    ((5, 16), (16, 6), False, np.uint8, np.int8, False),
+    ((70, 33), (33, 45), True, np.uint8, np.int8, True),   # odd K, 2 row blocks, column tail
+    ((1, 7), (7, 3), False, np.int8, np.int8, True),
+    ((2, 3, 9, 24), (24, 40), True, np.int8, np.int8, True),   # int8 rows read in place
+    ((20,), (20, 17), True, np.uint8, np.uint8, False),
+    ((9, 40), (1, 40, 33), False, np.uint8, np.uint8, False),
 ]
 
 
-def test_neon_qlinearmatmul(tmp_path):
+@pytest.mark.parametrize("target", TARGETS)
+def test_neon_qlinearmatmul(target, tmp_path):
     """QLinearMatMul (per tensor / per column, every type pair) and MatMulInteger with sums
     past 2^31 (wrapping modulo 2^32 as in numpy), in one model."""
     r = rng(50)
     nodes, feeds, inits, want = [], {}, {}, {}
     order = ["a", "as", "az", "b", "bs", "bz", "ys", "yz"]
-    for i, (sa, sb, pc, ta, tb) in enumerate(MATMULS):
+    for i, (sa, sb, pc, ta, tb, bz0) in enumerate(MATMULS):
         n = sb[-1]
         a = _rand(r, ta, sa)
         ini = {"as": np.array([0.02], np.float32), "az": np.array([_rand(r, ta, ())]),
@@ -166,6 +180,8 @@ def test_neon_qlinearmatmul(tmp_path):
                "bs": (r.uniform(0.005, 0.05, size=(n,)) if pc else np.array([0.03]))
                .astype(np.float32),
                "bz": _rand(r, tb, (n,)) if pc else np.array([_rand(r, tb, ())])}
+        if bz0:
+            ini["bz"] = np.zeros_like(ini["bz"])
         acc = (a.astype(np.int64) - ini["az"].astype(np.int64)) @ \
             (ini["b"].astype(np.int64) - ini["bz"].astype(np.int64))
         ini["ys"] = np.array([np.abs(acc).max() * 0.02 * 0.03 / 100], np.float32)
@@ -184,7 +200,7 @@ def test_neon_qlinearmatmul(tmp_path):
     want["yw"] = (((aw.astype(np.int64) @ inits["bw"].astype(np.int64)) + 2**31) % 2**32
                   - 2**31).astype(np.int32)
     model = make_model(nodes, feeds, sorted(want), inits, opset=10)
-    got = _both(model, feeds, tmp_path)
+    got = _both(model, feeds, tmp_path, target)
     for name in want:
         np.testing.assert_array_equal(got[name], want[name], err_msg=name)
     assert got["yw"][0, 0] < 0
@@ -192,5 +208,6 @@ def test_neon_qlinearmatmul(tmp_path):
         y = got[f"y{i}"]
         info = np.iinfo(y.dtype)
         assert ((y > info.min) & (y < info.max)).mean() > 0.3
-    ks = _kernels(tmp_path)
+    ks = _kernels(tmp_path, target)
     assert ks["QLinearMatMul"] == {"neon"} and ks["MatMulInteger"] == {"neon"}, ks
+    assert _forms(tmp_path, target) == ({"p", "qa"} if target == "arm-neon-dot" else {"p"})

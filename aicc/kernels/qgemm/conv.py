@@ -32,8 +32,8 @@ from ...emit_c.loops import numel
 from ..conv.base_c import PARAMS, RANGE
 from ..conv.geometry import ConvGeometry
 from .requant import Requant, add_expr, channel_terms, output
-from .simd import (FORMS, as_elems, const_operand, conv_weights, gemm, isa_for, pair_form,
-                   plane_2d, quad_form, typed, zp_expr)
+from .simd import (FORMS, as_elems, const_operand, conv_weights, flip, gemm, isa_for,
+                   pair_form, plane_2d, quad_form, typed, zp_expr)
 from .spell import TABLES
 
 MIN_K = 16          # convs with fewer products per output (not depthwise) keep the tap loops
@@ -120,7 +120,7 @@ def emit_conv_implicit(op, node, ctx, rq: Requant | None) -> None:
     corr = None
     if g == 4:
         corr = ctx.const(w.sum(axis=(1, 2)).astype(np.int32), "qsum")
-        ctx(f"const uint32_t zu = (uint32_t)(xzp + {0 if ta.name == 'uint8' else 128});")
+        ctx(f"const uint32_t zu = (uint32_t)(xzp + {flip(ctx, ta)});")
     pad = qconv_copy.pad_call(ctx, ta, g, (H, W), (sh, sw), (hq, wq), (hp, wp), (pt, pl),
                               slack, xin, xp, geo.cin_g)
     # contiguous blocks (no garbage columns) of one multiplier: every channel's row of the

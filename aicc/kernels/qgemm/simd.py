@@ -141,13 +141,29 @@ NOIPA = """\
 
 
 def pair_form(ctx, isa: str) -> str:
-    return "pv" if vnni(ctx, isa) else "p"
+    return "pv" if vnni(ctx, isa) and "pv" in TABLES[isa]["vnni"] else "p"
+
+
+# the quad form's activation bytes x + FLIP by type: unsigned for vpdpbusd (the default);
+# a description's ``quad_flip`` otherwise (signed x signed dot products: uint8 - 128)
+QUAD_FLIP = {"uint8": 0, "int8": 128}
+
+
+def flip(ctx, ta) -> int:
+    """The quad form's FLIP of activation type ta on ctx's ISA."""
+    return TABLES[isa_for(ctx)].get("quad_flip", QUAD_FLIP)[ta.name]
+
+
+def _form_table(isa: str, form: str) -> dict:
+    """The description's qgemm table with its ``form_keys`` of form over the defaults."""
+    d = TABLES[isa]
+    return {**d, **d.get("form_keys", {}).get(form, {})}
 
 
 def _kernel(ctx, isa: str, form: str, mr: int, implicit: bool) -> str:
     """c[r][0:NR] = sum over k groups kg of the A lane a[r][g kg .. g kg + g) times the B lanes
     of row kg (packed panel: at kg * 2 V; implicit: at off[kg]; V elements a vector)."""
-    I, d, f = ISAS[isa], TABLES[isa], FORMS[form]
+    I, d, f = ISAS[isa], _form_table(isa, form), FORMS[form]
     nr, half, et, g = d["nr"], d["nr"] // 2, f["et"], f["g"]
     vi, step = I.integer["vi"], f.get("step") or d.get("vnni", {}).get(form)
     ve = nr // 2 * g                    # elements per vector: NR / 2 columns of g
@@ -161,7 +177,7 @@ def _kernel(ctx, isa: str, form: str, mr: int, implicit: bool) -> str:
     # split (the description's ``split``, e.g. NEON's widening multiply-adds): each B vector
     # keeps accumulators of its unreduced products (suffixes ``acc``), updated by the lines
     # ``steps`` and reduced to the int32 sums by ``reduce`` at the store
-    split = d.get("split") if form == "p" else None
+    split = d.get("split")
     sub = split["acc"] if split else ("",)
     vb = d.get("vb", vi)                # the B vectors' type
     acc = [(r, h) for r in range(mr) for h in range(2)]
@@ -186,7 +202,8 @@ def _kernel(ctx, isa: str, form: str, mr: int, implicit: bool) -> str:
             if split:
                 L += ["            " + fill(t, c=f"c{r}_{h}", b=f"b{h}") for t in split["steps"]]
                 continue
-            st = fill(step, add=I.integer["add"], madd=d["madd"], c=f"c{r}_{h}", b=f"b{h}")
+            st = fill(step, add=I.integer["add"], madd=d.get("madd"), c=f"c{r}_{h}",
+                      b=f"b{h}")
             L.append(f"            c{r}_{h} = {st};")
         L.append("        }")
     L.append("    }")
@@ -207,7 +224,7 @@ def gemm(ctx, isa: str, form: str, m: int, implicit: bool = False) -> str:
     """``aicc_qgemm*``: C [m x (np * NR)] (ldc) = A [m rows of g * kgn] x np panels of B
     (packed: panel p at bp + p * kgn * NR * g; implicit: the columns p * NR.. of rows at
     bp + off[kg], i.e. panel p at bp + p * NR * g)."""
-    d, f = TABLES[isa], FORMS[form]
+    d, f = _form_table(isa, form), FORMS[form]
     mr, nr, et, g = d["mr"], d["nr"], f["et"], f["g"]
     tag = "i" if implicit else ""
     name = f"aicc_qgemm{tag}_{form}_{isa}_{m}"
@@ -252,11 +269,12 @@ static void aicc_qrowq_SFX(size_t k, size_t kq, const TA *restrict a, uint8_t *r
         d[i] = 0;
 }"""
 
-def typed(code: str, ta) -> tuple:
-    """Helper text for activation type ta (uint8 / int8): _SFX, TA, FLIP (+128 for int8)."""
+def typed(code: str, ta, fl: int | None = None) -> tuple:
+    """Helper text for activation type ta (uint8 / int8): _SFX, TA, FLIP (fl; by default
+    QUAD_FLIP's: +128 for int8)."""
     sfx = "_u8" if ta.name == "uint8" else "_s8"
     return (code.replace("_SFX", sfx).replace("TA", ctype(ta))
-            .replace("FLIP", "0" if ta.name == "uint8" else "128"), sfx)
+            .replace("FLIP", str(QUAD_FLIP[ta.name] if fl is None else fl)), sfx)
 
 
 def as_elems(v: np.ndarray, form: str) -> np.ndarray:
@@ -341,8 +359,9 @@ def emit_rows(ctx, a_k: int, az_k: int, rows: int, b: np.ndarray, rq: Requant | 
     amx = form == "qa" and qgemm_amx.available(ctx) and rows >= qgemm_amx.MIN_ROWS
     if amx:            # whole k tiles; whole 16-row tiles in the scratch buffers
         kgn = qgemm_amx.k_groups(kgn)
-    # uint8 rows of whole k groups are the quad form's A as they are: read in place
-    in_place = form == "qa" and ta.name == "uint8" and k == g * kgn and not amx
+    # rows of whole k groups whose FLIP is 0 (vpdpbusd: uint8; SDOT: int8) are the quad
+    # form's A as they are: read in place
+    in_place = form == "qa" and flip(ctx, ta) == 0 and k == g * kgn and not amx
     bp = ctx.const(pack_b(b, nr, form, kgn), "qb")
     mb = min(rows, 64)
     mbs = qgemm_amx.rows_padded(mb) if amx else mb
@@ -355,10 +374,10 @@ def emit_rows(ctx, a_k: int, az_k: int, rows: int, b: np.ndarray, rq: Requant | 
     ctx(f"const int32_t azp = {zp_expr(ctx, az_k)};")
     bias32 = None if bias is None else ctx.const(wrap_i32(bias), "qbias")
     if g == 4:      # the zero point's share: -zu * column sums of b - bzp
-        code, sfx = typed(PACK_AQ, ta)
+        code, sfx = typed(PACK_AQ, ta, flip(ctx, ta))
         ws = ctx.const(b.sum(axis=0).astype(np.int32), "qsum")
         add = ctx.scratch(n * 4, "int32_t", "qadd")
-        ctx(f"const uint32_t zu = (uint32_t)(azp + {0 if ta.name == 'uint8' else 128});")
+        ctx(f"const uint32_t zu = (uint32_t)(azp + {flip(ctx, ta)});")
         ctx.helper("qlinear.0.wrap", WRAP)
         bterm = "" if bias32 is None else f"(uint32_t){bias32}[j] "
         with ctx.block(f"for (size_t j = 0; j < {n}u; ++j)"):
@@ -384,6 +403,8 @@ def emit_rows(ctx, a_k: int, az_k: int, rows: int, b: np.ndarray, rq: Requant | 
             with ctx.block("for (size_t i = 0; i < mr; ++i)"):
                 ctx(row)
         a = f"{ctx.inp[a_k]} + r0 * {k}u" if in_place else ab
+        if in_place and ta.name != "uint8":         # int8 rows as the quad form's bytes
+            a = f"(const uint8_t *)(const void *)({a})"
         args = f"({kgn}u, {npn}u, {a}, {bp}, {cb}, {ldc}u);"
         vec = [gemm(ctx, isa, form, mb) + args]
         if rows % mb:

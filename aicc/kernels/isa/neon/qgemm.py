@@ -44,7 +44,35 @@ static inline int16x8_t aicc_neon_ld1r_s16x2(const int16_t **p)
     *p += 2;
     return v;
 #endif
+}
+
+/* the same for the 4 bytes at *p (k .. k + 3 of a quad-form A row), as int8 lanes */
+static inline int8x16_t aicc_neon_ld1r_s8x4(const uint8_t **p)
+{
+#if defined(__GNUC__)
+    int32x4_t v;
+    __asm__("ld1r {%0.4s}, [%1], #4" : "=w"(v), "+r"(*p) : "m"(*(const uint8_t (*)[4])*p));
+    return vreinterpretq_s8_s32(v);
+#else
+    const int8x16_t v = vreinterpretq_s8_s32(vld1q_dup_s32((const int32_t *)(const void *)*p));
+    *p += 4;
+    return v;
+#endif
 }""",
+    # -- the quad form with the dot-product extension (Armv8.2-A dotprod: the target's
+    # cpu_flags list ``flag``, Linux's name; the key's name is x86's): SDOT multiplies 4 int8
+    # of A by 4 int8 of B per int32 lane and adds them (exact, wrapping int32), signed x
+    # signed: the activations' bytes are x + quad_flip (uint8 - 128, int8 as is), the
+    # constant operand w - wzp when it fits int8 (simd.quad_form). A B vector: 4 columns x 4
+    # k; tiles of up to 12 rows: 24 accumulators, the 2 B vectors and the A lane. The pair
+    # form keeps SMLAL (no ``pv``).
+    vnni=dict(flag="asimddp",
+              qa="vdotq_s32({c}, av, {b})",
+              qb="vdotq_s32({c}, av, {b})"),
+    quad_flip={"uint8": -128, "int8": 0},
+    form_keys={f: dict(mr=12, vb="int8x16_t", split=None,
+                       ld="vld1q_s8((const int8_t *)(const void *)({p}))",
+                       bcast="aicc_neon_ld1r_s8x4(&{p})") for f in ("qa", "qb")},
     # the unreduced accumulators {c}a (low 4 int16: columns 0, 1) and {c}b (high: 2, 3) of B
     # vector {b}, and their reduction to the 4 columns' int32 sums (ADDP)
     split=dict(acc=("a", "b"),
