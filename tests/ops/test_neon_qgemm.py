@@ -5,8 +5,9 @@ requantization) and the generic bundle bit for bit: QLinearConv per tensor and p
 uint8 / int8 operands, zero points, odd K (odd channel counts), row tiles of every height up
 to MR and column tails, 1x1 / 3x3 / dilated / strided / grouped / 1-D / 3-D (im2col) convs,
 ConvInteger, QLinearMatMul and MatMulInteger (wrap-around modulo 2^32), saturation and a NaN
-scale. The cases share few models (one build each: the emulated runs are the cost).
-Depthwise convs stay on the portable loops on arm-neon (no NEON depthwise spellings yet)."""
+scale; depthwise convs on kernels/qgemm/depthwise.py's exact float32 sums (NEON row
+splitter and tail store). The cases share few models (one build each: the emulated runs are
+the cost)."""
 import json
 import re
 from pathlib import Path
@@ -49,6 +50,14 @@ CONVS = {   # x shape, w shape, attrs, x type, w type, per-channel scales
     # rows 1 .. 3 (tile heights below MR), 45 positions: a column tail
     "rows1": ((1, 8, 5, 9), (1, 8, 3, 3), {"pads": [1, 1, 1, 1]}, np.uint8, np.int8, False),
     "rows3": ((1, 8, 5, 9), (3, 8, 3, 3), {"pads": [1, 1, 1, 1]}, np.int8, np.int8, True),
+    # depthwise (kernels/qgemm/depthwise.py: exact float32 sums): rows of 21 (a masked tail),
+    # stride 2 on rows of 37 (the row splitter's 16-byte steps and its scalar rest), 5x5
+    "dw3x3": ((1, 5, 9, 21), (5, 1, 3, 3), {"group": 5, "pads": [1, 1, 1, 1]}, np.uint8,
+              np.int8, True),
+    "dw3x3_s2": ((1, 4, 20, 37), (4, 1, 3, 3), {"group": 4, "strides": [2, 2],
+                                                "pads": [1, 1, 1, 1]}, np.int8, np.int8, True),
+    "dw5x5_u8": ((2, 3, 11, 8), (3, 1, 5, 5), {"group": 3, "pads": [2, 2, 2, 2]}, np.uint8,
+                 np.uint8, False),
 }
 
 
@@ -153,6 +162,9 @@ def test_neon_qlinearconv(target, tmp_path):
     ks = _kernels(tmp_path, target)
     assert ks["QLinearConv"] == {"neon"} and ks["ConvInteger"] == {"neon"}, ks
     assert _forms(tmp_path, target) == ({"p", "qb"} if target == "arm-neon-dot" else {"p"})
+    (m,) = [p for p in Path(tmp_path).glob("b*/manifest.json")
+            if json.loads(p.read_text())["target"] == target]
+    assert "aicc_qdwde2_neon" in (m.parent / "model.c").read_text()
 
 
 MATMULS = [  # a shape, b shape, per column, a type, b type, b's zero point 0 (int8: quad form)

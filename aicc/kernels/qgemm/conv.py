@@ -52,9 +52,9 @@ def implicit_ok(geo) -> bool:
 
 
 def _dw(ctx, geo) -> bool:
-    """Depthwise on kernels/qgemm/depthwise.py: where the ISA spells its byte loads
-    (``widths``); elsewhere depthwise convs keep qlinear.py's loops."""
-    return qconv_dw.dw_usable(geo) and "widths" in TABLES[isa_for(ctx)]
+    """Depthwise on kernels/qgemm/depthwise.py: where the ISA spells its row splitter
+    (``de2``); elsewhere depthwise convs keep qlinear.py's loops."""
+    return qconv_dw.dw_usable(geo) and "de2" in TABLES[isa_for(ctx)]
 
 
 def usable(ctx, geo, op) -> bool:

@@ -1,7 +1,8 @@
-"""neon: the qgemm kernels' spellings (kernels/qgemm): the integer GEMM's pair form and the
-requantization (float64 and float32 forms). The other qgemm families (depthwise, channel-last depthwise, QLinearAdd,
-QuantizeLinear: the keys ``widths``, ``q_store``) have no NEON spellings yet and stay portable C
-on arm-neon.
+"""neon: the qgemm kernels' spellings (kernels/qgemm): the integer GEMM's pair form (and the
+quad form on SDOT where the target has the dot-product extension), the depthwise convs' row
+splitter and tail store, and the requantization (float64 and float32 forms). The other qgemm
+families (channel-last depthwise: ``widths`` with ``mld``; QLinearAdd, QuantizeLinear:
+``q_store``) have no NEON spellings yet and stay portable C on arm-neon.
 
 Pair form on Armv8-A (kernels/qgemm/simd.py): a B vector holds 8 int16, 4 columns x 2
 consecutive k; the broadcast A lane (LD1R of 32 bits) holds the row's 2 k. SMLAL / SMLAL2
@@ -15,6 +16,35 @@ Templates: each ``{name}`` is filled by name (kernels/qgemm/spell.fill), other b
 a tuple is a template's lines.
 """
 from __future__ import annotations
+
+# one row of w bytes split into its even and odd columns, x - zp as float (depthwise.py's
+# DE2): 16 bytes widened to int16 in two halves, UZP1 / UZP2 to evens / odds, widened to
+# int32; the rest scalar. AICC_NEON_W: 8 bytes (uint8x8_t) as int16 lanes, by type
+_DE2 = """\
+#define AICC_NEON_W_SFX(h) {widen}
+
+/* e[q] = x[2q] - zp (q < (w + 1) / 2), o[q] = x[2q + 1] - zp (q < w / 2), as float */
+static void aicc_qdwde2_{isa}_SFX(const TA *restrict x, size_t w, int32_t zp,
+                                 float *restrict e, float *restrict o)
+{
+    const int32x4_t z = vdupq_n_s32(zp);
+    size_t q = 0;
+    for (; 2u * q + 16u <= w; q += 8u) {
+        const uint8x16_t b = vld1q_u8((const uint8_t *)(const void *)(x + 2u * q));
+        const int16x8_t lo = AICC_NEON_W_SFX(vget_low_u8(b)), hi = AICC_NEON_W_SFX(vget_high_u8(b));
+        const int16x8_t ev = vuzp1q_s16(lo, hi), od = vuzp2q_s16(lo, hi);
+        vst1q_f32(e + q, vcvtq_f32_s32(vsubq_s32(vmovl_s16(vget_low_s16(ev)), z)));
+        vst1q_f32(e + q + 4u, vcvtq_f32_s32(vsubq_s32(vmovl_high_s16(ev), z)));
+        vst1q_f32(o + q, vcvtq_f32_s32(vsubq_s32(vmovl_s16(vget_low_s16(od)), z)));
+        vst1q_f32(o + q + 4u, vcvtq_f32_s32(vsubq_s32(vmovl_high_s16(od), z)));
+    }
+    for (; 2u * q + 1u < w; ++q) {
+        e[q] = (float)((int32_t)x[2u * q] - zp);
+        o[q] = (float)((int32_t)x[2u * q + 1u] - zp);
+    }
+    if (2u * q < w)
+        e[q] = (float)((int32_t)x[2u * q] - zp);
+}"""
 
 TABLE = dict(
     # -- the integer GEMM micro-kernel (simd.py) --
@@ -79,6 +109,14 @@ static inline int8x16_t aicc_neon_ld1r_s8x4(const uint8_t **p)
                steps=("{c}a = vmlal_s16({c}a, vget_low_s16({b}), vget_low_s16(av));",
                       "{c}b = vmlal_high_s16({c}b, {b}, av);"),
                reduce="vpaddq_s32({c}a, {c}b)"),
+    # -- the depthwise convs' exact float32 sums (depthwise.py): the row splitter and, per
+    # vector width in float lanes, widen (de2's 8 bytes {h} as int16 lanes, by type) and mst
+    # (the first {m} int32 lanes of {v} stored at {p}: through a buffer, a tail of < 4) --
+    de2=_DE2,
+    widths={4: dict(widen=dict(uint8="vreinterpretq_s16_u16(vmovl_u8(h))",
+                               int8="vmovl_s8(vreinterpret_s8_u8(h))"),
+                    mst="do { int32_t t_[4]; vst1q_s32(t_, {v}); memcpy({p}, t_, {m} * sizeof t_[0]); "
+                        "} while (0)")},
     # -- requantization (requant.py), float64 form: 2 per vector --
     pack=dict(uint8="u8", int8="s8"),       # (the stores below narrow in-range values)
     f64=dict(v="float64x2_t", set1="vdupq_n_f64"),
