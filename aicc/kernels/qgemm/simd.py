@@ -11,8 +11,13 @@ int32 lane adds), the portable loops' value bit for bit whatever the order.
   in [-255, 255] as int16; ``vpmaddwd`` multiplies adjacent pairs of k and adds the two
   products into an int32 lane (|.| <= 2 * 255 * 255: never saturates), then a lane add
   (``vpdpwssd`` does both). Any uint8 / int8 operands and zero points.
-* Quad form (``qa`` / ``qb``, x86-avx512-vnni only): ``vpdpbusd`` multiplies four uint8 by
-  four int8 and adds them to the lane: exact (no intermediate saturation). The constant
+* NEON (isa/neon/qgemm.py): the pair form with SMLAL / SMLAL2 into accumulators of unreduced
+  products (the description's ``split``), reduced by ADDP at the store; on arm-neon-dot the
+  quad form with SDOT, signed x signed (the description's ``quad_flip``: activation bytes
+  x + FLIP with FLIP -128 for uint8, 0 for int8; the same zero-point algebra as below).
+* Quad form (``qa`` / ``qb``, x86-avx512-vnni; SDOT on arm-neon-dot): ``vpdpbusd``
+  multiplies four uint8 by four int8 and adds them to the lane: exact (no intermediate
+  saturation). The constant
   operand is ``b - bzp`` as int8 (used only when every value fits: int8 weights with a zero
   point of 0, uint8 weights with a zero point near 128); the activations as unsigned bytes
   u = x (uint8) or x + 128 (int8) with the zero point zu likewise, so that

@@ -115,8 +115,8 @@ static inline int8x16_t aicc_neon_ld1r_s8x4(const uint8_t **p)
     de2=_DE2,
     widths={4: dict(widen=dict(uint8="vreinterpretq_s16_u16(vmovl_u8(h))",
                                int8="vmovl_s8(vreinterpret_s8_u8(h))"),
-                    mst="do { int32_t t_[4]; vst1q_s32(t_, {v}); memcpy({p}, t_, {m} * sizeof t_[0]); "
-                        "} while (0)")},
+                    mst="do { int32_t t_[4]; vst1q_s32(t_, {v}); "
+                        "memcpy({p}, t_, {m} * sizeof t_[0]); } while (0)")},
     # -- requantization (requant.py), float64 form: 2 per vector --
     pack=dict(uint8="u8", int8="s8"),       # (the stores below narrow in-range values)
     f64=dict(v="float64x2_t", set1="vdupq_n_f64"),
