@@ -32,8 +32,8 @@ from ...emit_c.loops import numel
 from ..conv.base_c import PARAMS, RANGE
 from ..conv.geometry import ConvGeometry
 from .requant import Requant, add_expr, channel_terms, output
-from .simd import (FORMS, as_elems, const_operand, conv_weights, gemm, isa_for, pair_form,
-                   plane_2d, quad_form, typed, zp_expr)
+from .simd import (FORMS, as_elems, const_operand, conv_weights, flip, gemm, isa_for,
+                   pair_form, plane_2d, quad_form, typed, zp_expr)
 from .spell import TABLES
 
 MIN_K = 16          # convs with fewer products per output (not depthwise) keep the tap loops
@@ -51,11 +51,20 @@ def implicit_ok(geo) -> bool:
     return len(geo.k) <= 2
 
 
+def _dw(ctx, geo) -> bool:
+    """Depthwise on kernels/qgemm/depthwise.py: where the ISA spells its row splitter
+    (``de2``); elsewhere depthwise convs keep qlinear.py's loops."""
+    return qconv_dw.dw_usable(geo) and "de2" in TABLES[isa_for(ctx)]
+
+
 def usable(ctx, geo, op) -> bool:
     """Whether emit_conv takes a conv with this geometry: a SIMD target, constant weights and
     weight zero point, and enough products per output (or depthwise, kernels/qgemm/depthwise.py)."""
-    return geo.batch * geo.cout * numel(geo.out) > 0 and const_operand(ctx, op.W, op.WZ) and (
-        geo.cin_g * numel(geo.k) >= MIN_K or qconv_dw.dw_usable(geo))
+    if not (geo.batch * geo.cout * numel(geo.out) > 0 and const_operand(ctx, op.W, op.WZ)):
+        return False
+    if qconv_dw.dw_usable(geo):
+        return _dw(ctx, geo)
+    return geo.cin_g * numel(geo.k) >= MIN_K
 
 
 def emit_conv_implicit(op, node, ctx, rq: Requant | None) -> None:
@@ -111,7 +120,7 @@ def emit_conv_implicit(op, node, ctx, rq: Requant | None) -> None:
     corr = None
     if g == 4:
         corr = ctx.const(w.sum(axis=(1, 2)).astype(np.int32), "qsum")
-        ctx(f"const uint32_t zu = (uint32_t)(xzp + {0 if ta.name == 'uint8' else 128});")
+        ctx(f"const uint32_t zu = (uint32_t)(xzp + {flip(ctx, ta)});")
     pad = qconv_copy.pad_call(ctx, ta, g, (H, W), (sh, sw), (hq, wq), (hp, wp), (pt, pl),
                               slack, xin, xp, geo.cin_g)
     # contiguous blocks (no garbage columns) of one multiplier: every channel's row of the
@@ -185,7 +194,7 @@ def emit_conv(op, node, ctx, rq: Requant | None) -> None:
     """A conv ``usable`` takes. ``rq``: None (int32 output) or the requantization (its mult
     and bias: of output channel ``oc``)."""
     geo = ConvGeometry(op, node, ctx.in_shape(op.X), ctx.in_shape(op.W))
-    if qconv_dw.dw_usable(geo):
+    if _dw(ctx, geo):
         qconv_dw.emit(op, node, ctx, rq)
         return
     if implicit_ok(geo):

@@ -6,7 +6,7 @@ strided convs, and the 3-D path's im2col panels. C templates over the activation
 from __future__ import annotations
 
 from ...emit_c.cwriter import ctype
-from .simd import typed
+from .simd import flip, typed
 
 PACK_B = """\
 /* im2col of positions [p0, p0 + jn) of one group (x: its first input channel, zero point
@@ -228,7 +228,7 @@ def pad_call(ctx, ta, g, hw, s, q, p, tl, slack, xin, xp, cin) -> str:
     (H, W), (sh, sw), (hq, wq), (hp, wp), (pt, pl) = hw, s, q, p, tl
     if g == 4:
         for key, text in (("4.0.quadrow", QUAD_ROW), ("4.1.padq", PADQ)):
-            code, sfx = typed(text, ta)
+            code, sfx = typed(text, ta, flip(ctx, ta))
             ctx.helper(f"qlinear.{key}{sfx}", code)
         zrow = ctx.scratch(W * ta.itemsize, ctype(ta), "qz")
         return (f"aicc_qpadq{sfx}({xin}, {cin}u, {H}u, {W}u, (uint8_t)zu, {sh}u, {sw}u, "

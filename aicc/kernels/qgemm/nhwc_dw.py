@@ -69,7 +69,8 @@ class _QGen(conv_nhwc_dw._Gen):
 
 def usable(geo, isa) -> bool:
     """A depthwise conv of at most MAX_TAPS taps that the channel-last kernel takes."""
-    return (isa in TABLES and geo.depthwise and geo.kh * geo.kw <= MAX_TAPS
+    return (any("mld" in w for w in TABLES.get(isa, {}).get("widths", {}).values())
+            and geo.depthwise and geo.kh * geo.kw <= MAX_TAPS
             and conv_nhwc_dw.supports(geo, isa))
 
 

@@ -13,7 +13,7 @@ from .spell import TABLES, fill
 def usable(isa, ydt: str, n: int) -> bool:
     """A SIMD ISA (isa/x86.simd_isa) with this family's spellings, an output type of
     quantize.emit's and at least one whole vector."""
-    return isa in TABLES and ydt in quantize.TYPES and n >= ISAS[isa].lanes
+    return "q_store" in TABLES.get(isa, {}) and ydt in quantize.TYPES and n >= ISAS[isa].lanes
 
 
 def emit(ctx, isa: str, ydt: str, n: int, a: tuple, b: tuple, y: str, lo: int, hi: int,

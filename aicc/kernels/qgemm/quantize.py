@@ -25,7 +25,7 @@ TYPES = {"uint8", "int8", "uint16", "int16"}
 def isa_of(ctx):
     """The SIMD ISA of ctx's node whose description has this family's spellings (the qgemm
     table's stores), or None (the scalar loop)."""
-    return isa_for(ctx, TABLES)
+    return isa_for(ctx, {k: v for k, v in TABLES.items() if "q_store" in v})
 
 
 def round_isa(ctx):

@@ -187,6 +187,7 @@ def requant_helper(ctx, isa: str, ydt: str, rnd: str, f32: bool = False,
     took ~1.5 us more each.)"""
     lo, hi = irange(ydt)
     yc = ctype(np.dtype(ydt))
+    f32 = f32 and "rqf_one" in TABLES[isa]      # the float32 forms where the ISA spells them
     bound = F_MAX if rform == "f" else MAX_MULT      # of one multiplier, checked at run time
     nt = rform if f32 else ""     # the _f32f form: no half-integer check
     mcol = mcol and f32           # _f32*c: a multiplier per column, each checked at build time

@@ -11,8 +11,13 @@ int32 lane adds), the portable loops' value bit for bit whatever the order.
   in [-255, 255] as int16; ``vpmaddwd`` multiplies adjacent pairs of k and adds the two
   products into an int32 lane (|.| <= 2 * 255 * 255: never saturates), then a lane add
   (``vpdpwssd`` does both). Any uint8 / int8 operands and zero points.
-* Quad form (``qa`` / ``qb``, x86-avx512-vnni only): ``vpdpbusd`` multiplies four uint8 by
-  four int8 and adds them to the lane: exact (no intermediate saturation). The constant
+* NEON (isa/neon/qgemm.py): the pair form with SMLAL / SMLAL2 into accumulators of unreduced
+  products (the description's ``split``), reduced by ADDP at the store; on arm-neon-dot the
+  quad form with SDOT, signed x signed (the description's ``quad_flip``: activation bytes
+  x + FLIP with FLIP -128 for uint8, 0 for int8; the same zero-point algebra as below).
+* Quad form (``qa`` / ``qb``, x86-avx512-vnni; SDOT on arm-neon-dot): ``vpdpbusd``
+  multiplies four uint8 by four int8 and adds them to the lane: exact (no intermediate
+  saturation). The constant
   operand is ``b - bzp`` as int8 (used only when every value fits: int8 weights with a zero
   point of 0, uint8 weights with a zero point near 128); the activations as unsigned bytes
   u = x (uint8) or x + 128 (int8) with the zero point zu likewise, so that
@@ -141,15 +146,31 @@ NOIPA = """\
 
 
 def pair_form(ctx, isa: str) -> str:
-    return "pv" if vnni(ctx, isa) else "p"
+    return "pv" if vnni(ctx, isa) and "pv" in TABLES[isa]["vnni"] else "p"
+
+
+# the quad form's activation bytes x + FLIP by type: unsigned for vpdpbusd (the default);
+# a description's ``quad_flip`` otherwise (signed x signed dot products: uint8 - 128)
+QUAD_FLIP = {"uint8": 0, "int8": 128}
+
+
+def flip(ctx, ta) -> int:
+    """The quad form's FLIP of activation type ta on ctx's ISA."""
+    return TABLES[isa_for(ctx)].get("quad_flip", QUAD_FLIP)[ta.name]
+
+
+def _form_table(isa: str, form: str) -> dict:
+    """The description's qgemm table with its ``form_keys`` of form over the defaults."""
+    d = TABLES[isa]
+    return {**d, **d.get("form_keys", {}).get(form, {})}
 
 
 def _kernel(ctx, isa: str, form: str, mr: int, implicit: bool) -> str:
     """c[r][0:NR] = sum over k groups kg of the A lane a[r][g kg .. g kg + g) times the B lanes
     of row kg (packed panel: at kg * 2 V; implicit: at off[kg]; V elements a vector)."""
-    I, d, f = ISAS[isa], TABLES[isa], FORMS[form]
+    I, d, f = ISAS[isa], _form_table(isa, form), FORMS[form]
     nr, half, et, g = d["nr"], d["nr"] // 2, f["et"], f["g"]
-    vi, step = I.integer["vi"], f.get("step") or d["vnni"][form]
+    vi, step = I.integer["vi"], f.get("step") or d.get("vnni", {}).get(form)
     ve = nr // 2 * g                    # elements per vector: NR / 2 columns of g
     name = f"aicc_qk{'i' if implicit else ''}_{form}_{isa}_{mr}"
     L = [f"/* integer GEMM tile ({isa}, form {form}): {mr} rows x {nr} columns, c[r][j] = sum "
@@ -158,28 +179,48 @@ def _kernel(ctx, isa: str, form: str, mr: int, implicit: bool) -> str:
          f"static AICC_NOIPA void {name}(size_t kgn, const {et} *restrict a, size_t lda, "
          f"const {et} *restrict b, {'const int32_t *restrict off, ' if implicit else ''}"
          "int32_t *restrict c, size_t ldc)", "{"]
+    # split (the description's ``split``, e.g. NEON's widening multiply-adds): each B vector
+    # keeps accumulators of its unreduced products (suffixes ``acc``), updated by the lines
+    # ``steps`` and reduced to the int32 sums by ``reduce`` at the store
+    split = d.get("split")
+    sub = split["acc"] if split else ("",)
+    vb = d.get("vb", vi)                # the B vectors' type
     acc = [(r, h) for r in range(mr) for h in range(2)]
-    L.append("    " + f"{vi} " + ", ".join(f"c{r}_{h} = {d['zero']}" for r, h in acc) + ";")
+    L.append("    " + f"{vi} " + ", ".join(f"c{r}_{h}{x} = {d['zero']}" for r, h in acc
+                                         for x in sub) + ";")
+    if "bcast" in d:                    # a pointer per row, advanced by the broadcast
+        L.append(f"    const {et} *" + ", *".join(f"a{r}_ = a + {r}u * lda" for r in range(mr))
+                 + ";")
     L.append("    for (size_t kg = 0; kg < kgn; ++kg) {")
     L.append(f"        const {et} *bk = {'b + off[kg]' if implicit else f'b + kg * {2 * ve}u'};")
-    L.append(f"        const {vi} b0 = {fill(d['ld'], p='bk')};")
-    L.append(f"        const {vi} b1 = {fill(d['ld'], p=f'bk + {ve}u')};")
+    L.append(f"        const {vb} b0 = {fill(d['ld'], p='bk')};")
+    L.append(f"        const {vb} b1 = {fill(d['ld'], p=f'bk + {ve}u')};")
     for r in range(mr):
         L.append("        {")
-        L.append("            int32_t s;")
-        L.append(f"            memcpy(&s, a + {r}u * lda + {g}u * kg, sizeof s);")
-        L.append(f"            const {vi} av = {I.int_bits['set1']}(s);")
+        if "bcast" in d:            # the lane of g elements, the row pointer advanced past it
+            L.append(f"            const {vb} av = {fill(d['bcast'], p=f'a{r}_')};")
+        else:
+            L.append("            int32_t s;")
+            L.append(f"            memcpy(&s, a + {r}u * lda + {g}u * kg, sizeof s);")
+            L.append(f"            const {vi} av = {I.int_bits['set1']}(s);")
         for h in range(2):
-            st = fill(step, add=I.integer["add"], madd=d["madd"], c=f"c{r}_{h}", b=f"b{h}")
+            if split:
+                L += ["            " + fill(t, c=f"c{r}_{h}", b=f"b{h}") for t in split["steps"]]
+                continue
+            st = fill(step, add=I.integer["add"], madd=d.get("madd"), c=f"c{r}_{h}",
+                      b=f"b{h}")
             L.append(f"            c{r}_{h} = {st};")
         L.append("        }")
     L.append("    }")
     for r, h in acc:
-        L.append("    " + fill(d["st"], p=f"c + {r}u * ldc + {h * half}u", v=f"c{r}_{h}") + ";")
+        v = fill(split["reduce"], c=f"c{r}_{h}") if split else f"c{r}_{h}"
+        L.append("    " + fill(d["st"], p=f"c + {r}u * ldc + {h * half}u", v=v) + ";")
     L.append("}")
     include(ctx, isa)
     ctx.helper("qlinear.4.0.string", "#include <string.h>")
     ctx.helper("qlinear.4.0.noipa", NOIPA)
+    if "bcast_c" in d:
+        ctx.helper(f"qlinear.4.0.bcast_{isa}", d["bcast_c"])
     ctx.helper(f"qlinear.4.1.{name}", "\n".join(L))
     return name
 
@@ -188,7 +229,7 @@ def gemm(ctx, isa: str, form: str, m: int, implicit: bool = False) -> str:
     """``aicc_qgemm*``: C [m x (np * NR)] (ldc) = A [m rows of g * kgn] x np panels of B
     (packed: panel p at bp + p * kgn * NR * g; implicit: the columns p * NR.. of rows at
     bp + off[kg], i.e. panel p at bp + p * NR * g)."""
-    d, f = TABLES[isa], FORMS[form]
+    d, f = _form_table(isa, form), FORMS[form]
     mr, nr, et, g = d["mr"], d["nr"], f["et"], f["g"]
     tag = "i" if implicit else ""
     name = f"aicc_qgemm{tag}_{form}_{isa}_{m}"
@@ -233,11 +274,12 @@ static void aicc_qrowq_SFX(size_t k, size_t kq, const TA *restrict a, uint8_t *r
         d[i] = 0;
 }"""
 
-def typed(code: str, ta) -> tuple:
-    """Helper text for activation type ta (uint8 / int8): _SFX, TA, FLIP (+128 for int8)."""
+def typed(code: str, ta, fl: int | None = None) -> tuple:
+    """Helper text for activation type ta (uint8 / int8): _SFX, TA, FLIP (fl; by default
+    QUAD_FLIP's: +128 for int8)."""
     sfx = "_u8" if ta.name == "uint8" else "_s8"
     return (code.replace("_SFX", sfx).replace("TA", ctype(ta))
-            .replace("FLIP", "0" if ta.name == "uint8" else "128"), sfx)
+            .replace("FLIP", str(QUAD_FLIP[ta.name] if fl is None else fl)), sfx)
 
 
 def as_elems(v: np.ndarray, form: str) -> np.ndarray:
@@ -322,8 +364,9 @@ def emit_rows(ctx, a_k: int, az_k: int, rows: int, b: np.ndarray, rq: Requant | 
     amx = form == "qa" and qgemm_amx.available(ctx) and rows >= qgemm_amx.MIN_ROWS
     if amx:            # whole k tiles; whole 16-row tiles in the scratch buffers
         kgn = qgemm_amx.k_groups(kgn)
-    # uint8 rows of whole k groups are the quad form's A as they are: read in place
-    in_place = form == "qa" and ta.name == "uint8" and k == g * kgn and not amx
+    # rows of whole k groups whose FLIP is 0 (vpdpbusd: uint8; SDOT: int8) are the quad
+    # form's A as they are: read in place
+    in_place = form == "qa" and flip(ctx, ta) == 0 and k == g * kgn and not amx
     bp = ctx.const(pack_b(b, nr, form, kgn), "qb")
     mb = min(rows, 64)
     mbs = qgemm_amx.rows_padded(mb) if amx else mb
@@ -336,10 +379,10 @@ def emit_rows(ctx, a_k: int, az_k: int, rows: int, b: np.ndarray, rq: Requant | 
     ctx(f"const int32_t azp = {zp_expr(ctx, az_k)};")
     bias32 = None if bias is None else ctx.const(wrap_i32(bias), "qbias")
     if g == 4:      # the zero point's share: -zu * column sums of b - bzp
-        code, sfx = typed(PACK_AQ, ta)
+        code, sfx = typed(PACK_AQ, ta, flip(ctx, ta))
         ws = ctx.const(b.sum(axis=0).astype(np.int32), "qsum")
         add = ctx.scratch(n * 4, "int32_t", "qadd")
-        ctx(f"const uint32_t zu = (uint32_t)(azp + {0 if ta.name == 'uint8' else 128});")
+        ctx(f"const uint32_t zu = (uint32_t)(azp + {flip(ctx, ta)});")
         ctx.helper("qlinear.0.wrap", WRAP)
         bterm = "" if bias32 is None else f"(uint32_t){bias32}[j] "
         with ctx.block(f"for (size_t j = 0; j < {n}u; ++j)"):
@@ -365,6 +408,8 @@ def emit_rows(ctx, a_k: int, az_k: int, rows: int, b: np.ndarray, rq: Requant | 
             with ctx.block("for (size_t i = 0; i < mr; ++i)"):
                 ctx(row)
         a = f"{ctx.inp[a_k]} + r0 * {k}u" if in_place else ab
+        if in_place and ta.name != "uint8":         # int8 rows as the quad form's bytes
+            a = f"(const uint8_t *)(const void *)({a})"
         args = f"({kgn}u, {npn}u, {a}, {bp}, {cb}, {ldc}u);"
         vec = [gemm(ctx, isa, form, mb) + args]
         if rows % mb:

@@ -18,7 +18,7 @@ has the family's entry).
 from __future__ import annotations
 
 from ..base import Isa
-from . import conv, pool, vmath, winograd
+from . import conv, pool, qgemm, vmath, winograd
 
 PRELUDE = """\
 /* NEON tails: the first n (<= 4) floats at p as a vector (the other lanes 0), and the first n
@@ -247,5 +247,5 @@ ISA = Isa(
     conv=dict(mr=12, kc=256, jb=64, tile_kb=192, implicit_pct=7, algo="auto", wino_m=0,
               wino_kb=768, wino_chan=1, edge_kernels=8, row_step=4),
     conv_kernels=conv.TABLE, vmath=vmath.TABLE, pool=pool.TABLE,
-    winograd=winograd.TABLE,
+    winograd=winograd.TABLE, qgemm=qgemm.TABLE,
 )
