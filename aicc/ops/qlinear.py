@@ -32,6 +32,7 @@ from ..kernels.gemm.call import batch_dims
 from ..kernels.qgemm import conv as qgemm_conv
 from ..kernels.qgemm import fixed
 from ..kernels.qgemm import pairs as qgemm_pairs
+from ..kernels.qgemm import pairs_dw as qgemm_pairs_dw
 from ..kernels.qgemm import planes as qconv_planes
 from ..kernels.qgemm import portable as qgemm_c
 from ..kernels.qgemm import simd as qgemm_simd
@@ -440,8 +441,8 @@ class _ConvBase(Op):
         if ctx.has_input(self.WZ):
             wzn = _numel(ctx.g, node.inputs[self.WZ])
             wz = f"(int32_t){ctx.inp[self.WZ]}[{'oc' if wzn > 1 else '0'}]"
-        if qgemm_pairs.dw_usable(ctx, geo):
-            qgemm_pairs.emit_dw(ctx, lambda code: _typed(code, ta, tb), geo, ctx.inp[self.X],
+        if qgemm_pairs_dw.dw_usable(ctx, geo):
+            qgemm_pairs_dw.emit_dw(ctx, lambda code: _typed(code, ta, tb), geo, ctx.inp[self.X],
                                 ctx.inp[self.W], wz or "0", acc, post, ta)
             return
         if qconv_planes.supports(geo):

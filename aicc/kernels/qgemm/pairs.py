@@ -27,18 +27,10 @@ runs aicc_qpgemv4, 4 channels against the one row (40 instructions per 32 produc
 exact (the build proves every |sum| < 2^31, as the portable kernels require), so the order
 does not matter and the outputs are the portable kernels' bit for bit; requantization, bias
 and the store are the caller's ``post`` per channel row (kernels/qgemm/fixed.py on cortex-m4).
-
-Depthwise (one input channel per group, 1-D / 2-D, at most DW_PAIRS_MAX tap pairs): per
-channel, x - x_zp into the stride phases of the padded plane (kernels/conv/planes_c.py's
-layout, zeroed once per step), then each output is its flat index plus one offset per tap;
-taps whose offsets differ by one share an unaligned 32-bit load and one SMLAD (a tap without a
-partner meets a zero weight), the weight pairs widened once per channel and held in registers.
-The kernel is generated per geometry (offsets and sizes as constants): a 3x3 output is 6 loads,
-6 SMLADs and its store, written straight to the plane's sums (no block buffer, no copy).
+Depthwise convs: kernels/qgemm/pairs_dw.py; the patch gatherers' C: pairs_gather.py.
 """
 from __future__ import annotations
 
-import hashlib
 import re
 
 import numpy as np
@@ -46,13 +38,12 @@ import numpy as np
 from ...emit_c.cwriter import ctype
 from ...emit_c.loops import numel
 from ..conv.base_c import PARAMS, RANGE
-from ..conv.planes_c import PHASE_FILL, extent, geometry
 from ..isa import registry
 from ..isa.registry import include_line
 from . import portable as qgemm_c
-from .planes import supports as planes_supports
 from .requant import WRAP
 from .simd import zp_expr, zp_values
+from .pairs_gather import COLS, COLS1
 from .spell import fill
 
 TABLES = registry.table("qpair")
@@ -140,153 +131,6 @@ static AICC_QP_NOSCHED void aicc_qpdot2(size_t kq, const uint32_t *restrict w,
     }
 }""".replace("@STEP1@", _step(0, " " * 12)).replace("@STEP0@", _step(0, " " * 12)) \
     .replace("@STEP2@", _step(2, " " * 12))
-
-
-COLS = """\
-/* Input patches of output positions [p0, p0 + nt) of one group of a 1-D / 2-D conv, one row of
- * Kp int16 per position (kernels/qgemm/pairs.py): col[j * Kp + (ic * kH + ky) * kW + kx] =
- * x - xzp at that tap, 0 in the padding and for k >= K; x: the group's first input channel.
- * Position by position in int32 index arithmetic (no 64-bit division): a patch wholly inside
- * the input is copied row by row (3 taps per row unrolled, 3x3 a channel at a time); at the
- * border, rows of 3 taps know the columns inside the input per position, other widths find
- * the columns [a, b) inside it once per position; each row is tested once. */
-#ifndef AICC_QP_NOMEMSET
-#if defined(__GNUC__) && !defined(__clang__)
-/* GCC otherwise turns the few zeros of a border row into a memset call */
-#define AICC_QP_NOMEMSET __attribute__((optimize("no-tree-loop-distribute-patterns")))
-#else
-#define AICC_QP_NOMEMSET
-#endif
-#endif
-static void aicc_qpcols_SFX(const aicc_conv_params *p, const T *restrict x, int32_t xzp,
-                            size_t p0, size_t nt, size_t Kp, int16_t *restrict col)
-    AICC_QP_NOMEMSET;
-
-static void aicc_qpcols_SFX(const aicc_conv_params *p, const T *restrict x, int32_t xzp,
-                            size_t p0, size_t nt, size_t Kp, int16_t *restrict col)
-{
-    const int32_t H = (int32_t)p->in[1], W = (int32_t)p->in[2], C = (int32_t)p->cin_g;
-    const int32_t KH = (int32_t)p->k[1], KW = (int32_t)p->k[2], OW = (int32_t)p->out[2];
-    const int32_t SH = (int32_t)p->stride[1], SW = (int32_t)p->stride[2];
-    const int32_t DH = (int32_t)p->dil[1], DW = (int32_t)p->dil[2];
-    const int32_t PT = (int32_t)p->pad[1], PL = (int32_t)p->pad[2];
-    const int32_t K = C * KH * KW, HW = H * W;
-    int32_t oy = (int32_t)p0 / OW, ox = (int32_t)p0 % OW;
-    for (size_t j = 0; j < nt; ++j) {
-        int16_t *restrict c = col + j * Kp;
-        const int32_t iy0 = oy * SH - PT, ix0 = ox * SW - PL;
-        if (iy0 >= 0 && iy0 + (KH - 1) * DH < H && ix0 >= 0 && ix0 + (KW - 1) * DW < W) {
-            const T *restrict xc = x + iy0 * W + ix0;
-            if (KW == 3 && DW == 1 && KH == 3) {
-                const int32_t R = DH * W;       /* 3x3: a channel's 9 taps unrolled */
-                for (int32_t ic = 0; ic < C; ++ic, xc += HW, c += 9) {
-                    c[0] = (int16_t)((int32_t)xc[0] - xzp);
-                    c[1] = (int16_t)((int32_t)xc[1] - xzp);
-                    c[2] = (int16_t)((int32_t)xc[2] - xzp);
-                    c[3] = (int16_t)((int32_t)xc[R] - xzp);
-                    c[4] = (int16_t)((int32_t)xc[R + 1] - xzp);
-                    c[5] = (int16_t)((int32_t)xc[R + 2] - xzp);
-                    c[6] = (int16_t)((int32_t)xc[2 * R] - xzp);
-                    c[7] = (int16_t)((int32_t)xc[2 * R + 1] - xzp);
-                    c[8] = (int16_t)((int32_t)xc[2 * R + 2] - xzp);
-                }
-            } else if (KW == 3 && DW == 1)
-                for (int32_t ic = 0; ic < C; ++ic, xc += HW) {
-                    const T *restrict xr = xc;
-                    for (int32_t ky = 0; ky < KH; ++ky, xr += DH * W, c += 3) {
-                        c[0] = (int16_t)((int32_t)xr[0] - xzp);
-                        c[1] = (int16_t)((int32_t)xr[1] - xzp);
-                        c[2] = (int16_t)((int32_t)xr[2] - xzp);
-                    }
-                }
-            else
-                for (int32_t ic = 0; ic < C; ++ic, xc += HW) {
-                    const T *restrict xr = xc;
-                    for (int32_t ky = 0; ky < KH; ++ky, xr += DH * W)
-                        for (int32_t kx = 0; kx < KW; ++kx)
-                            *c++ = (int16_t)((int32_t)xr[kx * DW] - xzp);
-                }
-        } else if (KW == 3 && DW == 1) {
-            /* border, 3 taps a row: the columns inside the input known per position, each
-             * row tested once, each tap a conditional load (IT blocks, no branch) */
-            const int v0 = ix0 >= 0 && ix0 < W, v1 = ix0 + 1 >= 0 && ix0 + 1 < W;
-            const int v2 = ix0 + 2 >= 0 && ix0 + 2 < W;
-            for (int32_t ic = 0; ic < C; ++ic)
-                for (int32_t ky = 0, iy = iy0; ky < KH; ++ky, iy += DH, c += 3) {
-                    const T *restrict xr = x + ic * HW + iy * W + ix0;
-                    const int in = iy >= 0 && iy < H;
-                    c[0] = in && v0 ? (int16_t)((int32_t)xr[0] - xzp) : (int16_t)0;
-                    c[1] = in && v1 ? (int16_t)((int32_t)xr[1] - xzp) : (int16_t)0;
-                    c[2] = in && v2 ? (int16_t)((int32_t)xr[2] - xzp) : (int16_t)0;
-                }
-        } else {
-            int32_t a = 0, b = KW;      /* taps kx in [a, b) inside the row */
-            while (a < KW && ix0 + a * DW < 0)
-                ++a;
-            while (b > a && ix0 + (b - 1) * DW >= W)
-                --b;
-            for (int32_t ic = 0; ic < C; ++ic) {
-                const T *restrict xr = x + ic * HW + iy0 * W + ix0;
-                for (int32_t ky = 0, iy = iy0; ky < KH; ++ky, iy += DH, xr += DH * W,
-                         c += KW) {
-                    int32_t kx = 0;
-                    if (iy >= 0 && iy < H) {
-                        for (; kx < a; ++kx)
-                            c[kx] = 0;
-                        for (; kx < b; ++kx)
-                            c[kx] = (int16_t)((int32_t)xr[kx * DW] - xzp);
-                    }
-                    for (; kx < KW; ++kx)
-                        c[kx] = 0;
-                }
-            }
-        }
-        for (int32_t k = K; k < (int32_t)Kp; ++k)
-            *c++ = 0;
-        if (++ox == OW) {
-            ox = 0;
-            ++oy;
-        }
-    }
-}"""
-
-
-COLS1 = """\
-/* Patches of a 1x1, stride 1, unpadded conv with int8 input (kernels/qgemm/pairs.py):
- * col[j * Kp + ic] = x[ic * P + p0 + j] - xzp for j < nt, ic < K, 0 for ic in [K, Kp): a
- * transposition, 2 channels x 4 positions at a time: one 32-bit load per channel, lo / hi
- * (SXTB16) to int16 pairs, the zero point off both halves (sub2), repacked (PKHBT / PKHTB)
- * into one (ic, ic + 1) word per position; the rest one value at a time. */
-static void aicc_qpcols1_SFX(size_t K, size_t P, const T *restrict x, int32_t xzp, size_t p0,
-                             size_t nt, size_t Kp, int16_t *restrict col)
-{
-    const int32_t zz = (int32_t)(((uint32_t)xzp & 0xffffu) * 0x10001u);
-    const size_t n4 = nt / 4u * 4u;
-    size_t ic = 0;
-    for (; ic + 2u <= K; ic += 2u) {
-        const T *restrict xa = x + ic * P + p0, *restrict xb = xa + P;
-        aicc_qw32 *restrict c = (aicc_qw32 *)(void *)(col + ic);
-        size_t j = 0;
-        for (; j < n4; j += 4u, c += Kp * 2u) {
-            uint32_t wa, wb;
-            memcpy(&wa, xa + j, 4);
-            memcpy(&wb, xb + j, 4);
-            const uint32_t a02 = {sub2(lo(wa), zz)}, a13 = {sub2(hi(wa), zz)};
-            const uint32_t b02 = {sub2(lo(wb), zz)}, b13 = {sub2(hi(wb), zz)};
-            c[0] = (a02 & 0xffffu) | b02 << 16;
-            c[Kp / 2u] = (a13 & 0xffffu) | b13 << 16;
-            c[Kp] = a02 >> 16 | (b02 & 0xffff0000u);
-            c[Kp / 2u * 3u] = a13 >> 16 | (b13 & 0xffff0000u);
-        }
-        for (; j < nt; ++j) {
-            col[j * Kp + ic] = (int16_t)((int32_t)xa[j] - xzp);
-            col[j * Kp + ic + 1u] = (int16_t)((int32_t)xb[j] - xzp);
-        }
-    }
-    for (; ic < Kp; ++ic)
-        for (size_t j = 0; j < nt; ++j)
-            col[j * Kp + ic] = ic < K ? (int16_t)((int32_t)x[ic * P + p0 + j] - xzp) : 0;
-}"""
 
 
 def isa_for(ctx):
@@ -529,157 +373,3 @@ def emit_matmul(ctx, op, m: int, k: int, n: int, words: np.ndarray, post) -> Non
             with ctx.block(f"for (size_t r = 0; r < ({rows}); ++r)"):
                 ctx("const size_t j = 2u * c2 + r;")
                 post("j", f"({acc} + r * {tile}u)", "nt", f"i0 * {n}u + j", f"{n}u")
-
-
-# -- depthwise ------------------------------------------------------------------------------------
-
-DW_PAIRS_MAX = 8        # tap pairs held in registers (3x3: 6)
-
-DW = """\
-/* Depthwise conv of one channel (kernels/qgemm/pairs.py): acc[r * OW + c] = sum over the taps
- * of (w - wzp) (x - xzp), @GEO@. x - xzp is written as int16 into the
- * stride phases of the padded plane xq (kernels/conv/planes_c.py's layout: every output is its
- * flat index r * wq + c plus one offset per tap; the padding stays zero: the caller zeroes xq
- * once per step). Taps whose offsets differ by one are paired (one unaligned 32-bit load, one
- * mac2 for two products); a tap without a partner meets a zero weight. */
-static void NAME(const TA *restrict x, int32_t xzp, const TB *restrict w, int32_t wzp,
-                 int16_t *restrict xq, uint32_t *restrict acc)
-{
-    const size_t H = @H@u, W = @W@u, sh = @SH@u, sw = @SW@u, pt = @PT@u, pl = @PL@u;
-    const size_t hp = @HP@u, wq = @WQ@u, PQ = @PQ@u, nx = @NX@u;
-@FILL@
-@WEIGHTS@
-    for (size_t r = 0; r < @OH@u; ++r) {
-        const int16_t *restrict s = xq + r * wq;
-        uint32_t *restrict a = acc + r * @OW@u;
-        for (size_t c = 0; c < @OW@u; ++c, ++s) {
-            uint32_t v;
-            int32_t t = 0;
-@TAPS@
-            a[c] = (uint32_t)t;
-        }
-    }
-}"""
-
-
-def dw_pairs(geo):
-    """(pairs, off, planes geometry) of a depthwise conv: pairs [(t, t2 or None)] of taps
-    whose phase-plane offsets differ by one, greedily in tap order; None when more than
-    DW_PAIRS_MAX pairs."""
-    g = geometry(geo)
-    off = g[4]
-    used, pairs = set(), []
-    for t in range(len(off)):
-        if t in used:
-            continue
-        used.add(t)
-        t2 = next((u for u in range(len(off)) if u not in used and off[u] == off[t] + 1), None)
-        if t2 is not None:
-            used.add(t2)
-        pairs.append((t, t2))
-    return (pairs, off, g) if len(pairs) <= DW_PAIRS_MAX else None
-
-
-def dw_usable(ctx, geo) -> bool:
-    """A pair ISA, one input channel per group, at most 2 spatial dims, few tap pairs."""
-    return isa_for(ctx) is not None and planes_supports(geo) and dw_pairs(geo) is not None
-
-
-def _dw_fill(sp: dict, sw: int) -> str:
-    """The phase planes' fill of an int8 input whose column stride sw is 1 or 2 (PHASE_FILL's
-    values): 4 columns per 32-bit load, lo / hi to the int16 pairs of columns (0, 2) and
-    (1, 3), the zero point off both halves (sub2); stride 1 repacks them to (0, 1), (2, 3)
-    (PKHBT / PKHTB) for the row, stride 2 stores them as they are to the two column phases;
-    the last nx % 4 columns one at a time."""
-    lo, hi = fill(sp["lo"], x="v"), fill(sp["hi"], x="v")
-    e, o = fill(sp["sub2"], a=lo, b="zz"), fill(sp["sub2"], a=hi, b="zz")
-    head = ["const int32_t zz = (int32_t)(((uint32_t)xzp & 0xffffu) * 0x10001u);",
-            "for (size_t iy = 0; iy < H && iy + pt < hp; ++iy) {",
-            "    const size_t py = iy + pt;",
-            "    int16_t *restrict qr = xq + (py % sh) * sw * PQ + py / sh * wq;",
-            "    const TA *restrict xr = x + iy * W;",
-            "    size_t ix = 0;"]
-    if sw == 1:
-        body = ["    for (; ix + 4u <= nx; ix += 4u) {",
-                "        uint32_t v;",
-                "        memcpy(&v, xr + ix, sizeof v);",
-                f"        const uint32_t e = (uint32_t){e}, o = (uint32_t){o};",
-                "        const uint32_t a = (e & 0xffffu) | o << 16;",
-                "        const uint32_t b = e >> 16 | (o & 0xffff0000u);",
-                "        memcpy(qr + pl + ix, &a, sizeof a);",
-                "        memcpy(qr + pl + ix + 2u, &b, sizeof b);",
-                "    }",
-                "    for (; ix < nx; ++ix)",
-                "        qr[pl + ix] = (int16_t)((int32_t)xr[ix] - xzp);"]
-    else:       # even columns to phase pl % 2, odd ones to the other
-        body = ["    int16_t *restrict de = qr + pl % 2u * PQ + pl / 2u;",
-                "    int16_t *restrict dd = qr + (1u - pl % 2u) * PQ + (1u + pl) / 2u;",
-                "    for (; ix + 4u <= nx; ix += 4u) {",
-                "        uint32_t v;",
-                "        memcpy(&v, xr + ix, sizeof v);",
-                f"        const uint32_t e = (uint32_t){e}, o = (uint32_t){o};",
-                "        memcpy(de + ix / 2u, &e, sizeof e);",
-                "        memcpy(dd + ix / 2u, &o, sizeof o);",
-                "    }",
-                "    for (; ix < nx; ++ix)",
-                "        (ix & 1u ? dd : de)[ix / 2u] = (int16_t)((int32_t)xr[ix] - xzp);"]
-    return "\n".join("    " + ln for ln in head + body + ["}"])
-
-
-def emit_dw(ctx, typed, geo, x: str, w: str, wz: str, acc: str, post, xdt=None) -> None:
-    """Per batch item and output channel: the channel kernel, then ``post`` (qlinear's) on its
-    plane. typed: qlinear._typed bound to the operand types; x, w: input / weight pointers;
-    wz: the C of the channel's weight zero point (``oc``); acc: numel(out) uint32 of scratch;
-    xdt: the input's dtype (int8: the packed fill); xzp declared by the caller."""
-    isa = isa_for(ctx)
-    pairs, off, (hp, wp, hq, wq, _, nxq, nf) = dw_pairs(geo)
-    k, s, d, o, _, _ = extent(geo)
-    pad = [0] * (2 - len(geo.k)) + list(geo.pad)
-    inp = [1] * (2 - len(geo.k)) + list(geo.inp)
-    H, W = inp
-    pt, pl = pad[0], pad[1]
-    nx = max(0, min(W, wp - pl)) if wp > pl else 0
-    sp = TABLES[isa]
-    if xdt is not None and np.dtype(xdt) == np.int8 and s[1] in (1, 2) and "sub2" in sp:
-        fill_c = _dw_fill(sp, s[1])
-    else:
-        fill_c = "".join("    " + ln for ln in PHASE_FILL.replace("DST", "int16_t")
-                         .replace("SRC", "TA")
-                         .replace("VALUE", "(int16_t)((int32_t)xr[ix] - xzp)")
-                         .replace("X + iy", "x + iy").splitlines(True)).rstrip("\n")
-
-    def wv(t):
-        return "0" if t is None else f"((int32_t)w[{t}] - wzp)"
-    weights = "\n".join(
-        f"    const int32_t w{i} = (int32_t)((uint32_t)(uint16_t){wv(a)} | "
-        f"(uint32_t){wv(b)} << 16);" for i, (a, b) in enumerate(pairs))
-    taps = "\n".join(
-        f"            memcpy(&v, s + {off[a]}u, sizeof v);\n"
-        f"            t = {fill(sp['mac2'], a=f'w{i}', b='(int32_t)v', c='t')};"
-        for i, (a, b) in enumerate(pairs))
-    kdesc = "x".join(str(v) for v in geo.k)
-    text = (DW.replace("@GEO@", f"{kdesc} taps, output [{o[0]}][{o[1]}], stride "
-                       f"{s[0]}x{s[1]}, phases [{hq}][{wq}]")
-            .replace("@FILL@", fill_c).replace("@WEIGHTS@", weights).replace("@TAPS@", taps)
-            .replace("@H@", str(H)).replace("@W@", str(W)).replace("@SH@", str(s[0]))
-            .replace("@SW@", str(s[1])).replace("@PT@", str(pt)).replace("@PL@", str(pl))
-            .replace("@HP@", str(hp)).replace("@WQ@", str(wq)).replace("@PQ@", str(hq * wq))
-            .replace("@NX@", str(nx)).replace("@OH@", str(o[0])).replace("@OW@", str(o[1])))
-    text = typed(text)
-    name = f"aicc_qpdw_{hashlib.sha1(text.encode()).hexdigest()[:8]}_{isa}"
-    ctx.helper(f"qpair.0.include.{isa}", include_line(isa))
-    ctx.helper(f"qpair.3.dw.{name}", text.replace("NAME", name))
-    ctx.kernel = f"{isa} qpdw"
-    xq = ctx.scratch((nxq + 2) * 2, "int16_t", "xq")
-    P = numel(geo.out)
-    in_p = numel(geo.inp)
-    ctx(f"/* {geo.describe()}: int16 pair sums over the stride phases [{hq}][{wq}] of the "
-        f"padded plane, {len(pairs)} tap pairs */")
-    with ctx.block(f"for (size_t i = 0; i < {nxq + 2}u; ++i)"):
-        ctx(f"{xq}[i] = 0;")
-    with ctx.block(f"for (size_t nb = 0; nb < {geo.batch}u; ++nb)"):
-        with ctx.block(f"for (size_t oc = 0; oc < {geo.cout}u; ++oc)"):
-            ctx(f"const size_t gi = oc / {geo.cout_g}u;")
-            ctx(f"{name}({x} + (nb * {geo.cin}u + gi) * {in_p}u, xzp, {w} + oc * {len(off)}u, "
-                f"{wz}, {xq}, {acc});")
-            post("oc", acc, f"{P}u", f"(nb * {geo.cout}u + oc) * {P}u")
