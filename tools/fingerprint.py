@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS = ("generic", "x86-avx2", "x86-avx512", "x86-avx512-vnni", "x86-avx512-amx",
-           "arm-neon", "cortex-m4")
+           "arm-neon", "arm-neon-dot", "cortex-m4")
 FILES = ("model.c", "model.h", "weights.bin", "manifest.json")
 HELPER = re.compile(r"\baicc_[A-Za-z0-9_]+")
 
