@@ -22,7 +22,7 @@ CASES = [
     ((2, 16, 9, 37), (16, 16, 3, 3), P1, {"algo": "winograd", "wino_m": 2, "wino_chan": 0},
      "Relu", "winograd F(2x2"),
     ((2, 16, 9, 11), (16, 16, 3, 3), P1, {"algo": "winograd", "wino_chan": 0}, None,
-     "winograd F(4x4"),
+     "winograd F(2x2"),                # wino_m 0 (auto): F(2,3) on every target
     ((2, 16, 7, 7), (24, 16, 3, 3), P1, {"algo": "winograd", "wino_m": 2, "wino_chan": 2},
      "Relu", "winograd F(2x2,3x3) channels"),
     ((1, 8, 10, 70), (8, 8, 3, 3), P1, {"algo": "winograd", "wino_m": 4, "wino_chan": 0},
