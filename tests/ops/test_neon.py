@@ -21,6 +21,7 @@ from aicc.targets import load_target
 from tests.oracle import assert_close, check_node, compile_and_run, make_model, reference, rng
 from tests.ops.test_conv import ACTS, CONV_CASES, CONVT_CASES
 from tests.ops.test_conv_simd import MARK, STRIDE2_ROWS, algo_of, case_data, planar, run
+from tests.ops.test_conv_winograd import convs
 
 T = "arm-neon"
 MR = ISAS["neon"].conv["mr"]        # the NEON conv schedule's row tile
@@ -72,28 +73,20 @@ def test_neon_conv_im2col_and_implicit(case, tmp_path):
 @pytest.mark.parametrize("k", [1, 3])
 def test_neon_conv_every_row_kernel(k, tmp_path):
     """Cout = 1 .. 2 * MR + 1: row tiles below one vector of A rows (broadcast), of whole
-    vectors (FMLA by element) and of both; 150 positions: panel groups and a masked tail."""
-    r = rng(k)
-    x = r.normal(size=(1, 5, 10, 15)).astype(np.float32)
+    vectors (FMLA by element) and of both; 150 positions: panel groups and a masked tail.
+    One model holds a conv per Cout (one compile)."""
     pads = {"pads": [1, 1, 1, 1]} if k == 3 else {}
-    for m in range(1, 2 * MR + 2):
-        w = (r.normal(size=(m, 5, k, k)) / np.sqrt(5 * k * k)).astype(np.float32)
-        d = tmp_path / str(m)
-        d.mkdir()
-        run(d, T, x, w, pads, seed=m, sched={"algo": "im2col"}, marker=MARK["im2col"])
+    cases = [((1, 5, 10, 15), (m, 5, k, k), pads, {"sched": {"algo": "im2col"}})
+             for m in range(1, 2 * MR + 2)]
+    convs(tmp_path, T, cases, marker=MARK["im2col"])
 
 
 def test_neon_conv_transposed_every_row_kernel(tmp_path):
     """Transposed path: the positions are the rows (patch runs of 1 .. MR floats, 4-lane
-    copies); P = 1 .. 2 * MR + 1 and Cout = 37 (panels plus a masked tail)."""
-    r = rng(11)
-    w = (r.normal(size=(37, 4, 3, 3)) / 6).astype(np.float32)
-    for p in range(1, 2 * MR + 2):
-        x = r.normal(size=(1, 4, 1, p)).astype(np.float32)
-        d = tmp_path / str(p)
-        d.mkdir()
-        run(d, T, x, w, {"pads": [1, 1, 1, 1]}, seed=p, sched={"algo": "transposed"},
-            marker=MARK["transposed"])
+    copies); P = 1 .. 2 * MR + 1 and Cout = 37 (panels plus a masked tail); one model."""
+    cases = [((1, 4, 1, p), (37, 4, 3, 3), {"pads": [1, 1, 1, 1]},
+              {"sched": {"algo": "transposed"}}) for p in range(1, 2 * MR + 2)]
+    convs(tmp_path, T, cases, marker=MARK["transposed"])
 
 
 @pytest.mark.parametrize("sched", [{"tile_kb": 3, "kc": 7}, {"kc": 1}, {"mr": 5, "jb": 32}],
