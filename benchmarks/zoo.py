@@ -18,7 +18,8 @@ optimizations) on the same seeded inputs, then
 
 Results go to build/zoo/results-TARGET.jsonl as each row finishes, so an interrupted run
 resumes where it stopped (``--redo`` measures again). ``--write`` puts the table and its
-summary in docs/PERFORMANCE.md (the ``zoo-TARGET`` section).
+summary in docs/PERFORMANCE.md (the ``zoo-TARGET`` section); ``--table`` writes it from the
+rows measured so far without measuring more.
 """
 from __future__ import annotations
 
@@ -235,13 +236,16 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per row")
     ap.add_argument("--redo", action="store_true", help="measure rows already in the results")
     ap.add_argument("--write", action="store_true", help="write the table to PERFORMANCE.md")
+    ap.add_argument("--table", action="store_true",
+                    help="only write the table of the rows measured so far (no measuring)")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.one:
         print(json.dumps(measure(a.one, a.target, a.seconds)))
         return
-    run(a)
-    if a.write:
+    if not a.table:
+        run(a)
+    if a.write or a.table:
         from .run import write_section
         write_section(ROOT / "docs" / "PERFORMANCE.md", f"zoo-{a.target}", table(a.target))
         print(table(a.target))
