@@ -209,7 +209,8 @@ def table(target: str) -> str:
             "the PyTorch module run in float64; err ratio = aicc's / onnxruntime's. validate: "
             "`aicc validate` with its defaults against onnxruntime.", "",
             f"Machine: {cpu_name()}, {platform.machine()}, {os.cpu_count()} cores (shared).", "",
-            f"{len(res)} rows, {len(ok)} built and measured; ratio median {q[1]:.2f} "
+            f"{len(res)} of the zoo's {len(rows_of())} rows, {len(ok)} built and measured; "
+            f"ratio median {q[1]:.2f} "
             f"(quartiles {q[0]:.2f}, {q[2]:.2f}); slower than onnxruntime on {len(slow)}; "
             f"err ratio above 1.25 on {len(inacc)}; validate fails on "
             f"{sum(not r['validate'] for r in ok)}.", "",
