@@ -35,19 +35,16 @@ from pathlib import Path
 
 import numpy as np
 
+from .zoo_archs import ARCHS
+
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "build" / "zoo"
-
-
-def _archs():
-    from .zoo_archs import ARCHS
-    return ARCHS
 
 
 def rows_of(k: str | None = None) -> list:
     """(key, arch, exporter) for every row, filtered by substring k."""
     out = []
-    for a in _archs():
+    for a in ARCHS:
         for e in a.exporters:
             key = f"{a.name}.{e}"
             if k is None or k in key:

@@ -91,8 +91,8 @@ class QAdd(Op):
         if qadd_simd.usable(isa, ydt.name, n):
             qadd_simd.emit(ctx, isa, ydt.name, n, (a, ctx.in_dtype(0).name),
                            (b, ctx.in_dtype(3).name), ctx.out[0], lo, hi, rnd, one)
-        elif quantize_simd.round_isa(ctx):      # the FPU's rounding conversion (isa/fpv4)
-            quantize_simd.emit_round(ctx, quantize_simd.round_isa(ctx), ydt.name, n, "",
+        elif risa := quantize_simd.round_isa(ctx):      # the FPU's rounding conversion (isa/fpv4)
+            quantize_simd.emit_round(ctx, risa, ydt.name, n, "",
                                      ctx.out[0], "sy", "zp", value=lambda k: f"{one(k)} / sy")
         else:
             ctx.kernel = "generic"

@@ -443,7 +443,7 @@ class _ConvBase(Op):
             wz = f"(int32_t){ctx.inp[self.WZ]}[{'oc' if wzn > 1 else '0'}]"
         if qgemm_pairs_dw.dw_usable(ctx, geo):
             qgemm_pairs_dw.emit_dw(ctx, lambda code: _typed(code, ta, tb), geo, ctx.inp[self.X],
-                                ctx.inp[self.W], wz or "0", acc, post, ta)
+                                   ctx.inp[self.W], wz or "0", acc, post, ta)
             return
         if qconv_planes.supports(geo):
             qconv_planes.emit(ctx, lambda code: _typed(code, ta, tb), _sfx(ta, tb), geo,

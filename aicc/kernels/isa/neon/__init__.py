@@ -39,6 +39,15 @@ static inline float32x4_t aicc_neon_mload(const float *p, size_t n)
     }
 }
 
+/* the lanes [a, b) of a vector set (a, b <= 4) */
+static inline uint32x4_t aicc_neon_lanes(size_t a, size_t b)
+{
+    static const uint32_t io[4] = {0u, 1u, 2u, 3u};
+    const uint32x4_t i = vld1q_u32(io);
+    return vandq_u32(vcgeq_u32(i, vdupq_n_u32((uint32_t)a)),
+                     vcltq_u32(i, vdupq_n_u32((uint32_t)b)));
+}
+
 static inline void aicc_neon_mstore(float *p, size_t n, float32x4_t v)
 {
     switch (n) {

@@ -10,9 +10,7 @@ TABLE: dict = dict(
 /* the first n (<= 4) floats at p, `fill` in the other lanes; nothing past p + n is read */
 static inline float32x4_t aicc_ps_mload_fill_neon(const float *p, size_t n, float fill)
 {
-    static const uint32_t lane[4] = { 0u, 1u, 2u, 3u };
-    return vbslq_f32(vcltq_u32(vld1q_u32(lane), vdupq_n_u32((uint32_t)n)),
-                     aicc_neon_mload(p, n), vdupq_n_f32(fill));
+    return vbslq_f32(aicc_neon_lanes(0, n), aicc_neon_mload(p, n), vdupq_n_f32(fill));
 }
 
 /* the int32 lanes a, b, c, d */

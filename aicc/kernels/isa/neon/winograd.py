@@ -38,7 +38,7 @@ TABLE: dict = dict(
     # registers, instead of loops through a vector buffer (x86: 16 registers)
     straight=16,
     # the blend mask `mk` of lanes [a, b) (a, b: size_t variables), and {b} where mk else {a}
-    range_mask="const uint32x4_t mk = aicc_neon_wg_range(a, b);",
+    range_mask="const uint32x4_t mk = aicc_neon_lanes(a, b);",
     blend="vbslq_f32(mk, {b}, {a})",
     # the tail of the first {n} lanes (a variable): a lane count, as the gemm mload / mstore
     # take it ({m}; isa/neon MASK)
@@ -53,17 +53,9 @@ TABLE: dict = dict(
     # C text of the inline helpers these spellings call (registered once per bundle, before
     # the transforms)
     helpers="""\
-/* NEON Winograd helpers (isa/neon/winograd.py): the lanes [a, b) of a vector set, and the two
- * shuffles of x86 _mm_shuffle_ps that the 4 x 4 transposes use: 0x44 = a0 a1 b0 b1 (ZIP1 of
- * the 64-bit pairs), 0xEE = a2 a3 b2 b3 (ZIP2); no other immediate is used. */
-static inline uint32x4_t aicc_neon_wg_range(size_t a, size_t b)
-{
-    static const uint32_t io[4] = {0u, 1u, 2u, 3u};
-    const uint32x4_t i = vld1q_u32(io);
-    return vandq_u32(vcgeq_u32(i, vdupq_n_u32((uint32_t)a)),
-                     vcltq_u32(i, vdupq_n_u32((uint32_t)b)));
-}
-
+/* NEON Winograd helper (isa/neon/winograd.py): the two shuffles of x86 _mm_shuffle_ps that
+ * the 4 x 4 transposes use: 0x44 = a0 a1 b0 b1 (ZIP1 of the 64-bit pairs), 0xEE = a2 a3 b2 b3
+ * (ZIP2); no other immediate is used. */
 static inline float32x4_t aicc_neon_wg_shuffle(float32x4_t a, float32x4_t b, int imm)
 {
     const float64x2_t x = vreinterpretq_f64_f32(a), y = vreinterpretq_f64_f32(b);
