@@ -3,6 +3,7 @@ optimizations) in the same process, interleaved run by run. Median and p90 of th
 CPU time per run, in ms."""
 from __future__ import annotations
 
+import functools
 import time
 
 import numpy as np
@@ -74,18 +75,21 @@ void aicc_prof_hook(void *user, uint32_t step, const char *op, int after)
     struct timespec t;
     int64_t *a = (int64_t *)user, ns;
     (void)op;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(CLOCK, &t);
     ns = (int64_t)t.tv_sec * 1000000000 + (int64_t)t.tv_nsec;
     if (after) a[1 + step] = ns - a[0]; else a[0] = ns;
 }
 """
 
 
-def _c_hook():
-    """(ffi, lib) of HOOK_C compiled with the host's C compiler ($CC, else cc)."""
+@functools.lru_cache(maxsize=None)
+def c_hook(clock: str = "CLOCK_MONOTONIC"):
+    """(ffi, lib) of HOOK_C reading CLOCK (CLOCK_THREAD_CPUTIME_ID: the thread's CPU time, as
+    aicc tune measures), compiled once per process with the host's C compiler ($CC, else cc)."""
     from .hostc import host_lib
-    return host_lib(HOOK_C, "void aicc_prof_hook(void *user, uint32_t step, const char *op, "
-                            "int after);", "aicchook")
+    return host_lib(HOOK_C.replace("CLOCK,", f"{clock},"),
+                    "void aicc_prof_hook(void *user, uint32_t step, const char *op, "
+                    "int after);", "aicchook")
 
 
 def profile(bundle, *, runs: int = 50, warmup: int = 5) -> dict:
@@ -96,7 +100,7 @@ def profile(bundle, *, runs: int = 50, warmup: int = 5) -> dict:
     b = load(bundle)
     feeds = random_inputs(b.inputs, 0)
     steps = b.manifest["steps"]
-    ffi, lib = _c_hook()
+    ffi, lib = c_hook()
     buf = ffi.new("int64_t[]", len(steps) + 1)
     hook = (int(ffi.cast("uintptr_t", ffi.addressof(lib, "aicc_prof_hook"))),
             int(ffi.cast("uintptr_t", buf)))

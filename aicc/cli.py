@@ -79,14 +79,16 @@ def cli(ctx, debug):
 @click.option("--name", default=None, help="Prefix of the C symbols [model].")
 @click.option("--weights-file", is_flag=True, help="Keep weights in weights.bin for the caller to load.")
 @click.option("--dump-ir", is_flag=True, help="Print the IR after import and after every pass.")
-def build(model, target, out, config, buckets, input_shape, name, weights_file, dump_ir):
+@click.option("--tuning", type=click.Path(dir_okay=False),
+              help="A tuning log (aicc tune): its schedules for the layers it measured.")
+def build(model, target, out, config, buckets, input_shape, name, weights_file, dump_ir, tuning):
     """Compile MODEL.onnx into a bundle folder."""
     from .compiler import build as do_build
     shapes = _parse_dims(input_shape, "--input-shape")
     bucket_specs = _parse_buckets(buckets)
     overrides = {"weights": {"embed": False}} if weights_file else None
     path = do_build(model, target=target, out=out, config=config, input_shapes=shapes, name=name,
-                    buckets=bucket_specs,
+                    buckets=bucket_specs, tuning=tuning,
                     dump_ir=sys.stdout if dump_ir else None, overrides=overrides)
     m = json.loads((Path(path) / "manifest.json").read_text())
     click.echo(f"built {path}: {len(m['steps'])} steps, arena {m['arena_bytes']} bytes, "
@@ -338,6 +340,14 @@ def _profile(bundle, warmup, as_json, top):
                    f"{100 * r['share']:5.1f}%  {one_line(r['node'], 60)}")
     click.echo(f"sum of step medians {res['sum_ms']:.4f} ms; run with the hook {res['hooked_ms']:.4f} "
                f"ms, without {res['plain_ms']:.4f} ms ({res['runs']} runs each)")
+
+
+def _add_commands():
+    from .tune.cli import tune
+    cli.add_command(tune)
+
+
+_add_commands()
 
 
 def one_line(msg: str, limit: int = 2000) -> str:

@@ -35,6 +35,7 @@ class Options:
     name: str = "model"
     raw: dict = None
     nodes: dict = None        # {node name: {"kernel": str, "schedule": {...}}} (YAML nodes:)
+    tuning: dict = None       # {problem key: schedule} from a tuning log (aicc/tune)
 
     @staticmethod
     def load(target: str = "generic", config=None, overrides: dict | None = None) -> "Options":
