@@ -279,21 +279,23 @@ def suffix(dtype) -> str:
     return sfx[np.dtype(dtype).name]
 
 
-def typed(code: str, dtype) -> str:
-    """The C text with TYPE and _SFX filled in for dtype."""
+def typed(code: str, dtype, isa: str | None = None) -> str:
+    """The C text with TYPE and _SFX filled in for dtype (and the ISA whose spellings it
+    holds, so its functions do not clash with the portable ones: _fpv4_f32)."""
     code = re.sub(r"\bTYPE\b", ctype(dtype), code)
-    return code.replace("_SFX", suffix(dtype))
+    return code.replace("_SFX", (f"_{isa}" if isa else "") + suffix(dtype))
 
 
-def use(ctx, dtype, *parts) -> None:
+def use(ctx, dtype, *parts, isa: str | None = None) -> None:
     """Register the params struct, the range helper and the given typed kernel parts (the
     texts above, or (key, text) pairs for kernels defined elsewhere) in dependency order:
     helpers are emitted sorted by key."""
     ctx.helper("conv.0.params", PARAMS)
     ctx.helper("conv.1.range", RANGE)
+    sfx = (f"_{isa}" if isa else "") + suffix(dtype)
     for part in parts:
         key, text = part if isinstance(part, tuple) else (_KEYS[part], part)
-        ctx.helper(f"conv.{key}{suffix(dtype)}", typed(text, dtype))
+        ctx.helper(f"conv.{key}{sfx}", typed(text, dtype, isa))
 
 
 # fixed helper keys: the sort order puts every function after the ones it calls

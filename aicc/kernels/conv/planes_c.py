@@ -18,16 +18,20 @@ entries in (nf: OH * Wq rounded up to the block).
 
 The scratch is zeroed once per step: every channel writes the same interior entries, so the
 padding stays zero. Rounding: each output is the sum of the taps' products in (ky, kx) order
-from 0, then + bias. DS-CNN on generic (SSE2, 1.09 -> 0.28 ms with conv_kernels' tile
+from 0, then + bias (on a scalar FPU with an ``fpu`` description each product a fused
+multiply-add: tile_fpu.py). DS-CNN on generic (SSE2, 1.09 -> 0.28 ms with conv_kernels' tile
 change): its first conv (1 -> 64, 10x4 stride 2) 264 -> 38 us, each depthwise 3x3 84 -> 17.
 NaN/Inf: IEEE; the padding meets the weights as real zeros (0 * Inf = NaN), dropped columns
 never reach the output.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from .base_c import suffix, use
+from .tile_fpu import FPU, fpu_isa
 
 KEY = "7.planes"
 BLOCK = 16      # outputs per block (the C text's four arrays of 4)
@@ -95,23 +99,7 @@ static void aicc_conv_planes_SFX(const aicc_conv_params *p, const TYPE *restrict
                 const TYPE bv = bias ? bias[oc] : (TYPE)0;
                 TYPE *yc = y + (n * p->group * p->cout_g + oc) * P;
                 for (size_t i = 0; i < nf; i += {BLOCK}u) {{
-                    TYPE a0[4] = {{0}}, a1[4] = {{0}}, a2[4] = {{0}}, a3[4] = {{0}};
-                    for (size_t t = 0; t < KK; ++t) {{
-                        const TYPE wt = wc[t];
-                        const TYPE *restrict s = xq + off[t] + i;
-                        for (size_t u = 0; u < 4u; ++u) {{
-                            a0[u] += wt * s[u];
-                            a1[u] += wt * s[4u + u];
-                            a2[u] += wt * s[8u + u];
-                            a3[u] += wt * s[12u + u];
-                        }}
-                    }}
-                    for (size_t u = 0; u < 4u; ++u) {{
-                        acc[i + u] = a0[u];
-                        acc[i + 4u + u] = a1[u];
-                        acc[i + 8u + u] = a2[u];
-                        acc[i + 12u + u] = a3[u];
-                    }}
+BLOCK_SUMS
                 }}
                 for (size_t r = 0; r < OH; ++r)
                     for (size_t c = 0; c < OW; ++c)
@@ -140,10 +128,57 @@ def geometry(geo):
     return hp, wp, hq, wq, off, max(s[0] * s[1] * pq, max(off) + nf), nf
 
 
+ARRAYS = """\
+                    TYPE a0[4] = {0}, a1[4] = {0}, a2[4] = {0}, a3[4] = {0};
+                    for (size_t t = 0; t < KK; ++t) {
+                        const TYPE wt = wc[t];
+                        const TYPE *restrict s = xq + off[t] + i;
+                        for (size_t u = 0; u < 4u; ++u) {
+                            a0[u] += wt * s[u];
+                            a1[u] += wt * s[4u + u];
+                            a2[u] += wt * s[8u + u];
+                            a3[u] += wt * s[12u + u];
+                        }
+                    }
+                    for (size_t u = 0; u < 4u; ++u) {
+                        acc[i + u] = a0[u];
+                        acc[i + 4u + u] = a1[u];
+                        acc[i + 8u + u] = a2[u];
+                        acc[i + 12u + u] = a3[u];
+                    }
+"""
+
+
+def _scalars(fma: str) -> str:
+    """The block of 16 sums as scalars, each product a fused multiply-add (a scalar FPU:
+    GCC kept the arrays of 4 in memory there, a load and a store per product)."""
+    ss = range(BLOCK)
+    decl = "\n".join("                    TYPE " + ", ".join(f"a{j} = 0" for j in ss[q:q + 8])
+                      + ";" for q in (0, 8))
+    body = "\n".join(f"                        a{j} = {fma.format(a='wt', b=f's[{j}]', c=f'a{j}')};"
+                      for j in ss)
+    out = "\n".join(f"                    acc[i + {j}u] = a{j};" for j in ss)
+    return f"""{decl}
+                    for (size_t t = 0; t < KK; ++t) {{
+                        const TYPE wt = wc[t];
+                        const TYPE *restrict s = xq + off[t] + i;
+{body}
+                    }}
+{out}
+"""
+
+
+def planes(fma: str | None) -> str:
+    """PLANES with its block of sums: arrays of 4 the compiler vectorizes (``a += w * x``), or,
+    on a scalar FPU with fused multiply-add (tile_fpu.fpu_isa), scalars ``a = fma(w, x, a)``."""
+    return PLANES.replace("BLOCK_SUMS\n", _scalars(fma) if fma else ARRAYS)
+
+
 def emit(ctx, geo, dt, bias: str, ep: str) -> None:
     """The step: zero the phase planes, then one kernel call."""
     hp, wp, hq, wq, off, nxq, nf = geometry(geo)
-    use(ctx, dt, (KEY, PLANES))
+    fpu = fpu_isa(ctx, dt)
+    use(ctx, dt, (KEY, planes(FPU[fpu]["fma"] if fpu else None)), isa=fpu)
     ct = ctx.out_ctype(0)
     xq = ctx.scratch(nxq * dt.itemsize, ct, "xq")
     acc = ctx.scratch(nf * dt.itemsize, ct, "acc")
@@ -155,5 +190,5 @@ def emit(ctx, geo, dt, bias: str, ep: str) -> None:
     ctx(f"static const size_t off[{len(off)}] = {{ " + ", ".join(f"{v}u" for v in off) + " };")
     with ctx.block(f"for (size_t i = 0; i < {nxq}u; ++i)"):
         ctx(f"{xq}[i] = 0;")
-    ctx(f"aicc_conv_planes{suffix(dt)}(&prm, {ctx.inp[0]}, {ctx.inp[1]}, {bias}, {ctx.out[0]}, "
+    ctx(f"aicc_conv_planes{'_' + fpu if fpu else ''}{suffix(dt)}(&prm, {ctx.inp[0]}, {ctx.inp[1]}, {bias}, {ctx.out[0]}, "
         f"{xq}, {acc}, off, {hp}u, {wp}u, {hq}u, {wq}u, {ep});")

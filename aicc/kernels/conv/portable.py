@@ -2,11 +2,13 @@
 order, portable Winograd when its schedule chooses it (kernels/winograd/portable.py), the
 phase-plane kernel for one input channel per group (planes_c.py), the direct row kernel for
 one input or one output channel per group, else im2col tiles + the 4 x 8 GEMM tile
-(gemm_c.py). Rounding and NaN/Inf: see ops/conv.py.
+(gemm_c.py; on a scalar FPU with an ``fpu`` description, tile_fpu.py's tile). Rounding and
+NaN/Inf: see ops/conv.py.
 """
 from __future__ import annotations
 
 from . import planes_c as conv_planes
+from . import tile_fpu
 from ...emit_c.loops import numel
 from ..winograd import portable as conv_winograd_p
 from .base_c import AXPY, DIRECT, PACK8, TILE, epilogue, pack_weights, packed_weights, suffix, use
@@ -23,7 +25,7 @@ def emit(ctx, node, geo, dt, bias: str) -> None:
         conv_winograd_p.emit(ctx, geo, wino, bias, ep)
         return
     if conv_planes.supports(geo):
-        ctx.kernel = "generic planes"
+        ctx.kernel = f"{tile_fpu.fpu_isa(ctx, dt) or 'generic'} planes"
         conv_planes.emit(ctx, geo, dt, bias, ep)
         return
     if geo.cin_g == 1 or geo.cout_g == 1:
@@ -35,8 +37,14 @@ def emit(ctx, node, geo, dt, bias: str) -> None:
         ctx(f"aicc_conv_direct{sfx}(&prm, {ctx.inp[0]}, {ctx.inp[1]}, {bias}, "
             f"{ctx.out[0]}, {ep});")
         return
-    use(ctx, dt, PACK8, ("4.im2col", IM2COL), TILE, ("6.gemm", GEMM))
-    ctx.kernel = "generic im2col"
+    fpu = tile_fpu.fpu_isa(ctx, dt)
+    if fpu:
+        use(ctx, dt, PACK8, ("4.im2col", IM2COL), ("5.tile", tile_fpu.tile(fpu)),
+            ("6.gemm", GEMM), isa=fpu)
+        sfx = f"_{fpu}{sfx}"
+    else:
+        use(ctx, dt, PACK8, ("4.im2col", IM2COL), TILE, ("6.gemm", GEMM))
+    ctx.kernel = f"{fpu or 'generic'} im2col"
     P = numel(geo.out)
     tile, kt = gemm_tiles(K, P)
     wp = packed_weights(ctx, dt, ctx.in_const(1),

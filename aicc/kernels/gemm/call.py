@@ -45,6 +45,7 @@ from ...emit_c.cwriter import c_literal, ctype
 from ..isa.registry import ISAS, isa_for
 from ..move.copy import avx_helper, c_helper
 from ..vmath.act import ACT, ACT_ATTRS, INT_OK, act_expr, fused_epilogue
+from ..conv.tile_fpu import FPU, fpu_isa
 from .portable import choose_nb, gemm_helper
 from .simd import ISA, WIDE, driver, nr_of, panel_vectors, register_clamp, schedule
 from .simd import step_rows
@@ -75,10 +76,11 @@ def gemm_call(ctx, plan, dt, m, n, k, a, ars, acs, bp, y, alpha=1.0, c=None, crs
     need acs == 1 (see a_rows) and apply the node's fused activation per tile."""
     L = lambda v: c_literal(v, dt)  # noqa: E731
     cexpr = c if c is not None else "NULL"
-    ctx.kernel = plan.isa or "generic"
+    fpu = fpu_isa(ctx, dt) if plan.isa is None else None
+    ctx.kernel = plan.isa or fpu or "generic"
     ctx.schedule = {**ctx.schedule, "nb": plan.nb, **(plan.sched or {})}
     if plan.isa is None:
-        fn = gemm_helper(ctx, dt, plan.nb)
+        fn = gemm_helper(ctx, dt, plan.nb, FPU.get(fpu), fpu or "")
         ctx(f"{fn}({m}u, {n}u, {k}u, {a}, {ars}u, {acs}u, {bp}, {L(alpha)},")
         ctx(f"    {cexpr}, {crs}u, {ccs}u, {L(beta)}, {y});")
         return

@@ -72,7 +72,26 @@ def _block(ct: str, rows, cols: int, a_of, ind: str) -> str:
 {ind}}}"""
 
 
-def gemm_helper(ctx, dt, nb: int) -> str:
+def _block_fpu(rows, cols: int, a_of, ind: str, fma: str) -> str:
+    """_block for a scalar FPU with fused multiply-add (an ISA description's ``fpu`` entry;
+    float32): the rows x cols sums as scalars, each product one fused multiply-add (there
+    GCC kept _block's arrays of 4 in memory: a load and a store per product)."""
+    rs, js = list(rows), range(cols)
+    decl = "\n".join(f"{ind}    float " + ", ".join(f"s{r}_{j} = 0" for j in js) + ";"
+                      for r in rs)
+    loads = "\n".join(f"{ind}        const float a{r} = {a_of(r)};" for r in rs)
+    fmas = "\n".join(f"{ind}        s{r}_{j} = {fma.format(a=f'a{r}', b=f'b[{j}]', c=f's{r}_{j}')};"
+                      for r in rs for j in js)
+    stores = "\n".join(f"{ind}    acc[{r}][jj + {j}u] = k0 ? acc[{r}][jj + {j}u] + s{r}_{j} : "
+                       f"s{r}_{j};" for r in rs for j in js)
+    return (f"{ind}for (size_t k0 = 0; k0 < K || k0 == 0; k0 += {KB}u) {{\n"
+            f"{ind}    const size_t k1 = K - k0 < {KB}u ? K : k0 + {KB}u;\n{decl}\n"
+            f"{ind}    for (size_t k = k0; k < k1; ++k) {{\n"
+            f"{ind}        const float *restrict b = bp + k * NB + jj;\n{loads}\n{fmas}\n"
+            f"{ind}    }}\n{stores}\n{ind}}}")
+
+
+def gemm_helper(ctx, dt, nb: int, fpu: dict | None = None, isa: str = "") -> str:
     """The portable kernel. Its full row blocks have the MR rows written out, each row's
     value of A read once per k: GCC 12 -O2 kept the row loop, and reloaded b[j] for each row
     (197 x 768 x 3072: 53-85 ms, depending on where the code landed, against 40-44). The
@@ -80,10 +99,19 @@ def gemm_helper(ctx, dt, nb: int) -> str:
     with 4 broadcasts and 2 loads of B: 14 of SSE2's 16 registers), and rows past the last
     full block one at a time, 1 x 16 (GEMM 512^3 on generic, SSE2: 10.8 -> 8.5 ms)."""
     ct = ctype(dt)
-    name = f"aicc_gemm_{_sfx(dt)}_nb{nb}"
-    sub, sub1 = min(nb, 8), min(nb, 16)
-    full = _block(ct, range(MR), sub, lambda r: f"A[(i + {r}u) * ars + k * acs]", " " * 20)
-    one = _block(ct, [0], sub1, lambda r: "A[(i + r) * ars + k * acs]", " " * 24)
+    name = f"aicc_gemm_{isa + '_' if fpu else ''}{_sfx(dt)}_nb{nb}"
+    a_full, a_one = (lambda r: f"A[(i + {r}u) * ars + k * acs]",
+                     lambda r: "A[(i + r) * ars + k * acs]")
+    if fpu:         # MR rows x the FPU's cols; one row x row1_cols (scalar sums)
+        if fpu["rows"] != MR:
+            raise ValueError(f"isa {isa}: the portable GEMM needs fpu rows {MR}")
+        sub, sub1 = min(nb, fpu["cols"]), min(nb, fpu["row1_cols"])
+        full = _block_fpu(range(MR), sub, a_full, " " * 20, fpu["fma"])
+        one = _block_fpu([0], sub1, a_one, " " * 24, fpu["fma"])
+    else:
+        sub, sub1 = min(nb, 8), min(nb, 16)
+        full = _block(ct, range(MR), sub, a_full, " " * 20)
+        one = _block(ct, [0], sub1, a_one, " " * 24)
     one = one.replace("acc[0][", "acc[r][")
     code = f"""\
 /* GEMM (panel width {nb}): Y[M,N] = alpha * (A @ B) + beta * C. A(i, k) = A[i*ars + k*acs];

@@ -42,6 +42,10 @@ class Isa:
                                                        # products on int16 pair MACs
     qround: dict = field(default_factory=dict)         # kernels/qgemm/quantize.py: scalar
                                                        # float -> int rounding (QuantizeLinear)
+    fpu: dict = field(default_factory=dict)            # a scalar FPU with fused multiply-add:
+                                                       # the portable float GEMMs' register
+                                                       # blocks (kernels/conv/tile_fpu.py,
+                                                       # kernels/gemm/portable.py)
     pool: dict = field(default_factory=dict)           # kernels/pool
     move: dict = field(default_factory=dict)           # kernels/move
     vmath: dict = field(default_factory=dict)          # kernels/vmath, softmax rows

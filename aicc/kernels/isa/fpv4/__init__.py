@@ -4,9 +4,12 @@ even, the reset value, which aicc's runtime never changes), saturating, NaN givi
 and the conversion in one instruction, where portable C clamps and rounds with compares
 (each a VCMP and a VMRS on this FPU) or calls libm's rintf.
 
-Only QuantizeLinear's scalar loop has an entry (``qround``: kernels/qgemm/quantize.py); every
-other family finds nothing here and stays portable C. SSAT / USAT (Armv7-M, ACLE's __ssat /
-__usat) saturate the result.
+QuantizeLinear's scalar loop has an entry (``qround``: kernels/qgemm/quantize.py): SSAT / USAT
+(Armv7-M, ACLE's __ssat / __usat) saturate the result. ``fpu``: the float GEMMs of the
+portable conv (its register tile, kernels/conv/tile_fpu.py) and of Gemm / MatMul
+(kernels/gemm/portable.py) in blocks of scalars that fit the 32 single-precision registers,
+each product a VFMA (fmaf, which GCC expands inline for this FPU). Every other family finds
+nothing here and stays portable C.
 """
 from __future__ import annotations
 
@@ -30,4 +33,8 @@ ISA = Isa(
     # rint of a float as int32 (saturating, NaN -> 0); sat: r saturated to a signed / unsigned
     # range of b bits
     qround=dict(rint="aicc_fpv4_cvtr({x})", ssat="__ssat({x}, {b})", usat="__usat({x}, {b})"),
+    # registers: 32 single-precision; fma: c + a * b rounded once; a GEMM block of rows x
+    # cols scalar sums (4 x 4: 16 sums, 4 values of A, 4 of B: 24 registers) and the width of
+    # a one-row block (1 x 16: 16 sums, 1 of A, 16 of B loaded one by one)
+    fpu=dict(registers=32, fma="fmaf({a}, {b}, {c})", rows=4, cols=4, row1_cols=16),
 )
