@@ -102,8 +102,9 @@ def fixture(name, exporter, out_dir):
     return load_fixture(name, exporter, out_dir=out_dir)
 
 
-def quantized_qdq(src: Path, path: Path, per_channel: bool = False) -> Path:
-    """``src`` quantized by onnxruntime's static quantizer in the QDQ format (uint8
+def quantized_qdq(src: Path, path: Path, per_channel: bool = False,
+                  activations: str = "uint8") -> Path:
+    """``src`` quantized by onnxruntime's static quantizer in the QDQ format (uint8 or int8
     activations, int8 weights per tensor or per output channel), calibrated on 8 seeded
     random inputs."""
     import onnx
@@ -123,7 +124,8 @@ def quantized_qdq(src: Path, path: Path, per_channel: bool = False) -> Path:
             return next(self.data, None)
 
     quantize_static(str(src), str(path), Reader(), quant_format=QuantFormat.QDQ,
-                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+                    activation_type=QuantType.QInt8 if activations == "int8" else QuantType.QUInt8,
+                    weight_type=QuantType.QInt8,
                     per_channel=per_channel)
     return path
 
