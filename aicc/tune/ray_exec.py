@@ -70,6 +70,7 @@ class RayExecutor:
             _check_address(address)
         try:
             ray.init(address=None if self.started else address, include_dashboard=False,
+                     **({"_node_ip_address": "127.0.0.1"} if self.started else {}),
                      logging_level="ERROR", log_to_driver=False,
                      **({"num_cpus": max(2, _cpus())} if self.started else {}))
         except Exception as e:  # noqa: BLE001 - Ray raises several kinds
