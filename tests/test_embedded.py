@@ -3,7 +3,7 @@ and CMake (aicc.cmake), the arm-neon target under qemu-aarch64 and cortex-m4 und
 qemu-system-arm (MPS2 AN386, semihosting), on the four MLPerf-Tiny-class models; outputs must
 match the host build and onnxruntime (rtol 1e-4, atol 1e-5). cortex-m7 (MPS2 AN500) and
 cortex-m55 (MPS3 AN547) run a float conv net, a float MatMul net and two int8 conv nets
-through aicc's runner on their boards. Sizes from the target's `size`.
+through aicc's runner on their boards, and the example app. Sizes from the target's `size`.
 
 Cross tests skip only when the target's toolchain or emulator is missing (`make test` and
 `make embedded-check` install them first: make cross-toolchain)."""
@@ -242,7 +242,7 @@ def _cross_outputs(target, path, hdr, want, out_dir, *make_args) -> dict:
     under its emulator (it must print PASS) and return its outputs by name."""
     _make("app", f"PLATFORM={target}", f"MODEL={path}", f"DATA={hdr}", f"OUT={out_dir}",
           *make_args)
-    exe = out_dir / ("app.elf" if target == "cortex-m4" else "app")
+    exe = out_dir / ("app.elf" if target.startswith("cortex-m") else "app")
     r = subprocess.run(load_target(target).run_command(exe), capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0 and "PASS" in r.stdout, r.stdout[-2000:] + r.stderr[-2000:]
@@ -299,19 +299,50 @@ def test_cross_portable_winograd_opt_in(models, target, tmp_path):
     assert_close(got, want, rtol=1e-4, atol=1e-5)
 
 
+def _symbols(elf) -> dict:
+    """name -> (address, section) of the ELF's symbols."""
+    syms = subprocess.run(["arm-none-eabi-objdump", "-t", str(elf)], capture_output=True,
+                          text=True, check=True).stdout
+    place = {}
+    for ln in syms.splitlines():
+        parts = ln.split()
+        if len(parts) >= 4 and re.fullmatch(r"[0-9a-f]{8}", parts[0]):
+            place[parts[-1]] = (int(parts[0], 16), parts[-3])
+    return place
+
+
+# the boards' memory maps (runtime_c/boards/*/*.ld): [start, end) of code, weights, arena, stack
+BOARD_MAP = {"cortex-m7": {"code": (0, 0x400000), "weights": (0, 0x400000),
+                           "arena": (0x20000000, 0x20400000), "stack": (0x20000000, 0x20400001)},
+             "cortex-m55": {"code": (0, 0x80000), "weights": (0x28000000, 0x28800000),
+                            "arena": (0x21000000, 0x21400000), "stack": (0x20000000, 0x20080001)}}
+
+
+@pytest.mark.parametrize("target", [pytest.param(t, marks=_needs(t)) for t in CORTEX_M])
+def test_cortex_m7_m55_example_app_and_placement(models, target, tmp_path):
+    """The example app (make PLATFORM=cortex-m7 / cortex-m55, the weights and arena sections of
+    cortex-m4/sections.yaml) passes on its board, matches the host build, and its code,
+    weights, arena and stack sit where the board's linker script says (the M55: code in the
+    ITCM, weights in the QSPI flash, arena in the ISRAM, stack in the DTCM)."""
+    path, hdr, feeds, want, host = models["dscnn"]
+    got = _cross_outputs(target, path, hdr, want, tmp_path)
+    assert_close(got, host, rtol=1e-4, atol=1e-5)
+    place = _symbols(tmp_path / "app.elf")
+    where = {"code": place["Reset_Handler"][0], "weights": place["model_weights"][0],
+             "arena": place["arena"][0], "stack": place["_estack"][0]}
+    for k, (lo, hi) in BOARD_MAP[target].items():
+        assert lo <= where[k] < hi, (k, hex(where[k]))
+    assert place["vectors"][0] == 0 and place["arena"][1] == ".aicc_arena"
+    assert place["model_weights"][1] == ".aicc_weights"
+
+
 @_needs("cortex-m4")
 def test_cortex_m4_sections_sizes_and_cmake(models, tmp_path):
     """Weights in their own flash section, arena in its own RAM section (YAML options), the
     runtime under 2 KB, aicc inspect --size in the manifest, and the CMake cross build."""
     path, hdr, *_ = models["dscnn"]
     _make("app", "PLATFORM=cortex-m4", f"MODEL={path}", f"DATA={hdr}", f"OUT={tmp_path}")
-    syms = subprocess.run(["arm-none-eabi-objdump", "-t", str(tmp_path / "app.elf")],
-                          capture_output=True, text=True, check=True).stdout
-    place = {}
-    for ln in syms.splitlines():
-        parts = ln.split()
-        if parts and parts[-1] in ("model_weights", "arena"):
-            place[parts[-1]] = (int(parts[0], 16), parts[-3])
+    place = _symbols(tmp_path / "app.elf")
     assert place["model_weights"][1] == ".aicc_weights" and place["model_weights"][0] < 0x400000
     assert place["arena"][1] == ".aicc_arena" and 0x20000000 <= place["arena"][0] < 0x20400000
     assert place["arena"][0] % 64 == 0
