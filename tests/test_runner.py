@@ -1,8 +1,9 @@
 """Runners (aicc/runner, docs/EMBEDDED.md): aicc run, validate, golden record/check and bench on
 bundles this machine cannot load: arm-neon under qemu-aarch64, cortex-m4 on the emulated MPS2
 board (semihosting; bench also cortex-m7 on MPS2 AN500 and cortex-m55 on MPS3 AN547), through
-a command template, and on a "device" over ssh (an sshd this test starts on 127.0.0.1). Outputs are compared with onnxruntime's; exit codes as on the host;
-instruction counts from aicc's QEMU plugin (make qemu-plugin)."""
+a command template, and on a "device" over ssh (an sshd this test starts on 127.0.0.1).
+Outputs are compared with onnxruntime's; exit codes as on the host; instruction counts from
+aicc's QEMU plugin (make qemu-plugin)."""
 import json
 import os
 import shutil

@@ -1,6 +1,6 @@
 """The Cortex-M DSP pair kernels (kernels/qgemm/pairs.py, isa/dsp: SXTB16 / SMLAD) on
-cortex-m4, cortex-m7 and cortex-m55 under qemu, against the generic target's bundle (the portable
-kernels) and exact integer sums.
+cortex-m4, cortex-m7 and cortex-m55 under qemu, against the generic target's bundle (the
+portable kernels) and exact integer sums.
 
 One model with the kernels' tails and fallbacks: ConvInteger (int32 sums, compared exactly
 with a float64 reference) on the dot kernel with an odd channel count, K not a multiple of 4,
@@ -31,7 +31,7 @@ from tests.ops.test_qlinear import _conv_ref
 
 M4 = "cortex-m4"
 # the targets with the DSP extension's kernels: cortex-m7 and cortex-m55 extend cortex-m4 (the
-# same kernels; their FPUs have double precision, so the store requantizes in float64)
+# same kernels and integer requantization, compiled for their cores)
 DSP_TARGETS = [pytest.param(t, marks=pytest.mark.skipif(bool(load_target(t).missing_tools()),
                                                         reason="make cross-toolchain"))
                for t in (M4, "cortex-m7", "cortex-m55")]
