@@ -61,6 +61,8 @@ embedded-check: setup cross-toolchain
 	for p in host arm-neon cortex-m4; do \
 	  $(MAKE) --no-print-directory -C $(EMB) PLATFORM=$$p run && \
 	  $(MAKE) --no-print-directory -C $(EMB) PLATFORM=$$p cmake || exit 1; done
+	for p in cortex-m7 cortex-m55; do \
+	  $(MAKE) --no-print-directory -C $(EMB) PLATFORM=$$p run || exit 1; done
 	$(BIN)/aicc inspect $(EMB)/build/arm-neon/bundle --size
 	$(BIN)/aicc inspect $(EMB)/build/cortex-m4/bundle --size
 	$(BIN)/python $(EMB)/size_table.py

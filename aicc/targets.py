@@ -26,6 +26,11 @@ class Target:
     # kernels requantize in 32-bit integer arithmetic (kernels/qgemm/fixed.py) and round
     # quantized values in float32, with no soft-double or libm call on the int8 run path
     double_fpu: bool = True
+    # how the int8 kernels requantize their int32 sums: "integer" (kernels/qgemm/fixed.py, 32-bit
+    # integer arithmetic) or "float" (float64, or float32 rows checked for ties: loops written
+    # for SIMD hosts); the YAML's ``requant``, by default "integer" without double-precision
+    # hardware, else "float". The values are the same.
+    requant: str = "float"
     kernels: tuple = field(default_factory=tuple)   # allowed kernel variants, best first
     # schedule parameters per op family (e.g. {"gemm": {"kc": 256}}), read by the emitters
     schedule: dict = field(default_factory=dict, hash=False)
@@ -135,13 +140,17 @@ def _target_dict(name: str, seen=()) -> dict:
 
 def load_target(name: str) -> Target:
     d = _target_dict(name)
+    double_fpu = bool(d.get("double_fpu", True))
+    requant = str(d.get("requant") or ("float" if double_fpu else "integer"))
+    if requant not in ("integer", "float"):
+        raise ConfigError(f"target file {name}.yaml: requant '{requant}' (integer, float)")
     try:
         return Target(base=d.get("_base"), name=d["name"], description=d.get("description", ""),
                       cflags=tuple(d.get("cflags", [])),
                       opt_cflags=tuple(d.get("opt_cflags", ["-O2"])),
                       vector_bytes=int(d.get("vector_bytes", 16)),
                       alignment=int(d.get("alignment", 64)),
-                      double_fpu=bool(d.get("double_fpu", True)),
+                      double_fpu=double_fpu, requant=requant,
                       kernels=tuple(d.get("kernels", ["generic"])),
                       schedule=dict(d.get("schedule") or {}),
                       cpu_flags=tuple(d.get("cpu_flags") or ()),

@@ -1,7 +1,9 @@
 """Embedded pipelines (docs/EMBEDDED.md): examples/embedded built with Make (include model.mk)
 and CMake (aicc.cmake), the arm-neon target under qemu-aarch64 and cortex-m4 under
 qemu-system-arm (MPS2 AN386, semihosting), on the four MLPerf-Tiny-class models; outputs must
-match the host build and onnxruntime (rtol 1e-4, atol 1e-5). Sizes from the target's `size`.
+match the host build and onnxruntime (rtol 1e-4, atol 1e-5). cortex-m7 (MPS2 AN500) and
+cortex-m55 (MPS3 AN547) run a float conv net, a float MatMul net and two int8 conv nets
+through aicc's runner on their boards, and the example app. Sizes from the target's `size`.
 
 Cross tests skip only when the target's toolchain or emulator is missing (`make test` and
 `make embedded-check` install them first: make cross-toolchain)."""
@@ -26,11 +28,14 @@ from tests.oracle import STRICT_CFLAGS, assert_close, reference
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EMB = os.path.join(ROOT, "examples", "embedded")
 CROSS = ("arm-neon", "cortex-m4")
+# run by aicc's runner (the harness linked with the target YAML's board), not the example app
+CORTEX_M = ("cortex-m7", "cortex-m55")
 # MLPerf Tiny: keyword spotting, image classification, anomaly detection, visual wake words
 MODELS = {"dscnn": None, "resnet8": ("resnet8", "ts"),
           "fc_autoencoder": ("fc_autoencoder", "dynamo"),
           "mobilenetv1_025": ("mobilenetv1_025", "ts"),
-          "qcnn": "int8"}      # QLinearConv chain (_qcnn): the portable integer kernels
+          "qcnn": "int8",      # QLinearConv chain (_qcnn): the integer kernels
+          "dscnn_qdq": "qdq"}  # DS-CNN quantized by onnxruntime (_qdq): fuse-qdq's integer kernels
 OUT_RE = re.compile(r"^out (\d+) (\d+) 0x([0-9a-f]{8})$", re.M)
 
 
@@ -70,19 +75,60 @@ def _qcnn(path):
     return str(path)
 
 
+def _qdq(path):
+    """examples/kws_dscnn.onnx quantized by onnxruntime's static quantizer in the QDQ format:
+    int8 activations, per-channel int8 weights (as the MLPerf Tiny int8 models), calibrated on 8
+    seeded standard normal inputs."""
+    import logging
+
+    from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
+                                          quantize_static)
+    src = os.path.join(ROOT, "examples", "kws_dscnn.onnx")
+    inp = onnx.load(src).graph.input[0]
+    shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            r = np.random.default_rng(3)
+            self.data = iter([{inp.name: r.standard_normal(shape).astype(np.float32)}
+                              for _ in range(8)])
+
+        def get_next(self):
+            return next(self.data, None)
+
+    level = logging.getLogger().level
+    logging.getLogger().setLevel(logging.ERROR)      # the quantizer's advice
+    try:
+        quantize_static(src, str(path), Reader(), quant_format=QuantFormat.QDQ,
+                        activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
+                        per_channel=True)
+    finally:
+        logging.getLogger().setLevel(level)
+    return str(path)
+
+
 def _model(name, tmp):
     spec = MODELS[name]
     if spec is None:
         return os.path.join(ROOT, "examples", "kws_dscnn.onnx")
     if spec == "int8":
         return _qcnn(tmp / f"{name}.onnx")
+    if spec == "qdq":
+        return _qdq(tmp / f"{name}.onnx")
     return str(load_fixture(*spec, out_dir=tmp))
 
 
-def _ort_tol(name):
-    """(rtol, atol) against onnxruntime: one output quantization step for the int8 chain
+def _ort_tol(name, path):
+    """(rtol, atol) against onnxruntime: one output quantization step for the int8 models
     (onnxruntime requantizes in float32, aicc as onnx.reference in float64)."""
-    return (0, 0.03 + 1e-6) if MODELS[name] == "int8" else (1e-4, 1e-5)
+    if MODELS[name] == "int8":
+        return (0, 0.03 + 1e-6)
+    if MODELS[name] == "qdq":           # the scale of the DequantizeLinear giving the output
+        g = onnx.load(path).graph
+        dq = next(n for n in g.node if n.output[0] == g.output[0].name)
+        scale = next(t for t in g.initializer if t.name == dq.input[1])
+        return (0, float(onnx.numpy_helper.to_array(scale)) * 1.001)
+    return (1e-4, 1e-5)
 
 
 def _make(*args):
@@ -128,7 +174,7 @@ def models(tmp_path_factory):
         want = reference(model, feeds)
         host = aicc.load(aicc.build(path, target="generic", out=tmp / f"{name}_host"),
                          cflags=STRICT_CFLAGS).run(feeds)
-        rtol, atol = _ort_tol(name)
+        rtol, atol = _ort_tol(name, path)
         assert_close(host, want, rtol=rtol, atol=atol)
         out[name] = (path, hdr, feeds, want, host)
     return out
@@ -148,7 +194,15 @@ def test_cross_targets_are_data_and_not_runnable_here():
         assert "arm-neon" not in runnable_targets()
     r = subprocess.run([sys.executable, "-m", "aicc.cli", "targets"], capture_output=True,
                        text=True)
-    assert r.returncode == 0 and "arm-neon" in r.stdout and "cortex-m4" in r.stdout
+    assert r.returncode == 0 and all(t in r.stdout for t in CROSS + CORTEX_M)
+    m7, m55 = load_target("cortex-m7"), load_target("cortex-m55")
+    for t, cpu, board in ((m7, "cortex-m7", "mps2-an500"), (m55, "cortex-m55", "mps3-an547")):
+        assert t.base == "cortex-m4" and t.kernels == m4.kernels and t.cc == m4.cc
+        assert f"-mcpu={cpu}" in t.cflags and "-mfloat-abi=hard" in t.cflags
+        assert t.double_fpu and t.requant == "integer" and not t.hosted
+        assert t.run[t.run.index("-M") + 1] == board and t.run[t.run.index("-cpu") + 1] == cpu
+        assert any(board in f for f in t.board["ldflags"]) and cpu not in runnable_targets()
+    assert "-mfpu=fpv5-d16" in m7.cflags and m4.requant == "integer" and not m4.double_fpu
 
 
 def test_host_app_with_make_and_cmake(tmp_path):
@@ -188,7 +242,7 @@ def _cross_outputs(target, path, hdr, want, out_dir, *make_args) -> dict:
     under its emulator (it must print PASS) and return its outputs by name."""
     _make("app", f"PLATFORM={target}", f"MODEL={path}", f"DATA={hdr}", f"OUT={out_dir}",
           *make_args)
-    exe = out_dir / ("app.elf" if target == "cortex-m4" else "app")
+    exe = out_dir / ("app.elf" if target.startswith("cortex-m") else "app")
     r = subprocess.run(load_target(target).run_command(exe), capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0 and "PASS" in r.stdout, r.stdout[-2000:] + r.stderr[-2000:]
@@ -201,8 +255,29 @@ def test_cross_matches_host_under_qemu(models, name, target, tmp_path):
     path, hdr, feeds, want, host = models[name]
     got = _cross_outputs(target, path, hdr, want, tmp_path)
     assert_close(got, host, rtol=1e-4, atol=1e-5)       # the host build of the same model
-    rtol, atol = _ort_tol(name)
+    rtol, atol = _ort_tol(name, path)
     assert_close(got, want, rtol=rtol, atol=atol)       # onnxruntime
+
+
+@pytest.mark.parametrize("target", [pytest.param(t, marks=_needs(t)) for t in CORTEX_M])
+@pytest.mark.parametrize("name", ["dscnn", "fc_autoencoder", "qcnn", "dscnn_qdq"])
+def test_cortex_m7_m55_match_onnxruntime_under_qemu(models, name, target, tmp_path):
+    """cortex-m7 on QEMU's MPS2 AN500 and cortex-m55 on its MPS3 AN547 (the boards of the
+    target YAMLs: runtime_c/boards/mps2-an500/, mps3-an547/): a float conv net (DS-CNN), a
+    float MatMul net (the FC autoencoder), two int8 conv nets on the DSP pair kernels with
+    the integer requantization; outputs as the host build's and onnxruntime's."""
+    from aicc.runner import open_bundle
+    path, hdr, feeds, want, host = models[name]
+    b = aicc.build(path, target=target, out=tmp_path / "b")
+    got = open_bundle(b).run(feeds)
+    assert sorted(got) == sorted(want)
+    assert_close(got, host, rtol=1e-4, atol=1e-5)
+    rtol, atol = _ort_tol(name, path)
+    assert_close(got, want, rtol=rtol, atol=atol)
+    if MODELS[name] in ("int8", "qdq"):
+        steps = json.loads((b / "manifest.json").read_text())["steps"]
+        assert {"dsp qpdot2", "dsp qpdw"} <= {s.get("kernel") for s in steps}
+        assert "aicc_rqrowi_" in (b / "model.c").read_text()      # requant: integer
 
 
 @pytest.mark.parametrize("target", [pytest.param(t, marks=_needs(t)) for t in CROSS])
@@ -224,19 +299,50 @@ def test_cross_portable_winograd_opt_in(models, target, tmp_path):
     assert_close(got, want, rtol=1e-4, atol=1e-5)
 
 
+def _symbols(elf) -> dict:
+    """name -> (address, section) of the ELF's symbols."""
+    syms = subprocess.run(["arm-none-eabi-objdump", "-t", str(elf)], capture_output=True,
+                          text=True, check=True).stdout
+    place = {}
+    for ln in syms.splitlines():
+        parts = ln.split()
+        if len(parts) >= 4 and re.fullmatch(r"[0-9a-f]{8}", parts[0]):
+            place[parts[-1]] = (int(parts[0], 16), parts[-3])
+    return place
+
+
+# the boards' memory maps (runtime_c/boards/*/*.ld): [start, end) of code, weights, arena, stack
+BOARD_MAP = {"cortex-m7": {"code": (0, 0x400000), "weights": (0, 0x400000),
+                           "arena": (0x20000000, 0x20400000), "stack": (0x20000000, 0x20400001)},
+             "cortex-m55": {"code": (0, 0x80000), "weights": (0x28000000, 0x28800000),
+                            "arena": (0x21000000, 0x21400000), "stack": (0x20000000, 0x20080001)}}
+
+
+@pytest.mark.parametrize("target", [pytest.param(t, marks=_needs(t)) for t in CORTEX_M])
+def test_cortex_m7_m55_example_app_and_placement(models, target, tmp_path):
+    """The example app (make PLATFORM=cortex-m7 / cortex-m55, the weights and arena sections of
+    cortex-m4/sections.yaml) passes on its board, matches the host build, and its code,
+    weights, arena and stack sit where the board's linker script says (the M55: code in the
+    ITCM, weights in the QSPI flash, arena in the ISRAM, stack in the DTCM)."""
+    path, hdr, feeds, want, host = models["dscnn"]
+    got = _cross_outputs(target, path, hdr, want, tmp_path)
+    assert_close(got, host, rtol=1e-4, atol=1e-5)
+    place = _symbols(tmp_path / "app.elf")
+    where = {"code": place["Reset_Handler"][0], "weights": place["model_weights"][0],
+             "arena": place["arena"][0], "stack": place["_estack"][0]}
+    for k, (lo, hi) in BOARD_MAP[target].items():
+        assert lo <= where[k] < hi, (k, hex(where[k]))
+    assert place["vectors"][0] == 0 and place["arena"][1] == ".aicc_arena"
+    assert place["model_weights"][1] == ".aicc_weights"
+
+
 @_needs("cortex-m4")
 def test_cortex_m4_sections_sizes_and_cmake(models, tmp_path):
     """Weights in their own flash section, arena in its own RAM section (YAML options), the
     runtime under 2 KB, aicc inspect --size in the manifest, and the CMake cross build."""
     path, hdr, *_ = models["dscnn"]
     _make("app", "PLATFORM=cortex-m4", f"MODEL={path}", f"DATA={hdr}", f"OUT={tmp_path}")
-    syms = subprocess.run(["arm-none-eabi-objdump", "-t", str(tmp_path / "app.elf")],
-                          capture_output=True, text=True, check=True).stdout
-    place = {}
-    for ln in syms.splitlines():
-        parts = ln.split()
-        if parts and parts[-1] in ("model_weights", "arena"):
-            place[parts[-1]] = (int(parts[0], 16), parts[-3])
+    place = _symbols(tmp_path / "app.elf")
     assert place["model_weights"][1] == ".aicc_weights" and place["model_weights"][0] < 0x400000
     assert place["arena"][1] == ".aicc_arena" and 0x20000000 <= place["arena"][0] < 0x20400000
     assert place["arena"][0] % 64 == 0

@@ -1,8 +1,9 @@
 """Runners (aicc/runner, docs/EMBEDDED.md): aicc run, validate, golden record/check and bench on
 bundles this machine cannot load: arm-neon under qemu-aarch64, cortex-m4 on the emulated MPS2
-board (semihosting), through a command template, and on a "device" over ssh (an sshd this test
-starts on 127.0.0.1). Outputs are compared with onnxruntime's; exit codes as on the host;
-instruction counts from aicc's QEMU plugin (make qemu-plugin)."""
+board (semihosting; bench also cortex-m7 on MPS2 AN500 and cortex-m55 on MPS3 AN547), through
+a command template, and on a "device" over ssh (an sshd this test starts on 127.0.0.1).
+Outputs are compared with onnxruntime's; exit codes as on the host; instruction counts from
+aicc's QEMU plugin (make qemu-plugin)."""
 import json
 import os
 import shutil
@@ -24,6 +25,8 @@ from tests.oracle import assert_close, reference
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KWS = os.path.join(ROOT, "examples", "kws_dscnn.onnx")
 CROSS = ("arm-neon", "cortex-m4")
+# aicc bench's instruction counts on every Cortex-M target's board
+BENCH = CROSS + ("cortex-m7", "cortex-m55")
 
 
 def _needs(target):
@@ -47,10 +50,21 @@ def _feeds(model_path, seed=0):
             .astype(np.float32) for i in m.graph.input}
 
 
+class _Bundles(dict):
+    """target -> the DS-CNN bundle built for it, built on first use."""
+
+    def __init__(self, tmp):
+        super().__init__()
+        self.tmp = tmp
+
+    def __missing__(self, target):
+        self[target] = aicc.build(KWS, target=target, out=self.tmp / target)
+        return self[target]
+
+
 @pytest.fixture(scope="module")
 def kws_bundles(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("runner")
-    return {t: aicc.build(KWS, target=t, out=tmp / t) for t in CROSS}
+    return _Bundles(tmp_path_factory.mktemp("runner"))
 
 
 @pytest.mark.parametrize("target", [pytest.param(t, marks=_needs(t)) for t in CROSS])
@@ -92,7 +106,7 @@ def test_validate_mismatch_exits_1(kws_bundles, target, tmp_path):
 
 
 @needs_plugin
-@pytest.mark.parametrize("target", [pytest.param(t, marks=_needs(t)) for t in CROSS])
+@pytest.mark.parametrize("target", [pytest.param(t, marks=_needs(t)) for t in BENCH])
 def test_bench_counts_instructions(kws_bundles, target):
     b = kws_bundles[target]
     r = aicc_cli("bench", b, "--json")
@@ -100,6 +114,9 @@ def test_bench_counts_instructions(kws_bundles, target):
     res = json.loads(r.stdout)
     n = res["aicc"]["instructions"]
     assert "not time" in res["counter"]
+    run = load_target(target).run
+    if "-M" in run:                                      # counted on the target's board
+        assert res["emulator"] == f"qemu-system-arm -M {run[run.index('-M') + 1]} -cpu {target}"
     # DS-CNN: 2.66 M multiply-adds; at least one instruction per 4 of them, and far below
     # what ten instructions per multiply-add would be
     assert 2.66e6 / 4 < n < 2.66e7

@@ -83,3 +83,16 @@ def test_yaml_on_off_modes(tdir, tmp_path_factory):
     cfg.write_text("pipeline:\n  - layout-nhwc: [off]\n")
     with pytest.raises(ConfigError, match="'layout-nhwc': options must be a mapping"):
         Options.load("child", cfg)
+
+
+def test_requant_follows_double_fpu_unless_set(tdir):
+    """``requant``: the int8 kernels' requantization; "integer" by default without a
+    double-precision FPU, "float" with one; a child may set it (cortex-m7, cortex-m55)."""
+    _write(tdir, "nodp", "name: nodp\nextends: base\ndouble_fpu: false\n")
+    _write(tdir, "dp", "name: dp\nextends: nodp\ndouble_fpu: true\n")
+    _write(tdir, "dpint", "name: dpint\nextends: dp\nrequant: integer\n")
+    _write(tdir, "bad", "name: bad\nextends: base\nrequant: fixed\n")
+    assert load_target("base").requant == "float" and load_target("nodp").requant == "integer"
+    assert load_target("dp").requant == "float" and load_target("dpint").requant == "integer"
+    with pytest.raises(ConfigError, match="bad.yaml: requant 'fixed'"):
+        load_target("bad")

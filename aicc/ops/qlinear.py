@@ -15,9 +15,10 @@ Zero points and scales (constants or run-time tensors):
 Requantization (QLinear*): ``y = saturate(rint(acc * m) + y_zp)`` with ``m = a_scale *
 b_scale / y_scale`` computed in float32 and ``acc * m`` in float64, as onnx.reference does
 (onnxruntime multiplies in float32; the two can differ by one unit on near-ties). Rounding is
-half to even; NaN (a NaN or zero scale) gives y_zp; +-Inf saturates. On targets without
-double-precision hardware (the target's ``double_fpu: false``: cortex-m4) the same values come
-from 32-bit integer arithmetic (kernels/qgemm/fixed.py: no soft-double or libm call).
+half to even; NaN (a NaN or zero scale) gives y_zp; +-Inf saturates. On targets with
+``requant: integer`` (the Cortex-M targets; the default without double-precision hardware) the
+same values come from 32-bit integer arithmetic (kernels/qgemm/fixed.py: no soft-double or libm
+call).
 float16/bfloat16 scales and 8-bit float operands are refused by check().
 """
 from __future__ import annotations
@@ -359,7 +360,7 @@ class QLinearMatMul(_MatMulBase):
 
     def _emit_fixed(self, node, ctx, bss):
         """The portable loops with the requantization in integers (kernels/qgemm/fixed.py:
-        targets without double-precision hardware)."""
+        targets with ``requant: integer``)."""
         ydt = ctx.out_dtype(0)
         yct = ctype(ydt)
         pb, k, n = (lambda d: (d[1], d[4], d[5]))(batch_dims(ctx.in_shape(0), ctx.in_shape(3)))
@@ -538,7 +539,7 @@ class QLinearConv(_ConvBase):
 
     def _emit_fixed(self, node, ctx, wsn, bias):
         """The portable conv loops with the requantization in integers (kernels/qgemm/
-        fixed.py: targets without double-precision hardware), given the build's bound on the
+        fixed.py: targets with ``requant: integer``), given the build's bound on the
         sums."""
         ydt = ctx.out_dtype(0)
         geo = ConvGeometry(self, node, ctx.in_shape(self.X), ctx.in_shape(self.W))

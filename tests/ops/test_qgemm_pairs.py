@@ -1,6 +1,6 @@
 """The Cortex-M DSP pair kernels (kernels/qgemm/pairs.py, isa/dsp: SXTB16 / SMLAD) on
-cortex-m4 under qemu, against the generic target's bundle (the portable kernels) and exact
-integer sums.
+cortex-m4, cortex-m7 and cortex-m55 under qemu, against the generic target's bundle (the
+portable kernels) and exact integer sums.
 
 One model with the kernels' tails and fallbacks: ConvInteger (int32 sums, compared exactly
 with a float64 reference) on the dot kernel with an odd channel count, K not a multiple of 4,
@@ -30,8 +30,11 @@ from tests.oracle import PLAIN_CFLAGS, STRICT_CFLAGS, make_model
 from tests.ops.test_qlinear import _conv_ref
 
 M4 = "cortex-m4"
-needs_m4 = pytest.mark.skipif(bool(load_target(M4).missing_tools()),
-                              reason="make cross-toolchain")
+# the targets with the DSP extension's kernels: cortex-m7 and cortex-m55 extend cortex-m4 (the
+# same kernels and integer requantization, compiled for their cores)
+DSP_TARGETS = [pytest.param(t, marks=pytest.mark.skipif(bool(load_target(t).missing_tools()),
+                                                        reason="make cross-toolchain"))
+               for t in (M4, "cortex-m7", "cortex-m55")]
 
 
 def test_arrange_layout():
@@ -129,17 +132,17 @@ def _model(r):
     return make_model(nodes, feeds, outs, inits, opset=13), feeds, refs
 
 
-@needs_m4
-def test_m4_pair_kernels_match_generic_and_exact_sums(tmp_path):
+@pytest.mark.parametrize("target", DSP_TARGETS)
+def test_pair_kernels_match_generic_and_exact_sums(target, tmp_path):
     model, feeds, refs = _model(np.random.default_rng(51))
     path = tmp_path / "m.onnx"
     onnx.save(model, str(path))
     outs = {}
-    for target in (M4, "generic"):
-        b = aicc.build(path, target=target, out=tmp_path / target)
-        outs[target] = open_bundle(b, cflags=PLAIN_CFLAGS if target == M4 else STRICT_CFLAGS) \
+    for t in (target, "generic"):
+        b = aicc.build(path, target=t, out=tmp_path / t)
+        outs[t] = open_bundle(b, cflags=PLAIN_CFLAGS if t == target else STRICT_CFLAGS) \
             .run(feeds)
-    steps = json.loads((tmp_path / M4 / "manifest.json").read_text())["steps"]
+    steps = json.loads((tmp_path / target / "manifest.json").read_text())["steps"]
     kern = {s["outputs"][0]: s.get("kernel", "") for s in steps}
     for k, v in kern.items():       # the pair kernels, or the portable fallbacks
         want = ("fpv4" if k.startswith("q_") else "generic idot4" if k == "dot_wide" else
@@ -147,7 +150,7 @@ def test_m4_pair_kernels_match_generic_and_exact_sums(tmp_path):
                 "dsp qpgemv4" if k in ("mm_a1", "qmv") else
                 "dsp qpdw" if k.startswith(("dw", "qdw")) else "dsp qpdot2")
         assert v == want, (k, v)
-    got, gen = outs[M4], outs["generic"]
+    got, gen = outs[target], outs["generic"]
     for k in gen:
         np.testing.assert_array_equal(got[k], gen[k], err_msg=k)
     for k, ref in refs.items():

@@ -1,8 +1,9 @@
-"""Requantization in 32-bit integer arithmetic, for targets without double-precision hardware
-(the target YAML's ``double_fpu: false``; cortex-m4, whose FPv4-SP makes every double a libgcc
-call): the int32 sums of QLinearConv / QLinearMatMul on the portable and pair kernels
-(kernels/qgemm/portable.py, pairs.py, ops/qlinear.py) become outputs with no float64 and no libm
-call.
+"""Requantization in 32-bit integer arithmetic, for targets whose YAML says ``requant: integer``
+(the default with ``double_fpu: false``: cortex-m4, whose FPv4-SP makes every double a libgcc
+call; also cortex-m7 and cortex-m55, on which the float rows, written for SIMD hosts, take
+more instructions): the int32 sums of QLinearConv / QLinearMatMul on the portable and pair
+kernels (kernels/qgemm/portable.py, pairs.py, ops/qlinear.py) become outputs with no float64
+and no libm call.
 
 Values: ``y = saturate(rint(a * m) + zp)``, a = int32(acc + bias) (the sum modulo 2^32, as
 everywhere), m the float32 multiplier ``sa * sw / sy`` computed in float32 as before, rint
@@ -176,8 +177,9 @@ static AICC_UNUSED int32_t aicc_rqonei_SFX(uint32_t acc, float mlt, int32_t zp)
 
 
 def usable(ctx) -> bool:
-    """Whether ctx's target requantizes in integers (no double-precision hardware)."""
-    return not ctx.target.double_fpu
+    """Whether ctx's target requantizes in integers (its ``requant``: no double-precision
+    hardware, or a core where this takes fewer instructions than the float rows)."""
+    return ctx.target.requant == "integer"
 
 
 def _sfx(ydt) -> str:

@@ -219,7 +219,7 @@ def requant_row_f32(ctx, ydt) -> str:
 
 def requant_row(ctx, ydt) -> str:
     """Name of the portable requantization of a row of sums to output dtype ydt (RQROW); needs
-    quantize.round_helper's float64 form and WRAP. (Targets without double-precision hardware
+    quantize.round_helper's float64 form and WRAP. (Targets with ``requant: integer``
     requantize with kernels/qgemm/fixed.py's row instead: ops/qlinear.py chooses.)"""
     ctx.helper("qlinear.0.wrap", WRAP)
     return _typed(ctx, "4.rqrow", RQROW.replace("YT", ctype(ydt)), ydt)

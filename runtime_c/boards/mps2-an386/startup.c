@@ -1,7 +1,13 @@
 /* Minimal bare-metal startup for a Cortex-M4F: the MPS2 AN386 board (QEMU mps2-an386).
  * Vector table, reset handler (FPU on, .data copied from flash, .bss zeroed, main), and the
  * platform.h output through Arm semihosting (bkpt 0xab; qemu -semihosting-config
- * enable=on,target=native). main's return value becomes QEMU's exit status. No libc. */
+ * enable=on,target=native). main's return value becomes QEMU's exit status. No libc.
+ * The same file serves the Cortex-M7 on MPS2 AN500 and the Cortex-M55 on MPS3 AN547 (their
+ * linker scripts: ../mps2-an500/, ../mps3-an547/): the vector table's layout and CPACR are
+ * those of Armv7-M and Armv8-M Mainline; the M55 starts in the Secure state with the SAU
+ * off, so every address is Secure and needs no set-up; the M7's caches stay off (QEMU models
+ * none); faults that are not enabled (MemManage, BusFault, UsageFault, SecureFault) escalate
+ * to HardFault. */
 #include <stdint.h>
 
 #include "platform.h"

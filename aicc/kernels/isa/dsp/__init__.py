@@ -1,4 +1,4 @@
-"""The Arm DSP extension (Armv7E-M: Cortex-M4, M7; Armv8-M Mainline with DSP: M33): SIMD within
+"""The Arm DSP extension (Armv7E-M: Cortex-M4, M7; Armv8-M Mainline with DSP: M33, M55): SIMD within
 one 32-bit general register, no vector registers. The kernels use its 16-bit pair
 multiply-accumulate: SMLAD adds the two products of the halves of two registers to an int32
 (two MACs per instruction), and SXTB16 sign-extends bytes 0 and 2 of a register (with ROR #8:

@@ -1,8 +1,10 @@
-"""The Armv7-M single-precision FPU (FPv4-SP: Cortex-M4F; FPv5 on the M7 has it too): no vector
-registers, but VCVTR converts a float to int32 with the FPSCR rounding mode (round to nearest
-even, the reset value, which aicc's runtime never changes), saturating, NaN giving 0: rint
-and the conversion in one instruction, where portable C clamps and rounds with compares
-(each a VCMP and a VMRS on this FPU) or calls libm's rintf.
+"""The Armv7-M single-precision FPU (FPv4-SP: Cortex-M4F) and the FPUs that keep its
+instructions: FPv5 on the Cortex-M7 and the Armv8.1-M FPU of the Cortex-M55 (both have VCVTR;
+they add VCVTN, nearest even whatever FPSCR says, which FPv4 lacks). No vector registers, but
+VCVTR converts a float to int32 with the FPSCR rounding mode (round to nearest even, the reset
+value, which aicc's runtime never changes), saturating, NaN giving 0: rint and the conversion
+in one instruction, where portable C clamps and rounds with compares (each a VCMP and a VMRS
+on this FPU) or calls libm's rintf.
 
 QuantizeLinear's scalar loop has an entry (``qround``: kernels/qgemm/quantize.py): SSAT / USAT
 (Armv7-M, ACLE's __ssat / __usat) saturate the result. ``fpu``: the float GEMMs of the
