@@ -1,10 +1,10 @@
 """The ISA descriptions the kernels know, and the one rule that picks a node's ISA."""
 from __future__ import annotations
 
-from . import avx2, avx512, dsp, fpv4, neon
+from . import avx2, avx512, dsp, fpv4, helium, neon
 
 # in the order the per-ISA tables list them
-ISAS = {i.name: i for i in (avx2.ISA, avx512.ISA, neon.ISA, dsp.ISA, fpv4.ISA)}
+ISAS = {i.name: i for i in (avx2.ISA, avx512.ISA, neon.ISA, dsp.ISA, fpv4.ISA, helium.ISA)}
 
 
 def table(field: str) -> dict:
