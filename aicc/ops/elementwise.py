@@ -37,7 +37,7 @@ from .base import Op, register_many
 from .cast import cast_expr
 from .traits import ACTIVATION, ARITHMETIC, ELEMENTWISE, HALF_NATIVE, ROUNDING_COMMUTES
 
-UNARY = sorted(set(ACT) - {"Clip", "Gelu"})
+UNARY = sorted(set(ACT) - {"Clip", "Gelu", "Swish"})
 UNARY_TRAITS = {
     **{a: {ACTIVATION, ELEMENTWISE} for a in ("LeakyRelu", "Sigmoid", "HardSigmoid",
                                               "HardSwish", "Tanh")},

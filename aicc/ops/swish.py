@@ -23,6 +23,7 @@ from ..kernels.isa.x86 import SIMD, simd_isa
 from ..kernels.vmath.mathlib import math_override, scalar
 from ..kernels.vmath.vector import swish_vector
 from .base import Op, register
+from .traits import ACTIVATION
 
 
 def swish_expr(x: str, alpha: float, dt, exp: str | None = None) -> str:
@@ -52,6 +53,9 @@ def _float_reason(g, names) -> str | None:
 @register("Swish", since=24)
 class Swish(Op):
     attrs = {"alpha": 1.0}
+    # fuse-activation puts it into a producing Conv / Gemm / MatMul as the epilogue
+    # (kernels/vmath/act.py's Swish: this op's expression, the same bits)
+    traits = frozenset({ACTIVATION})
 
     def check(self, node, g):
         return _float_reason(g, node.inputs[:1])

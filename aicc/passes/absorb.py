@@ -62,12 +62,15 @@ def sole_use(name, node, cons, outs) -> bool:
     return name not in outs and len(users) == 1 and users[0] is node
 
 
-def absorb_into_producer(g, candidates, rewrite, producer=EPILOGUE):
+def absorb_into_producer(g, candidates, rewrite, producer=EPILOGUE, aicc_consumers=False):
+    """aicc_consumers: consumers in the aicc domain are candidates too (fuse-activation:
+    aicc.Swish, which fuse-silu writes below opset 24)."""
     cons, outs = g.consumers(), set(g.outputs)
     kept, where = [], {}          # where: tensor -> index in kept of its producer
     for n in g.nodes:
         absorbed = False
-        for y in (candidates(n) if std_domain(n) else ()):
+        ok = std_domain(n) or (aicc_consumers and n.domain == "aicc")
+        for y in (candidates(n) if ok else ()):
             k = where.get(y)
             p = kept[k] if k is not None else None
             if (p is None or not std_domain(p) or not has_trait(p, producer)

@@ -5,9 +5,9 @@ Contract. ``z = Act(y)`` is removed and the producer ``P`` of ``y`` rewritten to
 itself (graph outputs keep their names), with attributes ``aicc_act`` = the activation's op
 type and ``aicc_act_params`` = ``activations.act_params(act, g)`` (spec defaults filled), when:
 
-* Act is a standard-domain Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish or Tanh
-  (the activations ``activations.act_numpy`` implements); a Clip's min/max inputs, if given,
-  are constant scalars;
+* Act is a standard-domain Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh or
+  Swish, or an aicc.Swish (the ops with the ACTIVATION trait; kernels/vmath/act.py's
+  ``act_numpy`` implements them); a Clip's min/max inputs, if given, are constant scalars;
 * P is a standard-domain Conv, ConvTranspose, Gemm or MatMul (one output) with no fused
   activation yet;
 * ``y`` has Act as its only consumer and is not a graph output.
@@ -53,7 +53,7 @@ def fused_attrs(p, act, g) -> dict:
 
 @graph_pass("fuse-activation")
 def fuse_activation(g):
-    """Fuse Relu/Clip/LeakyRelu/Sigmoid/HardSigmoid/HardSwish/Tanh into a producing
+    """Fuse Relu/Clip/LeakyRelu/Sigmoid/HardSigmoid/HardSwish/Tanh/Swish into a producing
     Conv/ConvTranspose/Gemm/MatMul (see the module docstring for the exact conditions)."""
     def rewrite(p, act, y):
         if not _act_ok(act, g):
@@ -62,4 +62,5 @@ def fuse_activation(g):
 
     g = g.copy()
     return absorb_into_producer(
-        g, lambda n: [n.inputs[0]] if n.inputs and has_trait(n, ACTIVATION) else [], rewrite)
+        g, lambda n: [n.inputs[0]] if n.inputs and has_trait(n, ACTIVATION) else [], rewrite,
+        aicc_consumers=True)

@@ -7,7 +7,8 @@ from aicc.ops import has_trait, ops_with
 from aicc.ops import traits as T
 
 EXPECTED = {
-    T.ACTIVATION: {"Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh"},
+    T.ACTIVATION: {"Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh",
+                   "Swish", "aicc.Swish"},
     T.EPILOGUE: {"Conv", "ConvTranspose", "Gemm", "MatMul"},
     T.ARITHMETIC: {"Add", "Sub", "Mul", "Div"},
     T.ELEMENTWISE: {"Add", "Sub", "Mul", "Div", "Max", "Min", "Relu", "Clip", "LeakyRelu",

@@ -75,6 +75,10 @@ ACT = {
     "Mish": lambda x, p, m, L: (f"({x} * {m('tanh')}({x} > {L(0)} ? {x} + {m('log1p')}("
                                 f"{m('exp')}(-{x})) : {m('log1p')}({m('exp')}({x}))))"),
     "Gelu": lambda x, p, m, L: _gelu(x, p, m, L),
+    # x * sigmoid(alpha * x) in ops/swish.py's swish_expr order (alpha 1: no multiplication)
+    "Swish": lambda x, p, m, L: (f"({x} * ({L(1)} / ({L(1)} + {m('exp')}(-("
+                                 + (x if float(p.get('alpha', 1.0)) == 1.0 else
+                                    f"{L(p['alpha'])} * {x}") + ")))))"),
 }
 
 # spec defaults of the attributes each activation reads
@@ -86,6 +90,7 @@ ACT_ATTRS = {
     "Celu": {"alpha": 1.0},
     "ThresholdedRelu": {"alpha": 1.0},
     "Gelu": {"approximate": "none"},
+    "Swish": {"alpha": 1.0},
 }
 
 # usable on integer tensors (others are float-only)
@@ -220,6 +225,9 @@ def act_numpy(name: str, params: dict, x: np.ndarray) -> np.ndarray:
             y = x * np.clip(x / 6 + 0.5, 0, 1)
         elif name == "Tanh":
             y = np.tanh(x)
+        elif name == "Swish":
+            a = x.dtype.type(params.get("alpha", 1.0))
+            y = x * (x.dtype.type(1) / (x.dtype.type(1) + np.exp(-(a * x))))
         elif name == "Gelu":         # in float64, rounded once
             d = np.asarray(x, np.float64)
             if params.get("approximate", "none") == "tanh":

@@ -40,7 +40,7 @@ from .coeffs import ERF_BIG, ERF_MID, ERF_SMALL, EXP_C, LOG_P, TANH_P, horner
 # the activations that use them (activations.act_expr): loops of these vectorize. The others
 # keep the C library's functions: in a loop that stays scalar (a log1pf call, an exp in one
 # arm of a ?:) glibc's expf is faster than this one.
-PORTABLE = {"Exp", "Sigmoid", "Tanh", "Erf", "Gelu", "Log"}   # (Selu, Softplus, Mish: act_form)
+PORTABLE = {"Exp", "Sigmoid", "Tanh", "Erf", "Gelu", "Log", "Swish"}   # (Selu, Softplus, Mish: act_form)
 
 
 def _L(v) -> str:

@@ -36,7 +36,7 @@ def vectorizes(act: str, params: dict) -> bool:
     """Whether vector_expr has a form of this activation: Exp, Sigmoid, Tanh, Erf, Gelu,
     HardSigmoid, HardSwish, Clip (constant bounds), Sqrt, LeakyRelu, log_simd's,
     expm1_simd's and trig_simd's."""
-    return act in VECTOR | HARD | PLAIN | log_simd.VECTOR | expm1_simd.VECTOR | trig_simd.VECTOR | {"Erf", "Gelu"}
+    return act in VECTOR | HARD | PLAIN | log_simd.VECTOR | expm1_simd.VECTOR | trig_simd.VECTOR | {"Erf", "Gelu", "Swish"}
 
 
 def _takes(isa: str, act: str) -> bool:
@@ -58,6 +58,8 @@ def vector_expr(ctx, isa: str, act: str, xv: str, params: dict | None = None) ->
     either)."""
     d = SIMD[isa]
     include_vmath(ctx, isa)
+    if act == "Swish":
+        return swish_vector(ctx, isa, xv, float((params or {}).get("alpha", 1.0)))
     if act in expm1_simd.VECTOR:
         return expm1_simd.vector_expr(ctx, isa, act, xv, params, vexp)
     if act in trig_simd.VECTOR:
