@@ -23,6 +23,10 @@ Kernels:
   conv_bcast.prefer_nhwc): kernels/conv/bcast.py's direct kernel, each input value broadcast against
   vectors of output channels (DS-CNN's and MobileNetV2's first convs); rounding: k in (c,
   ky, kx) order.
+* group 1, at most half of the (position, tap) pairs inside the input (dilated convs on
+  small planes: DeepLabV3's ASPP), x86 SIMD: kernels/conv/taps.py, each tap a pointwise GEMM
+  over its valid output rectangle read in place from X; taps that never meet the input are
+  left out.
 * group 1 otherwise: im2col of a tile of output positions into rows of K = kh * kw * Cin entries
   (``(ky, kx, ci)`` order: each (ky, kx) is a contiguous run of Cin floats of X; padding
   taps are zero rows) and one GEMM per tile with the weights packed at compile time as
@@ -40,6 +44,7 @@ import numpy as np
 
 from ..kernels.conv import bcast as conv_bcast
 from ..kernels.conv import nhwc_dw as conv_nhwc_dw
+from ..kernels.conv import taps as conv_taps
 from ..kernels.conv.base_c import act_check
 from ..kernels.conv.geometry import ConvGeometry
 from ..kernels.gemm.call import emit_epilogue, gemm_call, gemm_plan
@@ -138,6 +143,8 @@ class ConvNHWC(Op):
         elif isa is not None and conv_bcast.prefer_nhwc(ctx, geo.cg, isa):
             conv_bcast.emit(ctx, node, geo.cg, isa, ctx.inp[2] if _bias(node) else "NULL",
                             nhwc=True, nchw_in=geo.nchw_in)
+        elif isa is not None and conv_taps.prefer(ctx, geo):
+            conv_taps.emit(ctx, node, geo, ctx.inp[2] if _bias(node) else None)
         elif geo.nchw_in:            # the input transposed into scratch, then as NHWC
             xt = ctx.scratch(geo.n * geo.h * geo.w * geo.cin * 4, "float", "xnhwc")
             hw = geo.h * geo.w

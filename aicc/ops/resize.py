@@ -6,7 +6,8 @@ resized output dim a table maps each output index to source offsets (nearest: on
 linear: two offsets and two weights), computed in float32 exactly as onnxruntime does (same
 formulas and operation order, so nearest ties resolve identically). The C kernel walks the
 output once, adding table entries; dims with scale 1 are identity (as in onnxruntime) and
-adjacent identity dims are merged, so NCHW 2-D resizes become (N*C) x H x W loops. Linear mode
+adjacent identity dims are merged, so NCHW 2-D resizes become (N*C) x H x W loops (float32
+bilinear upsampling of the last two dims: by cached rows, kernels/resize/rows.py). Linear mode
 interpolates over every resized dim (2^k source reads for k resized dims, k <= 4), clamping
 the source coordinate into the input like onnxruntime; it needs float data. Nearest works on
 any dtype (bit-exact copies).
@@ -49,6 +50,7 @@ import numpy as np
 from ..emit_c.loops import numel, strides_of
 from ..errors import UnsupportedError
 from ..kernels.move.copy import _Nest
+from ..kernels.resize import rows as resize_rows
 from ..kernels.resize.tables import CMODES, NMODES, emit_taps, table_helpers, taps_reason
 from .base import Op, dtype_reason, register
 from .reshape import is_runtime, static_output_reason
@@ -263,7 +265,11 @@ class _Resize(Op):
             raise UnsupportedError(f"{node.op_type} {node.name}: linear over {k} dims (max 4)")
         ctx(f"/* {node.op_type} {what}, {coord}: scales [{', '.join(str(s) for s in sc)}]; "
             "per-dim source tables */")
-        _emit_nest(ctx, plan)
+        ct = "uint32_t" if itype == np.uint32 else "uint64_t"
+        if resize_rows.applies(plan, shape, out, ctx.out_ctype(0)):
+            resize_rows.emit(ctx, plan, shape, ct)
+        else:
+            _emit_nest(ctx, plan)
 
     def emit_runtime(self, node, ctx, linear, coord, near, what, wdt):
         """Scales (or keep-aspect-ratio sizes) read at run time: tables built in scratch."""

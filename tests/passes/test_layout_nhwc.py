@@ -174,6 +174,49 @@ def test_sinking_needs_matching_shapes():
     assert_same_outputs(before, after, feeds, rtol=1e-5, atol=1e-6)
 
 
+def se_block(c=16, hw=6):
+    """Squeeze-excite (MobileNetV3): depthwise conv -> HardSwish, mean, 1x1 -> Relu, 1x1 ->
+    HardSigmoid, the scale [1,C,1,1] times the conv output, a constant [1,C,1,1] times that,
+    then a pointwise conv."""
+    x = rand(1, c, hw, hw, seed=1)
+    x[0, 3, 2, 2], x[0, 5, 0, 1] = np.nan, np.inf
+    inits = {"w1": w(c, 1, 3, 3, seed=2), "wf1": w(c // 2, c, 1, 1, seed=3),
+             "bf1": w(c // 2, seed=4), "wf2": w(c, c // 2, 1, 1, seed=5), "bf2": w(c, seed=6),
+             "kc": rand(1, c, 1, 1, seed=7), "wp": w(24, c, 1, 1, seed=8)}
+    nodes = [node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1], group=c),
+             node("HardSwish", ["c1"], ["h1"]), node("GlobalAveragePool", ["h1"], ["m"]),
+             node("Conv", ["m", "wf1", "bf1"], ["f1"]), node("Relu", ["f1"], ["r1"]),
+             node("Conv", ["r1", "wf2", "bf2"], ["f2"]), node("HardSigmoid", ["f2"], ["s"]),
+             node("Mul", ["h1", "s"], ["e"]), node("Mul", ["e", "kc"], ["e2"]),
+             node("Conv", ["e2", "wp"], ["y"])]
+    return nodes, {"x": x}, ["y"], inits, 17
+
+
+def test_sinking_broadcasts_channel_last():
+    """A Mul by a [1,C,1,1] scale that has an NHWC twin (squeeze-excite's, computed channel
+    last as [1,1,1,C]) or is a constant (transposed at compile time) runs on the twins: no
+    transpose out of the chain and back."""
+    args = se_block()
+    before = fused(*args)
+    after = run_pass("eliminate-dead-nodes", run_pass("layout-nhwc", before, mode="all"))
+    assert ops(after) == ["Transpose", "ConvNHWC", "ReduceMean", "MatMul", "MatMul", "Mul",
+                          "Mul", "MatMul", "Transpose"]
+    prod = {o: n for n in after.nodes for o in n.outputs}
+    m1, m2 = after.nodes[5], after.nodes[6]
+    assert [prod[t].op_type for t in m1.inputs] == ["ConvNHWC", "MatMul"]
+    assert after.types[m1.inputs[1]].shape == (1, 1, 1, 16)
+    np.testing.assert_array_equal(after.constants[m2.inputs[1]],
+                                  np.transpose(before.constants["kc"], (0, 2, 3, 1)))
+    assert_same_outputs(before, after, args[1], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_se_compiled_against_onnxruntime(target, tmp_path):
+    nodes, feeds, outs, inits, opset = se_block(c=40, hw=7)
+    model = make_model(nodes, feeds, outs, inits, opset=opset)
+    check(model, feeds, tmp_path, target=target, config=config(tmp_path), rtol=1e-4, atol=1e-4)
+
+
 def test_sinking_transposes_the_other_inputs_in():
     """An Add of a channel-last conv's output and an NCHW tensor of the same shape (a shortcut
     from code that stays NCHW, here a conv with run-time weights) runs channel-last with that

@@ -47,12 +47,9 @@ from __future__ import annotations
 import hashlib
 import math
 
-import numpy as np
-
-from ...emit_c.cwriter import c_literal
 from ..isa.registry import ISAS, include_line, table
 from ..isa.x86 import lane_mask_table
-from ..vmath.act import ACT_ATTRS, act_expr
+from .epilogue import epilogue, flit, register_clamp
 from .tile import (V, _f, column_loops, tile_clamp, tile_k_loop, tile_open, tile_partial,
                    tile_store)
 
@@ -322,69 +319,6 @@ static void {name}(const float *restrict a, size_t lda, size_t mc, size_t kc, si
                 d[k * rows + r] = s[r * lda + k];
     }}
 }}"""
-
-
-def epilogue(ctx, act, params) -> str:
-    """Tile epilogue helper: y = act(alpha * y + beta * C(i, j)); returns its name."""
-    if act:
-        p = {**ACT_ATTRS.get(act, {}), **params}
-        expr = act_expr(act, p, "v", np.float32, ctx)
-        tag = hashlib.sha1(f"{act}:{expr}".encode()).hexdigest()[:10]
-        name, what = f"aicc_sg_epi_{tag}", f"then {act}"
-    else:
-        expr, name, what = "v", "aicc_sg_epi", "no activation"
-    code = f"""\
-/* GEMM tile epilogue ({what}): Y(r, j) = act(alpha * Y(r, j) + beta * C(r, j)) for the
- * mr x nc tile at y (row stride ldy); C(r, j) = c[r*crs + j*ccs], c NULL when absent. */
-static void {name}(float *restrict y, size_t ldy, size_t mr, size_t nc, float alpha,
-    const float *restrict c, size_t crs, size_t ccs, float beta)
-{{
-    for (size_t r = 0; r < mr; ++r) {{
-        float *restrict yr = y + r * ldy;
-        if (c == NULL) {{
-            for (size_t j = 0; j < nc; ++j) {{
-                const float v = alpha * yr[j];
-                yr[j] = {expr};
-            }}
-        }} else if (ccs == 1u) {{
-            const float *restrict cr = c + r * crs;
-            for (size_t j = 0; j < nc; ++j) {{
-                const float v = alpha * yr[j] + beta * cr[j];
-                yr[j] = {expr};
-            }}
-        }} else {{
-            const float cv = beta * c[r * crs];
-            for (size_t j = 0; j < nc; ++j) {{
-                const float v = alpha * yr[j] + cv;
-                yr[j] = {expr};
-            }}
-        }}
-    }}
-}}"""
-    ctx.helper(f"gemm_simd.3.{name}", code)
-    return name
-
-
-def register_clamp(act, params):
-    """(lo, hi) when the activation is a clamp the kernels apply in registers (none, Relu,
-    Clip), else None."""
-    if act is None:
-        return -math.inf, math.inf
-    if act == "Relu":
-        return 0.0, math.inf
-    if act == "Clip":
-        lo, hi = params.get("min"), params.get("max")
-        return (-math.inf if lo is None else float(lo)), (math.inf if hi is None else float(hi))
-    return None
-
-
-def flit(v: float) -> str:
-    """A float32 C literal; +-inf as +-HUGE_VALF."""
-    if v == math.inf:
-        return "HUGE_VALF"
-    if v == -math.inf:
-        return "-HUGE_VALF"
-    return c_literal(v, "float32")
 
 
 def driver(ctx, isa: str, sched: dict, act, params, m: int, fused: bool = False) -> str:

@@ -40,6 +40,25 @@ static inline AICC_UNUSED AICC_INLINE float aicc_expf_c(float x)
     return p * s2 * s1;
 }
 
+/* Resize by rows (kernels/resize/rows.py): one input row interpolated along x into r:
+ * r[j] = wl[j] * x[lo[j]] + wh[j] * x[hi[j]] for j < n. */
+static void aicc_rs_hrow_u32(size_t n, const float *restrict x, const uint32_t *restrict lo,
+    const uint32_t *restrict hi, const float *restrict wl, const float *restrict wh,
+    float *restrict r)
+{
+    for (size_t j = 0; j < n; ++j)
+        r[j] = wl[j] * x[lo[j]] + wh[j] * x[hi[j]];
+}
+
+/* Resize by rows (kernels/resize/rows.py): one output row from two cached rows,
+ * y[j] = a * r0[j] + b * r1[j]. */
+static void aicc_rs_vrow(size_t n, float a, const float *restrict r0, float b,
+    const float *restrict r1, float *restrict y)
+{
+    for (size_t j = 0; j < n; ++j)
+        y[j] = a * r0[j] + b * r1[j];
+}
+
 /* Geometry of one convolution or pooling node. 1-D and 2-D nodes are 3-D nodes with
  * leading unit spatial dims; spatial arrays are ordered D, H, W. Pooling uses cin_g for
  * the channels (group 1). pad: leading padding, pad_end: trailing padding. */
@@ -460,26 +479,17 @@ static void step2_resize_k(const aicc_frame *f,
     const float *restrict wlo2_2,  /* float32[12] derived */
     const float *restrict whi2_3,  /* float32[12] derived */
     const uint32_t *restrict lo3_4,  /* uint32[12] derived */
-    const uint32_t *restrict hi3_5)  /* uint32[12] derived */
+    const uint32_t *restrict hi3_5,  /* uint32[12] derived */
+    float *restrict rows0)  /* scratch 288 bytes */
 {
     (void)f;
     /* Resize linear, half_pixel: scales [1.0, 1.0, 2.0, 2.0]; per-dim source tables */
-    size_t o = 0;
-    for (size_t i0 = 0; i0 < 4u; ++i0) {
-        const size_t q0 = i0 * 36u;
-        for (size_t i1 = 0; i1 < 12u; ++i1) {
-            const float a1 = wlo2_2[i1], b1 = whi2_3[i1];
-            const size_t q1_0 = q0 + lo2_0[i1];
-            const size_t q1_1 = q0 + hi2_1[i1];
-            for (size_t i2 = 0; i2 < 12u; ++i2) {
-                const float a2 = wlo2_2[i2], b2 = whi2_3[i2];
-                const size_t q2_0 = q1_0 + lo3_4[i2];
-                const size_t q2_1 = q1_0 + hi3_5[i2];
-                const size_t q2_2 = q1_1 + lo3_4[i2];
-                const size_t q2_3 = q1_1 + hi3_5[i2];
-                out0[o++] = a1 * (a2 * in0[q2_0] + b2 * in0[q2_1]) + b1 * (a2 * in0[q2_2] + b2 * in0[q2_3]);
-            }
-        }
+    /* by rows: 6 input rows per plane interpolated along x into a cache, then 12 output rows from pairs of them */
+    for (size_t p = 0; p < 4u; ++p) {
+        const float *restrict xp = in0 + p * 36u;
+        float *restrict yp = out0 + p * 144u;
+        for (size_t r = 0; r < 6u; ++r) aicc_rs_hrow_u32(12u, xp + r * 6u, lo3_4, hi3_5, wlo2_2, whi2_3, rows0 + r * 12u);
+        for (size_t i = 0; i < 12u; ++i) aicc_rs_vrow(12u, wlo2_2[i], rows0 + lo2_0[i] / 6u * 12u, whi2_3[i], rows0 + hi2_1[i] / 6u * 12u, yp + i * 12u);
     }
 }
 
@@ -493,7 +503,8 @@ static void step2_resize(const aicc_frame *f)
         (const float *)(f->weights + 896u),
         (const float *)(f->weights + 960u),
         (const uint32_t *)(f->weights + 1024u),
-        (const uint32_t *)(f->weights + 1088u));
+        (const uint32_t *)(f->weights + 1088u),
+        (float *)(f->arena + 5184u));
 }
 
 /* step 3: Concat(float32[1,4,12,12], float32[1,4,12,12], float32[1,3,12,12]) -> float32[1,11,12,12] */
