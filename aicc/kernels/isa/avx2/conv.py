@@ -35,6 +35,12 @@ TABLE: dict = dict(
     # fill at least; chains: independent accumulators that keep the FMA pipes busy (4 cycles
     # of latency x 2 pipes; grouped.positions)
     grouped=dict(cout_min=8, cout_max=64, fill=0.75, chains=8),
+    # kernels/conv/transposed.py: its tile GEMM runs the column blocks (the weights' panels)
+    # outside the K blocks (the same sums): each panel read as one stream, a column block's
+    # partial sums in L1 across the K blocks. AMD Zen 4, 12 chained 1x1 convs of 400 channels
+    # on 7x7 (regnet_x_400mf's last stage), ratio to onnxruntime: 1.17-1.22 -> 1.07-1.09
+    # (x86-avx512: 0.98-1.02 either way, so it keeps the K blocks outside)
+    transposed_cols_outer=True,
     # the float at lvalue {x} in every lane (bcast_k's input broadcasts)
     splat="_mm256_broadcast_ss(&{x})",
     # im2col panel copy of NR = 2 vectors d[0 .. NR) = s[0 .. NR) (vector moves: no memmove
