@@ -115,6 +115,7 @@ def algo_of(case):
 
 
 MARK = {"direct": "the input is the B operand", "im2col": "im2col tiles",
+        "grouped": "grouped direct",
         "dwchan": "channel-vectorized kernel",
         "depthwise": "phase-split padded plane", "transposed": "transposed GEMM",
         "implicit": "implicit GEMM", "winograd": "Winograd F(", "bcast": "input broadcast",

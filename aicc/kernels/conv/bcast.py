@@ -80,15 +80,15 @@ def _rules(isa: str) -> dict:
     return ISAS[isa].conv_kernels["bcast"]
 
 
-def vector_isa(ctx, geo, isa: str) -> str:
+def vector_isa(ctx, geo, isa: str, cout: int = 0) -> str:
     """The ISA whose vectors the kernels use: the ``narrow`` ISA of isa's rules when the
-    target lists it and the last vector of output channels would be at most half used
-    (Cout % lanes in 1 .. the narrow ISA's lanes: x86-avx512 takes 8-lane vectors there). A
-    node's ``aicc_kernel`` keeps its ISA's vectors."""
+    target lists it and the last vector of output channels (cout, else geo's) would be at
+    most half used (Cout % lanes in 1 .. the narrow ISA's lanes: x86-avx512 takes 8-lane
+    vectors there). A node's ``aicc_kernel`` keeps its ISA's vectors."""
     narrow = _rules(isa).get("narrow")
     if (narrow is not None and narrow in ctx.target.kernels
             and ctx.node.attrs.get("aicc_kernel") is None         # a forced ISA stays
-            and 1 <= geo.cout % ISAS[isa].lanes <= ISAS[narrow].lanes):
+            and 1 <= (cout or geo.cout) % ISAS[isa].lanes <= ISAS[narrow].lanes):
         return narrow
     return isa
 
@@ -146,7 +146,7 @@ def blocking(isa: str, cout: int, ow: int, nregs: int = 0) -> tuple:
     return v, -(-ow // -(-ow // rmax))
 
 
-class _Geo2:
+class Geo2:
     """The conv as 2-D (1-D: a unit height), its bands, and the strides (floats) of the
     input the kernels read: cs channel, rs row, xs column."""
 
@@ -206,7 +206,7 @@ def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False,
     kmax = node_schedule(ctx, isa)["edge_kernels"]     # of isa, before vector_isa narrows it
     isa = vector_isa(ctx, geo, isa)
     L = ISA[isa]["lanes"]
-    g = _Geo2(geo, padded_extents(geo), xin)
+    g = Geo2(geo, padded_extents(geo), xin)
     v, r = blocking(isa, g.cout, g.ow, regs(ctx))
     wb = v * L                                   # channels per block
     nb = -(-g.cout // wb)
@@ -257,7 +257,7 @@ def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False,
         with ctx.block(f"for (size_t oy0 = 0; oy0 < {g.oh}u; oy0 += {g.band}u)"):
             ctx(f"const size_t nrow = {g.oh}u - oy0 < {g.band}u ? {g.oh}u - oy0 : {g.band}u;")
             if g.padded:
-                _pad_band(ctx, g, "xn", xb, xin)
+                pad_band(ctx, g, "xn", xb, xin)
                 ctx(f"const float *restrict xv = {xb} + {g.lead}u;")
             else:
                 ctx(f"const float *restrict xv = xn + oy0 * {g.sy * g.rs}u;")
@@ -270,12 +270,13 @@ def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False,
                 for k, (rows, oys) in enumerate(classes):   # rows reaching the padding
                     cond = " || ".join(f"oy == {oy}u" for oy in oys)
                     with ctx.block(f"{'else ' if k else ''}if ({cond})"):
-                        _calls(ctx, g, calls[rows], wp, wb, bias, has_b, ys, lo, hi)
+                        row_calls(ctx, g, calls[rows], wp, wb, bias, has_b, ys, lo, hi)
                 if classes:
                     with ctx.block("else"):
-                        _calls(ctx, g, calls[frozenset()], wp, wb, bias, has_b, ys, lo, hi)
+                        row_calls(ctx, g, calls[frozenset()], wp, wb, bias, has_b, ys,
+                                  lo, hi)
                 else:
-                    _calls(ctx, g, calls[frozenset()], wp, wb, bias, has_b, ys, lo, hi)
+                    row_calls(ctx, g, calls[frozenset()], wp, wb, bias, has_b, ys, lo, hi)
             if not nhwc:
                 ctx(f"aicc_cb_tr_{isa}({tb}, nrow * {g.ow}u, {ldt}u, {g.cout}u, "
                     f"{y} + n * {g.cout * P}u + oy0 * {g.ow}u, {P}u);")
@@ -287,7 +288,7 @@ def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False,
             ctx(f"{ep}({y} + n * {P * g.cout}u, {P * g.cout}u);")
 
 
-def _calls(ctx, g: _Geo2, calls, wp, wb, bias, has_b, ys, lo, hi) -> None:
+def row_calls(ctx, g: Geo2, calls, wp, wb, bias, has_b, ys, lo, hi) -> None:
     """One output row's kernel calls [(channel block, ox run, kernel name)]."""
     for cb, x0, x1, rr, name in calls:
         wcb = f"{wp} + {cb * g.cin * len(g.taps) * wb}u"
@@ -300,7 +301,7 @@ def _calls(ctx, g: _Geo2, calls, wp, wb, bias, has_b, ys, lo, hi) -> None:
                 ctx(f"{name}(xr + ox * {g.sx * g.xs}u, {args});")
 
 
-def _pad_band(ctx, g: _Geo2, x: str, xb: str, nhwc: bool) -> None:
+def pad_band(ctx, g: Geo2, x: str, xb: str, nhwc: bool) -> None:
     """The zero-padded input rows of the band of output rows from oy0 (nrow of them) into xb,
     with constant sizes, by simd.VCOPY's vector moves (GCC expanded the constant-size memcpy
     as rep movsq on x86-avx2: 5.6 of MobileNetV1-0.25's first conv's 15.2 us; the model 147.9

@@ -24,6 +24,10 @@ Variants (``emit``; the target's ``schedule: conv: algo`` or a node's ``aicc_sch
   channels fill >= 75% of the lanes, with outputs of at most 64 K floats (20 K with at most
   4 input channels; avx2 16 K) and weights of at most 2 MB; conv_bcast.prefer; x86-avx512
   uses 8-lane vectors when the last 16-lane one would be at most half full).
+* ``grouped`` (kernels/conv/grouped.py): direct, 1-D/2-D, several groups of several input
+  channels, constant weights: ``bcast``'s kernels run group by group, the group's output
+  channels vectorized (auto: 8-64 output channels per group filling the lanes, the ISA
+  description's ``grouped`` rule: RegNet's 3x3 convs of 16 channels per group).
 * ``transposed`` (kernels/conv/transposed.py): output channels vectorized, for few positions / many
   channels (auto: when Cout/g fills clearly more vector lanes than P, e.g. 7x7 maps).
 * ``implicit`` (kernels/conv/implicit.py): 1-D/2-D, no im2col: the padded input (split into phase
@@ -73,6 +77,7 @@ from __future__ import annotations
 from . import bcast as conv_bcast
 from . import depthwise as conv_depthwise
 from . import dwchan as conv_depthwise_c
+from . import grouped as conv_grouped
 from . import im2col as conv_im2col
 from . import implicit as conv_simd_i
 from . import transposed as conv_simd_t
@@ -137,6 +142,7 @@ def plan(ctx, dt, geo=None):
 _NEEDS = {"depthwise": lambda i: "depthwise" in i.conv_kernels,
           "dwchan": lambda i: bool(i.vector) and "clamp1" in i.conv_kernels,
           "winograd": lambda i: bool(i.winograd), "bcast": lambda i: "bcast" in i.conv_kernels,
+          "grouped": lambda i: "grouped" in i.conv_kernels,
           "transposed": lambda i: "copy_run" in i.conv_kernels,
           "implicit": lambda i: "deinterleave" in i.conv_kernels}
 
@@ -158,13 +164,15 @@ def variant(ctx, geo, isa: str, sched: dict) -> str:
     whose auto rule takes the conv (see the module docstring)."""
     algo = sched["algo"]
     auto = algo == "auto"
-    if algo in ("dwchan", "bcast"):
+    if algo in ("dwchan", "bcast", "grouped"):
         return algo
     if algo == "depthwise" or (auto and conv_depthwise.supports(geo)):
         return "depthwise"
     if algo == "winograd" or (auto and offered(isa, "winograd")
                               and conv_winograd.prefer(ctx, geo, isa)):
         return "winograd"
+    if auto and offered(isa, "grouped") and conv_grouped.prefer(ctx, geo, isa):
+        return "grouped"
     if auto and offered(isa, "bcast") and conv_bcast.prefer(ctx, geo, isa):
         return "bcast"
     if algo == "transposed" or (auto and offered(isa, "transposed")
@@ -201,6 +209,10 @@ def _bcast(ctx, node, geo, isa, sched, bias):
     conv_bcast.emit(ctx, node, geo, isa, bias)
 
 
+def _grouped(ctx, node, geo, isa, sched, bias):
+    conv_grouped.emit(ctx, node, geo, isa, bias)
+
+
 def _pad(ctx, isa: str) -> str:
     """PAD, the text of the pad helper the variants register, and the row copies it calls."""
     vcopy(ctx, isa)
@@ -232,7 +244,7 @@ def _gemm(ctx, node, geo, isa, sched, bias, direct):
                      _pad(ctx, isa), extents(geo))
 
 
-_VARIANTS = {"bcast": _bcast, "dwchan": _dwchan, "depthwise": _depthwise, "winograd": _winograd,
+_VARIANTS = {"bcast": _bcast, "grouped": _grouped, "dwchan": _dwchan, "depthwise": _depthwise, "winograd": _winograd,
              "transposed": _transposed, "implicit": _implicit,
              "direct": lambda *a: _gemm(*a, direct=True),
              "im2col": lambda *a: _gemm(*a, direct=False)}

@@ -34,15 +34,21 @@ def clamp_of(node):
     return -math.inf, math.inf, (act, {**ACT_ATTRS.get(act, {}), **params})
 
 
-def kernel(ctx, isa: str, mr: int, table: bool = False, dense: bool = False) -> str:
+def kernel(ctx, isa: str, mr: int, table: bool = False, dense: bool = False,
+           prefetch: str = "tile_prefetch") -> str:
     """Micro-kernel of mr rows: Y[0:mr, 0:n] (+)= A[0:mr, 0:kc] @ B with A packed as
     a[k * mr + r] and B(k, j) = b[(j / NR) * bs + k * rs + j % NR] (table: b[(j / NR) * bs +
     koff[k] + j % NR], row offsets from a table; dense: rs = NR, a constant, rs unused);
-    after the last K block (fin) + bias, clamp."""
+    after the last K block (fin) + bias, clamp. prefetch: the ISA conv description's entry
+    whose spelling (if any) prefetches the same row of the next panel."""
     d = ISA[isa]
     L, vec, nr = d["lanes"], d["vec"], nr_of(isa)
     np_ = panels_at_once(mr, isa)
-    name = f"aicc_cv_{isa}_k{mr}" + ("t" if table else "") + ("d" if dense else "")
+    # the same row of the next panel toward the cache (as the GEMM kernels do), on the ISAs
+    # whose description has it (tile_prefetch: why, measured; transposed_prefetch)
+    pf = ISAS[isa].conv_kernels.get(prefetch)
+    own = "p" if pf and prefetch != "tile_prefetch" else ""   # a kernel of its own
+    name = f"aicc_cv_{isa}_k{mr}" + ("t" if table else "") + ("d" if dense else "") + own
     brow = "koff[k]" if table else f"k * {nr}u" if dense else "k * rs"
     o = [f"/* {isa} conv micro-kernel, {mr} row(s): Y[0:{mr}, 0:n] (+)= A[0:{mr}, 0:kc] @ B, "
          f"A(r, k) = a[k * {mr} + r] (packed),",
@@ -65,9 +71,6 @@ def kernel(ctx, isa: str, mr: int, table: bool = False, dense: bool = False) -> 
         o.append("    (void)rs;")
     o.append("    size_t j = 0;")
     add = d["add"]
-    # the same row of the next panel toward the cache (as the GEMM kernels do), on the ISAs
-    # whose description has it (tile_prefetch: why, measured)
-    pf = ISAS[isa].conv_kernels.get("tile_prefetch")
     pin = ISAS[isa].conv_kernels.get("pin_ptr")
 
     def body(npb: int, masked: bool, ind: str):
@@ -104,8 +107,8 @@ def kernel(ctx, isa: str, mr: int, table: bool = False, dense: bool = False) -> 
 
     column_loops(o, body, np_, nr)
     _header(ctx, isa)
-    ctx.helper(f"{KEY}.0.{isa}.k{mr:02d}" + ("t" if table else "") + ("d" if dense else ""),
-               "\n".join(o))
+    ctx.helper(f"{KEY}.0.{isa}.k{mr:02d}" + ("t" if table else "") + ("d" if dense else "")
+               + own, "\n".join(o))
     return name
 
 
@@ -117,22 +120,28 @@ GEMM_FN_TABLE = GEMM_FN.replace("size_t, size_t, float *", "size_t, const size_t
 
 
 def tile_gemm(ctx, isa: str, sched: dict, m: int, act, table: bool = False,
-              dense: bool = False) -> str:
+              dense: bool = False, cols_outer: bool = False,
+              prefetch: str = "tile_prefetch") -> str:
     """GEMM over one tile: Y[M, n] (row stride ldy) (+)= W[M, k0:k0+K] (packed) @ B, after
     the last K block of the last tile (fin) + bias and the activation. m: M, or the list of M
     values the helper is called with (their row-tile sizes get kernels). dense: every call
     passes rs = NR (packed panels), which the kernels then take as a constant where the
     ISA's conv description asks for it (``dense_b``). Returns the helper name (one per ISA,
-    schedule, row-kernel set and scalar activation)."""
+    schedule, row-kernel set and scalar activation). cols_outer: the column blocks outside
+    the K blocks (same sums, same order: for a B larger than the A tile, the transposed
+    GEMM's weights, each panel is then read as one stream and a column block's Y stays in
+    L1 across the K blocks). prefetch: the micro-kernels' prefetch entry (kernel)."""
     mr, kc, jb = sched["mr"], sched["kc"], sched["jb"]
     nr = nr_of(isa)
     dense = dense and not table and bool(ISAS[isa].conv_kernels.get("dense_b"))
     rows = sorted({r for mm in (m if isinstance(m, (list, tuple)) else [m])
                    for r in row_counts(mm, {"mr": mr})})
-    ks = {r: kernel(ctx, isa, r, table, dense) for r in rows}
+    ks = {r: kernel(ctx, isa, r, table, dense, prefetch) for r in rows}
     epi = scalar_epilogue(ctx, act[0], act[1]) if act else None
     tag = epi[len("aicc_sg_"):] if epi else "clamp"
-    name = (f"aicc_cv_{isa}_gemm{'t' if table else ''}{'d' if dense else ''}_m{mr}k{kc}j{jb}_r"
+    own = "p" if prefetch != "tile_prefetch" and ISAS[isa].conv_kernels.get(prefetch) else ""
+    name = (f"aicc_cv_{isa}_gemm{'t' if table else ''}{'d' if dense else ''}"
+            f"{'c' if cols_outer else ''}{own}_m{mr}k{kc}j{jb}_r"
             f"{'_'.join(map(str, rows))}_{tag}")
     cases = "\n".join(f"                case {r}u: {ks[r]}(kc, W + (k0 + pc) * M + i * kc, bj, "
                       f"bs, {'koff + k0 + pc' if table else 'rs'}, yt, ldy, nc, acc, "
@@ -156,11 +165,10 @@ static void {name}(size_t M, size_t n, size_t K, const float *restrict W, size_t
     const float *restrict bias, float lo, float hi, int acc0, int fin)
 {{
     const float lohi[2] = {{ lo, hi }};
-    for (size_t pc = 0; pc < K; pc += {kc}u) {{
-        const size_t kc = K - pc < {kc}u ? K - pc : {kc}u;
-        const int acc = acc0 || pc > 0, last = fin && pc + kc == K;
-        for (size_t jc = 0; jc < n; jc += {jb}u) {{
-            const size_t nc = n - jc < {jb}u ? n - jc : {jb}u;
+    for (size_t OUTER) {{
+        INNER1
+        for (size_t INNER) {{
+            INNER2
             const float *restrict bj = b + (jc / {nr}u) * bs{'' if table else ' + pc * rs'};
             for (size_t i = 0; i < M; i += {mr}u) {{
                 const size_t mr = M - i < {mr}u ? M - i : {mr}u;
@@ -174,6 +182,13 @@ static void {name}(size_t M, size_t n, size_t K, const float *restrict W, size_t
         }}
     }}
 }}"""
+    kl = (f"pc = 0; pc < K; pc += {kc}u",
+          f"const size_t kc = K - pc < {kc}u ? K - pc : {kc}u;\n"
+          "        const int acc = acc0 || pc > 0, last = fin && pc + kc == K;")
+    jl = (f"jc = 0; jc < n; jc += {jb}u", f"const size_t nc = n - jc < {jb}u ? n - jc : {jb}u;")
+    (o1, i1), (o2, i2) = (jl, kl) if cols_outer else (kl, jl)
+    code = (code.replace("OUTER", o1).replace("INNER1", i1).replace("INNER2", i2.replace(
+        "\n        ", "\n            ")).replace("INNER", o2))
     ctx.helper(f"{KEY}.2.{name}", code)
     return name
 

@@ -179,7 +179,13 @@ def emit(ctx, node, geo, isa: str, sched: dict, bias: str, pad_c: str, ext) -> N
     nt, kt = tiles(sched, K, P)
     lo, hi, act = clamp_of(node)
     ms = sorted({nt, P - (-(-P // nt) - 1) * nt})
-    gemm = tile_gemm(ctx, isa, sched, ms, None, dense=True)
+    # the column blocks (weight panels) outside the K blocks, and the micro-kernels' prefetch
+    # of the next panel, where the ISA's description asks for them (transposed_cols_outer,
+    # transposed_prefetch: measured there)
+    gemm = tile_gemm(ctx, isa, sched, ms, None, dense=True,
+                     cols_outer=ISAS[isa].conv_kernels.get("transposed_cols_outer", False),
+                     prefetch="transposed_prefetch"
+                     if "transposed_prefetch" in ISAS[isa].conv_kernels else "tile_prefetch")
     ep = epilogue(ctx, node, "float32") if act else "NULL"
     use(ctx, "float32")
     ctx.helper(f"{KEY}.1.pad", pad_c)

@@ -30,6 +30,23 @@ TABLE: dict = dict(
         acc=10,
         vmax=2,                 # channel vectors per block
     ),
+    # kernels/conv/grouped.py, bcast's kernels group by group: its auto rule (prefer):
+    # output channels per group at least / at most, and the share of the vector lanes they
+    # fill at least; chains: independent accumulators that keep the FMA pipes busy (4 cycles
+    # of latency x 2 pipes; grouped.positions)
+    grouped=dict(cout_min=8, cout_max=64, fill=0.75, chains=8),
+    # kernels/conv/transposed.py: its tile GEMM runs the column blocks (the weights' panels)
+    # outside the K blocks (the same sums): each panel read as one stream, a column block's
+    # partial sums in L1 across the K blocks. AMD Zen 4, 12 chained 1x1 convs of 400 channels
+    # on 7x7 (regnet_x_400mf's last stage), ratio to onnxruntime: 1.17-1.22 -> 1.07-1.09
+    # (x86-avx512: 0.98-1.02 either way, so it keeps the K blocks outside)
+    transposed_cols_outer=True,
+    # ... and its micro-kernels prefetch the same row of the next panel (the weights, read
+    # once per conv, come from L3): AMD Zen 4, regnet_x_400mf ratio to onnxruntime 1.04-1.05
+    # -> 0.99-1.00, 12 chained 1x1 convs of 400 channels on 7x7 1.12-1.14 -> 1.03-1.05,
+    # ResNet-18 / ResNet-50 unchanged. (Zen 5 measured the opposite for all conv kernels before
+    # the column blocks went outside, see "no tile_prefetch" below: to be measured there.)
+    transposed_prefetch="_mm_prefetch((const char *)({p}), _MM_HINT_{hint})",
     # the float at lvalue {x} in every lane (bcast_k's input broadcasts)
     splat="_mm256_broadcast_ss(&{x})",
     # im2col panel copy of NR = 2 vectors d[0 .. NR) = s[0 .. NR) (vector moves: no memmove

@@ -35,6 +35,11 @@ TABLE: dict = dict(
         # (implicit); 16 -> 20 stride 2 onto 16 x 16 17.8 / 22.8 / 18.8 (im2col)
         narrow="avx2",
     ),
+    # kernels/conv/grouped.py, bcast's kernels group by group: its auto rule (prefer):
+    # output channels per group at least / at most, and the share of the vector lanes they
+    # fill at least; chains: independent accumulators that keep the FMA pipes busy (4 cycles
+    # of latency x 2 pipes; grouped.positions)
+    grouped=dict(cout_min=8, cout_max=64, fill=0.75, chains=8),
     # the float at lvalue {x} in every lane (bcast_k's input broadcasts)
     splat="_mm512_set1_ps({x})",
     # im2col panel copy of NR = 2 vectors d[0 .. NR) = s[0 .. NR) (vector moves: no memmove
