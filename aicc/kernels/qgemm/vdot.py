@@ -1,0 +1,376 @@
+"""Integer GEMM of QLinearConv / ConvInteger / QLinearMatMul / MatMulInteger with constant
+int8-sized weights on ISAs that dot a vector of int8 into a scalar (a description's ``qvdot``
+entry: isa/helium, MVE's VMLADAVA.S8, 16 products per instruction). The pair kernels
+(kernels/qgemm/pairs.py) stay the fallback.
+
+Form: every output is ``sum_k (w - w_zp)(x - x_zp) = sum_k (w - w_zp) x - x_zp * cs`` with the
+column sums ``cs = sum_k (w - w_zp)`` of the constant weights computed at build time, so the
+inputs stay int8 (no widening). ``w - w_zp`` (each value must fit int8, else the pair or
+portable kernels run) is stored as int8, K padded with zero weights to Kp (a multiple of the
+lanes L), per block of 2 output channels [block][Kp / L][2][L] (an odd channel count gets a
+zero channel). The inputs are rows of K int8 per output position (k contiguous): a MatMul's
+int8 rows of a as they are; uint8 inputs as ``x - 128`` (x_zp - 128 in the correction); conv
+patches gathered per tile of positions (VCOLS, the zero point in the padding; 1x1 convs by
+VCOLS1, a transposition). A row's last K % L values are a predicated load (``loadz``: zeros
+past K, nothing read there), so rows need no padding.
+
+The dot kernel (aicc_qvdot2) keeps 2 channels x 2 positions in four int32 sums: per L k two
+loads of weights, two of inputs and four ``mac`` (4 L products: 10 instructions per 64 on the
+M55 with GCC 12.2 -O2, with the low-overhead loop), an odd position last with 2 channels x 1.
+The sums are modulo 2^32 and exact (the build proves |sum| < 2^31 as for the portable kernels),
+so the outputs equal the portable kernels' bit for bit; requantization, bias and the store are
+the caller's ``post`` per channel row (kernels/qgemm/fixed.py on the Cortex-M targets).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...emit_c.cwriter import ctype
+from ...emit_c.loops import numel
+from ..conv.base_c import PARAMS, RANGE
+from ..isa import registry
+from ..isa.registry import include_line
+from . import portable as qgemm_c
+from .requant import WRAP
+from .simd import zp_expr, zp_values
+from .spell import fill
+
+TABLES = registry.table("qvdot")
+
+SPELL = """\
+/* The vector dot-product operations in the description's spellings (isa/ISA: qvdot). */
+static inline VT aicc_qv_load_ISA(const int8_t *p)
+{
+    return LOAD;
+}
+
+static inline VT aicc_qv_loadz_ISA(const int8_t *p, size_t n)
+{
+    return LOADZ;
+}
+
+static inline int32_t aicc_qv_mac_ISA(int32_t c, VT a, VT b)
+{
+    return MAC;
+}"""
+
+DOT = """\
+/* acc[r * ldc + j] = sum over k < K of w_r[k] * x[j * ldx + k] - zx * cs[r] (modulo 2^32) for
+ * the two channels r of a block and the n input rows j (kernels/qgemm/vdot.py): w holds, per L
+ * k, L int8 of channel 0, then of channel 1 (zeros past K); x rows of K int8 (the last K % L
+ * loaded predicated). Two positions at a time in int32 sums, stored as uint32. */
+static void aicc_qvdot2_ISA(size_t K, const int8_t *restrict w, const int8_t *restrict x,
+                            size_t ldx, size_t n, uint32_t *restrict acc, size_t ldc,
+                            const int32_t *restrict cs, int32_t zx)
+{
+    const size_t kb = K / Lu, kt = K % Lu;
+    const uint32_t z0 = (uint32_t)zx * (uint32_t)cs[0], z1 = (uint32_t)zx * (uint32_t)cs[1];
+    size_t j = 0;
+    for (; j + 2u <= n; j += 2u) {
+        const int8_t *x0 = x + j * ldx, *x1 = x0 + ldx;
+        const int8_t *wp = w;
+        int32_t s00 = 0, s01 = 0, s10 = 0, s11 = 0;
+        for (size_t b = 0; b < kb; ++b, wp += 2u * Lu, x0 += Lu, x1 += Lu) {
+            const VT a = aicc_qv_load_ISA(x0), c = aicc_qv_load_ISA(x1);
+            const VT w0 = aicc_qv_load_ISA(wp), w1 = aicc_qv_load_ISA(wp + Lu);
+            s00 = aicc_qv_mac_ISA(s00, w0, a);
+            s01 = aicc_qv_mac_ISA(s01, w0, c);
+            s10 = aicc_qv_mac_ISA(s10, w1, a);
+            s11 = aicc_qv_mac_ISA(s11, w1, c);
+        }
+        if (kt) {
+            const VT a = aicc_qv_loadz_ISA(x0, kt), c = aicc_qv_loadz_ISA(x1, kt);
+            const VT w0 = aicc_qv_load_ISA(wp), w1 = aicc_qv_load_ISA(wp + Lu);
+            s00 = aicc_qv_mac_ISA(s00, w0, a);
+            s01 = aicc_qv_mac_ISA(s01, w0, c);
+            s10 = aicc_qv_mac_ISA(s10, w1, a);
+            s11 = aicc_qv_mac_ISA(s11, w1, c);
+        }
+        acc[j] = (uint32_t)s00 - z0;
+        acc[j + 1u] = (uint32_t)s01 - z0;
+        acc[ldc + j] = (uint32_t)s10 - z1;
+        acc[ldc + j + 1u] = (uint32_t)s11 - z1;
+    }
+    if (j < n) {
+        const int8_t *x0 = x + j * ldx;
+        const int8_t *wp = w;
+        int32_t s0 = 0, s1 = 0;
+        for (size_t b = 0; b < kb; ++b, wp += 2u * Lu, x0 += Lu) {
+            const VT a = aicc_qv_load_ISA(x0);
+            s0 = aicc_qv_mac_ISA(s0, aicc_qv_load_ISA(wp), a);
+            s1 = aicc_qv_mac_ISA(s1, aicc_qv_load_ISA(wp + Lu), a);
+        }
+        if (kt) {
+            const VT a = aicc_qv_loadz_ISA(x0, kt);
+            s0 = aicc_qv_mac_ISA(s0, aicc_qv_load_ISA(wp), a);
+            s1 = aicc_qv_mac_ISA(s1, aicc_qv_load_ISA(wp + Lu), a);
+        }
+        acc[j] = (uint32_t)s0 - z0;
+        acc[ldc + j] = (uint32_t)s1 - z1;
+    }
+}"""
+
+# T: the input type; CV(v): v as int8 (uint8: v - 128)
+VCOLS = """\
+/* Input patches of output positions [p0, p0 + nt) of one group of a conv, one row of K int8
+ * per position (kernels/qgemm/vdot.py): col[j * K + ((ic * kD + kz) * kH + ky) * kW + kx] =
+ * x at that tap, zv (the zero point) in the padding; uint8 inputs minus 128. Position by
+ * position in int32 index arithmetic; a patch wholly inside the input row by row (3 taps
+ * unrolled). */
+static void aicc_qvcols_SFX(const aicc_conv_params *p, const T *restrict x, int32_t xzp,
+                            size_t p0, size_t nt, int8_t *restrict col)
+{
+    const int32_t D = (int32_t)p->in[0], H = (int32_t)p->in[1], W = (int32_t)p->in[2];
+    const int32_t KD = (int32_t)p->k[0], KH = (int32_t)p->k[1], KW = (int32_t)p->k[2];
+    const int32_t OH = (int32_t)p->out[1], OW = (int32_t)p->out[2], C = (int32_t)p->cin_g;
+    const int32_t SD = (int32_t)p->stride[0], SH = (int32_t)p->stride[1];
+    const int32_t SW = (int32_t)p->stride[2], DD = (int32_t)p->dil[0];
+    const int32_t DH = (int32_t)p->dil[1], DW = (int32_t)p->dil[2];
+    const int32_t PF = (int32_t)p->pad[0], PT = (int32_t)p->pad[1], PL = (int32_t)p->pad[2];
+    const int32_t HW = H * W, DHW = D * HW, OHW = OH * OW;
+    const int8_t zv = CV(xzp);
+    int32_t od = (int32_t)p0 / OHW, oy = (int32_t)p0 % OHW / OW, ox = (int32_t)p0 % OW;
+    int8_t *restrict c = col;
+    for (size_t j = 0; j < nt; ++j) {
+        const int32_t iz0 = od * SD - PF, iy0 = oy * SH - PT, ix0 = ox * SW - PL;
+        if (iz0 >= 0 && iz0 + (KD - 1) * DD < D && iy0 >= 0 && iy0 + (KH - 1) * DH < H
+                && ix0 >= 0 && ix0 + (KW - 1) * DW < W) {
+            const T *restrict xc = x + iz0 * HW + iy0 * W + ix0;
+            for (int32_t ic = 0; ic < C; ++ic, xc += DHW)
+                for (int32_t kz = 0; kz < KD; ++kz)
+                    for (int32_t ky = 0; ky < KH; ++ky) {
+                        const T *restrict xr = xc + kz * DD * HW + ky * DH * W;
+                        if (KW == 3 && DW == 1) {
+                            c[0] = CV(xr[0]);
+                            c[1] = CV(xr[1]);
+                            c[2] = CV(xr[2]);
+                            c += 3;
+                        } else
+                            for (int32_t kx = 0; kx < KW; ++kx)
+                                *c++ = CV(xr[kx * DW]);
+                    }
+        } else
+            for (int32_t ic = 0; ic < C; ++ic)
+                for (int32_t kz = 0, iz = iz0; kz < KD; ++kz, iz += DD)
+                    for (int32_t ky = 0, iy = iy0; ky < KH; ++ky, iy += DH) {
+                        const int in = iz >= 0 && iz < D && iy >= 0 && iy < H;
+                        const T *restrict xr = x + ic * DHW + iz * HW + iy * W;
+                        for (int32_t kx = 0, ix = ix0; kx < KW; ++kx, ix += DW)
+                            *c++ = in && ix >= 0 && ix < W ? CV(xr[ix]) : zv;
+                    }
+        if (++ox == OW) {
+            ox = 0;
+            if (++oy == OH) {
+                oy = 0;
+                ++od;
+            }
+        }
+    }
+}"""
+
+VCOLS1 = """\
+/* Patches of a 1x1, stride 1, unpadded conv (kernels/qgemm/vdot.py): col[j * K + ic] =
+ * x[ic * P + p0 + j] for j < nt, ic < K (uint8 inputs minus 128): a transposition. */
+static void aicc_qvcols1_SFX(size_t K, size_t P, const T *restrict x, size_t p0, size_t nt,
+                             int8_t *restrict col)
+{
+    for (size_t ic = 0; ic < K; ++ic) {
+        const T *restrict xa = x + ic * P + p0;
+        int8_t *restrict c = col + ic;
+        for (size_t j = 0; j < nt; ++j, c += K)
+            *c = CV(xa[j]);
+    }
+}"""
+
+VROWS = """\
+/* n values of a uint8 input as int8 v - 128 (kernels/qgemm/vdot.py). */
+static void aicc_qvrows_u8(size_t n, const uint8_t *restrict a, int8_t *restrict col)
+{
+    for (size_t i = 0; i < n; ++i)
+        col[i] = (int8_t)((int32_t)a[i] - 128);
+}"""
+
+
+def isa_for(ctx):
+    """The vector dot kernels' ISA for ctx's node (isa/registry.py's rule over the ``qvdot``
+    ISAs)."""
+    return registry.isa_for(ctx, TABLES)
+
+
+def _lanes(isa: str) -> int:
+    return int(TABLES[isa]["lanes"])
+
+
+def _dot(ctx, isa: str) -> str:
+    """Name of the dot kernel of isa (its #include, prelude and spellings as helpers)."""
+    sp = TABLES[isa]
+    ctx.helper(f"qvdot.0.include.{isa}", include_line(isa))
+    spell = SPELL.replace("LOADZ", fill(sp["loadz"], p="p", n="n")) \
+        .replace("LOAD", fill(sp["load"], p="p")).replace("MAC", fill(sp["mac"], c="c", a="a",
+                                                                       b="b"))
+    ctx.helper(f"qvdot.1.spell.{isa}", spell.replace("VT", sp["vtype"]).replace("ISA", isa))
+    ctx.helper(f"qvdot.2.dot.{isa}", DOT.replace("VT", sp["vtype"]).replace("ISA", isa)
+               .replace("Lu", f"{_lanes(isa)}u"))
+    return f"aicc_qvdot2_{isa}"
+
+
+def _typed(ctx, key: str, code: str, dt) -> str:
+    """Name of gatherer code for input dtype dt (T, _SFX, CV(..) filled)."""
+    u8 = np.dtype(dt).name == "uint8"
+    sfx = "_u8" if u8 else "_s8"
+    cv = "(int8_t)((int32_t)(V) - 128)" if u8 else "(int8_t)(V)"
+    out, i = [], 0
+    while True:         # CV(expr) with one level of nested brackets in expr
+        j = code.find("CV(", i)
+        if j < 0:
+            out.append(code[i:])
+            break
+        depth, e = 1, j + 3
+        while depth:
+            depth += {"(": 1, ")": -1}.get(code[e], 0)
+            e += 1
+        out += [code[i:j], cv.replace("V", code[j + 3:e - 1])]
+        i = e
+    code = "".join(out).replace("_SFX", sfx).replace("const T ", f"const {ctype(dt)} ")
+    ctx.helper(f"qvdot.4.{key}{sfx}", code)
+    return code.split("static void ", 1)[1].split("(", 1)[0]
+
+
+def arrange(wk: np.ndarray, lanes: int) -> tuple | None:
+    """(int8 words [groups][rows / 2][Kp / L][2][L], int32 column sums [groups][rows'] with
+    rows' = rows rounded up to even) of constant weights wk ([groups, rows, K] int64 values
+    w - w_zp; rows and K padded with zeros), or None when a value does not fit int8."""
+    if wk.size and (wk.min() < -128 or wk.max() > 127):
+        return None
+    g, rows, k = wk.shape
+    rp, kp = -(-rows // 2) * 2, -(-k // lanes) * lanes
+    w = np.zeros((g, rp, kp), np.int8)
+    w[:, :rows, :k] = wk
+    cs = w.astype(np.int64).sum(axis=2).astype(np.int32)
+    w = w.reshape(g, rp // 2, 2, kp // lanes, lanes).transpose(0, 1, 3, 2, 4)
+    return np.ascontiguousarray(w).reshape(-1), cs.reshape(-1)
+
+
+def _pointwise(geo) -> bool:
+    """1x1, stride 1, unpadded: each position's patch is a column of the input."""
+    return (all(v == 1 for v in geo.k) and all(v == 1 for v in geo.stride)
+            and not any(geo.pad) and not any(geo.pad_end))
+
+
+def conv_weights(ctx, op, geo) -> tuple | None:
+    """A conv's arranged weights and column sums (arrange), None when not constant or not
+    int8-sized."""
+    if ctx.in_const(op.W) is None or (ctx.has_input(op.WZ) and ctx.in_const(op.WZ) is None):
+        return None
+    w = np.asarray(ctx.in_const(op.W)).astype(np.int64).reshape(geo.cout, -1)
+    w = w - zp_values(ctx, op.WZ, geo.cout)[:, None]
+    return arrange(w.reshape(geo.group, geo.cout_g, -1), _lanes(isa_for(ctx)))
+
+
+def _zx(ctx, k, dt) -> str:
+    """C of the input zero point in the rows' int8 domain (uint8: minus 128)."""
+    z = zp_expr(ctx, k)
+    return f"{z} - 128" if np.dtype(dt).name == "uint8" else z
+
+
+def emit_conv(ctx, op, geo, arranged: tuple, post) -> None:
+    """Conv through aicc_qvdot2 (loops: batch item, group, tile of output positions; patches
+    from the NCHW input); ``post(ch, src, n, dst)`` as portable.emit_conv's. arranged:
+    conv_weights."""
+    isa = isa_for(ctx)
+    ta = ctx.in_dtype(op.X)
+    K, P = geo.cin_g * numel(geo.k), numel(geo.out)
+    kp = -(-K // _lanes(isa)) * _lanes(isa)
+    tile = max(2, min(P, qgemm_c.COL_ELEMS // K))
+    blocks = (geo.cout_g + 1) // 2
+    ctx.kernel = f"{isa} qvdot2"
+    ctx.helper("conv.0.params", PARAMS)
+    ctx.helper("conv.1.range", RANGE)
+    ctx.helper("qlinear.0.wrap", WRAP)
+    dot = _dot(ctx, isa)
+    pw = _pointwise(geo)
+    cols = _typed(ctx, "qvcols1" if pw else "qvcols", VCOLS1 if pw else VCOLS, ta)
+    wq = ctx.const(arranged[0], "wq")
+    cs = ctx.const(arranged[1], "wcs")
+    col = ctx.scratch(tile * K, "int8_t", "col")
+    acc = ctx.scratch(2 * tile * 4, "uint32_t", "acc")
+    ctx(f"/* {geo.describe()}: int8 vector dot products [{geo.cout_g} x {K}] . [{K}] per "
+        f"output, tiles of {tile} positions, patches from the NCHW input */")
+    if not pw:
+        ctx(geo.params())
+        ctx(f"const int32_t xzp = {zp_expr(ctx, op.XZ)};")
+    ctx(f"const int32_t zx = {_zx(ctx, op.XZ, ta)};")
+    inP = numel(geo.inp)
+    with ctx.block(f"for (size_t nb = 0; nb < {geo.batch}u; ++nb)"):
+        with ctx.block(f"for (size_t gi = 0; gi < {geo.group}u; ++gi)"):
+            with ctx.block(f"for (size_t p0 = 0; p0 < {P}u; p0 += {tile}u)"):
+                ctx(f"const size_t nt = {P}u - p0 < {tile}u ? {P}u - p0 : {tile}u;")
+                xg = f"{ctx.inp[op.X]} + (nb * {geo.cin}u + gi * {geo.cin_g}u) * {inP}u"
+                if pw:
+                    ctx(f"{cols}({K}u, {P}u, {xg}, p0, nt, {col});")
+                else:
+                    ctx(f"{cols}(&prm, {xg}, xzp, p0, nt, {col});")
+                with ctx.block(f"for (size_t c2 = 0; c2 < {blocks}u; ++c2)"):
+                    ctx(f"{dot}({K}u, {wq} + (gi * {blocks}u + c2) * {2 * kp}u, {col}, {K}u, "
+                        f"nt, {acc}, {tile}u, {cs} + (gi * {blocks}u + c2) * 2u, zx);")
+                    rows = "2u" if geo.cout_g % 2 == 0 else f"c2 + 1u < {blocks}u ? 2u : 1u"
+                    with ctx.block(f"for (size_t r = 0; r < ({rows}); ++r)"):
+                        ctx(f"const size_t oc = gi * {geo.cout_g}u + 2u * c2 + r;")
+                        post("oc", f"({acc} + r * {tile}u)", "nt",
+                             f"(nb * {geo.cout}u + oc) * {P}u + p0")
+
+
+def matmul_weights(ctx, op, k: int, n: int, b_t: np.ndarray) -> tuple | None:
+    """A MatMul's arranged b (b_t: b transposed, [n][k]) minus its zero point (per tensor or
+    per column) and column sums; None when not int8-sized."""
+    bz = zp_values(ctx, op.BZ, n) if ctx.has_input(op.BZ) else np.zeros(n, np.int64)
+    w = np.asarray(b_t).astype(np.int64) - np.asarray(bz, np.int64).reshape(-1, 1)
+    return arrange(w.reshape(1, n, k), _lanes(isa_for(ctx)))
+
+
+def emit_matmul(ctx, op, m: int, k: int, n: int, arranged: tuple, post) -> None:
+    """y[m][n] = a[m][k] @ b through aicc_qvdot2 (portable.emit_matmul's ``post``); int8 rows
+    of a read in place, uint8 rows converted per tile. arranged: matmul_weights."""
+    isa = isa_for(ctx)
+    ta = ctx.in_dtype(op.A)
+    kp = -(-k // _lanes(isa)) * _lanes(isa)
+    ctx.helper("qlinear.0.wrap", WRAP)
+    dot = _dot(ctx, isa)
+    u8 = np.dtype(ta).name == "uint8"
+    wq = ctx.const(arranged[0], "wq")
+    cs = ctx.const(arranged[1], "wcs")
+    blocks = (n + 1) // 2
+    ctx.kernel = f"{isa} qvdot2"
+    tile = max(1, min(m, qgemm_c.COL_ELEMS // k))
+    ctx(f"/* int8 vector dot products: [{m} x {k}] @ [{k} x {n}], b arranged at build time, "
+        f"tiles of {tile} rows */")
+    ctx(f"const int32_t zx = {_zx(ctx, op.AZ, ta)};")
+    if u8:
+        ctx.helper("qvdot.4.qvrows_u8", VROWS)
+        col = ctx.scratch(tile * k, "int8_t", "col")
+    if m == 1:          # every channel's sum, then the stores
+        acc = ctx.scratch(2 * blocks * 4, "uint32_t", "acc")
+        xs = ctx.inp[op.A]
+        if u8:
+            ctx(f"aicc_qvrows_u8({k}u, {xs}, {col});")
+            xs = col
+        with ctx.block(f"for (size_t c2 = 0; c2 < {blocks}u; ++c2)"):
+            ctx(f"{dot}({k}u, {wq} + c2 * {2 * kp}u, {xs}, {k}u, 1u, {acc} + 2u * c2, 1u, "
+                f"{cs} + 2u * c2, zx);")
+        with ctx.block(f"for (size_t j = 0; j < {n}u; ++j)"):
+            post("j", f"({acc} + j)", "1u", "j", f"{n}u")
+        return
+    acc = ctx.scratch(2 * tile * 4, "uint32_t", "acc")
+    with ctx.block(f"for (size_t i0 = 0; i0 < {m}u; i0 += {tile}u)"):
+        ctx(f"const size_t nt = {m}u - i0 < {tile}u ? {m}u - i0 : {tile}u;")
+        xs = f"{ctx.inp[op.A]} + i0 * {k}u"
+        if u8:
+            ctx(f"aicc_qvrows_u8(nt * {k}u, {xs}, {col});")
+            xs = col
+        with ctx.block(f"for (size_t c2 = 0; c2 < {blocks}u; ++c2)"):
+            ctx(f"{dot}({k}u, {wq} + c2 * {2 * kp}u, {xs}, {k}u, nt, {acc}, {tile}u, "
+                f"{cs} + 2u * c2, zx);")
+            rows = "2u" if n % 2 == 0 else f"c2 + 1u < {blocks}u ? 2u : 1u"
+            with ctx.block(f"for (size_t r = 0; r < ({rows}); ++r)"):
+                ctx("const size_t j = 2u * c2 + r;")
+                post("j", f"({acc} + r * {tile}u)", "nt", f"i0 * {n}u + j", f"{n}u")
