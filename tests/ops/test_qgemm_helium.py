@@ -145,3 +145,21 @@ def test_helium_kernels_match_generic_and_exact_sums(tmp_path):
     for k in ("qconv", "qconv1", "qmv", "qmm"):
         live = ((got[k] > -128) & (got[k] < 127)).mean()
         assert live > 0.3, (k, live)
+
+
+@needs_m55
+def test_quantize_alone_compiles_strict(tmp_path):
+    """QuantizeLinear on helium (VCVTR, __ssat) with no other Arm kernel in the bundle: the
+    description's prelude declares ACLE's saturations (arm_mve.h does not)."""
+    xq = (np.arange(-40, 40) * 0.75).astype(np.float32)
+    node = helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"])
+    model = make_model([node], {"x": xq}, ["y"], {"s": np.float32(0.5), "z": np.int8(1)},
+                       opset=13)
+    path = tmp_path / "q.onnx"
+    onnx.save(model, str(path))
+    b = aicc.build(path, target=M55, out=tmp_path / "b")
+    steps = json.loads((b / "manifest.json").read_text())["steps"]
+    assert [s.get("kernel") for s in steps] == ["helium"]
+    got = open_bundle(b, cflags=PLAIN_CFLAGS).run({"x": xq})["y"]
+    want = np.clip(np.rint(xq / 0.5) + 1, -128, 127).astype(np.int8)
+    np.testing.assert_array_equal(got, want)

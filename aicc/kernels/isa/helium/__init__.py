@@ -16,7 +16,8 @@ from ..fpv4 import ISA as FPV4
 
 ISA = Isa(
     name="helium", family="arm", header="<arm_mve.h>", vector_bytes=16, registers=8,
-    prelude=FPV4.prelude, qround=dict(FPV4.qround),
+    # arm_mve.h does not declare ACLE's __ssat / __usat (qround): arm_acle.h in the prelude
+    prelude="#include <arm_acle.h>\n\n" + FPV4.prelude, qround=dict(FPV4.qround),
     # int8 rows dotted into int32 scalars (kernels/qgemm/vdot.py): vtype holds ``lanes`` int8;
     # load reads them from p (no alignment), loadz the first n of them (n <= lanes; zeros in
     # the other lanes, nothing read past p + n: a tail-predicated VLDRB), mac adds the lanes'
