@@ -6,8 +6,8 @@ ConvInteger (int32 sums, compared exactly with a float64 reference) with K not a
 16 and K < 16, odd channel counts, an odd number of positions, int8 and uint8 inputs with
 nonzero zero points (the column-sum correction; uint8 as x - 128), per-channel weight zero
 points (uint8 weights: w - zp fits int8), groups, stride 2, dilation, padding (the zero point
-in the gathered patches), 1-D, 3-D, 1x1 (the transposing gather); weights that do not fit int8
-(the portable kernel); MatMulInteger with 1 and 5 rows, int8 and uint8 a; QLinearConv 1x1 and
+in the channel-last copy), 1-D, 1x1 (the transposing scatter); weights that do not fit int8
+(the portable kernel) and 3-D (the pair kernel); MatMulInteger with 1 and 5 rows, int8 and uint8 a; QLinearConv 1x1 and
 3x3 with per-channel scales and bias, QLinearMatMul with 1 and 5 rows (the requantization in
 the store). Depthwise convs stay on the DSP pair kernel. Equal to the generic bundle on every
 output.
@@ -84,7 +84,7 @@ def _model(r):
     conv("v_1x1g", "xs", i8(8, 3, 1, 1), {"group": 2})              # K 3
     conv("v_wide", "xs", r.integers(0, 256, size=(4, 6, 3, 3)).astype(np.uint8), p1)
     conv("v_1d", "x1", i8(6, 6, 5), {"pads": [2, 1], "strides": [2]})
-    conv("v_3d", "x3", i8(5, 3, 2, 3, 2), {"pads": [1, 0, 1, 1, 1, 0]})
+    conv("p_3d", "x3", i8(5, 3, 2, 3, 2), {"pads": [1, 0, 1, 1, 1, 0]})
     conv("dw_s1", "xs", i8(6, 1, 3, 3), {**p1, "group": 6})        # the pair kernel still
     # matmuls: one row, five rows, int8 and uint8 a; N 11, K 37 (two blocks and a tail of 5)
     for a, az in (("a1", "zs"), ("a5", "zs"), ("u5", "zu")):
@@ -134,7 +134,7 @@ def test_helium_kernels_match_generic_and_exact_sums(tmp_path):
     kern = {s["outputs"][0]: s.get("kernel", "") for s in steps}
     for k, v in kern.items():       # the Helium kernel, or the fallbacks
         want = ("generic idot4" if k == "v_wide" else "dsp qpdw" if k.startswith("dw")
-                else "helium qvdot2")
+                else "dsp qpdot2" if k.startswith("p_") else "helium qvdot2")
         assert v == want, (k, v)
     got, gen = outs[M55], outs["generic"]
     assert set(gen) == set(got)

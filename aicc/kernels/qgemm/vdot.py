@@ -9,10 +9,14 @@ inputs stay int8 (no widening). ``w - w_zp`` (each value must fit int8, else the
 portable kernels run) is stored as int8, K padded with zero weights to Kp (a multiple of the
 lanes L), per block of 2 output channels [block][Kp / L][2][L] (an odd channel count gets a
 zero channel). The inputs are rows of K int8 per output position (k contiguous): a MatMul's
-int8 rows of a as they are; uint8 inputs as ``x - 128`` (x_zp - 128 in the correction); conv
-patches gathered per tile of positions (VCOLS, the zero point in the padding; 1x1 convs by
-VCOLS1, a transposition). A row's last K % L values are a predicated load (``loadz``: zeros
-past K, nothing read there), so rows need no padding.
+int8 rows of a as they are; uint8 inputs as ``x - 128`` (x_zp - 128 in the correction). Conv
+patches (1-D / 2-D; 3-D convs take the pair kernel) have k in the order (ky, kx, ic), the
+weights rearranged to match at build time: a 1x1 conv's tile of patches is its input tile
+transposed (the description's ``scatter``: a VSTRB scatter of 8 values), others copy the
+group's input once channel-last with its padding (Hp x Wp x C, the zero point in the padding),
+then per patch row one ``copy`` of kW * C contiguous bytes (VPATCH; at dilation 1). A row's
+last K % L values are a predicated load (``loadz``: zeros past K, nothing read there), so rows
+need no padding.
 
 The dot kernel (aicc_qvdot2) keeps 2 channels x 2 positions in four int32 sums: per L k two
 loads of weights, two of inputs and four ``mac`` (4 L products: 10 instructions per 64 on the
@@ -25,7 +29,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...emit_c.cwriter import ctype
 from ...emit_c.loops import numel
 from ..conv.base_c import PARAMS, RANGE
 from ..isa import registry
@@ -110,86 +113,32 @@ static void aicc_qvdot2_ISA(size_t K, const int8_t *restrict w, const int8_t *re
     }
 }"""
 
-# T: the input type; CV(v): v as int8 (uint8: v - 128)
-VCOLS = """\
-/* Input patches of output positions [p0, p0 + nt) of one group of a conv, one row of K int8
- * per position (kernels/qgemm/vdot.py): col[j * K + ((ic * kD + kz) * kH + ky) * kW + kx] =
- * x at that tap, zv (the zero point) in the padding; uint8 inputs minus 128. Position by
- * position in int32 index arithmetic; a patch wholly inside the input row by row (3 taps
- * unrolled). */
-static void aicc_qvcols_SFX(const aicc_conv_params *p, const T *restrict x, int32_t xzp,
-                            size_t p0, size_t nt, int8_t *restrict col)
+VPATCH = """\
+/* Patches of output positions [p0, p0 + nt) of one group of a 1-D / 2-D conv, one row of K int8
+ * per position (kernels/qgemm/vdot.py): col[j * K + (ky * kW + kx) * C + ic] = xt at that tap,
+ * xt the group's input channel-last with its padding (Hp x Wp x C, the zero point in the
+ * padding): per patch row one copy of kW * C bytes (dilation 1), else kW copies of C. */
+static void aicc_qvpatch_ISA(const aicc_conv_params *p, size_t Wp, const int8_t *restrict xt,
+                             size_t p0, size_t nt, int8_t *restrict col)
 {
-    const int32_t D = (int32_t)p->in[0], H = (int32_t)p->in[1], W = (int32_t)p->in[2];
-    const int32_t KD = (int32_t)p->k[0], KH = (int32_t)p->k[1], KW = (int32_t)p->k[2];
-    const int32_t OH = (int32_t)p->out[1], OW = (int32_t)p->out[2], C = (int32_t)p->cin_g;
-    const int32_t SD = (int32_t)p->stride[0], SH = (int32_t)p->stride[1];
-    const int32_t SW = (int32_t)p->stride[2], DD = (int32_t)p->dil[0];
-    const int32_t DH = (int32_t)p->dil[1], DW = (int32_t)p->dil[2];
-    const int32_t PF = (int32_t)p->pad[0], PT = (int32_t)p->pad[1], PL = (int32_t)p->pad[2];
-    const int32_t HW = H * W, DHW = D * HW, OHW = OH * OW;
-    const int8_t zv = CV(xzp);
-    int32_t od = (int32_t)p0 / OHW, oy = (int32_t)p0 % OHW / OW, ox = (int32_t)p0 % OW;
-    int8_t *restrict c = col;
+    const size_t C = p->cin_g, KH = p->k[1], KW = p->k[2], OW = p->out[2];
+    const size_t SH = p->stride[1], SW = p->stride[2], DH = p->dil[1], DW = p->dil[2];
+    size_t oy = p0 / OW, ox = p0 % OW;
     for (size_t j = 0; j < nt; ++j) {
-        const int32_t iz0 = od * SD - PF, iy0 = oy * SH - PT, ix0 = ox * SW - PL;
-        if (iz0 >= 0 && iz0 + (KD - 1) * DD < D && iy0 >= 0 && iy0 + (KH - 1) * DH < H
-                && ix0 >= 0 && ix0 + (KW - 1) * DW < W) {
-            const T *restrict xc = x + iz0 * HW + iy0 * W + ix0;
-            for (int32_t ic = 0; ic < C; ++ic, xc += DHW)
-                for (int32_t kz = 0; kz < KD; ++kz)
-                    for (int32_t ky = 0; ky < KH; ++ky) {
-                        const T *restrict xr = xc + kz * DD * HW + ky * DH * W;
-                        if (KW == 3 && DW == 1) {
-                            c[0] = CV(xr[0]);
-                            c[1] = CV(xr[1]);
-                            c[2] = CV(xr[2]);
-                            c += 3;
-                        } else
-                            for (int32_t kx = 0; kx < KW; ++kx)
-                                *c++ = CV(xr[kx * DW]);
-                    }
-        } else
-            for (int32_t ic = 0; ic < C; ++ic)
-                for (int32_t kz = 0, iz = iz0; kz < KD; ++kz, iz += DD)
-                    for (int32_t ky = 0, iy = iy0; ky < KH; ++ky, iy += DH) {
-                        const int in = iz >= 0 && iz < D && iy >= 0 && iy < H;
-                        const T *restrict xr = x + ic * DHW + iz * HW + iy * W;
-                        for (int32_t kx = 0, ix = ix0; kx < KW; ++kx, ix += DW)
-                            *c++ = in && ix >= 0 && ix < W ? CV(xr[ix]) : zv;
-                    }
+        const int8_t *restrict r = xt + ((oy * SH) * Wp + ox * SW) * C;
+        for (size_t ky = 0; ky < KH; ++ky, r += DH * Wp * C)
+            if (DW == 1u) {
+                COPY(r, KW * C, col);
+                col += KW * C;
+            } else
+                for (size_t kx = 0; kx < KW; ++kx, col += C)
+                    COPY(r + kx * DW * C, C, col);
         if (++ox == OW) {
             ox = 0;
-            if (++oy == OH) {
-                oy = 0;
-                ++od;
-            }
+            ++oy;
         }
     }
 }"""
-
-VCOLS1 = """\
-/* Patches of a 1x1, stride 1, unpadded conv (kernels/qgemm/vdot.py): col[j * K + ic] =
- * x[ic * P + p0 + j] for j < nt, ic < K (uint8 inputs minus 128): a transposition. */
-static void aicc_qvcols1_SFX(size_t K, size_t P, const T *restrict x, size_t p0, size_t nt,
-                             int8_t *restrict col)
-{
-    for (size_t ic = 0; ic < K; ++ic) {
-        const T *restrict xa = x + ic * P + p0;
-        int8_t *restrict c = col + ic;
-        for (size_t j = 0; j < nt; ++j, c += K)
-            *c = CV(xa[j]);
-    }
-}"""
-
-VROWS = """\
-/* n values of a uint8 input as int8 v - 128 (kernels/qgemm/vdot.py). */
-static void aicc_qvrows_u8(size_t n, const uint8_t *restrict a, int8_t *restrict col)
-{
-    for (size_t i = 0; i < n; ++i)
-        col[i] = (int8_t)((int32_t)a[i] - 128);
-}"""
-
 
 def isa_for(ctx):
     """The vector dot kernels' ISA for ctx's node (isa/registry.py's rule over the ``qvdot``
@@ -208,32 +157,16 @@ def _dot(ctx, isa: str) -> str:
     spell = SPELL.replace("LOADZ", fill(sp["loadz"], p="p", n="n")) \
         .replace("LOAD", fill(sp["load"], p="p")).replace("MAC", fill(sp["mac"], c="c", a="a",
                                                                        b="b"))
-    ctx.helper(f"qvdot.1.spell.{isa}", spell.replace("VT", sp["vtype"]).replace("ISA", isa))
+    ctx.helper(f"qvdot.1.spell.{isa}", spell.replace("VT", sp["vtype"]).replace("ISA", isa) +
+               "\n\n" + sp["prelude"])
     ctx.helper(f"qvdot.2.dot.{isa}", DOT.replace("VT", sp["vtype"]).replace("ISA", isa)
                .replace("Lu", f"{_lanes(isa)}u"))
     return f"aicc_qvdot2_{isa}"
 
 
-def _typed(ctx, key: str, code: str, dt) -> str:
-    """Name of gatherer code for input dtype dt (T, _SFX, CV(..) filled)."""
-    u8 = np.dtype(dt).name == "uint8"
-    sfx = "_u8" if u8 else "_s8"
-    cv = "(int8_t)((int32_t)(V) - 128)" if u8 else "(int8_t)(V)"
-    out, i = [], 0
-    while True:         # CV(expr) with one level of nested brackets in expr
-        j = code.find("CV(", i)
-        if j < 0:
-            out.append(code[i:])
-            break
-        depth, e = 1, j + 3
-        while depth:
-            depth += {"(": 1, ")": -1}.get(code[e], 0)
-            e += 1
-        out += [code[i:j], cv.replace("V", code[j + 3:e - 1])]
-        i = e
-    code = "".join(out).replace("_SFX", sfx).replace("const T ", f"const {ctype(dt)} ")
-    ctx.helper(f"qvdot.4.{key}{sfx}", code)
-    return code.split("static void ", 1)[1].split("(", 1)[0]
+def _scatter(isa: str, dt) -> str:
+    """Name of isa's row scatter for input dtype dt (uint8: as v - 128)."""
+    return TABLES[isa]["scatter_u8" if np.dtype(dt).name == "uint8" else "scatter_s8"]
 
 
 def arrange(wk: np.ndarray, lanes: int) -> tuple | None:
@@ -258,12 +191,14 @@ def _pointwise(geo) -> bool:
 
 
 def conv_weights(ctx, op, geo) -> tuple | None:
-    """A conv's arranged weights and column sums (arrange), None when not constant or not
-    int8-sized."""
+    """A 1-D / 2-D conv's arranged weights (arrange, k in the order ky, kx, ic of the
+    channel-last patches) and column sums, None when not constant, not int8-sized or 3-D."""
     if ctx.in_const(op.W) is None or (ctx.has_input(op.WZ) and ctx.in_const(op.WZ) is None):
         return None
-    w = np.asarray(ctx.in_const(op.W)).astype(np.int64).reshape(geo.cout, -1)
-    w = w - zp_values(ctx, op.WZ, geo.cout)[:, None]
+    if len(geo.k) > 2:
+        return None
+    w = np.asarray(ctx.in_const(op.W)).astype(np.int64).reshape(geo.cout, geo.cin_g, -1)
+    w = (w - zp_values(ctx, op.WZ, geo.cout)[:, None, None]).transpose(0, 2, 1)
     return arrange(w.reshape(geo.group, geo.cout_g, -1), _lanes(isa_for(ctx)))
 
 
@@ -274,12 +209,14 @@ def _zx(ctx, k, dt) -> str:
 
 
 def emit_conv(ctx, op, geo, arranged: tuple, post) -> None:
-    """Conv through aicc_qvdot2 (loops: batch item, group, tile of output positions; patches
-    from the NCHW input); ``post(ch, src, n, dst)`` as portable.emit_conv's. arranged:
-    conv_weights."""
+    """Conv through aicc_qvdot2 (loops: batch item, group, tile of output positions);
+    ``post(ch, src, n, dst)`` as portable.emit_conv's. arranged: conv_weights. A 1x1 conv's
+    tile of patches is its input transposed (the description's scatter); other convs first
+    copy the group's input channel-last with its padding (scatter), then copy each patch's
+    rows from there (VPATCH)."""
     isa = isa_for(ctx)
     ta = ctx.in_dtype(op.X)
-    K, P = geo.cin_g * numel(geo.k), numel(geo.out)
+    K, P, C = geo.cin_g * numel(geo.k), numel(geo.out), geo.cin_g
     kp = -(-K // _lanes(isa)) * _lanes(isa)
     tile = max(2, min(P, qgemm_c.COL_ELEMS // K))
     blocks = (geo.cout_g + 1) // 2
@@ -288,28 +225,42 @@ def emit_conv(ctx, op, geo, arranged: tuple, post) -> None:
     ctx.helper("conv.1.range", RANGE)
     ctx.helper("qlinear.0.wrap", WRAP)
     dot = _dot(ctx, isa)
+    scatter = _scatter(isa, ta)
     pw = _pointwise(geo)
-    cols = _typed(ctx, "qvcols1" if pw else "qvcols", VCOLS1 if pw else VCOLS, ta)
     wq = ctx.const(arranged[0], "wq")
     cs = ctx.const(arranged[1], "wcs")
     col = ctx.scratch(tile * K, "int8_t", "col")
     acc = ctx.scratch(2 * tile * 4, "uint32_t", "acc")
-    ctx(f"/* {geo.describe()}: int8 vector dot products [{geo.cout_g} x {K}] . [{K}] per "
-        f"output, tiles of {tile} positions, patches from the NCHW input */")
-    if not pw:
-        ctx(geo.params())
-        ctx(f"const int32_t xzp = {zp_expr(ctx, op.XZ)};")
-    ctx(f"const int32_t zx = {_zx(ctx, op.XZ, ta)};")
     inP = numel(geo.inp)
+    ctx(f"/* {geo.describe()}: int8 vector dot products [{geo.cout_g} x {K}] . [{K}] per "
+        f"output, tiles of {tile} positions, patches channel-last from the NCHW input */")
+    if not pw:
+        (H, W), (PT, PL) = ([1] + geo.inp)[-2:], ([0] + geo.pad)[-2:]
+        Hp, Wp = H + PT + ([0] + geo.pad_end)[-2], W + PL + ([0] + geo.pad_end)[-1]
+        padded = (Hp, Wp) != (H, W)
+        patch = f"aicc_qvpatch_{isa}"
+        ctx.helper(f"qvdot.3.patch.{isa}", VPATCH.replace("ISA", isa).replace(
+            "COPY", TABLES[isa]["copy"]))
+        xt = ctx.scratch(Hp * Wp * C, "int8_t", "xt")
+        ctx(geo.params())
+    ctx(f"const int32_t zx = {_zx(ctx, op.XZ, ta)};")
     with ctx.block(f"for (size_t nb = 0; nb < {geo.batch}u; ++nb)"):
         with ctx.block(f"for (size_t gi = 0; gi < {geo.group}u; ++gi)"):
+            xg = f"{ctx.inp[op.X]} + (nb * {geo.cin}u + gi * {C}u) * {inP}u"
+            if not pw:
+                if padded:
+                    ctx(f"memset({xt}, (int8_t)zx, {Hp * Wp * C}u);")
+                with ctx.block(f"for (size_t ic = 0; ic < {C}u; ++ic)"):
+                    with ctx.block(f"for (size_t iy = 0; iy < {H}u; ++iy)"):
+                        ctx(f"{scatter}({xg} + (ic * {H}u + iy) * {W}u, {W}u, "
+                            f"{xt} + ((iy + {PT}u) * {Wp}u + {PL}u) * {C}u + ic, {C}u);")
             with ctx.block(f"for (size_t p0 = 0; p0 < {P}u; p0 += {tile}u)"):
                 ctx(f"const size_t nt = {P}u - p0 < {tile}u ? {P}u - p0 : {tile}u;")
-                xg = f"{ctx.inp[op.X]} + (nb * {geo.cin}u + gi * {geo.cin_g}u) * {inP}u"
                 if pw:
-                    ctx(f"{cols}({K}u, {P}u, {xg}, p0, nt, {col});")
+                    with ctx.block(f"for (size_t ic = 0; ic < {K}u; ++ic)"):
+                        ctx(f"{scatter}({xg} + ic * {P}u + p0, nt, {col} + ic, {K}u);")
                 else:
-                    ctx(f"{cols}(&prm, {xg}, xzp, p0, nt, {col});")
+                    ctx(f"{patch}(&prm, {Wp}u, {xt}, p0, nt, {col});")
                 with ctx.block(f"for (size_t c2 = 0; c2 < {blocks}u; ++c2)"):
                     ctx(f"{dot}({K}u, {wq} + (gi * {blocks}u + c2) * {2 * kp}u, {col}, {K}u, "
                         f"nt, {acc}, {tile}u, {cs} + (gi * {blocks}u + c2) * 2u, zx);")
@@ -346,13 +297,12 @@ def emit_matmul(ctx, op, m: int, k: int, n: int, arranged: tuple, post) -> None:
         f"tiles of {tile} rows */")
     ctx(f"const int32_t zx = {_zx(ctx, op.AZ, ta)};")
     if u8:
-        ctx.helper("qvdot.4.qvrows_u8", VROWS)
         col = ctx.scratch(tile * k, "int8_t", "col")
     if m == 1:          # every channel's sum, then the stores
         acc = ctx.scratch(2 * blocks * 4, "uint32_t", "acc")
         xs = ctx.inp[op.A]
         if u8:
-            ctx(f"aicc_qvrows_u8({k}u, {xs}, {col});")
+            ctx(f"{_scatter(isa, ta)}({xs}, {k}u, {col}, 1u);")
             xs = col
         with ctx.block(f"for (size_t c2 = 0; c2 < {blocks}u; ++c2)"):
             ctx(f"{dot}({k}u, {wq} + c2 * {2 * kp}u, {xs}, {k}u, 1u, {acc} + 2u * c2, 1u, "
@@ -365,7 +315,7 @@ def emit_matmul(ctx, op, m: int, k: int, n: int, arranged: tuple, post) -> None:
         ctx(f"const size_t nt = {m}u - i0 < {tile}u ? {m}u - i0 : {tile}u;")
         xs = f"{ctx.inp[op.A]} + i0 * {k}u"
         if u8:
-            ctx(f"aicc_qvrows_u8(nt * {k}u, {xs}, {col});")
+            ctx(f"{_scatter(isa, ta)}({xs}, nt * {k}u, {col}, 1u);")
             xs = col
         with ctx.block(f"for (size_t c2 = 0; c2 < {blocks}u; ++c2)"):
             ctx(f"{dot}({k}u, {wq} + c2 * {2 * kp}u, {xs}, {k}u, nt, {acc}, {tile}u, "

@@ -14,6 +14,52 @@ from __future__ import annotations
 from ..base import Isa
 from ..fpv4 import ISA as FPV4
 
+# the int8 dot kernels' data movement (kernels/qgemm/vdot.py): rows of int8 / uint8 scattered
+# to a channel-last image (8 values a call: widened to 16-bit lanes, their low bytes stored by a
+# VSTRB scatter with offsets j * c; uint8 as v - 128, the XOR of bit 7), and byte copies (16 a
+# predicated VLDRB / VSTRB pair)
+QV_PRELUDE = """\
+/* d[j * c] = x[j] (int8) for j < n, c < 8192 (isa/helium: qvdot). */
+static inline void aicc_qv_scatter_s8_helium(const int8_t *restrict x, size_t n,
+                                             int8_t *restrict d, size_t c)
+{
+    const uint16x8_t o = vmulq_n_u16(vidupq_n_u16(0u, 1), (uint16_t)c);
+    size_t j = 0;
+    for (; j + 8u <= n; j += 8u, x += 8, d += 8u * c)
+        vstrbq_scatter_offset_s16(d, o, vldrbq_s16(x));
+    if (j < n) {
+        const mve_pred16_t p = vctp16q((uint32_t)(n - j));
+        vstrbq_scatter_offset_p_s16(d, o, vldrbq_z_s16(x, p), p);
+    }
+}
+
+/* d[j * c] = x[j] - 128 (uint8 as int8) for j < n, c < 8192 (isa/helium: qvdot). */
+static inline void aicc_qv_scatter_u8_helium(const uint8_t *restrict x, size_t n,
+                                             int8_t *restrict d, size_t c)
+{
+    const uint16x8_t o = vmulq_n_u16(vidupq_n_u16(0u, 1), (uint16_t)c);
+    const uint16x8_t h = vdupq_n_u16(0x80u);
+    size_t j = 0;
+    for (; j + 8u <= n; j += 8u, x += 8, d += 8u * c)
+        vstrbq_scatter_offset_u16((uint8_t *)d, o, veorq_u16(vldrbq_u16(x), h));
+    if (j < n) {
+        const mve_pred16_t p = vctp16q((uint32_t)(n - j));
+        vstrbq_scatter_offset_p_u16((uint8_t *)d, o, veorq_u16(vldrbq_z_u16(x, p), h), p);
+    }
+}
+
+/* d[j] = s[j] for j < n (isa/helium: qvdot). */
+static inline void aicc_qv_copy_helium(const int8_t *restrict s, size_t n, int8_t *restrict d)
+{
+    size_t j = 0;
+    for (; j + 16u <= n; j += 16u, s += 16, d += 16)
+        vst1q_s8(d, vld1q_s8(s));
+    if (j < n) {
+        const mve_pred16_t p = vctp8q((uint32_t)(n - j));
+        vstrbq_p_s8(d, vldrbq_z_s8(s, p), p);
+    }
+}"""
+
 ISA = Isa(
     name="helium", family="arm", header="<arm_mve.h>", vector_bytes=16, registers=8,
     # arm_mve.h does not declare ACLE's __ssat / __usat (qround): arm_acle.h in the prelude
@@ -24,5 +70,7 @@ ISA = Isa(
     # products of a and b to the int32 c (modulo 2^32: VMLADAVA.S8)
     qvdot=dict(vtype="int8x16_t", lanes=16, load="vld1q_s8({p})",
                loadz="vldrbq_z_s8({p}, vctp8q((uint32_t){n}))",
-               mac="vmladavaq_s8({c}, {a}, {b})"),
+               mac="vmladavaq_s8({c}, {a}, {b})", prelude=QV_PRELUDE,
+               scatter_s8="aicc_qv_scatter_s8_helium", scatter_u8="aicc_qv_scatter_u8_helium",
+               copy="aicc_qv_copy_helium"),
 )
