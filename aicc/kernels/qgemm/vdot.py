@@ -14,7 +14,7 @@ patches (1-D / 2-D; 3-D convs take the pair kernel) have k in the order (ky, kx,
 weights rearranged to match at build time: a 1x1 conv's tile of patches is its input tile
 transposed (the description's ``scatter``: a VSTRB scatter of 8 values), others copy the
 group's input once channel-last with its padding (Hp x Wp x C, the zero point in the padding),
-then per patch row one ``copy`` of kW * C contiguous bytes (VPATCH; at dilation 1). A row's
+then per patch row one ``copy`` of kW * C contiguous bytes (at dilation 1). A row's
 last K % L values are a predicated load (``loadz``: zeros past K, nothing read there), so rows
 need no padding.
 
@@ -30,7 +30,6 @@ from __future__ import annotations
 import numpy as np
 
 from ...emit_c.loops import numel
-from ..conv.base_c import PARAMS, RANGE
 from ..isa import registry
 from ..isa.registry import include_line
 from . import portable as qgemm_c
@@ -113,33 +112,6 @@ static void aicc_qvdot2_ISA(size_t K, const int8_t *restrict w, const int8_t *re
     }
 }"""
 
-VPATCH = """\
-/* Patches of output positions [p0, p0 + nt) of one group of a 1-D / 2-D conv, one row of K int8
- * per position (kernels/qgemm/vdot.py): col[j * K + (ky * kW + kx) * C + ic] = xt at that tap,
- * xt the group's input channel-last with its padding (Hp x Wp x C, the zero point in the
- * padding): per patch row one copy of kW * C bytes (dilation 1), else kW copies of C. */
-static void aicc_qvpatch_ISA(const aicc_conv_params *p, size_t Wp, const int8_t *restrict xt,
-                             size_t p0, size_t nt, int8_t *restrict col)
-{
-    const size_t C = p->cin_g, KH = p->k[1], KW = p->k[2], OW = p->out[2];
-    const size_t SH = p->stride[1], SW = p->stride[2], DH = p->dil[1], DW = p->dil[2];
-    size_t oy = p0 / OW, ox = p0 % OW;
-    for (size_t j = 0; j < nt; ++j) {
-        const int8_t *restrict r = xt + ((oy * SH) * Wp + ox * SW) * C;
-        for (size_t ky = 0; ky < KH; ++ky, r += DH * Wp * C)
-            if (DW == 1u) {
-                COPY(r, KW * C, col);
-                col += KW * C;
-            } else
-                for (size_t kx = 0; kx < KW; ++kx, col += C)
-                    COPY(r + kx * DW * C, C, col);
-        if (++ox == OW) {
-            ox = 0;
-            ++oy;
-        }
-    }
-}"""
-
 def isa_for(ctx):
     """The vector dot kernels' ISA for ctx's node (isa/registry.py's rule over the ``qvdot``
     ISAs)."""
@@ -208,12 +180,37 @@ def _zx(ctx, k, dt) -> str:
     return f"{z} - 128" if np.dtype(dt).name == "uint8" else z
 
 
+def _patches(ctx, isa: str, geo, Wp: int, xt: str, col: str) -> None:
+    """C of the patches of output positions [p0, p0 + nt) from the channel-last image xt
+    (rows of Wp pixels of C int8): col[j * K + (ky * kW + kx) * C + ic], per patch row one
+    ``copy`` of kW * C contiguous bytes (dilation 1), else kW copies of C; the sizes and
+    strides literals, so the compiler unrolls the copies."""
+    C, copy = geo.cin_g, TABLES[isa]["copy"]
+    (KH, KW), (SH, SW), (DH, DW) = (([1] + v)[-2:] for v in (geo.k, geo.stride, geo.dil))
+    OW = geo.out[-1]
+    with ctx.block(""):
+        ctx(f"size_t oy = p0 / {OW}u, ox = p0 % {OW}u;")
+        ctx(f"int8_t *restrict c = {col};")
+        with ctx.block("for (size_t j = 0; j < nt; ++j)"):
+            ctx(f"const int8_t *restrict r = {xt} + (oy * {SH * Wp * C}u + ox * {SW * C}u);")
+            with ctx.block(f"for (size_t ky = 0; ky < {KH}u; ++ky, r += {DH * Wp * C}u)"):
+                if DW == 1:
+                    ctx(f"{copy}(r, {KW * C}u, c);")
+                    ctx(f"c += {KW * C}u;")
+                else:
+                    with ctx.block(f"for (size_t kx = 0; kx < {KW}u; ++kx, c += {C}u)"):
+                        ctx(f"{copy}(r + kx * {DW * C}u, {C}u, c);")
+            with ctx.block(f"if (++ox == {OW}u)"):
+                ctx("ox = 0;")
+                ctx("++oy;")
+
+
 def emit_conv(ctx, op, geo, arranged: tuple, post) -> None:
     """Conv through aicc_qvdot2 (loops: batch item, group, tile of output positions);
     ``post(ch, src, n, dst)`` as portable.emit_conv's. arranged: conv_weights. A 1x1 conv's
     tile of patches is its input transposed (the description's scatter); other convs first
     copy the group's input channel-last with its padding (scatter), then copy each patch's
-    rows from there (VPATCH)."""
+    rows from there (_patches)."""
     isa = isa_for(ctx)
     ta = ctx.in_dtype(op.X)
     K, P, C = geo.cin_g * numel(geo.k), numel(geo.out), geo.cin_g
@@ -221,8 +218,6 @@ def emit_conv(ctx, op, geo, arranged: tuple, post) -> None:
     tile = max(2, min(P, qgemm_c.COL_ELEMS // K))
     blocks = (geo.cout_g + 1) // 2
     ctx.kernel = f"{isa} qvdot2"
-    ctx.helper("conv.0.params", PARAMS)
-    ctx.helper("conv.1.range", RANGE)
     ctx.helper("qlinear.0.wrap", WRAP)
     dot = _dot(ctx, isa)
     scatter = _scatter(isa, ta)
@@ -238,18 +233,14 @@ def emit_conv(ctx, op, geo, arranged: tuple, post) -> None:
         (H, W), (PT, PL) = ([1] + geo.inp)[-2:], ([0] + geo.pad)[-2:]
         Hp, Wp = H + PT + ([0] + geo.pad_end)[-2], W + PL + ([0] + geo.pad_end)[-1]
         padded = (Hp, Wp) != (H, W)
-        patch = f"aicc_qvpatch_{isa}"
-        ctx.helper(f"qvdot.3.patch.{isa}", VPATCH.replace("ISA", isa).replace(
-            "COPY", TABLES[isa]["copy"]))
         xt = ctx.scratch(Hp * Wp * C, "int8_t", "xt")
-        ctx(geo.params())
     ctx(f"const int32_t zx = {_zx(ctx, op.XZ, ta)};")
     with ctx.block(f"for (size_t nb = 0; nb < {geo.batch}u; ++nb)"):
         with ctx.block(f"for (size_t gi = 0; gi < {geo.group}u; ++gi)"):
             xg = f"{ctx.inp[op.X]} + (nb * {geo.cin}u + gi * {C}u) * {inP}u"
             if not pw:
                 if padded:
-                    ctx(f"memset({xt}, (int8_t)zx, {Hp * Wp * C}u);")
+                    ctx(f"{TABLES[isa]['fill']}({xt}, {Hp * Wp * C}u, (int8_t)zx);")
                 with ctx.block(f"for (size_t ic = 0; ic < {C}u; ++ic)"):
                     with ctx.block(f"for (size_t iy = 0; iy < {H}u; ++iy)"):
                         ctx(f"{scatter}({xg} + (ic * {H}u + iy) * {W}u, {W}u, "
@@ -260,7 +251,7 @@ def emit_conv(ctx, op, geo, arranged: tuple, post) -> None:
                     with ctx.block(f"for (size_t ic = 0; ic < {K}u; ++ic)"):
                         ctx(f"{scatter}({xg} + ic * {P}u + p0, nt, {col} + ic, {K}u);")
                 else:
-                    ctx(f"{patch}(&prm, {Wp}u, {xt}, p0, nt, {col});")
+                    _patches(ctx, isa, geo, Wp, xt, col)
                 with ctx.block(f"for (size_t c2 = 0; c2 < {blocks}u; ++c2)"):
                     ctx(f"{dot}({K}u, {wq} + (gi * {blocks}u + c2) * {2 * kp}u, {col}, {K}u, "
                         f"nt, {acc}, {tile}u, {cs} + (gi * {blocks}u + c2) * 2u, zx);")

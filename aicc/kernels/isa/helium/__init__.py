@@ -17,7 +17,7 @@ from ..fpv4 import ISA as FPV4
 # the int8 dot kernels' data movement (kernels/qgemm/vdot.py): rows of int8 / uint8 scattered
 # to a channel-last image (8 values a call: widened to 16-bit lanes, their low bytes stored by a
 # VSTRB scatter with offsets j * c; uint8 as v - 128, the XOR of bit 7), and byte copies (16 a
-# predicated VLDRB / VSTRB pair)
+# predicated VLDRB / VSTRB pair) and fills (newlib's memset: a byte a store)
 QV_PRELUDE = """\
 /* d[j * c] = x[j] (int8) for j < n, c < 8192 (isa/helium: qvdot). */
 static inline void aicc_qv_scatter_s8_helium(const int8_t *restrict x, size_t n,
@@ -48,6 +48,17 @@ static inline void aicc_qv_scatter_u8_helium(const uint8_t *restrict x, size_t n
     }
 }
 
+/* d[j] = v for j < n (isa/helium: qvdot). */
+static inline void aicc_qv_fill_helium(int8_t *restrict d, size_t n, int8_t v)
+{
+    const int8x16_t q = vdupq_n_s8(v);
+    size_t j = 0;
+    for (; j + 16u <= n; j += 16u, d += 16)
+        vst1q_s8(d, q);
+    if (j < n)
+        vstrbq_p_s8(d, q, vctp8q((uint32_t)(n - j)));
+}
+
 /* d[j] = s[j] for j < n (isa/helium: qvdot). */
 static inline void aicc_qv_copy_helium(const int8_t *restrict s, size_t n, int8_t *restrict d)
 {
@@ -72,5 +83,5 @@ ISA = Isa(
                loadz="vldrbq_z_s8({p}, vctp8q((uint32_t){n}))",
                mac="vmladavaq_s8({c}, {a}, {b})", prelude=QV_PRELUDE,
                scatter_s8="aicc_qv_scatter_s8_helium", scatter_u8="aicc_qv_scatter_u8_helium",
-               copy="aicc_qv_copy_helium"),
+               copy="aicc_qv_copy_helium", fill="aicc_qv_fill_helium"),
 )
