@@ -60,18 +60,29 @@ DOT = """\
 /* acc[r * ldc + j] = sum over k < K of w_r[k] * x[j * ldx + k] - zx * cs[r] (modulo 2^32) for
  * the two channels r of a block and the n input rows j (kernels/qgemm/vdot.py): w holds, per L
  * k, L int8 of channel 0, then of channel 1 (zeros past K); x rows of K int8 (the last K % L
- * loaded predicated). Two positions at a time in int32 sums, stored as uint32. */
+ * loaded predicated). The sums start at -zx * cs[r]; K <= L: the weights loaded once, a
+ * position at a time; else two positions at a time. */
 static void aicc_qvdot2_ISA(size_t K, const int8_t *restrict w, const int8_t *restrict x,
                             size_t ldx, size_t n, uint32_t *restrict acc, size_t ldc,
                             const int32_t *restrict cs, int32_t zx)
 {
     const size_t kb = K / Lu, kt = K % Lu;
-    const uint32_t z0 = (uint32_t)zx * (uint32_t)cs[0], z1 = (uint32_t)zx * (uint32_t)cs[1];
+    const int32_t z0 = (int32_t)(0u - (uint32_t)zx * (uint32_t)cs[0]);
+    const int32_t z1 = (int32_t)(0u - (uint32_t)zx * (uint32_t)cs[1]);
     size_t j = 0;
+    if (kb == 0u) {
+        const VT w0 = aicc_qv_load_ISA(w), w1 = aicc_qv_load_ISA(w + Lu);
+        for (; j < n; ++j, x += ldx) {
+            const VT a = aicc_qv_loadz_ISA(x, kt);
+            acc[j] = (uint32_t)aicc_qv_mac_ISA(z0, w0, a);
+            acc[ldc + j] = (uint32_t)aicc_qv_mac_ISA(z1, w1, a);
+        }
+        return;
+    }
     for (; j + 2u <= n; j += 2u) {
         const int8_t *x0 = x + j * ldx, *x1 = x0 + ldx;
         const int8_t *wp = w;
-        int32_t s00 = 0, s01 = 0, s10 = 0, s11 = 0;
+        int32_t s00 = z0, s01 = z0, s10 = z1, s11 = z1;
         for (size_t b = 0; b < kb; ++b, wp += 2u * Lu, x0 += Lu, x1 += Lu) {
             const VT a = aicc_qv_load_ISA(x0), c = aicc_qv_load_ISA(x1);
             const VT w0 = aicc_qv_load_ISA(wp), w1 = aicc_qv_load_ISA(wp + Lu);
@@ -88,15 +99,15 @@ static void aicc_qvdot2_ISA(size_t K, const int8_t *restrict w, const int8_t *re
             s10 = aicc_qv_mac_ISA(s10, w1, a);
             s11 = aicc_qv_mac_ISA(s11, w1, c);
         }
-        acc[j] = (uint32_t)s00 - z0;
-        acc[j + 1u] = (uint32_t)s01 - z0;
-        acc[ldc + j] = (uint32_t)s10 - z1;
-        acc[ldc + j + 1u] = (uint32_t)s11 - z1;
+        acc[j] = (uint32_t)s00;
+        acc[j + 1u] = (uint32_t)s01;
+        acc[ldc + j] = (uint32_t)s10;
+        acc[ldc + j + 1u] = (uint32_t)s11;
     }
     if (j < n) {
         const int8_t *x0 = x + j * ldx;
         const int8_t *wp = w;
-        int32_t s0 = 0, s1 = 0;
+        int32_t s0 = z0, s1 = z1;
         for (size_t b = 0; b < kb; ++b, wp += 2u * Lu, x0 += Lu) {
             const VT a = aicc_qv_load_ISA(x0);
             s0 = aicc_qv_mac_ISA(s0, aicc_qv_load_ISA(wp), a);
@@ -107,8 +118,8 @@ static void aicc_qvdot2_ISA(size_t K, const int8_t *restrict w, const int8_t *re
             s0 = aicc_qv_mac_ISA(s0, aicc_qv_load_ISA(wp), a);
             s1 = aicc_qv_mac_ISA(s1, aicc_qv_load_ISA(wp + Lu), a);
         }
-        acc[j] = (uint32_t)s0 - z0;
-        acc[ldc + j] = (uint32_t)s1 - z1;
+        acc[j] = (uint32_t)s0;
+        acc[ldc + j] = (uint32_t)s1;
     }
 }"""
 
