@@ -35,6 +35,7 @@ from ..kernels.qgemm import fixed
 from ..kernels.qgemm import pairs as qgemm_pairs
 from ..kernels.qgemm import pairs_dw as qgemm_pairs_dw
 from ..kernels.qgemm import vdot as qgemm_vdot
+from ..kernels.qgemm import vdw as qgemm_vdw
 from ..kernels.qgemm import planes as qconv_planes
 from ..kernels.qgemm import portable as qgemm_c
 from ..kernels.qgemm import simd as qgemm_simd
@@ -451,6 +452,10 @@ class _ConvBase(Op):
         if ctx.has_input(self.WZ):
             wzn = _numel(ctx.g, node.inputs[self.WZ])
             wz = f"(int32_t){ctx.inp[self.WZ]}[{'oc' if wzn > 1 else '0'}]"
+        vdw = qgemm_vdw.weights(ctx, self, geo) if qgemm_vdw.usable(ctx, geo) else None
+        if vdw is not None:
+            qgemm_vdw.emit(ctx, self, geo, vdw, acc, post)
+            return
         if qgemm_pairs_dw.dw_usable(ctx, geo):
             qgemm_pairs_dw.emit_dw(ctx, lambda code: _typed(code, ta, tb), geo, ctx.inp[self.X],
                                    ctx.inp[self.W], wz or "0", acc, post, ta)

@@ -9,8 +9,9 @@ points (uint8 weights: w - zp fits int8), groups, stride 2, dilation, padding (t
 in the channel-last copy), 1-D, 1x1 (the transposing scatter); weights that do not fit int8
 (the portable kernel) and 3-D (the pair kernel); MatMulInteger with 1 and 5 rows, int8 and uint8 a; QLinearConv 1x1 and
 3x3 with per-channel scales and bias, QLinearMatMul with 1 and 5 rows (the requantization in
-the store). Depthwise convs stay on the DSP pair kernel. Equal to the generic bundle on every
-output.
+the store). Depthwise convs (kernels/qgemm/vdw.py: VMLA over int32 lanes): stride 1 and 2,
+uint8, a channel multiplier, 1-D, 5x5, dilation, no padding, weight zero points, QLinearConv.
+Equal to the generic bundle on every output.
 """
 import json
 
@@ -85,7 +86,20 @@ def _model(r):
     conv("v_wide", "xs", r.integers(0, 256, size=(4, 6, 3, 3)).astype(np.uint8), p1)
     conv("v_1d", "x1", i8(6, 6, 5), {"pads": [2, 1], "strides": [2]})
     conv("p_3d", "x3", i8(5, 3, 2, 3, 2), {"pads": [1, 0, 1, 1, 1, 0]})
-    conv("dw_s1", "xs", i8(6, 1, 3, 3), {**p1, "group": 6})        # the pair kernel still
+    # depthwise (kernels/qgemm/vdw.py): stride 1 and 2, uint8, a channel multiplier, 1-D,
+    # 5x5, dilation, asymmetric padding, per-channel weight zero points
+    conv("dw_s1", "xs", i8(6, 1, 3, 3), {**p1, "group": 6})
+    conv("dw_s2", "xu", i8(6, 1, 3, 3), {**p1, "group": 6, "strides": [2, 2]})
+    conv("dw_s2s", "xs", i8(6, 1, 3, 3), {"pads": [0, 0, 1, 1], "group": 6, "strides": [2, 2]})
+    conv("dw_mult", "xs", i8(12, 1, 3, 3), {**p1, "group": 6})      # 2 outputs per channel
+    conv("dw_1d", "x1", i8(6, 1, 3), {"pads": [1, 1], "group": 6})
+    conv("dw_5x5", "xu", i8(6, 1, 5, 5), {"pads": [2, 1, 2, 2], "group": 6})
+    conv("dw_dil", "xs", i8(6, 1, 3, 3), {"pads": [2, 2, 2, 2], "dilations": [2, 2],
+                                          "group": 6})
+    conv("dw_nopad", "xw", i8(20, 1, 3, 2), {"group": 20, "strides": [1, 2]})
+    wzd = r.integers(126, 131, size=6).astype(np.uint8)
+    wd = (wzd.reshape(-1, 1, 1, 1) + r.integers(-126, 125, size=(6, 1, 3, 3))).astype(np.uint8)
+    conv("dw_wzp", "xs", wd, {**p1, "group": 6}, wz=wzd)
     # matmuls: one row, five rows, int8 and uint8 a; N 11, K 37 (two blocks and a tail of 5)
     for a, az in (("a1", "zs"), ("a5", "zs"), ("u5", "zu")):
         b = r.integers(-126, 128, size=(37, 11)).astype(np.int8)     # b - 2 in int8
@@ -107,17 +121,21 @@ def _model(r):
                   "qc_wz": np.zeros(5, np.int8), "qc_b": r.integers(-500, 500, 5).astype(np.int32),
                   "qp_w": i8(7, 6, 1, 1), "qp_ws": r.uniform(0.02, 0.04, 7).astype(f32),
                   "qp_wz": np.zeros(7, np.int8), "qp_b": r.integers(-50, 50, 7).astype(np.int32),
+                  "qd_w": i8(6, 1, 3, 3), "qd_ws": r.uniform(0.005, 0.02, 6).astype(f32),
+                  "qd_wz": np.zeros(6, np.int8),
                   "qm_b": i8(37, 10), "qm_bs": r.uniform(0.002, 0.004, 10).astype(f32),
                   "qm_bz": np.zeros(10, np.int8)})
     nodes += [helper.make_node("QLinearConv", ["xs", "s_x", "zs", "qc_w", "qc_ws", "qc_wz",
                                                "s_y", "yz", "qc_b"], ["qconv"], **p1),
               helper.make_node("QLinearConv", ["xs", "s_x", "zs", "qp_w", "qp_ws", "qp_wz",
                                                "s_y", "yz", "qp_b"], ["qconv1"]),
+              helper.make_node("QLinearConv", ["xs", "s_x", "zs", "qd_w", "qd_ws", "qd_wz",
+                                               "s_y", "yz"], ["qdw"], group=6, **p1),
               helper.make_node("QLinearMatMul", ["a1", "s_x", "zs", "qm_b", "qm_bs", "qm_bz",
                                                  "s_y", "yz"], ["qmv"]),
               helper.make_node("QLinearMatMul", ["a5", "s_x", "zs", "qm_b", "qm_bs", "qm_bz",
                                                  "s_y", "yz"], ["qmm"])]
-    outs += ["qconv", "qconv1", "qmv", "qmm"]
+    outs += ["qconv", "qconv1", "qdw", "qmv", "qmm"]
     return make_model(nodes, feeds, outs, inits, opset=13), feeds, refs
 
 
@@ -133,7 +151,7 @@ def test_helium_kernels_match_generic_and_exact_sums(tmp_path):
     steps = json.loads((tmp_path / M55 / "manifest.json").read_text())["steps"]
     kern = {s["outputs"][0]: s.get("kernel", "") for s in steps}
     for k, v in kern.items():       # the Helium kernel, or the fallbacks
-        want = ("generic idot4" if k == "v_wide" else "dsp qpdw" if k.startswith("dw")
+        want = ("generic idot4" if k == "v_wide" else "helium qvdw" if k.startswith(("dw", "qdw"))
                 else "dsp qpdot2" if k.startswith("p_") else "helium qvdot2")
         assert v == want, (k, v)
     got, gen = outs[M55], outs["generic"]
@@ -142,7 +160,7 @@ def test_helium_kernels_match_generic_and_exact_sums(tmp_path):
         np.testing.assert_array_equal(got[k], gen[k], err_msg=k)
     for k, ref in refs.items():
         np.testing.assert_array_equal(got[k].astype(np.int64), ref.astype(np.int64), err_msg=k)
-    for k in ("qconv", "qconv1", "qmv", "qmm"):
+    for k in ("qconv", "qconv1", "qdw", "qmv", "qmm"):
         live = ((got[k] > -128) & (got[k] < 127)).mean()
         assert live > 0.3, (k, live)
 

@@ -83,5 +83,14 @@ ISA = Isa(
                loadz="vldrbq_z_s8({p}, vctp8q((uint32_t){n}))",
                mac="vmladavaq_s8({c}, {a}, {b})", prelude=QV_PRELUDE,
                scatter_s8="aicc_qv_scatter_s8_helium", scatter_u8="aicc_qv_scatter_u8_helium",
-               copy="aicc_qv_copy_helium", fill="aicc_qv_fill_helium"),
+               copy="aicc_qv_copy_helium", fill="aicc_qv_fill_helium",
+               # depthwise convs (kernels/qgemm/vdw.py): 4 output positions in int32 lanes
+               # (dw_vtype); dw_load widens 4 int8 from p, dw_gather 4 int8 at p + o (o:
+               # dw_offsets, lanes j * s), dw_mla adds v * the scalar w to a (modulo 2^32),
+               # dw_store writes the first n lanes of v (predicated)
+               dw_vtype="int32x4_t", dw_otype="uint32x4_t", dw_lanes=4,
+               dw_load="vldrbq_s32({p})", dw_gather="vldrbq_gather_offset_s32({p}, {o})",
+               dw_offsets="vmulq_n_u32(vidupq_n_u32(0u, 1), {s})", dw_dup="vdupq_n_s32({x})",
+               dw_mla="vmlaq_n_s32({a}, {v}, {w})",
+               dw_store="vstrwq_p_s32((int32_t *)(void *)({p}), {v}, vctp32q((uint32_t)({n})))"),
 )
