@@ -54,7 +54,7 @@ def _model(r):
     xu = r.integers(0, 256, size=shape).astype(np.uint8)
     feeds = {"xs": xs, "xu": xu, "xw": i8(1, 20, 5, 3), "x1": i8(1, 6, 13),
              "x3": i8(1, 3, 4, 5, 3), "a1": i8(1, 37), "a5": i8(5, 37), "u5": None,
-             "a9": i8(1, 9)}
+             "a9": i8(1, 9), "xb": i8(2, 4, 5, 6)}
     feeds["u5"] = r.integers(0, 256, size=(5, 37)).astype(np.uint8)
     inits = {"zs": np.int8(-3), "zu": np.uint8(131), "z0": np.int8(0)}
     nodes, outs, refs = [], [], {}
@@ -100,6 +100,9 @@ def _model(r):
     wzd = r.integers(126, 131, size=6).astype(np.uint8)
     wd = (wzd.reshape(-1, 1, 1, 1) + r.integers(-126, 125, size=(6, 1, 3, 3))).astype(np.uint8)
     conv("dw_wzp", "xs", wd, {**p1, "group": 6}, wz=wzd)
+    conv("v_batch", "xb", i8(5, 4, 3, 3), p1)                       # batch 2
+    conv("v_batch1", "xb", i8(5, 4, 1, 1), {})
+    conv("dw_batch", "xb", i8(4, 1, 3, 3), {**p1, "group": 4, "strides": [2, 1]})
     # matmuls: one row, five rows, int8 and uint8 a; N 11, K 37 (two blocks and a tail of 5)
     for a, az in (("a1", "zs"), ("a5", "zs"), ("u5", "zu")):
         b = r.integers(-126, 128, size=(37, 11)).astype(np.int8)     # b - 2 in int8
