@@ -1,17 +1,17 @@
-"""The Helium (MVE) int8 dot kernels (kernels/qgemm/vdot.py, isa/helium: VMLADAVA.S8) on
-cortex-m55 under qemu (mps3-an547), against the generic target's bundle (the portable kernels)
-and exact integer sums.
+"""The Helium (MVE) int8 kernels (kernels/qgemm/vdot.py: VMLADAVA.S8 dot products; vdw.py:
+depthwise on int32 lanes; isa/helium) on cortex-m55 under qemu (mps3-an547), against the
+generic target's bundle (the portable kernels) and exact integer sums.
 
 ConvInteger (int32 sums, compared exactly with a float64 reference) with K not a multiple of
 16 and K < 16, odd channel counts, an odd number of positions, int8 and uint8 inputs with
 nonzero zero points (the column-sum correction; uint8 as x - 128), per-channel weight zero
 points (uint8 weights: w - zp fits int8), groups, stride 2, dilation, padding (the zero point
-in the channel-last copy), 1-D, 1x1 (the transposing scatter); weights that do not fit int8
-(the portable kernel) and 3-D (the pair kernel); MatMulInteger with 1 and 5 rows, int8 and uint8 a; QLinearConv 1x1 and
-3x3 with per-channel scales and bias, QLinearMatMul with 1 and 5 rows (the requantization in
-the store). Depthwise convs (kernels/qgemm/vdw.py: VMLA over int32 lanes): stride 1 and 2,
-uint8, a channel multiplier, 1-D, 5x5, dilation, no padding, weight zero points, QLinearConv.
-Equal to the generic bundle on every output.
+in the channel-last copy), 1-D, 1x1 (the transposing scatter), a batch of 2; weights that do
+not fit int8 (the portable kernel) and 3-D (the pair kernel); MatMulInteger with 1 and 5 rows,
+int8 and uint8 a; QLinearConv 1x1 and 3x3 with per-channel scales and bias, QLinearMatMul with
+1 and 5 rows (the requantization in the store). Depthwise convs: stride 1 and 2, uint8, a
+channel multiplier, 1-D, 5x5, dilation, no padding, weight zero points, QLinearConv. Equal to
+the generic bundle on every output.
 """
 import json
 
