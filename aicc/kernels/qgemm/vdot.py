@@ -20,7 +20,9 @@ need no padding.
 
 The dot kernel (aicc_qvdot2) keeps 2 channels x 2 positions in four int32 sums: per L k two
 loads of weights, two of inputs and four ``mac`` (4 L products: 10 instructions per 64 on the
-M55 with GCC 12.2 -O2, with the low-overhead loop), an odd position last with 2 channels x 1.
+M55 with GCC 12.2 -O2, with the low-overhead loop), an odd position last with 2 channels x 1;
+K <= 2 L holds the block's weights in registers and takes one position at a time (1 or 2
+input loads, 2 or 4 ``mac`` and the stores: no loop over k).
 The sums are modulo 2^32 and exact (the build proves |sum| < 2^31 as for the portable kernels),
 so the outputs equal the portable kernels' bit for bit; requantization, bias and the store are
 the caller's ``post`` per channel row (kernels/qgemm/fixed.py on the Cortex-M targets).
@@ -60,7 +62,7 @@ DOT = """\
 /* acc[r * ldc + j] = sum over k < K of w_r[k] * x[j * ldx + k] - zx * cs[r] (modulo 2^32) for
  * the two channels r of a block and the n input rows j (kernels/qgemm/vdot.py): w holds, per L
  * k, L int8 of channel 0, then of channel 1 (zeros past K); x rows of K int8 (the last K % L
- * loaded predicated). The sums start at -zx * cs[r]; K <= L: the weights loaded once, a
+ * loaded predicated). The sums start at -zx * cs[r]; K <= 2 L: the weights loaded once, a
  * position at a time; else two positions at a time. */
 static void aicc_qvdot2_ISA(size_t K, const int8_t *restrict w, const int8_t *restrict x,
                             size_t ldx, size_t n, uint32_t *restrict acc, size_t ldc,
@@ -76,6 +78,17 @@ static void aicc_qvdot2_ISA(size_t K, const int8_t *restrict w, const int8_t *re
             const VT a = aicc_qv_loadz_ISA(x, kt);
             acc[j] = (uint32_t)aicc_qv_mac_ISA(z0, w0, a);
             acc[ldc + j] = (uint32_t)aicc_qv_mac_ISA(z1, w1, a);
+        }
+        return;
+    }
+    if (K <= 2u * Lu) {
+        const VT w0 = aicc_qv_load_ISA(w), w1 = aicc_qv_load_ISA(w + Lu);
+        const VT v0 = aicc_qv_load_ISA(w + 2u * Lu), v1 = aicc_qv_load_ISA(w + 3u * Lu);
+        const size_t k1 = K - Lu;
+        for (; j < n; ++j, x += ldx) {
+            const VT a = aicc_qv_load_ISA(x), b = aicc_qv_loadz_ISA(x + Lu, k1);
+            acc[j] = (uint32_t)aicc_qv_mac_ISA(aicc_qv_mac_ISA(z0, w0, a), v0, b);
+            acc[ldc + j] = (uint32_t)aicc_qv_mac_ISA(aicc_qv_mac_ISA(z1, w1, a), v1, b);
         }
         return;
     }
