@@ -184,3 +184,23 @@ def test_quantize_alone_compiles_strict(tmp_path):
     got = open_bundle(b, cflags=PLAIN_CFLAGS).run({"x": xq})["y"]
     want = np.clip(np.rint(xq / 0.5) + 1, -128, 127).astype(np.int8)
     np.testing.assert_array_equal(got, want)
+
+
+@needs_m55
+def test_depthwise_alone_compiles_strict(tmp_path):
+    """A bundle whose only Helium kernel is the depthwise one (no unused dot kernel under
+    -Werror), against the exact sums."""
+    r = np.random.default_rng(3)
+    x = r.integers(-128, 128, size=(1, 5, 9, 11)).astype(np.int8)
+    w = r.integers(-128, 128, size=(5, 1, 3, 3)).astype(np.int8)
+    inits = {"w": w, "xz": np.int8(7), "wz": np.zeros((), np.int8)}
+    attrs = {"pads": [1, 1, 1, 1], "group": 5, "strides": [2, 2]}
+    node = helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["y"], **attrs)
+    path = tmp_path / "dw.onnx"
+    onnx.save(make_model([node], {"x": x}, ["y"], inits, opset=13), str(path))
+    b = aicc.build(path, target=M55, out=tmp_path / "b")
+    steps = json.loads((b / "manifest.json").read_text())["steps"]
+    assert [s.get("kernel") for s in steps] == ["helium qvdw"]
+    got = open_bundle(b, cflags=PLAIN_CFLAGS).run({"x": x})["y"]
+    ref = _conv_ref({"x": x, **inits}, None, ["x", "w", "xz", "wz"], attrs)
+    np.testing.assert_array_equal(got.astype(np.int64), ref.astype(np.int64))

@@ -146,8 +146,8 @@ def _lanes(isa: str) -> int:
     return int(TABLES[isa]["lanes"])
 
 
-def _dot(ctx, isa: str) -> str:
-    """Name of the dot kernel of isa (its #include, prelude and spellings as helpers)."""
+def spellings(ctx, isa: str) -> None:
+    """isa's #include, its qvdot prelude (fill, copy, scatter) and spellings as helpers."""
     sp = TABLES[isa]
     ctx.helper(f"qvdot.0.include.{isa}", include_line(isa))
     spell = SPELL.replace("LOADZ", fill(sp["loadz"], p="p", n="n")) \
@@ -155,7 +155,12 @@ def _dot(ctx, isa: str) -> str:
                                                                        b="b"))
     ctx.helper(f"qvdot.1.spell.{isa}", spell.replace("VT", sp["vtype"]).replace("ISA", isa) +
                "\n\n" + sp["prelude"])
-    ctx.helper(f"qvdot.2.dot.{isa}", DOT.replace("VT", sp["vtype"]).replace("ISA", isa)
+
+
+def _dot(ctx, isa: str) -> str:
+    """Name of the dot kernel of isa (after its spellings)."""
+    spellings(ctx, isa)
+    ctx.helper(f"qvdot.2.dot.{isa}", DOT.replace("VT", TABLES[isa]["vtype"]).replace("ISA", isa)
                .replace("Lu", f"{_lanes(isa)}u"))
     return f"aicc_qvdot2_{isa}"
 

@@ -20,7 +20,7 @@ import numpy as np
 from ...emit_c.loops import numel
 from .simd import zp_values
 from .spell import fill
-from .vdot import TABLES, _dot, _scatter, isa_for
+from .vdot import TABLES, _scatter, isa_for, spellings
 
 
 def usable(ctx, geo) -> bool:
@@ -106,7 +106,7 @@ def emit(ctx, op, geo, arranged: tuple, acc: str, post) -> None:
     caller declared xzp."""
     isa = isa_for(ctx)
     sp = TABLES[isa]
-    _dot(ctx, isa)              # the #include and the helpers (fill, scatter)
+    spellings(ctx, isa)         # the #include and the helpers (fill, scatter)
     ta = ctx.in_dtype(op.X)
     ln = int(sp["dw_lanes"])
     SW = ([1] + geo.stride)[-1]
