@@ -56,6 +56,7 @@ def _model(r):
              "x3": i8(1, 3, 4, 5, 3), "a1": i8(1, 37), "a5": i8(5, 37), "u5": None,
              "a9": i8(1, 9), "xb": i8(2, 4, 5, 6)}
     feeds["u5"] = r.integers(0, 256, size=(5, 37)).astype(np.uint8)
+    feeds["u1"] = r.integers(0, 256, size=(1, 37)).astype(np.uint8)
     inits = {"zs": np.int8(-3), "zu": np.uint8(131), "z0": np.int8(0)}
     nodes, outs, refs = [], [], {}
 
@@ -104,7 +105,7 @@ def _model(r):
     conv("v_batch1", "xb", i8(5, 4, 1, 1), {})
     conv("dw_batch", "xb", i8(4, 1, 3, 3), {**p1, "group": 4, "strides": [2, 1]})
     # matmuls: one row, five rows, int8 and uint8 a; N 11, K 37 (two blocks and a tail of 5)
-    for a, az in (("a1", "zs"), ("a5", "zs"), ("u5", "zu")):
+    for a, az in (("a1", "zs"), ("a5", "zs"), ("u5", "zu"), ("u1", "zu")):
         b = r.integers(-126, 128, size=(37, 11)).astype(np.int8)     # b - 2 in int8
         inits[f"{a}_b"], inits[f"{a}_bz"] = b, np.int8(2)
         nodes.append(helper.make_node("MatMulInteger", [a, f"{a}_b", az, f"{a}_bz"],
