@@ -265,8 +265,9 @@ def test_cross_matches_host_under_qemu(models, name, target, tmp_path):
 def test_cortex_m7_m55_match_onnxruntime_under_qemu(models, name, target, tmp_path):
     """cortex-m7 on QEMU's MPS2 AN500 and cortex-m55 on its MPS3 AN547 (the boards of the
     target YAMLs: runtime_c/boards/mps2-an500/, mps3-an547/): a float conv net (DS-CNN), a
-    float MatMul net (the FC autoencoder), two int8 conv nets on the DSP pair kernels with
-    the integer requantization; outputs as the host build's and onnxruntime's."""
+    float MatMul net (the FC autoencoder), two int8 conv nets on the DSP pair kernels (on
+    cortex-m55 the Helium dot and depthwise kernels) with the integer requantization; outputs
+    as the host build's and onnxruntime's."""
     from aicc.runner import open_bundle
     path, hdr, feeds, want, host = models[name]
     b = aicc.build(path, target=target, out=tmp_path / "b")
@@ -277,7 +278,9 @@ def test_cortex_m7_m55_match_onnxruntime_under_qemu(models, name, target, tmp_pa
     assert_close(got, want, rtol=rtol, atol=atol)
     if MODELS[name] in ("int8", "qdq"):
         steps = json.loads((b / "manifest.json").read_text())["steps"]
-        assert {"dsp qpdot2", "dsp qpdw"} <= {s.get("kernel") for s in steps}
+        m55 = target == "cortex-m55"
+        want = {"helium qvdot2", "helium qvdw"} if m55 else {"dsp qpdot2", "dsp qpdw"}
+        assert want <= {s.get("kernel") for s in steps}
         assert "aicc_rqrowi_" in (b / "model.c").read_text()      # requant: integer
 
 

@@ -34,6 +34,8 @@ from ..kernels.qgemm import conv as qgemm_conv
 from ..kernels.qgemm import fixed
 from ..kernels.qgemm import pairs as qgemm_pairs
 from ..kernels.qgemm import pairs_dw as qgemm_pairs_dw
+from ..kernels.qgemm import vdot as qgemm_vdot
+from ..kernels.qgemm import vdw as qgemm_vdw
 from ..kernels.qgemm import planes as qconv_planes
 from ..kernels.qgemm import portable as qgemm_c
 from ..kernels.qgemm import simd as qgemm_simd
@@ -241,9 +243,13 @@ class _MatMulBase(Op):
                     ctx(d)
                 with ctx.block(f"for (size_t q = 0; q < {cnt}; ++q)"):
                     ctx(f"{ctx.out[0]}[{dst} + q * {step}] = {v};")
+            vw = (qgemm_vdot.matmul_weights(ctx, self, k, n, b.T)
+                  if qgemm_vdot.isa_for(ctx) else None)
             words = (qgemm_pairs.matmul_weights(ctx, self, numel(bo) * m, k, n, b.T)
-                     if qgemm_pairs.isa_for(ctx) else None)
-            if words is not None:
+                     if vw is None and qgemm_pairs.isa_for(ctx) else None)
+            if vw is not None:
+                qgemm_vdot.emit_matmul(ctx, self, numel(bo) * m, k, n, vw, post)
+            elif words is not None:
                 qgemm_pairs.emit_matmul(ctx, self, numel(bo) * m, k, n, words, post)
             else:
                 qgemm_c.emit_matmul(ctx, self, numel(bo) * m, k, n,
@@ -427,8 +433,12 @@ class _ConvBase(Op):
         K = geo.cin_g * numel(geo.k)
         if (geo.cout_g >= DOT_ROWS or geo.cout_g * K >= DOT_MACS) and qgemm_c.bound(
                 ctx, self.W, self.WZ, geo.cout, K, self.X, self.XZ) <= qgemm_c.LIMIT:
-            words = qgemm_pairs.conv_weights(ctx, self, geo) if qgemm_pairs.isa_for(ctx) else None
-            if words is not None:
+            vw = qgemm_vdot.conv_weights(ctx, self, geo) if qgemm_vdot.isa_for(ctx) else None
+            words = (qgemm_pairs.conv_weights(ctx, self, geo)
+                     if vw is None and qgemm_pairs.isa_for(ctx) else None)
+            if vw is not None:
+                qgemm_vdot.emit_conv(ctx, self, geo, vw, post)
+            elif words is not None:
                 qgemm_pairs.emit_conv(ctx, self, geo, words, post)
             else:
                 qgemm_c.emit_conv(ctx, self, geo, post)
@@ -442,6 +452,10 @@ class _ConvBase(Op):
         if ctx.has_input(self.WZ):
             wzn = _numel(ctx.g, node.inputs[self.WZ])
             wz = f"(int32_t){ctx.inp[self.WZ]}[{'oc' if wzn > 1 else '0'}]"
+        vdw = qgemm_vdw.weights(ctx, self, geo) if qgemm_vdw.usable(ctx, geo) else None
+        if vdw is not None:
+            qgemm_vdw.emit(ctx, self, geo, vdw, acc, post)
+            return
         if qgemm_pairs_dw.dw_usable(ctx, geo):
             qgemm_pairs_dw.emit_dw(ctx, lambda code: _typed(code, ta, tb), geo, ctx.inp[self.X],
                                    ctx.inp[self.W], wz or "0", acc, post, ta)

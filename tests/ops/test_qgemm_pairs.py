@@ -1,6 +1,7 @@
 """The Cortex-M DSP pair kernels (kernels/qgemm/pairs.py, isa/dsp: SXTB16 / SMLAD) on
 cortex-m4, cortex-m7 and cortex-m55 under qemu, against the generic target's bundle (the
-portable kernels) and exact integer sums.
+portable kernels) and exact integer sums (on cortex-m55 the 1-D / 2-D convs, depthwise convs
+and MatMuls take the Helium kernels first; 3-D convs stay on the pair kernel).
 
 One model with the kernels' tails and fallbacks: ConvInteger (int32 sums, compared exactly
 with a float64 reference) on the dot kernel with an odd channel count, K not a multiple of 4,
@@ -144,11 +145,16 @@ def test_pair_kernels_match_generic_and_exact_sums(target, tmp_path):
             .run(feeds)
     steps = json.loads((tmp_path / target / "manifest.json").read_text())["steps"]
     kern = {s["outputs"][0]: s.get("kernel", "") for s in steps}
-    for k, v in kern.items():       # the pair kernels, or the portable fallbacks
-        want = (("helium" if target == "cortex-m55" else "fpv4") if k.startswith("q_") else "generic idot4" if k == "dot_wide" else
+    m55 = target == "cortex-m55"
+    for k, v in kern.items():       # the pair kernels, or the portable fallbacks; on
+        # cortex-m55 the Helium kernels first (tests/ops/test_qgemm_helium.py)
+        want = (("helium" if m55 else "fpv4") if k.startswith("q_") else
+                "generic idot4" if k == "dot_wide" else
+                "helium qvdw" if m55 and k.startswith(("dw", "qdw")) else
                 "" if k in ("dw_5x5", "dw_dil") else
-                "dsp qpgemv4" if k in ("mm_a1", "qmv") else
-                "dsp qpdw" if k.startswith(("dw", "qdw")) else "dsp qpdot2")
+                "dsp qpdw" if k.startswith(("dw", "qdw")) else
+                "helium qvdot2" if m55 else
+                "dsp qpgemv4" if k in ("mm_a1", "qmv") else "dsp qpdot2")
         assert v == want, (k, v)
     got, gen = outs[target], outs["generic"]
     for k in gen:

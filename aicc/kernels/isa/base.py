@@ -40,6 +40,9 @@ class Isa:
     qgemm: dict = field(default_factory=dict)          # kernels/qgemm, int8 ops
     qpair: dict = field(default_factory=dict)          # kernels/qgemm/pairs.py: int8 dot
                                                        # products on int16 pair MACs
+    qvdot: dict = field(default_factory=dict)          # kernels/qgemm/vdot.py: int8 dot
+                                                       # products of vector rows into a
+                                                       # scalar (MVE VMLADAVA)
     qround: dict = field(default_factory=dict)         # kernels/qgemm/quantize.py: scalar
                                                        # float -> int rounding (QuantizeLinear)
     fpu: dict = field(default_factory=dict)            # a scalar FPU with fused multiply-add:
