@@ -21,7 +21,9 @@ until its last stage).
 
 Accumulation is in the tensor dtype, in ascending index order, except float Sum, Mean,
 SumSquare, L1, L2 and LogSum over contiguous rows: those sum in kernels/vmath/sum16.py's 16-lane order
-(vectorizable; the same on every target). Integers (Sum, Prod, Max,
+(vectorizable; the same on every target); over a middle axis longer than COL_BLOCK (64) rows
+(a channel-last spatial mean: squeeze-excite blocks after layout-nhwc) they sum each block of
+64 rows from zero and add the blocks in order. Integers (Sum, Prod, Max,
 Min) wrap around on overflow (computed in unsigned arithmetic: no UB). ReduceMax/ReduceMin
 accept bool (any / all).
 
@@ -201,9 +203,13 @@ static void {name}(size_t O, size_t D, const {ct} *restrict x, {ct} *restrict y)
 # float reductions that are sums of a term: contiguous rows use sum16's order
 SUM16_TERMS = {"ReduceSum": "sum", "ReduceMean": "sum", "ReduceLogSum": "sum",
                "ReduceSumSquare": "sq", "ReduceL2": "sq", "ReduceL1": "abs"}
+COL_BLOCK = 64      # rows per block of a float sum over a middle axis (as the GEMMs' K blocks)
 
 
-def _reduce_helper(ctx, kind, dt, rows: bool) -> str:
+def _reduce_helper(ctx, kind, dt, rows: bool, blocked: bool = False) -> str:
+    """The helper reducing [O, D] rows (rows) or the middle axis of [O, D, I]; blocked: the
+    latter in blocks of COL_BLOCK rows summed apart (float sums over D > COL_BLOCK), with a
+    scratch row t of I values."""
     if kind == "ReduceLogSumExp":
         return _lse_helper(ctx, dt, rows)
     ct = ctype(dt)
@@ -243,6 +249,31 @@ static void {name}(size_t O, size_t D, const {ct} *restrict x, {ct} *restrict y)
     name = f"aicc_{kind.lower()}_cols_{_sfx(dt)}"
     finish = (f"\n        for (size_t i = 0; i < I; ++i) yo[i] = {fin.format(a='yo[i]')};"
               if fin else "")
+    if blocked:
+        return ctx.helper(f"{name}_b{COL_BLOCK}", f"""\
+/* {kind} over the middle axis of [O, D, I], I > 1: a row of I results at a time, in blocks of
+ * {COL_BLOCK} rows of the input, each summed from zero into t (ascending d) and then added to the
+ * totals in order (the error of a long sum grows with sqrt({COL_BLOCK} + D / {COL_BLOCK}), not sqrt(D)). */
+static void {name}_b{COL_BLOCK}(size_t O, size_t D, size_t I, const {ct} *restrict x, {ct} *restrict y,
+    {ct} *restrict t)
+{{
+    for (size_t o = 0; o < O; ++o) {{
+        const {ct} *restrict xo = x + o * D * I;
+        {ct} *restrict yo = y + o * I;
+        for (size_t d0 = 0; d0 < D; d0 += {COL_BLOCK}u) {{
+            const size_t d1 = D - d0 < {COL_BLOCK}u ? D : d0 + {COL_BLOCK}u;
+            for (size_t i = 0; i < I; ++i) t[i] = {init};
+            for (size_t d = d0; d < d1; ++d) {{
+                const {ct} *restrict xd = xo + d * I;
+                for (size_t i = 0; i < I; ++i) {{
+                    const {ct} v = xd[i];
+                    t[i] = {acc.format(a='t[i]', v='v')};
+                }}
+            }}
+            for (size_t i = 0; i < I; ++i) yo[i] = d0 ? yo[i] + t[i] : t[i];
+        }}{finish}
+    }}
+}}""")
     return ctx.helper(name, f"""\
 /* {kind} over the middle axis of [O, D, I], I > 1: a row of I results at a time, updated
  * with each contiguous row of the input (ascending d). */
@@ -377,6 +408,10 @@ class Reduce(Op):
                 ws = ctx.scratch(i * dt.itemsize, ct, "ws")
                 ctx(f"{_reduce_helper(ctx, kind, dt, rows=False)}({o}u, {d}u, {i}u, {src}, "
                     f"{dst}, {ws});")
+            elif kind in SUM16_TERMS and dt.kind == "f" and d > COL_BLOCK:
+                ws = ctx.scratch(i * dt.itemsize, ct, "ws")
+                ctx(f"{_reduce_helper(ctx, kind, dt, rows=False, blocked=True)}({o}u, {d}u, "
+                    f"{i}u, {src}, {dst}, {ws});")
             else:
                 ctx(f"{_reduce_helper(ctx, kind, dt, rows=False)}({o}u, {d}u, {i}u, {src}, "
                     f"{dst});")
