@@ -42,6 +42,7 @@ import numpy as np
 
 from ..emit_c.cwriter import c_literal, ctype
 from ..emit_c.loops import numel
+from ..kernels.reduce.cols import COL_BLOCK, blocked_cols
 from ..kernels.reduce.runtime_axes import emit_runtime
 from ..kernels.vmath.sum16 import sum16
 from .base import Op, empty_body, register_many
@@ -203,7 +204,6 @@ static void {name}(size_t O, size_t D, const {ct} *restrict x, {ct} *restrict y)
 # float reductions that are sums of a term: contiguous rows use sum16's order
 SUM16_TERMS = {"ReduceSum": "sum", "ReduceMean": "sum", "ReduceLogSum": "sum",
                "ReduceSumSquare": "sq", "ReduceL2": "sq", "ReduceL1": "abs"}
-COL_BLOCK = 64      # rows per block of a float sum over a middle axis (as the GEMMs' K blocks)
 
 
 def _reduce_helper(ctx, kind, dt, rows: bool, blocked: bool = False) -> str:
@@ -250,30 +250,7 @@ static void {name}(size_t O, size_t D, const {ct} *restrict x, {ct} *restrict y)
     finish = (f"\n        for (size_t i = 0; i < I; ++i) yo[i] = {fin.format(a='yo[i]')};"
               if fin else "")
     if blocked:
-        return ctx.helper(f"{name}_b{COL_BLOCK}", f"""\
-/* {kind} over the middle axis of [O, D, I], I > 1: a row of I results at a time, in blocks of
- * {COL_BLOCK} rows of the input, each summed from zero into t (ascending d) and then added to the
- * totals in order (the error of a long sum grows with sqrt({COL_BLOCK} + D / {COL_BLOCK}), not sqrt(D)). */
-static void {name}_b{COL_BLOCK}(size_t O, size_t D, size_t I, const {ct} *restrict x, {ct} *restrict y,
-    {ct} *restrict t)
-{{
-    for (size_t o = 0; o < O; ++o) {{
-        const {ct} *restrict xo = x + o * D * I;
-        {ct} *restrict yo = y + o * I;
-        for (size_t d0 = 0; d0 < D; d0 += {COL_BLOCK}u) {{
-            const size_t d1 = D - d0 < {COL_BLOCK}u ? D : d0 + {COL_BLOCK}u;
-            for (size_t i = 0; i < I; ++i) t[i] = {init};
-            for (size_t d = d0; d < d1; ++d) {{
-                const {ct} *restrict xd = xo + d * I;
-                for (size_t i = 0; i < I; ++i) {{
-                    const {ct} v = xd[i];
-                    t[i] = {acc.format(a='t[i]', v='v')};
-                }}
-            }}
-            for (size_t i = 0; i < I; ++i) yo[i] = d0 ? yo[i] + t[i] : t[i];
-        }}{finish}
-    }}
-}}""")
+        return blocked_cols(ctx, name, kind, ct, init, acc.format(a="t[i]", v="v"), finish)
     return ctx.helper(name, f"""\
 /* {kind} over the middle axis of [O, D, I], I > 1: a row of I results at a time, updated
  * with each contiguous row of the input (ascending d). */
