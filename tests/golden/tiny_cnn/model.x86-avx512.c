@@ -1747,11 +1747,11 @@ static void aicc_sg_avx512_k22v1(size_t kc, const float *restrict a, size_t lda,
 
 /* avx512 GEMM: Y[M,N] = act(alpha * (A @ B) + beta * C). A(i, k) = A[i*lda + k]; B packed in
  * panels of 16 (gemm.pack_b layout); C(i, j) = C[i*crs + j*ccs] or NULL; Y dense. Blocks:
- * K by 64, N by 512 (all of M passes one such block of B while it is in L2, so B is read
+ * K by 32, N by 512 (all of M passes one such block of B while it is in L2, so B is read
  * once per K block), M by 66, N by 32, row tiles of 22 and M % 22 (only row kernels
  * 20, 22 exist: M must leave one of them). The epilogue runs on each tile
  * after its last K block (when epi != 0). K >= 1. */
-static void aicc_sg_avx512_m22k64c66j32n512pf1v1_r20_22_fused_bias(size_t M, size_t N, size_t K, const float *restrict A, size_t lda,
+static void aicc_sg_avx512_m22k32c66j32n512pf1v1_r20_22_fused_bias(size_t M, size_t N, size_t K, const float *restrict A, size_t lda,
     const float *restrict Bp, float alpha, const float *restrict C, size_t crs, size_t ccs,
     float beta, float *restrict Y, int epi)
 {
@@ -1759,8 +1759,8 @@ static void aicc_sg_avx512_m22k64c66j32n512pf1v1_r20_22_fused_bias(size_t M, siz
     const size_t bs = K * 16u;
     for (size_t q = 0; q < bs && q < 4096u; q += 16u)     /* the first panel, toward L1 */
         _mm_prefetch((const char *)(Bp + q), _MM_HINT_T0);
-    for (size_t pc = 0; pc < K; pc += 64u) {
-        const size_t kc = K - pc < 64u ? K - pc : 64u;
+    for (size_t pc = 0; pc < K; pc += 32u) {
+        const size_t kc = K - pc < 32u ? K - pc : 32u;
         const int acc = pc > 0, last = pc + kc == K;
         for (size_t n0 = 0; n0 < N; n0 += 512u) {
             const size_t n1 = N - n0 < 512u ? N : n0 + 512u;
@@ -1789,11 +1789,11 @@ static void aicc_sg_avx512_m22k64c66j32n512pf1v1_r20_22_fused_bias(size_t M, siz
 
 /* avx512 GEMM: Y[M,N] = act(alpha * (A @ B) + beta * C). A(i, k) = A[i*lda + k]; B packed in
  * panels of 16 (gemm.pack_b layout); C(i, j) = C[i*crs + j*ccs] or NULL; Y dense. Blocks:
- * K by 64, N by 65536 (all of M passes one such block of B while it is in L2, so B is read
+ * K by 32, N by 65536 (all of M passes one such block of B while it is in L2, so B is read
  * once per K block), M by 48, N by 65536, row tiles of 24 and M % 24 (only row kernels
  * 1 exist: M must leave one of them). The epilogue runs on each tile
  * after its last K block (when epi != 0). K >= 1. */
-static void aicc_sg_avx512_m24k64c48j65536n65536v1_r1_fused_bias(size_t M, size_t N, size_t K, const float *restrict A, size_t lda,
+static void aicc_sg_avx512_m24k32c48j65536n65536v1_r1_fused_bias(size_t M, size_t N, size_t K, const float *restrict A, size_t lda,
     const float *restrict Bp, float alpha, const float *restrict C, size_t crs, size_t ccs,
     float beta, float *restrict Y, int epi)
 {
@@ -1801,8 +1801,8 @@ static void aicc_sg_avx512_m24k64c48j65536n65536v1_r1_fused_bias(size_t M, size_
     const size_t bs = K * 16u;
     for (size_t q = 0; q < bs && q < 4096u; q += 16u)     /* the first panel, toward L1 */
         _mm_prefetch((const char *)(Bp + q), _MM_HINT_T0);
-    for (size_t pc = 0; pc < K; pc += 64u) {
-        const size_t kc = K - pc < 64u ? K - pc : 64u;
+    for (size_t pc = 0; pc < K; pc += 32u) {
+        const size_t kc = K - pc < 32u ? K - pc : 32u;
         const int acc = pc > 0, last = pc + kc == K;
         for (size_t n0 = 0; n0 < N; n0 += 65536u) {
             const size_t n1 = N - n0 < 65536u ? N : n0 + 65536u;
@@ -2344,22 +2344,22 @@ static void aicc_wg2_out_avx512_528_64(const float *restrict mm, size_t K, size_
 }
 
 /* avx512 conv tile GEMM: Y[M, n] (row stride ldy) (+)= W[M, k0:k0+K] @ B, W packed by
- * pack_a in K blocks of 64 (k0 a multiple of 64), each a sequence of row tiles of 8
+ * pack_a in K blocks of 32 (k0 a multiple of 32), each a sequence of row tiles of 8
  * (and M % 8) stored k-major: W(i, k) = W[kb * M + i0 * kcb + (k - kb) * rows + i - i0]
  * (block kb of kcb entries, tile i0 of `rows` rows: the kernels stream W sequentially),
  * B(k, j) = b[(j / 32) * bs + k * rs + j % 32];
  * acc0: add to the partial sums in Y; fin:
  * then + bias[M] (may be NULL) and the activation (clamp to [lo, hi]).
- * Blocks: K by 64, columns by 64, row tiles of 8 and M % 8 (only row kernels
+ * Blocks: K by 32, columns by 64, row tiles of 8 and M % 8 (only row kernels
  * 8 exist). K >= 1. */
-static void aicc_cv_avx512_gemm_m8k64j64_r8_clamp(size_t M, size_t n, size_t K, const float *restrict W, size_t k0,
+static void aicc_cv_avx512_gemm_m8k32j64_r8_clamp(size_t M, size_t n, size_t K, const float *restrict W, size_t k0,
     const float *restrict b, size_t bs, size_t rs,
     float *restrict Y, size_t ldy,
     const float *restrict bias, float lo, float hi, int acc0, int fin)
 {
     const float lohi[2] = { lo, hi };
-    for (size_t pc = 0; pc < K; pc += 64u) {
-        const size_t kc = K - pc < 64u ? K - pc : 64u;
+    for (size_t pc = 0; pc < K; pc += 32u) {
+        const size_t kc = K - pc < 32u ? K - pc : 32u;
         const int acc = acc0 || pc > 0, last = fin && pc + kc == K;
         for (size_t jc = 0; jc < n; jc += 64u) {
             const size_t nc = n - jc < 64u ? n - jc : 64u;
@@ -2801,7 +2801,7 @@ static void step0_conv_k(const aicc_frame *f,
         0u, 0
     };
     static const size_t e[3] = { 1u, 18u, 18u };
-    aicc_wg2_conv_avx512_tw8_528_64(&prm, in0, wino0, in2, out0, xpad0, e, wgv1, wgm2, 64u, 0.0f, HUGE_VALF, aicc_cv_avx512_gemm_m8k64j64_r8_clamp, NULL);
+    aicc_wg2_conv_avx512_tw8_528_64(&prm, in0, wino0, in2, out0, xpad0, e, wgv1, wgm2, 64u, 0.0f, HUGE_VALF, aicc_cv_avx512_gemm_m8k32j64_r8_clamp, NULL);
 }
 
 static void step0_conv(const aicc_frame *f)
@@ -2887,7 +2887,7 @@ static void step4_matmul_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 1, 8, 16] derived */
 {
     (void)f;
-    aicc_sg_avx512_m22k64c66j32n512pf1v1_r20_22_fused_bias(64u, 8u, 8u, in0, 8u, pk0, 1.0f,
+    aicc_sg_avx512_m22k32c66j32n512pf1v1_r20_22_fused_bias(64u, 8u, 8u, in0, 8u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 
@@ -2960,7 +2960,7 @@ static void step8_gemm_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 8, 16] derived */
 {
     (void)f;
-    aicc_sg_avx512_m24k64c48j65536n65536v1_r1_fused_bias(1u, 10u, 8u, in0, 8u, pk0, 1.0f,
+    aicc_sg_avx512_m24k32c48j65536n65536v1_r1_fused_bias(1u, 10u, 8u, in0, 8u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 

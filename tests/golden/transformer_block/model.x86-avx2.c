@@ -632,11 +632,11 @@ static void aicc_sg_avx2_k6(size_t kc, const float *restrict a, size_t lda,
 
 /* avx2 GEMM: Y[M,N] = act(alpha * (A @ B) + beta * C). A(i, k) = A[i*lda + k]; B packed in
  * panels of 16 (gemm.pack_b layout); C(i, j) = C[i*crs + j*ccs] or NULL; Y dense. Blocks:
- * K by 64, N by 256 (all of M passes one such block of B while it is in L2, so B is read
+ * K by 32, N by 256 (all of M passes one such block of B while it is in L2, so B is read
  * once per K block), M by 144, N by 64, row tiles of 6 and M % 6 (only row kernels
  * 4, 6 exist: M must leave one of them). The epilogue runs on each tile
  * after its last K block (when epi != 0). K >= 1. */
-static void aicc_sg_avx2_m6k64c144j64n256_r4_6_fused_bias(size_t M, size_t N, size_t K, const float *restrict A, size_t lda,
+static void aicc_sg_avx2_m6k32c144j64n256_r4_6_fused_bias(size_t M, size_t N, size_t K, const float *restrict A, size_t lda,
     const float *restrict Bp, float alpha, const float *restrict C, size_t crs, size_t ccs,
     float beta, float *restrict Y, int epi)
 {
@@ -644,8 +644,8 @@ static void aicc_sg_avx2_m6k64c144j64n256_r4_6_fused_bias(size_t M, size_t N, si
     const size_t bs = K * 16u;
     for (size_t q = 0; q < bs && q < 4096u; q += 16u)     /* the first panel, toward L1 */
         _mm_prefetch((const char *)(Bp + q), _MM_HINT_T0);
-    for (size_t pc = 0; pc < K; pc += 64u) {
-        const size_t kc = K - pc < 64u ? K - pc : 64u;
+    for (size_t pc = 0; pc < K; pc += 32u) {
+        const size_t kc = K - pc < 32u ? K - pc : 32u;
         const int acc = pc > 0, last = pc + kc == K;
         for (size_t n0 = 0; n0 < N; n0 += 256u) {
             const size_t n1 = N - n0 < 256u ? N : n0 + 256u;
@@ -727,7 +727,7 @@ static void step0_matmul_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 2, 32, 16] derived */
 {
     (void)f;
-    aicc_sg_avx2_m6k64c144j64n256_r4_6_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
+    aicc_sg_avx2_m6k32c144j64n256_r4_6_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 
@@ -773,7 +773,7 @@ static void step2_matmul_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 2, 32, 16] derived */
 {
     (void)f;
-    aicc_sg_avx2_m6k64c144j64n256_r4_6_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
+    aicc_sg_avx2_m6k32c144j64n256_r4_6_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 
@@ -811,7 +811,7 @@ static void step4_matmul_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 2, 32, 16] derived */
 {
     (void)f;
-    aicc_sg_avx2_m6k64c144j64n256_r4_6_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
+    aicc_sg_avx2_m6k32c144j64n256_r4_6_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 
@@ -865,7 +865,7 @@ static void step6_matmul_k(const aicc_frame *f,
             aicc_pack_b_f32_nb16(16u, 16u, in1 + ib * 256u, 16u, 1u, pk0);
             packed = ib;
         }
-        aicc_sg_avx2_m6k64c144j64n256_r4_6_fused_bias(16u, 16u, 16u, in0 + ia * 256u, 16u, pk0, 1.0f,
+        aicc_sg_avx2_m6k32c144j64n256_r4_6_fused_bias(16u, 16u, 16u, in0 + ia * 256u, 16u, pk0, 1.0f,
             NULL, 0u, 0u, 1.0f, out0 + ob * 256u, 0);
         ++ob;
     }
@@ -931,7 +931,7 @@ static void step9_matmul_k(const aicc_frame *f,
             aicc_pack_b_f32_nb16(16u, 16u, in1 + ib * 256u, 16u, 1u, pk0);
             packed = ib;
         }
-        aicc_sg_avx2_m6k64c144j64n256_r4_6_fused_bias(16u, 16u, 16u, in0 + ia * 256u, 16u, pk0, 1.0f,
+        aicc_sg_avx2_m6k32c144j64n256_r4_6_fused_bias(16u, 16u, 16u, in0 + ia * 256u, 16u, pk0, 1.0f,
             NULL, 0u, 0u, 1.0f, out0 + ob * 256u, 0);
         ++ob;
     }
@@ -979,7 +979,7 @@ static void step11_matmul_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 2, 32, 16] derived */
 {
     (void)f;
-    aicc_sg_avx2_m6k64c144j64n256_r4_6_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
+    aicc_sg_avx2_m6k32c144j64n256_r4_6_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 
@@ -1039,7 +1039,7 @@ static void step14_matmul_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 4, 32, 16] derived */
 {
     (void)f;
-    aicc_sg_avx2_m6k64c144j64n256_r4_6_fused_bias(16u, 64u, 32u, in0, 32u, pk0, 1.0f,
+    aicc_sg_avx2_m6k32c144j64n256_r4_6_fused_bias(16u, 64u, 32u, in0, 32u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 
@@ -1078,7 +1078,7 @@ static void step16_matmul_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 2, 64, 16] derived */
 {
     (void)f;
-    aicc_sg_avx2_m6k64c144j64n256_r4_6_fused_bias(16u, 32u, 64u, in0, 64u, pk0, 1.0f,
+    aicc_sg_avx2_m6k32c144j64n256_r4_6_fused_bias(16u, 32u, 64u, in0, 64u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 

@@ -1737,11 +1737,11 @@ static void aicc_sg_avx512_k16v1(size_t kc, const float *restrict a, size_t lda,
 
 /* avx512 GEMM: Y[M,N] = act(alpha * (A @ B) + beta * C). A(i, k) = A[i*lda + k]; B packed in
  * panels of 32 (gemm.pack_b layout); C(i, j) = C[i*crs + j*ccs] or NULL; Y dense. Blocks:
- * K by 64, N by 512 (all of M passes one such block of B while it is in L2, so B is read
+ * K by 32, N by 512 (all of M passes one such block of B while it is in L2, so B is read
  * once per K block), M by 48, N by 32, row tiles of 12 and M % 12 (only row kernels
  * 4, 12 exist: M must leave one of them). The epilogue runs on each tile
  * after its last K block (when epi != 0). K >= 1. */
-static void aicc_sg_avx512_m12k64c48j32n512pf1_r4_12_fused_bias(size_t M, size_t N, size_t K, const float *restrict A, size_t lda,
+static void aicc_sg_avx512_m12k32c48j32n512pf1_r4_12_fused_bias(size_t M, size_t N, size_t K, const float *restrict A, size_t lda,
     const float *restrict Bp, float alpha, const float *restrict C, size_t crs, size_t ccs,
     float beta, float *restrict Y, int epi)
 {
@@ -1749,8 +1749,8 @@ static void aicc_sg_avx512_m12k64c48j32n512pf1_r4_12_fused_bias(size_t M, size_t
     const size_t bs = K * 32u;
     for (size_t q = 0; q < bs && q < 4096u; q += 16u)     /* the first panel, toward L1 */
         _mm_prefetch((const char *)(Bp + q), _MM_HINT_T0);
-    for (size_t pc = 0; pc < K; pc += 64u) {
-        const size_t kc = K - pc < 64u ? K - pc : 64u;
+    for (size_t pc = 0; pc < K; pc += 32u) {
+        const size_t kc = K - pc < 32u ? K - pc : 32u;
         const int acc = pc > 0, last = pc + kc == K;
         for (size_t n0 = 0; n0 < N; n0 += 512u) {
             const size_t n1 = N - n0 < 512u ? N : n0 + 512u;
@@ -1779,11 +1779,11 @@ static void aicc_sg_avx512_m12k64c48j32n512pf1_r4_12_fused_bias(size_t M, size_t
 
 /* avx512 GEMM: Y[M,N] = act(alpha * (A @ B) + beta * C). A(i, k) = A[i*lda + k]; B packed in
  * panels of 16 (gemm.pack_b layout); C(i, j) = C[i*crs + j*ccs] or NULL; Y dense. Blocks:
- * K by 64, N by 65536 (all of M passes one such block of B while it is in L2, so B is read
+ * K by 32, N by 65536 (all of M passes one such block of B while it is in L2, so B is read
  * once per K block), M by 48, N by 65536, row tiles of 24 and M % 24 (only row kernels
  * 16 exist: M must leave one of them). The epilogue runs on each tile
  * after its last K block (when epi != 0). K >= 1. */
-static void aicc_sg_avx512_m24k64c48j65536n65536v1_r16_fused_bias(size_t M, size_t N, size_t K, const float *restrict A, size_t lda,
+static void aicc_sg_avx512_m24k32c48j65536n65536v1_r16_fused_bias(size_t M, size_t N, size_t K, const float *restrict A, size_t lda,
     const float *restrict Bp, float alpha, const float *restrict C, size_t crs, size_t ccs,
     float beta, float *restrict Y, int epi)
 {
@@ -1791,8 +1791,8 @@ static void aicc_sg_avx512_m24k64c48j65536n65536v1_r16_fused_bias(size_t M, size
     const size_t bs = K * 16u;
     for (size_t q = 0; q < bs && q < 4096u; q += 16u)     /* the first panel, toward L1 */
         _mm_prefetch((const char *)(Bp + q), _MM_HINT_T0);
-    for (size_t pc = 0; pc < K; pc += 64u) {
-        const size_t kc = K - pc < 64u ? K - pc : 64u;
+    for (size_t pc = 0; pc < K; pc += 32u) {
+        const size_t kc = K - pc < 32u ? K - pc : 32u;
         const int acc = pc > 0, last = pc + kc == K;
         for (size_t n0 = 0; n0 < N; n0 += 65536u) {
             const size_t n1 = N - n0 < 65536u ? N : n0 + 65536u;
@@ -1873,7 +1873,7 @@ static void step0_matmul_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 1, 32, 32] derived */
 {
     (void)f;
-    aicc_sg_avx512_m12k64c48j32n512pf1_r4_12_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
+    aicc_sg_avx512_m12k32c48j32n512pf1_r4_12_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 
@@ -1919,7 +1919,7 @@ static void step2_matmul_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 1, 32, 32] derived */
 {
     (void)f;
-    aicc_sg_avx512_m12k64c48j32n512pf1_r4_12_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
+    aicc_sg_avx512_m12k32c48j32n512pf1_r4_12_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 
@@ -1957,7 +1957,7 @@ static void step4_matmul_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 1, 32, 32] derived */
 {
     (void)f;
-    aicc_sg_avx512_m12k64c48j32n512pf1_r4_12_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
+    aicc_sg_avx512_m12k32c48j32n512pf1_r4_12_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 
@@ -2011,7 +2011,7 @@ static void step6_matmul_k(const aicc_frame *f,
             aicc_pack_b_f32_nb16(16u, 16u, in1 + ib * 256u, 16u, 1u, pk0);
             packed = ib;
         }
-        aicc_sg_avx512_m24k64c48j65536n65536v1_r16_fused_bias(16u, 16u, 16u, in0 + ia * 256u, 16u, pk0, 1.0f,
+        aicc_sg_avx512_m24k32c48j65536n65536v1_r16_fused_bias(16u, 16u, 16u, in0 + ia * 256u, 16u, pk0, 1.0f,
             NULL, 0u, 0u, 1.0f, out0 + ob * 256u, 0);
         ++ob;
     }
@@ -2077,7 +2077,7 @@ static void step9_matmul_k(const aicc_frame *f,
             aicc_pack_b_f32_nb16(16u, 16u, in1 + ib * 256u, 16u, 1u, pk0);
             packed = ib;
         }
-        aicc_sg_avx512_m24k64c48j65536n65536v1_r16_fused_bias(16u, 16u, 16u, in0 + ia * 256u, 16u, pk0, 1.0f,
+        aicc_sg_avx512_m24k32c48j65536n65536v1_r16_fused_bias(16u, 16u, 16u, in0 + ia * 256u, 16u, pk0, 1.0f,
             NULL, 0u, 0u, 1.0f, out0 + ob * 256u, 0);
         ++ob;
     }
@@ -2125,7 +2125,7 @@ static void step11_matmul_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 1, 32, 32] derived */
 {
     (void)f;
-    aicc_sg_avx512_m12k64c48j32n512pf1_r4_12_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
+    aicc_sg_avx512_m12k32c48j32n512pf1_r4_12_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 
@@ -2185,7 +2185,7 @@ static void step14_matmul_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 2, 32, 32] derived */
 {
     (void)f;
-    aicc_sg_avx512_m12k64c48j32n512pf1_r4_12_fused_bias(16u, 64u, 32u, in0, 32u, pk0, 1.0f,
+    aicc_sg_avx512_m12k32c48j32n512pf1_r4_12_fused_bias(16u, 64u, 32u, in0, 32u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 
@@ -2224,7 +2224,7 @@ static void step16_matmul_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 1, 64, 32] derived */
 {
     (void)f;
-    aicc_sg_avx512_m12k64c48j32n512pf1_r4_12_fused_bias(16u, 32u, 64u, in0, 64u, pk0, 1.0f,
+    aicc_sg_avx512_m12k32c48j32n512pf1_r4_12_fused_bias(16u, 32u, 64u, in0, 64u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 

@@ -28,7 +28,7 @@ ISA = Isa(
     int_bits=dict(vi="__m256i", bits="_mm256_castps_si256", flt="_mm256_castsi256_ps",
                   srli="_mm256_srli_epi32", sub="_mm256_sub_epi32", set1="_mm256_set1_epi32",
                   band="_mm256_and_si256", bor="_mm256_or_si256", cvt="_mm256_cvtepi32_ps"),
-    gemm=dict(vec="__m256", lanes=8, mr=6, kc=64, mc=144, jb=64, nc=256, prefetch_kb=0,
+    gemm=dict(vec="__m256", lanes=8, mr=6, kc=32, mc=144, jb=64, nc=256, prefetch_kb=0,
               pf_rows=1, pf_next="T0", pf_first=False,
               load="_mm256_loadu_ps({p})", store="_mm256_storeu_ps({p}, {v})",
               bcast="_mm256_broadcast_ss({p})", fma="_mm256_fmadd_ps({a}, {b}, {c})",
@@ -42,7 +42,7 @@ ISA = Isa(
               # panels_at_once)
               acc_max=12),
     gemm_mr_max={1: 12, 2: 6, 3: 4},
-    conv=dict(mr=6, kc=64, jb=64, tile_kb=192, implicit_pct=5, algo="auto", wino_m=0,
+    conv=dict(mr=6, kc=32, jb=64, tile_kb=192, implicit_pct=5, algo="auto", wino_m=0,
               wino_kb=768, wino_chan=1, edge_kernels=8),
     conv_kernels=conv.TABLE, winograd=winograd.TABLE, qgemm=qgemm.TABLE, pool=pool.TABLE,
     move=move.TABLE, vmath=vmath.TABLE,

@@ -33,7 +33,7 @@ ISA = Isa(
     int_bits=dict(vi="__m512i", bits="_mm512_castps_si512", flt="_mm512_castsi512_ps",
                   srli="_mm512_srli_epi32", sub="_mm512_sub_epi32", set1="_mm512_set1_epi32",
                   band="_mm512_and_si512", bor="_mm512_or_si512", cvt="_mm512_cvtepi32_ps"),
-    gemm=dict(vec="__m512", lanes=16, mr=12, kc=64, mc=48, jb=32, nc=512,
+    gemm=dict(vec="__m512", lanes=16, mr=12, kc=32, mc=48, jb=32, nc=512,
               prefetch_kb=0, pf_rows=2, pf_next="T1", pf_first=True,
               load="_mm512_loadu_ps({p})", store="_mm512_storeu_ps({p}, {v})",
               bcast="_mm512_set1_ps(*({p}))", fma="_mm512_fmadd_ps({a}, {b}, {c})",
@@ -47,7 +47,7 @@ ISA = Isa(
               # panels_at_once)
               acc_max=24),
     gemm_mr_max={1: 28, 2: 14, 3: 9},
-    conv=dict(mr=12, kc=64, jb=64, tile_kb=192, implicit_pct=13, algo="auto", wino_m=0,
+    conv=dict(mr=12, kc=32, jb=64, tile_kb=192, implicit_pct=13, algo="auto", wino_m=0,
               wino_kb=768, wino_chan=1, edge_kernels=8),
     conv_kernels=conv.TABLE, winograd=winograd.TABLE, qgemm=qgemm.TABLE, pool=pool.TABLE,
     move=move.TABLE, vmath=vmath.TABLE,
