@@ -20,7 +20,7 @@ def compile_graph(g, opts: Options, *, check: bool = False, trace=None):
     """Graph -> (final Graph, Program). Raises UnsupportedError before anything is written."""
     load_all()
     g = run_pipeline(g, opts.pipeline, check=check, trace=trace)
-    g = apply_tuning(g, opts.tuning, opts.target)
+    g = apply_tuning(g, opts.tuning, opts)
     g = apply_node_overrides(g, opts.nodes, opts.target)
     check_supported(g)          # names every unsupported op at once, before anything is written
     return g, lower(g, opts)
@@ -57,7 +57,7 @@ def build(model_path, target: str = "generic", out=None, config=None, *,
     opts = Options.load(target, config, overrides)
     if tuning is not None:
         from .tune.log import TuningLog
-        opts.tuning = TuningLog.load(tuning, opts.target.name).choices()
+        opts.tuning = TuningLog.load(tuning, opts.target.name).for_build()
     if name is not None:
         opts.name = name
     if not re.fullmatch(r"[a-z][a-z0-9_]{0,31}", opts.name):

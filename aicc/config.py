@@ -35,7 +35,8 @@ class Options:
     name: str = "model"
     raw: dict = None
     nodes: dict = None        # {node name: {"kernel": str, "schedule": {...}}} (YAML nodes:)
-    tuning: dict = None       # {problem key: schedule} from a tuning log (aicc/tune)
+    tuning: dict = None       # {problem key: (schedule, default code hashes)}: a tuning log
+                              # (aicc/tune/log.py for_build)
 
     @staticmethod
     def load(target: str = "generic", config=None, overrides: dict | None = None) -> "Options":

@@ -150,7 +150,7 @@ def compile_buckets(model_path, opts, dyn, user_shapes, *, check=False, trace=No
                    for inp, shp in dyn.shapes.items()}
         g = import_model(model_path, pinned(combo))
         g = run_pipeline(g, opts.pipeline, check=check, trace=trace)
-        g = apply_tuning(g, opts.tuning, opts.target)
+        g = apply_tuning(g, opts.tuning, opts)
         g = apply_node_overrides(g, opts.nodes, opts.target)
         check_supported(g)          # malformed nodes are reported before padding looks at them
         check_static(g)             # and shapes the bucket left symbolic

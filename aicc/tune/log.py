@@ -114,6 +114,21 @@ class TuningLog:
                 out[key] = (s, r, n)
         return out
 
+    def default_codes(self) -> dict:
+        """{key: the code hashes its default schedule had when it was measured}."""
+        out: dict = {}
+        for r in self.records:
+            if not r["schedule"] and r.get("code"):
+                out.setdefault(r["key"], set()).add(r["code"])
+        return out
+
+    def for_build(self) -> dict:
+        """{key: (schedule, default code hashes)} for `aicc build --tuning` (apply.py): a
+        choice holds while the compiler's default for the layer is the one it was measured
+        against."""
+        codes = self.default_codes()
+        return {k: (s, codes.get(k, set())) for k, s in self.choices().items()}
+
     def choices(self) -> dict:
         """{key: schedule} for every key whose leader beats its default by MARGIN over
         SURE_JOBS jobs, or by LONE_MARGIN in one; depends on the log alone."""

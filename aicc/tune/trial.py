@@ -49,6 +49,19 @@ def _with_schedule(n, sched: dict, tag: str | None = None):
     return m
 
 
+def code_of(g1: Graph, sched: dict, opts) -> str:
+    """A hash of the C that the one-node graph g1 lowers to with schedule ``sched`` (its step
+    and helpers): candidates with one hash are one kernel, and a default whose hash differs
+    from the one a log recorded means the compiler's default changed since the tuning."""
+    from ..emit_c.lower import lower
+    n = g1.nodes[0]
+    one = Graph(nodes=[_with_schedule(n, sched)], inputs=g1.inputs, outputs=g1.outputs,
+                types=g1.types, constants=g1.constants, opset=g1.opset, name=g1.name)
+    prog = lower(one, opts)
+    text = "\n".join([prog.steps[0].body] + [prog.helpers[k] for k in sorted(prog.helpers)])
+    return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
 def compile_job(g1: Graph, cands: list, opts, out: Path, known: dict | None = None) -> dict:
     """Lower each candidate of the one-node graph g1, then write one bundle at OUT with a step
     per distinct candidate. ``known``: {code hash: schedule text} of candidates measured
@@ -63,16 +76,11 @@ def compile_job(g1: Graph, cands: list, opts, out: Path, known: dict | None = No
     known = known or {}
     for c in cands:
         s = sched_id(c)
-        one = Graph(nodes=[_with_schedule(n, c)], inputs=g1.inputs, outputs=g1.outputs,
-                    types=g1.types, constants=g1.constants, opset=g1.opset, name=g1.name)
         try:
-            prog = lower(one, opts)
+            sig = codes[s] = code_of(g1, c, opts)
         except (AiccError, ValueError, KeyError, TypeError, AssertionError) as e:
             errors[s] = " ".join(str(e).split())[:200] or type(e).__name__
             continue
-        code = hashlib.sha1("\n".join([prog.steps[0].body] + [prog.helpers[k] for k in
-                                                             sorted(prog.helpers)]).encode())
-        sig = codes[s] = code.hexdigest()[:16]
         if sig in seen:
             same[s] = seen[sig]
         elif sig in known and s != "{}" and known[sig] != s:
