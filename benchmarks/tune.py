@@ -12,6 +12,7 @@ to build/tune/<model>.json and are resumed by a later run (delete one to start o
 from __future__ import annotations
 
 import argparse
+import json
 import platform
 import statistics
 import time
@@ -67,10 +68,14 @@ def one(model: Path, inputs, target: str, budget: str, out: Path, tune_it=True) 
     feeds = zoo_feeds(inputs, names) if inputs else random_inputs(load(plain).inputs, 0)
     ms = side_by_side({"default": plain, "tuned": tuned}, feeds)
     tl = TuningLog.load(log)
-    choices, layers = tl.choices(), {r["key"] for r in tl.records}
+    layers = {r["key"] for r in tl.records}
+    steps = [{(s["node"]): (s.get("kernel"), json.dumps(s.get("schedule"), sort_keys=True))
+              for s in json.loads((b / "manifest.json").read_text())["steps"]}
+             for b in (Path(plain), Path(tuned))]
+    changed = sum(steps[0][k] != v for k, v in steps[1].items() if k in steps[0])
     return {"model": name, "default_ms": ms["default"], "tuned_ms": ms["tuned"],
             "ratio": ms["tuned"] / ms["default"], "layers": len(layers),
-            "choices": len(choices), "jobs": jobs or tl.next_job(), "tune_s": t_tune}
+            "choices": changed, "jobs": jobs or tl.next_job(), "tune_s": t_tune}
 
 
 def main(argv=None):
@@ -94,14 +99,15 @@ def main(argv=None):
         print(f"{model.name}: tuning for {a.budget}", flush=True)
         r = one(model, inputs, a.target, a.budget, out, tune_it=not a.measure_only)
         print(f"{r['model']}: default {r['default_ms']:.3f} ms, tuned {r['tuned_ms']:.3f} ms, "
-              f"tuned / default {r['ratio']:.3f} ({r['choices']} of {r['layers']} layers tuned, "
-              f"{r['jobs']} jobs)", flush=True)
+              f"tuned / default {r['ratio']:.3f} ({r['choices']} steps tuned, {r['layers']} "
+              f"distinct layers, {r['jobs']} jobs)", flush=True)
         rows.append(r)
     text = [f"`aicc tune --budget {a.budget}` on {a.target}, {platform.processor() or platform.machine()}"
             f" ({_cpu()}): the tuned bundle against the default build, median thread CPU "
             "time per run, one thread, interleaved in one process "
             f"(`python -m benchmarks.tune -t {a.target} --budget {a.budget}`).", "",
-            "| model | default ms | tuned ms | tuned / default | layers tuned | jobs |",
+            "| model | default ms | tuned ms | tuned / default | steps with a tuned schedule "
+            "/ distinct layers | jobs |",
             "|---|---|---|---|---|---|"]
     for r in rows:
         text.append(f"| {r['model']} | {r['default_ms']:.3f} | {r['tuned_ms']:.3f} | "
