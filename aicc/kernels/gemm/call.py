@@ -30,7 +30,7 @@ FMA contraction: the SIMD kernels round once per multiply-add (``fma(a, b, acc)`
 ascending from +0 within each K block of kc, the blocks' sums added in order: gemm/tile.py
 tile_partial), the generic kernel twice (multiply, then add: bundles compile with -std=c99,
 where GCC does not contract ``acc += a * b`` into an FMA; never -ffast-math). They differ from
-each other and from onnxruntime (MLAS: FMA, K blocks of 128 summed apart as x86's kc = 128)
+each other and from onnxruntime (MLAS: FMA, K blocks of 128 summed apart; x86's kc is 32)
 by rounding only: about sqrt(kc + K / kc) ulp of the sum of |a*b| terms, inside rtol 1e-4 /
 atol 1e-5 for the tested sizes (K = 4099 needs atol 1e-4 for every variant). The SIMD
 results depend on the K blocking, not on the tile sizes or the instruction set.

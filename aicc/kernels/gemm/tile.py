@@ -45,9 +45,8 @@ def tile_partial(o: list, d: dict, ind: str, accs: list, masked: bool, guard: bo
     (guard: masked Y loads only for vectors with lanes left, else zero). Each block of kc
     products is summed from zero and then added, rather than continuing Y's chain, so the
     rounding error of a K-long sum grows with about sqrt(kc + K / kc) roundings instead of
-    sqrt(K); with kc = 128 on x86 the results are those of onnxruntime's MLAS on 1x1 convs
-    (the same blocks, bit for bit) and long sums are as accurate (docs/ACCURACY.md). One add
-    per accumulator per block."""
+    sqrt(K); x86's kc of 32 keeps long sums and Winograd's channel sums below onnxruntime's
+    error (MLAS blocks K by 128; docs/ACCURACY.md). One add per accumulator per block."""
     L = d["lanes"]
     o.append(f"{ind}if (acc) {{")
     for r, row in enumerate(accs):
