@@ -106,12 +106,12 @@ def main(argv=None):
             f" ({_cpu()}): the tuned bundle against the default build, median thread CPU "
             "time per run, one thread, interleaved in one process "
             f"(`python -m benchmarks.tune -t {a.target} --budget {a.budget}`).", "",
-            "| model | default ms | tuned ms | tuned / default | steps with a tuned schedule "
-            "/ distinct layers | jobs |",
-            "|---|---|---|---|---|---|"]
+            "| model | default ms | tuned ms | tuned / default | steps the log changed "
+            "| layers measured | jobs |",
+            "|---|---|---|---|---|---|---|"]
     for r in rows:
         text.append(f"| {r['model']} | {r['default_ms']:.3f} | {r['tuned_ms']:.3f} | "
-                    f"{r['ratio']:.3f} | {r['choices']} of {r['layers']} | {r['jobs']} |")
+                    f"{r['ratio']:.3f} | {r['choices']} | {r['layers']} | {r['jobs']} |")
     section = "\n".join(text)
     print(section)
     if a.write:
