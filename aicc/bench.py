@@ -92,6 +92,16 @@ def c_hook(clock: str = "CLOCK_MONOTONIC"):
                     "int after);", "aicchook")
 
 
+def step_hook(nsteps: int, clock: str = "CLOCK_MONOTONIC"):
+    """(hook, read) for Bundle.run(..., hook=hook): read() gives the last run's time of each
+    of the nsteps steps (ns, a new int64 array), by c_hook(clock)."""
+    ffi, lib = c_hook(clock)
+    buf = ffi.new("int64_t[]", nsteps + 1)
+    hook = (int(ffi.cast("uintptr_t", ffi.addressof(lib, "aicc_prof_hook"))),
+            int(ffi.cast("uintptr_t", buf)))
+    return hook, lambda: np.frombuffer(ffi.buffer(buf), dtype=np.int64)[1:].copy()
+
+
 def profile(bundle, *, runs: int = 50, warmup: int = 5) -> dict:
     """Per-step time of BUNDLE: for each step the median over ``runs`` runs of the time
     between its before and after hook calls (a C hook reading CLOCK_MONOTONIC: tens of ns
@@ -100,10 +110,7 @@ def profile(bundle, *, runs: int = 50, warmup: int = 5) -> dict:
     b = load(bundle)
     feeds = random_inputs(b.inputs, 0)
     steps = b.manifest["steps"]
-    ffi, lib = c_hook()
-    buf = ffi.new("int64_t[]", len(steps) + 1)
-    hook = (int(ffi.cast("uintptr_t", ffi.addressof(lib, "aicc_prof_hook"))),
-            int(ffi.cast("uintptr_t", buf)))
+    hook, read = step_hook(len(steps))
     for _ in range(warmup):
         b.run(feeds)
         b.run(feeds, hook=hook)
@@ -113,7 +120,7 @@ def profile(bundle, *, runs: int = 50, warmup: int = 5) -> dict:
         t0 = time.perf_counter()
         b.run(feeds, hook=hook)
         hooked.append(time.perf_counter() - t0)
-        per[r] = np.frombuffer(ffi.buffer(buf), dtype=np.int64)[1:]
+        per[r] = read()
         t0 = time.perf_counter()
         b.run(feeds)
         plain.append(time.perf_counter() - t0)

@@ -75,14 +75,14 @@ def main(argv=None):
                     r.update(model=label, name=name, kind=kind, target=t)
                     print(r, flush=True)
                     rows.append(r)
-    text = [f"Executed instructions per inference under each target's board in QEMU (the TCG "
-            f"plugin: exact counts, not time), and sizes in bytes (code and read-only data of "
-            f"model.o + aicc_rt.o by the target's `size`; weights: the weights image; arena: "
-            f"the one caller-owned buffer). int8: per-channel int8 weights, int8 activations "
-            f"(onnxruntime's QDQ quantizer); CMSIS-NN: its s8 kernels (DSP extension) on the same "
-            f"layers, Cortex-M4 board, same flags; the cortex-m7 and cortex-m55 rows divide by "
-            f"the same counts (not by CMSIS-NN's own builds for those cores). "
-            f"`python -m benchmarks.cortex_m --write`.", "",
+    text = ["Executed instructions per inference under each target's board in QEMU (the TCG "
+            "plugin: exact counts, not time), and sizes in bytes (code and read-only data of "
+            "model.o + aicc_rt.o by the target's `size`; weights: the weights image; arena: "
+            "the one caller-owned buffer). int8: per-channel int8 weights, int8 activations "
+            "(onnxruntime's QDQ quantizer); CMSIS-NN: its s8 kernels (DSP extension) on the same "
+            "layers, Cortex-M4 board, same flags; the cortex-m7 and cortex-m55 rows divide by "
+            "the same counts (not by CMSIS-NN's own builds for those cores). "
+            "`python -m benchmarks.cortex_m --write`.", "",
             "| model | type | target | instructions | / CMSIS-NN | code | rodata | weights | "
             "arena | max abs diff vs onnxruntime |",
             "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]

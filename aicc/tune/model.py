@@ -10,6 +10,7 @@ alone.
 """
 from __future__ import annotations
 
+import json
 import math
 
 from ..errors import ConfigError
@@ -38,7 +39,6 @@ class CostModel:
             feats.setdefault(r["key"], r.get("features") or {})
         self.keys = sorted({k for f in feats.values() for k in f})
         X, y = [], []
-        import json
         for key in sorted(ratios):
             for s, ratio in sorted(ratios[key].items()):
                 if s == "{}" or ratio <= 0:

@@ -125,18 +125,14 @@ def measure_job(bundle: Path, steps: dict, *, runner=None, seconds: float = 0.3,
     if hasattr(b, "times"):
         raise AiccError("aicc tune on a device runner needs per-step timing, which runners "
                         "other than an emulator do not report yet")
-    from ..bench import c_hook
-    ffi, lib = c_hook("CLOCK_THREAD_CPUTIME_ID")
-    n = len(b.manifest["steps"])
-    buf = ffi.new("int64_t[]", n + 1)
-    hook = (int(ffi.cast("uintptr_t", ffi.addressof(lib, "aicc_prof_hook"))),
-            int(ffi.cast("uintptr_t", buf)))
+    from ..bench import step_hook
+    hook, read = step_hook(len(b.manifest["steps"]), "CLOCK_THREAD_CPUTIME_ID")
     for _ in range(3):
         b.run(feeds, hook=hook)
     rows, t_end = [], time.perf_counter() + seconds
     while len(rows) < max_runs and (len(rows) < min_runs or time.perf_counter() < t_end):
         b.run(feeds, hook=hook)
-        rows.append(np.frombuffer(ffi.buffer(buf), dtype=np.int64)[1:].copy())
+        rows.append(read())
     med = np.median(np.array(rows), axis=0)
     return {"costs": {s: float(med[i]) for s, i in steps.items()}, "unit": "ns",
             "machine": machine_id(), "runs": len(rows)}

@@ -26,12 +26,10 @@ never reach the output.
 """
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
+from ..isa.registry import ISAS, fpu_isa
 from .base_c import suffix, use
-from .tile_fpu import FPU, fpu_isa
 
 KEY = "7.planes"
 BLOCK = 16      # outputs per block (the C text's four arrays of 4)
@@ -170,7 +168,8 @@ def _scalars(fma: str) -> str:
 
 def planes(fma: str | None) -> str:
     """PLANES with its block of sums: arrays of 4 the compiler vectorizes (``a += w * x``), or,
-    on a scalar FPU with fused multiply-add (tile_fpu.fpu_isa), scalars ``a = fma(w, x, a)``."""
+    on a scalar FPU with fused multiply-add (isa/registry.fpu_isa), scalars
+    ``a = fma(w, x, a)``."""
     return PLANES.replace("BLOCK_SUMS\n", _scalars(fma) if fma else ARRAYS)
 
 
@@ -178,7 +177,7 @@ def emit(ctx, geo, dt, bias: str, ep: str) -> None:
     """The step: zero the phase planes, then one kernel call."""
     hp, wp, hq, wq, off, nxq, nf = geometry(geo)
     fpu = fpu_isa(ctx, dt)
-    use(ctx, dt, (KEY, planes(FPU[fpu]["fma"] if fpu else None)), isa=fpu)
+    use(ctx, dt, (KEY, planes(ISAS[fpu].fpu["fma"] if fpu else None)), isa=fpu)
     ct = ctx.out_ctype(0)
     xq = ctx.scratch(nxq * dt.itemsize, ct, "xq")
     acc = ctx.scratch(nf * dt.itemsize, ct, "acc")

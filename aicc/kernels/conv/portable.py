@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from . import planes_c as conv_planes
 from . import tile_fpu
+from ..isa.registry import fpu_isa
 from ...emit_c.loops import numel
 from ..winograd import portable as conv_winograd_p
 from .base_c import AXPY, DIRECT, PACK8, TILE, epilogue, pack_weights, packed_weights, suffix, use
@@ -25,7 +26,7 @@ def emit(ctx, node, geo, dt, bias: str) -> None:
         conv_winograd_p.emit(ctx, geo, wino, bias, ep)
         return
     if conv_planes.supports(geo):
-        ctx.kernel = f"{tile_fpu.fpu_isa(ctx, dt) or 'generic'} planes"
+        ctx.kernel = f"{fpu_isa(ctx, dt) or 'generic'} planes"
         conv_planes.emit(ctx, geo, dt, bias, ep)
         return
     if geo.cin_g == 1 or geo.cout_g == 1:
@@ -37,7 +38,7 @@ def emit(ctx, node, geo, dt, bias: str) -> None:
         ctx(f"aicc_conv_direct{sfx}(&prm, {ctx.inp[0]}, {ctx.inp[1]}, {bias}, "
             f"{ctx.out[0]}, {ep});")
         return
-    fpu = tile_fpu.fpu_isa(ctx, dt)
+    fpu = fpu_isa(ctx, dt)
     if fpu:
         use(ctx, dt, PACK8, ("4.im2col", IM2COL), ("5.tile", tile_fpu.tile(fpu)),
             ("6.gemm", GEMM), isa=fpu)

@@ -14,14 +14,9 @@ NaN and Inf as IEEE fmaf gives them.
 """
 from __future__ import annotations
 
-from ..isa.registry import isa_for, table
+from ..isa.registry import table
 
 FPU = table("fpu")
-
-
-def fpu_isa(ctx, dt) -> str | None:
-    """The ISA whose ``fpu`` entry the node's float32 GEMMs use, or None."""
-    return isa_for(ctx, FPU) if str(dt) == "float32" else None
 
 
 def tile(isa: str) -> str:

@@ -42,10 +42,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...emit_c.cwriter import c_literal, ctype
-from ..isa.registry import ISAS, isa_for
+from ..isa.registry import ISAS, fpu_isa, isa_for
 from ..move.copy import avx_helper, c_helper
 from ..vmath.act import ACT, ACT_ATTRS, INT_OK, act_expr, fused_epilogue
-from ..conv.tile_fpu import FPU, fpu_isa
 from .portable import choose_nb, gemm_helper
 from .simd import ISA, WIDE, driver, nr_of, panel_vectors, register_clamp, schedule
 from .simd import step_rows
@@ -80,7 +79,7 @@ def gemm_call(ctx, plan, dt, m, n, k, a, ars, acs, bp, y, alpha=1.0, c=None, crs
     ctx.kernel = plan.isa or fpu or "generic"
     ctx.schedule = {**ctx.schedule, "nb": plan.nb, **(plan.sched or {})}
     if plan.isa is None:
-        fn = gemm_helper(ctx, dt, plan.nb, FPU.get(fpu), fpu or "")
+        fn = gemm_helper(ctx, dt, plan.nb, ISAS[fpu].fpu if fpu else None, fpu or "")
         ctx(f"{fn}({m}u, {n}u, {k}u, {a}, {ars}u, {acs}u, {bp}, {L(alpha)},")
         ctx(f"    {cexpr}, {crs}u, {ccs}u, {L(beta)}, {y});")
         return

@@ -27,6 +27,13 @@ def isa_for(ctx, among=ISAS):
     return None
 
 
+def fpu_isa(ctx, dt) -> str | None:
+    """The ISA whose ``fpu`` entry (a scalar FPU with fused multiply-add: isa/fpv4) the
+    node's float32 portable GEMMs use (the conv tile, the planes kernel, Gemm / MatMul), or
+    None."""
+    return isa_for(ctx, table("fpu")) if str(dt) == "float32" else None
+
+
 def include_line(isa: str) -> str:
     """The #include of the intrinsics header of ``isa``'s description, and its prelude (once
     per bundle: several families register the include under keys of their own)."""
