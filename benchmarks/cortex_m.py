@@ -27,6 +27,23 @@ CMSIS_NN = {"dscnn": 7.70e6, "resnet8": 29.83e6, "mobilenetv1_025": 24.10e6,
 TARGETS = ["cortex-m4", "cortex-m7", "cortex-m55"]
 
 
+def quantized_params(model: Path) -> tuple:
+    """(bytes of the int8 weight tensors, bytes of their per-channel parameters) of a QDQ
+    model: the weights are the int8 initializers of rank >= 2; the per-channel parameters
+    are the int32 biases and the scales and zero points of those weights' DequantizeLinear."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+    m = onnx.load(str(model))
+    inits = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
+    weights = {n for n, a in inits.items() if a.dtype == np.int8 and a.ndim >= 2}
+    params = {n for n, a in inits.items() if a.dtype == np.int32}
+    for node in m.graph.node:
+        if node.op_type == "DequantizeLinear" and node.input[0] in weights:
+            params.update(x for x in node.input[1:] if x in inits)
+    return (sum(inits[n].nbytes for n in weights), sum(inits[n].nbytes for n in params))
+
+
 def row(model: Path, target: str, tmp: Path) -> dict:
     import aicc
     from aicc.runner import open_bundle
@@ -73,6 +90,8 @@ def main(argv=None):
                 for t in targets:
                     r = row(path, t, tmp)
                     r.update(model=label, name=name, kind=kind, target=t)
+                    if kind == "int8":
+                        r["int8_weights"], r["per_channel"] = quantized_params(path)
                     print(r, flush=True)
                     rows.append(r)
     text = ["Executed instructions per inference under each target's board in QEMU (the TCG "
@@ -81,17 +100,21 @@ def main(argv=None):
             "the one caller-owned buffer). int8: per-channel int8 weights, int8 activations "
             "(onnxruntime's QDQ quantizer); CMSIS-NN: its s8 kernels (DSP extension) on the same "
             "layers, Cortex-M4 board, same flags; the cortex-m7 and cortex-m55 rows divide by "
-            "the same counts (not by CMSIS-NN's own builds for those cores). "
+            "the same counts (not by CMSIS-NN's own builds for those cores). int8 weights: "
+            "the model's int8 weight tensors; per-channel: their int32 biases, scales and "
+            "zero points in the model; / int8 w: weights image / int8 weights. "
             "`python -m benchmarks.cortex_m --write`.", "",
             "| model | type | target | instructions | / CMSIS-NN | code | rodata | weights | "
-            "arena | max abs diff vs onnxruntime |",
-            "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
+            "int8 weights | per-channel | / int8 w | arena | max abs diff vs onnxruntime |",
+            "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
-        ratio = (f"{r['instructions'] / CMSIS_NN[r['name']]:.2f}" if r["kind"] == "int8"
-                 else "")
+        q = r["kind"] == "int8"
+        ratio = f"{r['instructions'] / CMSIS_NN[r['name']]:.2f}" if q else ""
+        w8 = (f"{r['int8_weights']} | {r['per_channel']} | "
+              f"{r['weights'] / r['int8_weights']:.2f}" if q else " | | ")
         text.append(f"| {r['model']} | {r['kind']} | {r['target']} | "
                     f"{r['instructions'] / 1e6:.2f}M | {ratio} | {r['code']} | {r['rodata']} | "
-                    f"{r['weights']} | {r['arena']} | {r['max_abs']:.2g}"
+                    f"{r['weights']} | {w8} | {r['arena']} | {r['max_abs']:.2g}"
                     f"{'' if r['match'] else ' (beyond validate tolerance)'} |")
     section = "\n".join(text)
     print(section)

@@ -331,12 +331,20 @@ class QLinearMatMul(_MatMulBase):
         return (_per_tensor(g, node, [1, 6, 7], "a scale / y scale / y zero point")
                 or self.check_mm(node, g))
 
+    BIAS = None     # input position of an int32 bias [n] added to the sums (aicc.QGemm)
+
+    def bias(self, ctx, j) -> str:
+        """The C of column j's bias as uint32 (" + ..." to add to a sum), or ""."""
+        if self.BIAS is None or not ctx.has_input(self.BIAS):
+            return ""
+        return f" + (uint32_t){ctx.inp[self.BIAS]}[{j}]"
+
     def emit(self, node, ctx):
         ydt = ctx.out_dtype(0)
         lo, hi = irange(ydt.name)
         bss = _per_last(ctx.g, node.inputs[4], batch_dims(ctx.in_shape(0), ctx.in_shape(3))[5])
-        ctx("/* QLinearMatMul: y = saturate(rint(acc * (a_scale * b_scale / y_scale)) + yzp), "
-            "acc = (a - azp) @ (b - bzp) in int32 */")
+        ctx(f"/* {node.op_type}: y = saturate(rint(acc * (a_scale * b_scale / y_scale)) + yzp), "
+            f"acc = (a - azp) @ (b - bzp){' + bias' if self.bias(ctx, 0) else ''} in int32 */")
         _requant_prelude(ctx, 1, 6, 7)
         yct = ctype(ydt)
         if fixed.usable(ctx):
@@ -347,19 +355,21 @@ class QLinearMatMul(_MatMulBase):
             n = batch_dims(ctx.in_shape(0), ctx.in_shape(3))[5]
             mc, nt, mcol = multipliers(ctx, bool(bss), n)
             qgemm_simd.emit_matmul(self, node, ctx, Requant(rnd, mc, per_col=bool(bss),
-                                                            rform=nt, mcol=mcol))
+                                                            rform=nt, mcol=mcol),
+                                   ctx.in_const(self.BIAS) if self.bias(ctx, 0) else None)
             return
 
         def value(acc, j):
             bs = f"{ctx.inp[4]}[{j if bss else '0'}]"
             return ([f"const float mlt = sa * {bs} / ys;"],
-                    f"({yct}){rnd}((double)aicc_u32_i32({acc}) * (double)mlt, yzp, {lo}, {hi})")
+                    f"({yct}){rnd}((double)aicc_u32_i32({acc}{self.bias(ctx, j)}) * (double)mlt, "
+                    f"yzp, {lo}, {hi})")
 
         def dot_post(ch, src, cnt, dst, step, tile):     # one output column of a tile
             rq = qgemm_c.requant_row(ctx, ydt)
             tq = ctx.scratch(tile, yct, "tq")
             ctx(value(src, ch)[0][0])
-            ctx(f"{rq}({cnt}, {src}, 0u, mlt, yzp, {lo}, {hi}, {tq});")
+            ctx(f"{rq}({cnt}, {src}, 0u{self.bias(ctx, ch)}, mlt, yzp, {lo}, {hi}, {tq});")
             with ctx.block(f"for (size_t q = 0; q < {cnt}; ++q)"):
                 ctx(f"{ctx.out[0]}[{dst} + q * {step}] = {tq}[q];")
         self.emit_mm(node, ctx, value, dot_post)
@@ -378,16 +388,38 @@ class QLinearMatMul(_MatMulBase):
             return f"const float mlt = sa * {ctx.inp[4]}[{j if bss else '0'}] / ys;"
 
         def value(acc, j):
-            return [mult(j)], f"({yct}){fixed.one(ctx, ydt)}({acc}, mlt, yzp)"
+            return [mult(j)], f"({yct}){fixed.one(ctx, ydt)}({acc}{self.bias(ctx, j)}, mlt, yzp)"
+
+        fma = self._one_row_fma(ctx, ydt, bnd, n)
 
         def dot_post(ch, src, cnt, dst, step, tile):     # one output column of a tile
+            if fma:         # per-column multipliers of a one-row product: no row set-up
+                ctx(mult(ch))
+                ctx(f"{ctx.out[0]}[{dst}] = ({yct}){fma}(aicc_u32_i32({src}[0]"
+                    f"{self.bias(ctx, ch)}), mlt, yzp);")
+                return
             rq = fixed.row(ctx, ydt)
             tq = ctx.scratch(tile, yct, "tq")
             ctx(mult(ch))
-            ctx(f"{rq}({cnt}, {src}, 0u, mlt, yzp, {bnd}, {tq});")
+            ctx(f"{rq}({cnt}, {src}, 0u{self.bias(ctx, ch)}, mlt, yzp, {bnd}, {tq});")
             with ctx.block(f"for (size_t q = 0; q < {cnt}; ++q)"):
                 ctx(f"{ctx.out[0]}[{dst} + q * {step}] = {tq}[q];")
         self.emit_mm(node, ctx, value, dot_post)
+
+    def _one_row_fma(self, ctx, ydt, bnd: str, n: int) -> str | None:
+        """kernels/qgemm/fixed.py's fused multiply-add helper for a one-row product with
+        per-column constant multipliers (a fully connected layer), when it applies."""
+        rows = numel(batch_dims(ctx.in_shape(0), ctx.in_shape(3))[2]) * \
+            batch_dims(ctx.in_shape(0), ctx.in_shape(3))[3]
+        sa, sb, sy = (ctx.in_const(k) for k in (1, 4, 6))
+        if rows != 1 or sa is None or sb is None or sy is None or np.asarray(sb).size != n \
+                or bnd == "0xffffffffu":
+            return None
+        bias = np.asarray(ctx.in_const(self.BIAS)) if self.bias(ctx, 0) else np.zeros(1)
+        with np.errstate(all="ignore"):
+            m = (np.float32(np.asarray(sa).reshape(-1)[0]) * np.asarray(sb, np.float32).reshape(-1)
+                 / np.float32(np.asarray(sy).reshape(-1)[0])).astype(np.float32)
+        return fixed.one_fma(ctx, ydt, m, int(bnd.rstrip("u")) + int(np.abs(bias).max()))
 
 
 class _ConvBase(Op):

@@ -11,7 +11,9 @@
   uint8 outputs, zero points, biases, ties, multipliers >= 1/2, special scales, both ends
   saturated, 63 outputs per channel; QLinearMatMul with constant b (per-column scales) and with
   b computed at run time (one output at a time); the QDQ classifier (MatMulInteger, float
-  glue, QuantizeLinear); QuantizeLinear with ties and n % 16 tails; QAdd. Equal to the
+  glue, QuantizeLinear); QDQ fully connected layers with int32 biases (QGemm: 20 rows; one row
+  on the FPU's fused multiply-add; one row with multipliers above 0.75 on the row helper);
+  QuantizeLinear with ties and n % 16 tails; QAdd. Equal to the
   generic target's bundle (the float64 form) on every output; onnxruntime within one step,
   and on the requantized outputs only where its float32 product rounds to the other side:
   rint(fl32(fl32(a) m)) reproduces each of its differing values.
@@ -41,7 +43,7 @@ needs_m4 = pytest.mark.skipif(bool(load_target(M4).missing_tools()),
                               reason="make cross-toolchain")
 SOFT = ("__aeabi_d", "__adddf3", "__subdf3", "__muldf3", "__divdf3", "__floatsidf",
         "__floatunsidf", "__fixdfsi", "__extendsfdf2", "__truncdfsf2", "__eqdf2", "__nedf2",
-        "__ltdf2", "__gedf2", "rint", "lrint", "nearbyint", "round", "floor", "ceil")
+        "__ltdf2", "__gedf2", "rint", "lrint", "nearbyint", "round", "floor", "ceil", "fmaf")
 
 
 # -- the helper on this host -------------------------------------------------------------------
@@ -266,6 +268,37 @@ def _model(r):
               helper.make_node("Add", ["a_1", "a_2"], ["a_f"]),
               helper.make_node("QuantizeLinear", ["a_f", "a_ys", "a_yz"], ["qadd"])]
     outs += ["gemm", "qadd"]
+    # fully connected layers with an int32 bias (fuse-qdq: aicc.QGemm): 20 rows on the row
+    # helper; one row with per-column multipliers on the FPU's fused multiply-add
+    # (fixed.one_fma), and with multipliers above 0.75 on the row helper, column by column
+    a1 = am[:1]
+    feeds["xm1"] = xm[:1].copy()
+    nodes.append(helper.make_node("QuantizeLinear", ["xm1", "s_in", "zu"], ["qm1"]))
+
+    def qgemm(name, x, a, w, m_scale, yz, bmax=4000):
+        gb = r.integers(-bmax, bmax, size=10).astype(np.int32)
+        acc = a @ w.T.astype(np.int64) + gb
+        ws = (r.uniform(0.7, 1.3, 10) * m_scale * 0.5 / 0.25).astype(f32)
+        inits.update({f"{name}_w": w, f"{name}_ws": ws, f"{name}_b": gb,
+                      f"{name}_bs": (f32(0.25) * ws).astype(f32), f"{name}_ys": f32(0.5),
+                      f"{name}_yz": np.int8(yz)})
+        nodes.extend([
+            helper.make_node("DequantizeLinear", [x, "s_in", "zu"], [f"{name}_x"]),
+            helper.make_node("DequantizeLinear", [f"{name}_w", f"{name}_ws"], [f"{name}_wf"],
+                             axis=0),
+            helper.make_node("DequantizeLinear", [f"{name}_b", f"{name}_bs"], [f"{name}_bf"],
+                             axis=0),
+            helper.make_node("Gemm", [f"{name}_x", f"{name}_wf", f"{name}_bf"], [f"{name}_f"],
+                             transB=1),
+            helper.make_node("QuantizeLinear", [f"{name}_f", f"{name}_ys", f"{name}_yz"],
+                             [name])])
+        outs.append(name)
+        check[name] = (acc, ((f32(0.25) * ws).astype(f32) / f32(0.5)).astype(f32), yz)
+    wq = r.integers(-127, 128, size=(10, 33)).astype(np.int8)
+    qgemm("qg20", "qm", am, wq, 150 / (am @ wq.T.astype(np.int64)).std(), -2)
+    qgemm("qg1", "qm1", a1, wq, 150 / (am @ wq.T.astype(np.int64)).std(), 3)
+    sparse = (r.integers(-1, 2, size=(10, 33)) * (r.random((10, 33)) < 0.03)).astype(np.int8)
+    qgemm("qg1big", "qm1", a1, sparse, 0.9, -1, bmax=60)
     return make_model(nodes, feeds, outs, inits, opset=13), feeds, check
 
 
@@ -291,8 +324,9 @@ def test_m4_int8_paths_match_float64_and_onnxruntime(m4_run):
     text = (tmp / M4 / "model.c").read_text()
     assert "aicc_rqrowi_s8(" in text and "aicc_rqrowi_u8(" in text and "aicc_rqonei_" in text
     assert "aicc_qround_double" not in text and "(double)" not in text
+    assert text.count("aicc_rqfma_s8(") == 2        # the helper and qg1's call (not qg1big's)
     steps = {s["op"] for s in json.loads((tmp / M4 / "manifest.json").read_text())["steps"]}
-    assert {"QLinearConv", "QLinearMatMul", "MatMulInteger", "QAdd"} <= steps, steps
+    assert {"QLinearConv", "QLinearMatMul", "MatMulInteger", "QAdd", "QGemm"} <= steps, steps
     for k in want:
         np.testing.assert_array_equal(got[k], want[k], err_msg=k)
     import onnxruntime as rt
@@ -307,7 +341,7 @@ def test_m4_int8_paths_match_float64_and_onnxruntime(m4_run):
         assert d.max() <= 1, k
         info = np.iinfo(got[k].dtype)
         live = ((g > info.min) & (g < info.max)).mean()
-        assert live > (0.1 if k in ("qu", "qs", "dw_pt_s2") else 0.3), (k, live)
+        assert live > (0.1 if k in ("qu", "qs", "dw_pt_s2", "qg1big") else 0.3), (k, live)
         if k in check:          # onnxruntime: rint(fl32(fl32(a) m)) + zp, saturated
             a, m, yz = check[k]
             f = (a.astype(np.float32) * m).astype(np.float32)

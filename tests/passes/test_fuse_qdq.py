@@ -258,3 +258,60 @@ def test_auto_by_default(kernel, group, target, tmp_path):
         diff = np.abs(got.astype(np.int64) - want.astype(np.int64))
         assert diff.max() <= 1 and (diff == 0).mean() > 0.97, (diff.max(), (diff == 0).mean())
     assert ((got > 0) & (got < 255)).mean() > 0.5
+
+
+def _qgemm_model(rows=3, trans=True, bias_shape=(37,), per_channel=True, xdt=np.int8,
+                 alpha=1.0):
+    """A QDQ fully connected layer: QuantizeLinear(Gemm(DQ(xq), DQ(w), DQ(int32 bias)))."""
+    r = rng(13)
+    k, n = 70, 37
+    w = r.integers(-127, 128, (n, k) if trans else (k, n)).astype(np.int8)
+    sx = np.float32(0.05)
+    sw = (r.uniform(0.002, 0.01, n) if per_channel else np.array(0.004)).astype(np.float32)
+    inits = {"sx": np.array(sx), "zx": np.array(xdt(9 if xdt == np.uint8 else -4)), "w": w,
+             "sw": sw, "sy": np.array(np.float32(0.6)),
+             "zy": np.array(xdt(128 if xdt == np.uint8 else 3))}
+    nodes = [helper.make_node("DequantizeLinear", ["xq", "sx", "zx"], ["x"]),
+             helper.make_node("DequantizeLinear", ["w", "sw"], ["wf"], axis=0 if trans else 1)]
+    ins = ["x", "wf"]
+    if bias_shape is not None:
+        nb = int(np.prod(bias_shape))
+        inits["b"] = r.integers(-5000, 5000, bias_shape).astype(np.int32)
+        inits["sb"] = (sx * (sw if nb > 1 else sw.reshape(-1)[:1])).astype(np.float32)
+        nodes.append(helper.make_node("DequantizeLinear", ["b", "sb"], ["bf"],
+                                      axis=len(bias_shape) - 1))
+        ins.append("bf")
+    nodes += [helper.make_node("Gemm", ins, ["v"], name="fc", transB=int(trans), alpha=alpha),
+              helper.make_node("QuantizeLinear", ["v", "sy", "zy"], ["y"])]
+    feeds = {"xq": r.integers(np.iinfo(xdt).min, int(np.iinfo(xdt).max) + 1,
+                              (rows, k)).astype(xdt)}
+    return make_model(nodes, feeds, ["y"], inits, opset=21), feeds
+
+
+@pytest.mark.parametrize("bias_shape,kind", [((37,), "QGemm"), ((1, 37), "QGemm"),
+                                             (None, "QLinearMatMul")])
+@pytest.mark.parametrize("trans", [True, False])
+def test_qgemm_structure(bias_shape, kind, trans):
+    model, _ = _qgemm_model(trans=trans, bias_shape=bias_shape)
+    after = run_pass("fuse-qdq", _graph(model), mode="on")
+    q = [n for n in after.nodes if n.op_type == kind]
+    assert len(q) == 1 and "Gemm" not in ops(after) and "QuantizeLinear" not in ops(after)
+    assert q[0].domain == ("aicc" if kind == "QGemm" else "") and q[0].outputs == ["y"]
+    assert after.const(q[0].inputs[3]).shape == (70, 37)         # b as [K, N]
+    if kind == "QGemm":
+        assert after.const(q[0].inputs[8]).shape == (37,)
+
+
+def test_qgemm_left_alone():
+    model, _ = _qgemm_model(alpha=0.5)
+    after = run_pass("fuse-qdq", _graph(model), mode="on")
+    assert "Gemm" in ops(after) and "QGemm" not in ops(after)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("rows,per_channel,xdt", [(1, True, np.int8), (3, False, np.uint8),
+                                                  (5, True, np.uint8)])
+def test_qgemm_numerics(rows, per_channel, xdt, target, tmp_path):
+    """Within one step of the float chain (onnx.reference) and of onnxruntime's QGemm."""
+    model, feeds = _qgemm_model(rows, per_channel=per_channel, xdt=xdt)
+    _check_numerics(model, feeds, tmp_path, target, "QGemm")

@@ -337,13 +337,15 @@ def zp_const(ctx, k):
 
 # -- emitters ------------------------------------------------------------------------------------
 
-def emit_matmul(op, node, ctx, rq: Requant | None) -> None:
+def emit_matmul(op, node, ctx, rq: Requant | None, bias: np.ndarray | None = None) -> None:
     """MatMul form. ``rq``: None (int32 output) or the requantization (its mult: the C
-    expression of a pointer to the float multiplier, or to N of them when per_col)."""
+    expression of a pointer to the float multiplier, or to N of them when per_col); bias:
+    constant int32 values [n] added to the sums (aicc.QGemm)."""
     _, _, _, m, k, n = batch_dims(ctx.in_shape(op.A), ctx.in_shape(op.B))
     rows = numel(tuple(ctx.out_shape(0))) // n
     b = np.asarray(ctx.in_const(op.B)).astype(np.int64).reshape(k, n)
-    emit_rows(ctx, op.A, op.AZ, rows, b - zp_values(ctx, op.BZ, n)[None, :], rq)
+    emit_rows(ctx, op.A, op.AZ, rows, b - zp_values(ctx, op.BZ, n)[None, :], rq,
+              None if bias is None else np.asarray(bias, np.int64).reshape(n))
 
 
 def emit_rows(ctx, a_k: int, az_k: int, rows: int, b: np.ndarray, rq: Requant | None,

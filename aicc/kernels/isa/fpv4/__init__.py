@@ -33,8 +33,10 @@ ISA = Isa(
     name="fpv4", family="arm", header="<arm_acle.h>", vector_bytes=4, registers=0,
     prelude=PRELUDE,
     # rint of a float as int32 (saturating, NaN -> 0); sat: r saturated to a signed / unsigned
-    # range of b bits
-    qround=dict(rint="aicc_fpv4_cvtr({x})", ssat="__ssat({x}, {b})", usat="__usat({x}, {b})"),
+    # range of b bits; fma: c + a * b rounded once (the requantization of one-row products,
+    # kernels/qgemm/fixed.py one_fma)
+    qround=dict(rint="aicc_fpv4_cvtr({x})", ssat="__ssat({x}, {b})", usat="__usat({x}, {b})",
+                fma="fmaf({a}, {b}, {c})"),
     # registers: 32 single-precision; fma: c + a * b rounded once; a GEMM block of rows x
     # cols scalar sums (4 x 4: 16 sums, 4 values of A, 4 of B: 24 registers) and the width of
     # a one-row block (1 x 16: 16 sums, 1 of A, 16 of B loaded one by one)
