@@ -81,7 +81,7 @@ demo: setup
 	$(BIN)/aicc golden check $(DEMO_OUT) build/demo_golden
 
 test: setup cross-toolchain qemu-plugin
-	$(BIN)/python -m pytest -q -n $(JOBS) tests
+	$(BIN)/python -m pytest -q -n $(JOBS) --durations=25 tests
 
 # regenerate tests/golden/*/ from the model builders (expected outputs come from onnxruntime;
 # the generated C: model.c generic, model.<target>.c for regenerate.py's SIMD_TARGETS)

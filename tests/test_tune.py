@@ -243,3 +243,36 @@ def test_tune_for_an_emulated_target_counts_instructions(model, tmp_path):
         if not r["schedule"]:
             by.setdefault(r["key"], set()).add(r["cost"])
     assert by and all(max(v) <= 1.05 * min(v) for v in by.values()), by
+
+
+def test_ray_budget_end_cancels_compile_and_measure_jobs():
+    """The budget ending while a measurement runs on an actor: every pending job cancelled
+    (Ray refuses force=True for actor tasks), run() reports the budget spent, no error."""
+    from types import SimpleNamespace
+
+    from aicc.tune.ray_exec import RayExecutor
+
+    class FakeRay:
+        cancelled = []
+
+        def wait(self, refs, num_returns, timeout):
+            time.sleep(0.2)
+            return [r for r in refs if r == "c0"][:1], []
+
+        def get(self, ref):
+            return {"steps": {}}, b"bundle"
+
+        def cancel(self, ref, force=False):
+            if ref.startswith("m") and force:
+                raise ValueError("force=True is not supported for actor tasks.")
+            self.cancelled.append(ref)
+
+    ex = RayExecutor.__new__(RayExecutor)
+    names = iter(["c0", "c1"])
+    ex.ray, ex.opts, ex.runner = FakeRay(), None, None
+    ex.compile = SimpleNamespace(remote=lambda *a: next(names))
+    ex.measurers = [SimpleNamespace(measure=SimpleNamespace(remote=lambda *a: "m0"))]
+    jobs = [SimpleNamespace(problem=SimpleNamespace(graph=None), cands=[], known={}, job=k)
+            for k in ("a", "b")]
+    assert ex.run(jobs, time.monotonic() + 0.1, lambda *a: None) is False
+    assert sorted(FakeRay.cancelled) == ["c1", "m0"]

@@ -92,8 +92,10 @@ class RayExecutor:
         measuring, comps = {}, {}
         while compiling or measuring:
             if time.monotonic() >= deadline:
-                for ref in [*compiling, *measuring]:
+                for ref in compiling:
                     ray.cancel(ref, force=True)
+                for ref in measuring:       # actor tasks: Ray refuses force=True for them
+                    ray.cancel(ref)
                 return False
             done, _ = ray.wait([*compiling, *measuring], num_returns=1, timeout=1.0)
             for ref in done:
