@@ -12,9 +12,11 @@ onnx shape inference reads the absent attribute as 0 while the spec default is 1
 DFT/STFT: complex values are interleaved [..., 2]; real input is [..., 1]. Signals shorter
 than dft_length are zero-padded, longer ones truncated; irfft (inverse + onesided) takes the
 first dft_length / 2 + 1 bins, ignores the imaginary parts of the DC and Nyquist bins and
-returns real [..., 1] (numpy.fft.irfft). The transform is a direct O(L * bins) sum in
-double precision per line with a twiddle table cos/sin(2 pi j / L) (no FFT), rounded once to
-the output type; the inverse is scaled by 1 / L. NaN/Inf in a line propagate to that line.
+returns real [..., 1] (numpy.fft.irfft). The transform runs in double precision per line with
+a twiddle table cos/sin(2 pi j / L): a radix-2 FFT (L log2 L butterflies) when L is a power of
+two, else the direct O(L * bins) sum; rounded once to the output type; the inverse is scaled
+by 1 / L. NaN/Inf in a line propagate to that line. STFT also takes a real signal as [B, S]
+(the rank-2 form PyTorch's TorchScript exporter writes, which onnxruntime accepts).
 """
 from __future__ import annotations
 
@@ -38,10 +40,40 @@ static void aicc_dft_twiddles(size_t L, double *tw)
 }
 
 /* out[k] = sum_{n < L} fr[n] exp(sign * 2 pi i k n / L) for k < nk <= L (complex values
- * interleaved re, im); the twiddle index k n mod L is kept incrementally (no overflow). */
+ * interleaved re, im; out holds 2 L doubles). L a power of two: an iterative radix-2 FFT in
+ * place in out (fr copied in bit-reversed order, then log2 L passes of butterflies with the
+ * twiddles tw[k L / len]); otherwise the direct sum, the twiddle index k n mod L kept
+ * incrementally (no overflow). */
 static void aicc_dft_line(size_t L, size_t nk, double sign, const double *fr, const double *tw,
                           double *out)
 {
+    if ((L & (L - 1)) == 0) {
+        size_t j = 0;
+        for (size_t i = 0; i < L; ++i) {
+            out[2 * j] = fr[2 * i];
+            out[2 * j + 1] = fr[2 * i + 1];
+            size_t bit = L >> 1;
+            while (j & bit) {
+                j ^= bit;
+                bit >>= 1;
+            }
+            j |= bit;
+        }
+        for (size_t len = 2; len <= L; len <<= 1) {
+            const size_t half = len / 2, stride = L / len;
+            for (size_t s0 = 0; s0 < L; s0 += len)
+                for (size_t k = 0; k < half; ++k) {
+                    const double c = tw[2 * k * stride], w = sign * tw[2 * k * stride + 1];
+                    double *a = out + 2 * (s0 + k), *b = out + 2 * (s0 + k + half);
+                    const double tr = b[0] * c - b[1] * w, ti = b[0] * w + b[1] * c;
+                    b[0] = a[0] - tr;
+                    b[1] = a[1] - ti;
+                    a[0] += tr;
+                    a[1] += ti;
+                }
+        }
+        return;
+    }
     for (size_t k = 0; k < nk; ++k) {
         double re = 0.0, im = 0.0;
         size_t j = 0;
@@ -265,9 +297,11 @@ class STFTOp(Op):
 
     def _geom(self, node, g):
         xs, ys = tuple(g.shape(node.inputs[0])), tuple(g.shape(node.outputs[0]))
+        if len(xs) == 2:            # a real signal without its last dim (TorchScript's form)
+            xs = (*xs, 1)
         if len(xs) != 3 or xs[2] not in (1, 2) or len(ys) != 4 or ys[3] != 2 or ys[0] != xs[0]:
-            raise ValueError(f"signal {list(xs)} -> output {list(ys)} is not [B, S, 1|2] -> "
-                             "[B, frames, bins, 2]")
+            raise ValueError(f"signal {list(xs)} -> output {list(ys)} is not [B, S, 1|2] or "
+                             "[B, S] -> [B, frames, bins, 2]")
         one = int(self.attr(node, "onesided"))
         nb = ys[2]
         lmax = 2 * nb - 1 if one else nb

@@ -96,6 +96,16 @@ def test_dft_float64_default_axis(tmp_path):
     _close(got, _dft_expect(x, -2, 12, 0, 0), np.float64)
 
 
+@pytest.mark.parametrize("L,inverse", [(64, 0), (64, 1), (1, 0), (2, 1), (48, 0)])
+def test_dft_float64_fft_lengths(L, inverse, tmp_path):
+    """Powers of two take the radix-2 FFT (48: the direct sum): numpy's values to 1e-12."""
+    x = rng(L).normal(size=(3, L, 2))
+    model = _model("DFT", {"x": x}, None, ["x"], (np.float64, [3, L, 2]),
+                   {"inverse": inverse}, 20)
+    got = compile_and_run(model, {"x": x}, tmp_path)["y"]
+    _close(got, _dft_expect(x, -2, L, inverse, 0), np.float64)
+
+
 def test_dft_runtime_axis_mismatch_gives_zeros(tmp_path):
     """Axis 1 and 2 both fit [1, 10, 10, 1] -> [1, 10, 10, 2]; axis 0 or a bad dft_length
     does not: documented zeros."""
@@ -156,6 +166,23 @@ def test_stft(shape, step, L, use_window, onesided, runtime, tmp_path):
                    {"onesided": onesided}, 17)
     got = compile_and_run(model, feeds, tmp_path)["y"]
     _close(got, _stft_expect(x, step, L, win, onesided), np.float32)
+
+
+def test_stft_rank2_real_signal(tmp_path):
+    """[B, S] (TorchScript's export of torch.stft): a real signal, as onnxruntime reads it;
+    L = 256 on the FFT path."""
+    x = rng(7).normal(size=(2, 1600)).astype(np.float32)
+    win = np.hanning(256).astype(np.float32)
+    inits = {"step": np.array(128, np.int64), "win": win}
+    F = 1 + (1600 - 256) // 128
+    model = _model("STFT", {"x": x}, inits, ["x", "step", "win"], (np.float32, [2, F, 129, 2]),
+                   {"onesided": 1}, 17)
+    got = compile_and_run(model, {"x": x}, tmp_path)["y"]
+    want = _stft_expect(x[..., None], 128, 256, win, 1)
+    _close(got, want, np.float32)
+    import onnxruntime as ort
+    o = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(o.run(None, {"x": x})[0], want, rtol=1e-4, atol=1e-4)
 
 
 def test_stft_default_onesided_shape_inference_bug_is_refused(tmp_path):
