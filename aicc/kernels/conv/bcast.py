@@ -120,8 +120,8 @@ def prefer_nhwc(ctx, geo, isa: str) -> bool:
 
 
 def prefer(ctx, geo, isa: str) -> bool:
-    """NCHW auto rule (_rules): constant weights, a strided conv or one of few input channels
-    (where the GEMM forms are weakest), whose output channels fill the lanes, with a small
+    """NCHW auto rule (_rules): constant weights, a strided conv, one of few input channels
+    or a 1-D conv (``one_d``: temporal convs, whose short rows leave the GEMM tiles short), whose output channels fill the lanes, with a small
     output (the transposes to NCHW cost ~0.4 cycles a float: a first conv of K = 27 onto
     224x224 x 32 loses to im2col; few_out_max for few input channels) and weights that stay
     in L2 (every band streams them)."""
@@ -129,7 +129,9 @@ def prefer(ctx, geo, isa: str) -> bool:
     few = geo.cin <= a["small_cin"]
     wbytes = 4 * geo.cout * geo.cin_g * math.prod(geo.k)
     out_max = a["few_out_max" if few else "out_max"]
-    return (supports(geo) and (few or max(geo.stride) > 1) and ctx.in_const(1) is not None
+    one_d = len(geo.k) == 1 and a.get("one_d", False)
+    return (supports(geo) and (few or max(geo.stride) > 1 or one_d)
+            and ctx.in_const(1) is not None
             and lanes(geo.cout, ISA[vector_isa(ctx, geo, isa)]["lanes"]) >= 0.75
             and math.prod(geo.out) * geo.cout <= out_max and wbytes <= a["w_max"])
 

@@ -10,6 +10,9 @@ TABLE: dict = dict(
     # 24.7, 1x1 stride 2 3.4 vs 4.6, 128 -> 256 stride 2 at 28x28 1149 vs 1131, ResNet-8's
     # first conv 13.1 vs 11.6 (implicit): strided convs only, small outputs.
     bcast=dict(
+        # 1-D convs (conv1d_kws, 40 / 64 -> 64 channels k3 over 101 steps, dilated: aicc tune
+        # measured bcast at 0.65-0.67 of the transposed GEMM variant)
+        one_d=True,
         small_cin=0,            # input channels counted as few (0: none)
         out_max=16384,          # output floats at most
         few_out_max=16384,      # output floats at most with few input channels

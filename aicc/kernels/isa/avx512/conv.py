@@ -8,6 +8,9 @@ TABLE: dict = dict(
     # prefer_nhwc) and register blocking (blocking). Measured on x86-avx512 (C loop, us,
     # against the variant auto chose before): see kernels/conv/bcast.py.
     bcast=dict(
+        # 1-D convs (conv1d_kws, 40 / 64 -> 64 channels k3 over 101 steps, dilated: aicc tune
+        # measured bcast at 0.65-0.67 of the transposed GEMM variant)
+        one_d=True,
         # input channels counted as few: first convs, where the GEMM forms are weakest
         small_cin=4,
         out_max=65536,          # output floats at most
