@@ -15,9 +15,15 @@ def _vi(name, t):
                                          dims)
 
 
-def to_onnx(g, with_types: bool = True):
-    inits = [numpy_helper.from_array(np.asarray(v), name=k) for k, v in sorted(g.constants.items())]
-    ins = [_vi(i, g.types[i]) for i in g.inputs]
+def to_onnx(g, with_types: bool = True, light: bool = False):
+    """The graph as an ONNX model. light: constants whose values shape inference never reads
+    (onnx_import.LIGHT_MAX: large, not int32 / int64) as typed graph inputs instead of data."""
+    from .onnx_import import LIGHT_MAX
+    big = {k for k, v in g.constants.items() if light and np.asarray(v).size > LIGHT_MAX
+           and np.asarray(v).dtype not in (np.int32, np.int64)}
+    inits = [numpy_helper.from_array(np.asarray(v), name=k) for k, v in sorted(g.constants.items())
+             if k not in big]
+    ins = [_vi(i, g.types[i]) for i in g.inputs] + [_vi(k, g.type_of(k)) for k in sorted(big)]
     outs = [_vi(o, g.type_of(o)) if (o in g.types or o in g.constants)
             else helper.make_value_info(o, helper.TypeProto()) for o in g.outputs]
     vis = []

@@ -17,8 +17,8 @@ def infer_shapes(g):
            for n in g.nodes):
         return g
     try:
-        m = shape_inference.infer_shapes(to_onnx(g, with_types=False), strict_mode=False,
-                                         data_prop=True)
+        m = shape_inference.infer_shapes(to_onnx(g, with_types=False, light=True),
+                                         strict_mode=False, data_prop=True)
     except Exception:  # noqa: BLE001
         return g
     g = g.copy()
