@@ -60,9 +60,9 @@ broadcast conv's kernels per channel block with padded taps left out, conv_bcast
 Rounding: each output is an FMA chain over k ascending from +0 per K block of kc (im2col and
 implicit: one input channel's taps when all of K fits one block, schedule.channel_blocks), the
 blocks' sums added in order (gemm/tile.py tile_partial), then + bias, then the activation: the
-result depends on the K blocking, not on the tile sizes or the variant (except depthwise: bias
-first, then the taps; bcast: one chain over all K; transposed: the same chains, bias added
-after), except for ``winograd``: its transforms change the
+result depends on the K blocking, not on the tile sizes or the variant (except depthwise: one
+chain over the taps, then + bias; bcast: one chain over all K; transposed: the same chains,
+bias added after), except for ``winograd``: its transforms change the
 arithmetic, so its results depend on the variant and on ``wino_m`` (F(2,3): errors as the
 direct chain; F(4,3): about 5x larger, ~0.4 of the tests' tolerance at C = 64 (x86 auto's limit),
 above 1 at C = 256 - 512 (forced only there); measured figures in kernels/winograd/simd.py). It
