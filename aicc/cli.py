@@ -118,8 +118,8 @@ def _report(results, rtol, atol, label, scaled=False, spread=None):
     tol = f"rtol {rtol:g}, atol {atol:g}" + (
         f" x the output's rms (at least 1), at least {RANGE_TOL:g} x its largest |value|"
         if scaled else "") + (
-        f", at least {SPREAD_FACTOR:g} x onnxruntime's own spread (graph optimizations off / "
-        f"on: largest {max(spread.values()):.3g})" if spread else "")
+        f", at least {SPREAD_FACTOR:g} x onnxruntime's own spread (graph optimizations off, "
+        f"inputs moved by half an ulp: largest {max(spread.values()):.3g})" if spread else "")
     if not ok:
         bad = [r.name for r in results if not r.ok]
         raise ValidationMismatch(f"{label}: output(s) {', '.join(map(repr, bad))} differ beyond "
