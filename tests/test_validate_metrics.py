@@ -1,9 +1,12 @@
-"""aicc validate's comparison: metrics (max abs / rel, cosine, relative L2) and the default
-absolute tolerance scaled to each output's magnitude."""
+"""aicc validate's comparison: metrics (max abs / rel, cosine, relative L2), the default
+absolute tolerance scaled to each output's magnitude, and widened to onnxruntime's own spread
+when a scaled comparison against it fails."""
 import numpy as np
+import onnx
+from onnx import helper
 
-from aicc.validate import compare
-from tests.oracle import rng
+from aicc.validate import compare, reference_spread
+from tests.oracle import make_model, rng
 from tests.test_cli import aicc as cli
 from tests.test_cli import small_model
 
@@ -74,3 +77,52 @@ def test_validate_prints_the_metrics(tmp_path):
     assert "x the output's rms" in r.stdout
     r = cli("validate", model, tmp_path / "b", "--atol", "1e-6")
     assert r.returncode == 0 and "atol 1e-06)" in r.stdout, r.stdout
+
+
+def test_spread_widens_the_scaled_tolerance():
+    w = rng(5).normal(size=1000)
+    g = w.copy()
+    g[3] += 6e-4                        # above RANGE_TOL x max|w| (~1.6e-4)
+    assert not compare({"y": g}, {"y": w}, scaled=True)[0].ok
+    assert compare({"y": g}, {"y": w}, scaled=True, spread={"y": 4e-4})[0].ok
+    assert not compare({"y": g}, {"y": w}, scaled=True, spread={"y": 1e-4})[0].ok
+    assert not compare({"y": g}, {"y": w}, spread={"y": 4e-4})[0].ok     # explicit atol
+
+
+def _rounding_amplifier(tmp_path, shift=0.0):
+    """A conv (8 channels, 3x3: onnxruntime's two kernels round it differently) minus its own
+    float32-rounded exact value, times 1e5: an output that is float32 rounding, amplified,
+    as in a badly conditioned network. shift: added to one element of the subtracted value."""
+    r = rng(6)
+    x = r.normal(size=(1, 8, 18, 18)).astype(np.float32)
+    w = (r.normal(size=(32, 8, 3, 3)) * np.sqrt(2 / 72)).astype(np.float32)
+    t = np.zeros((1, 32, 16, 16))
+    for i in range(3):
+        for j in range(3):
+            t += np.einsum("nchw,kc->nkhw", x[:, :, i:i + 16, j:j + 16].astype(np.float64),
+                           w[:, :, i, j].astype(np.float64))
+    c = t.astype(np.float32)
+    c[0, 0, 0, 0] += shift
+    nodes = [helper.make_node("Conv", ["x", "w"], ["z"]),
+             helper.make_node("Sub", ["z", "c"], ["d"]),
+             helper.make_node("Mul", ["d", "s"], ["y"])]
+    m = make_model(nodes, {"x": x}, ["y"], {"w": w, "c": c, "s": np.array(1e5, np.float32)})
+    p = tmp_path / f"amp{shift:g}.onnx"
+    onnx.save(m, p)
+    np.savez(tmp_path / "in.npz", x=x)
+    return p
+
+
+def test_validate_allows_onnxruntimes_own_spread(tmp_path):
+    model = _rounding_amplifier(tmp_path)
+    assert reference_spread(model, dict(np.load(tmp_path / "in.npz")), ["y"])["y"] > 0.01
+    r = cli("build", model, "-o", tmp_path / "b")
+    assert r.returncode == 0, r.stderr
+    r = cli("validate", model, tmp_path / "b", "-i", tmp_path / "in.npz")
+    assert r.returncode == 0 and "onnxruntime's own spread" in r.stdout, r.stdout + r.stderr
+    # an error well above the spread still fails: the bundle of a model one constant off
+    wrong = _rounding_amplifier(tmp_path, shift=1e-4)
+    r = cli("build", wrong, "-o", tmp_path / "w")
+    assert r.returncode == 0, r.stderr
+    r = cli("validate", model, tmp_path / "w", "-i", tmp_path / "in.npz")
+    assert r.returncode == 1 and "FAIL" in r.stdout, r.stdout + r.stderr

@@ -9,10 +9,11 @@ tap (ky, kx) then reads entry oy * Wq + ox + toff[t] with a per-tap constant off
 stride and dilation: the output is computed on a "virtual" grid of OH rows of pitch Wq
 (columns OW..Wq-1 are padding garbage, OW / Wq of the lanes are useful: 3x3 stride 1 wastes two
 columns, stride 2 one) as one flat run of full vectors, each the FMA chain of its taps
-starting from the bias, U vectors at once (independent chains hide the FMA latency), clamped in
-registers (Relu / Clip / none; other fused activations run afterwards on the finished output
-plane from the shared activation table), stored into a temp row buffer and copied to the output
-rows. The padding of the plane is zeroed once per step (every channel writes the same entries).
+starting from zero, then + bias, U vectors at once (independent chains hide the FMA latency),
+clamped in registers (Relu / Clip / none; other fused activations run afterwards on the
+finished output plane from the shared activation table), stored into a temp row buffer and
+copied to the output rows. The padding of the plane is zeroed once per step (every channel
+writes the same entries).
 The garbage lanes read only the plane's zero-filled slack or other real entries and are never
 stored.
 
@@ -25,8 +26,11 @@ constants: on arm-neon MobileNetV2's 7x7 planes took ~1270 executed instructions
 through the shared driver, ~460 inlined). Without them (x86) ``kernel`` and the shared
 scalar-copy driver.
 
-Rounding: each output is bias + sum over taps in (ky, kx) order, one FMA per tap, then the
-activation (onnxruntime sums in another order: results agree to rounding). NaN/Inf: IEEE, a NaN
+Rounding: each output is the sum over taps in (ky, kx) order from +0, one FMA per tap, then
++ bias, then the activation: onnxruntime's depthwise kernels bit for bit (3x3 - 9x9 layers,
+x86-avx2). A chain started from the bias carries its magnitude in every partial sum and
+rounds coarser: 1.4x (5x5) and 1.6x (9x9) onnxruntime's root-mean-square error against float64
+with biases as large as the outputs (tests/ops/test_accuracy_depthwise.py). NaN/Inf: IEEE, a NaN
 or Inf input reaches the outputs whose taps cover it (0 * Inf = NaN for zero weights).
 """
 from __future__ import annotations
@@ -46,9 +50,9 @@ def kernel(ctx, isa: str, u: int) -> str:
     mx, mn = d["max"], d["min"]      # float max / min
     name = f"aicc_dw_{isa}_u{u}"
     accs = [f"a{i}" for i in range(u)]
-    fma = d["fma"]
+    fma, z, add = d["fma"], d["zero"], ISAS[isa].vector["add"]
     lines = [
-        f"/* {isa} depthwise kernel: out[f] = clamp(bias + sum_t w[t] * src[f + toff[t]], lo, hi)",
+        f"/* {isa} depthwise kernel: out[f] = clamp(sum_t w[t] * src[f + toff[t]] + bias, lo, hi)",
         f" * for f in [0, nv * {L}) (nv full vectors, a multiple of {u // 2}; out has room for all",
         f" * of them), {u} vectors at once (independent FMA chains), then {u // 2}. */",
         f"static void {name}(const float *restrict src, const size_t *restrict toff, size_t T,",
@@ -60,7 +64,7 @@ def kernel(ctx, isa: str, u: int) -> str:
         "    size_t v = 0;",
         f"    for (; v + {u}u <= nv; v += {u}u) {{",
         f"        const float *restrict s = src + v * {L}u;",
-        f"        {vec} " + ", ".join(f"{a} = vb" for a in accs) + ";",
+        f"        {vec} " + ", ".join(f"{a} = {z}" for a in accs) + ";",
         "        for (size_t t = 0; t < T; ++t) {",
         f"            const {vec} wt = {d['bcast'].format(p='w + t')};",
         "            const float *restrict st = s + toff[t];",
@@ -71,11 +75,12 @@ def kernel(ctx, isa: str, u: int) -> str:
     lines.append("        }")
     for i, a in enumerate(accs):
         lines.append("        " + d["store"].format(p=f"out + v * {L}u + {i * L}u",
-                                                    v=f"{mn}(vhi, {mx}(vlo, {a}))") + ";")
+                                                    v=f"{mn}(vhi, {mx}(vlo, {add}({a}, vb)))")
+                     + ";")
     h = u // 2
     lines += ["    }", f"    if (v < nv) {{   /* nv is a multiple of {h}: one block of {h} */",
               f"        const float *restrict s = src + v * {L}u;",
-              f"        {vec} " + ", ".join(f"{a} = vb" for a in accs[:h]) + ";",
+              f"        {vec} " + ", ".join(f"{a} = {z}" for a in accs[:h]) + ";",
               "        for (size_t t = 0; t < T; ++t) {",
               f"            const {vec} wt = {d['bcast'].format(p='w + t')};",
               "            const float *restrict st = s + toff[t];"]
@@ -85,7 +90,8 @@ def kernel(ctx, isa: str, u: int) -> str:
     lines.append("        }")
     for i, a in enumerate(accs[:h]):
         lines.append("        " + d["store"].format(p=f"out + v * {L}u + {i * L}u",
-                                                    v=f"{mn}(vhi, {mx}(vlo, {a}))") + ";")
+                                                    v=f"{mn}(vhi, {mx}(vlo, {add}({a}, vb)))")
+                     + ";")
     lines += ["    }", "}"]
     ctx.helper(f"gemm_{isa}.0.include", include_line(isa))   # as gemm_simd's header
     ctx.helper(f"{KEY}.4.dw.{name}", "\n".join(lines))
@@ -104,8 +110,8 @@ def kernel_taps(ctx, isa: str, u: int, T: int, lo: float, hi: float) -> str:
     name = f"aicc_dw_{isa}_u{u}_t{T}_c{int(fin_lo)}{int(fin_hi)}"
     h = u // 2
     lines = [
-        f"/* {isa} depthwise kernel of {T} taps: out[f] = clamp(bias + sum_t w[t] * "
-        "src[f + toff[t]]) (clamp: " + ("max lo, " if fin_lo else "") +
+        f"/* {isa} depthwise kernel of {T} taps: out[f] = clamp(sum_t w[t] * "
+        "src[f + toff[t]] + bias) (clamp: " + ("max lo, " if fin_lo else "") +
         ("min hi" if fin_hi else "") + ("none" if not (fin_lo or fin_hi) else "") + ")",
         f" * for f in [0, nv * {L}) (nv a multiple of {h}), {u} vectors at once, then {h}; the",
         " * weights stay in registers, tap t reads through its own pointer. */",
@@ -134,14 +140,15 @@ def kernel_taps(ctx, isa: str, u: int, T: int, lo: float, hi: float) -> str:
 
     def block(n, ind):
         accs = [f"a{i}" for i in range(n)]
-        out = [ind + f"{vec} " + ", ".join(f"{a} = vb" for a in accs) + ";"]
+        out = [ind + f"{vec} " + ", ".join(f"{a} = {d['zero']}" for a in accs) + ";"]
         for t in range(T):
             for i, a in enumerate(accs):
                 b = d["load"].format(p=f"s{t} + {i * L}u")
                 out.append(ind + f"{a} = " + d["fma"].format(a=f"w{t}", b=b, c=a) + ";")
             out.append(ind + f"s{t} += {n * L}u;")
         for i, a in enumerate(accs):
-            out.append(ind + d["store"].format(p=f"out + {i * L}u", v=clamp(a)) + ";")
+            out.append(ind + d["store"].format(
+                p=f"out + {i * L}u", v=clamp(f"{ISAS[isa].vector['add']}({a}, vb)")) + ";")
         out.append(ind + f"out += {n * L}u;")
         return out
 

@@ -10,7 +10,7 @@ and its register-block kernels:
   (AVX-512VL masks), the others 16-lane zmm. A C that is not a multiple of L masks the last
   vector's input loads and output stores (lanes past C are never read or written).
 * A block kernel computes PB adjacent output positions of one row x VB channel vectors:
-  PB * VB accumulators start from the bias and stay in registers over all taps, then the
+  PB * VB accumulators start from zero and stay in registers over all taps, then + bias, the
   clamp and one store each. Per tap row, the VB * kw weight vectors are loaded once and every
   input vector of the block's window once, feeding the FMAs of all (position, kx) that read
   it (stride 1: PB + kw - 1 loads for PB * kw FMAs). The kx loop is unrolled at compile
@@ -30,10 +30,10 @@ and its register-block kernels:
   floats; with several strips over each finished batch item).
 
 Rounding: each output is ``fma(x, w, acc)`` over the taps inside the input in (ky, kx)
-order starting from ``acc = bias`` (+0 without bias): one rounding per tap, the same chain as
-the portable loops up to their contraction (onnxruntime sums in other orders: agreement to
-rounding). NaN/Inf: IEEE (Inf * 0 weight = NaN); zero padding is skipped, so it never meets
-an Inf weight.
+order starting from +0, then + bias (also +0 without bias): one rounding per tap and one for
+the bias, as onnxruntime's depthwise kernels; chains started from the bias round coarser
+(kernels/conv/depthwise.py). NaN/Inf: IEEE (Inf * 0 weight = NaN); zero padding is skipped,
+so it never meets an Inf weight.
 """
 from __future__ import annotations
 
@@ -177,18 +177,16 @@ class _Gen:
         vec, pb = f["vec"], len(pat)
         o = [f"/* {pb} output position(s) x {vb} channel vector(s)"
              + (f", the last masked to {self.tail} lanes" if masked else "")
-             + ": from the bias, one FMA per\n * tap inside the input ((ky, kx) ascending), "
-             "clamp, store. x: the block's first input column. */",
+             + ": from zero, one FMA per\n * tap inside the input ((ky, kx) ascending), "
+             "+ bias, clamp, store. x: the block's first input column. */",
              f"static void {name}(const {self.xt} *restrict x, const float *restrict w,",
              f"    const float *restrict b, {self.yt} *restrict y, size_t nky, "
              f"{self.kparams})", "{"]
         if masked:
             o.append("    " + f["mdecl"].format(c=8 - self.tail, mask=hex((1 << self.tail) - 1)))
-        o.append(f"    const {vec} " + ", ".join(
-            f"b{v} = {self.op('loadu', f'b + {v * L}u')}" for v in range(vb)) + ";")
         acc = [[f"a{p}_{v}" for v in range(vb)] for p in range(pb)]
-        o.append(f"    {vec} " + ", ".join(f"{acc[p][v]} = b{v}" for p in range(pb)
-                                            for v in range(vb)) + ";")
+        o.append(f"    {vec} " + ", ".join(f"{acc[p][v]} = {self.op('setzero')}"
+                                            for p in range(pb) for v in range(vb)) + ";")
         users: dict = {}          # input column -> [(position, kx)], kx ascending per position
         for p, t in enumerate(pat):
             for kx, q in t:
@@ -215,6 +213,12 @@ class _Gen:
                                  f"{self.op('fmadd', 's', f'w{kx}_{v}', acc[p][v])};")
                     o[-1] += " }"
             o.append("    }")
+        o.append("    {")
+        for v in range(vb):
+            o.append(f"        const {vec} b{v} = {self.op('loadu', f'b + {v * L}u')};")
+            o += [f"        {acc[p][v]} = {self.op('add', acc[p][v], f'b{v}')};"
+                  for p in range(pb)]
+        o.append("    }")
         o += self.stores(acc, masked)
         o.append("}")
         self.funcs[name] = "\n".join(o)

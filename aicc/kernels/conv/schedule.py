@@ -52,6 +52,23 @@ def balanced(sched: dict, m: int) -> dict:
                                      sched.get("row_step", 1))}
 
 
+def channel_blocks(sched: dict, geo, node) -> dict:
+    """The schedule with kc lowered to one input channel's taps (kh * kw) when the conv's
+    whole K = channels x taps fits one K block and spans several channels (a network's first
+    conv: 3 channels x 3 x 3 taps) and the node's aicc_schedule does not set kc: each
+    channel's taps are then an FMA chain from zero and the channels' sums are added, as
+    onnxruntime's NCHW-input conv kernel sums them. One chain over all 27 products was 1.36x
+    onnxruntime's root-mean-square error against float64 (docs/ACCURACY.md)."""
+    taps = 1
+    for k in geo.k:
+        taps *= k
+    if "kc" in (node.attrs.get("aicc_schedule") or {}):
+        return sched
+    if geo.cin_g > 1 and taps > 1 and geo.cin_g * taps <= sched["kc"]:
+        return {**sched, "kc": taps}
+    return sched
+
+
 def extents(geo) -> list:
     """Input extent each spatial dim's taps cover: (out - 1) * stride + (k - 1) * dil + 1."""
     return [(o - 1) * s + (k - 1) * d + 1

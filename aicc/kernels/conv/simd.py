@@ -57,11 +57,12 @@ broadcast conv's kernels per channel block with padded taps left out, conv_bcast
 1: none, for less code); defaults in SCHED, target yaml ``schedule: conv:``, node
 ``aicc_schedule``.
 
-Rounding: each output is an FMA chain over k ascending from +0 per K block of kc, the blocks'
-sums added in order (gemm/tile.py tile_partial), then + bias, then the activation: the result
-depends on the K blocking, not on the tile sizes or the variant (except depthwise: bias
-first, then the taps; bcast: one chain over all K; transposed: the same chains, bias added
-after), except for ``winograd``: its transforms change the
+Rounding: each output is an FMA chain over k ascending from +0 per K block of kc (im2col and
+implicit: one input channel's taps when all of K fits one block, schedule.channel_blocks), the
+blocks' sums added in order (gemm/tile.py tile_partial), then + bias, then the activation: the
+result depends on the K blocking, not on the tile sizes or the variant (except depthwise: one
+chain over the taps, then + bias; bcast: one chain over all K; transposed: the same chains,
+bias added after), except for ``winograd``: its transforms change the
 arithmetic, so its results depend on the variant and on ``wino_m`` (F(2,3): errors as the
 direct chain; F(4,3): about 5x larger, ~0.4 of the tests' tolerance at C = 64 (x86 auto's limit),
 above 1 at C = 256 - 512 (forced only there); measured figures in kernels/winograd/simd.py). It
@@ -85,7 +86,7 @@ from ..gemm.simd import nr_of
 from ..isa.registry import ISAS, isa_for, table
 from ..isa.x86 import vcopy
 from ..winograd import simd as conv_winograd
-from .schedule import balanced, extents, node_schedule, padded_extents
+from .schedule import balanced, channel_blocks, extents, node_schedule, padded_extents
 
 CONV = table("conv_kernels")
 
@@ -232,16 +233,16 @@ def _implicit(ctx, node, geo, isa, sched, bias):
     if not conv_simd_i.supports(geo):
         raise ValueError("conv algo 'implicit' needs a 1-D/2-D conv")
     ctx.kernel = f"{isa} implicit"
-    conv_simd_i.emit(ctx, node, geo, isa, balanced(sched, geo.cout_g), bias, _pad(ctx, isa),
-                     extents(geo))
+    sched = balanced(channel_blocks(sched, geo, node), geo.cout_g)
+    conv_simd_i.emit(ctx, node, geo, isa, sched, bias, _pad(ctx, isa), extents(geo))
 
 
 def _gemm(ctx, node, geo, isa, sched, bias, direct):
     """direct (1x1 stride 1 unpadded: the input is the B operand) or im2col tiles."""
     if direct and not is_direct(geo):
         raise ValueError("conv algo 'direct' needs a 1x1 kernel, stride 1 and no padding")
-    conv_im2col.emit(ctx, node, geo, isa, balanced(sched, geo.cout_g), bias, direct,
-                     _pad(ctx, isa), extents(geo))
+    sched = balanced(channel_blocks(sched, geo, node), geo.cout_g)
+    conv_im2col.emit(ctx, node, geo, isa, sched, bias, direct, _pad(ctx, isa), extents(geo))
 
 
 _VARIANTS = {"bcast": _bcast, "grouped": _grouped, "dwchan": _dwchan, "depthwise": _depthwise, "winograd": _winograd,

@@ -1426,13 +1426,12 @@ static void aicc_wg2_conv_avx2_528_64(const aicc_conv_params *p, const float *re
     }
 }
 
-/* 8 output position(s) x 1 channel vector(s): from the bias, one FMA per
- * tap inside the input ((ky, kx) ascending), clamp, store. x: the block's first input column. */
+/* 8 output position(s) x 1 channel vector(s): from zero, one FMA per
+ * tap inside the input ((ky, kx) ascending), + bias, clamp, store. x: the block's first input column. */
 static void aicc_dwn_avx2_9c324d7cee_k0v1(const float *restrict x, const float *restrict w,
     const float *restrict b, float *restrict y, size_t nky, float lo, float hi)
 {
-    const __m256 b0 = _mm256_loadu_ps(b + 0u);
-    __m256 a0_0 = b0, a1_0 = b0, a2_0 = b0, a3_0 = b0, a4_0 = b0, a5_0 = b0, a6_0 = b0, a7_0 = b0;
+    __m256 a0_0 = _mm256_setzero_ps(), a1_0 = _mm256_setzero_ps(), a2_0 = _mm256_setzero_ps(), a3_0 = _mm256_setzero_ps(), a4_0 = _mm256_setzero_ps(), a5_0 = _mm256_setzero_ps(), a6_0 = _mm256_setzero_ps(), a7_0 = _mm256_setzero_ps();
     for (size_t i = 0; i < nky; ++i) {
         const float *restrict xi = x + i * 64u;
         const float *restrict wi = w + i * 24u;
@@ -1469,6 +1468,17 @@ static void aicc_dwn_avx2_9c324d7cee_k0v1(const float *restrict x, const float *
         { const __m256 s = _mm256_loadu_ps(xi + 56u);
           a6_0 = _mm256_fmadd_ps(s, w2_0, a6_0);
           a7_0 = _mm256_fmadd_ps(s, w1_0, a7_0); }
+    }
+    {
+        const __m256 b0 = _mm256_loadu_ps(b + 0u);
+        a0_0 = _mm256_add_ps(a0_0, b0);
+        a1_0 = _mm256_add_ps(a1_0, b0);
+        a2_0 = _mm256_add_ps(a2_0, b0);
+        a3_0 = _mm256_add_ps(a3_0, b0);
+        a4_0 = _mm256_add_ps(a4_0, b0);
+        a5_0 = _mm256_add_ps(a5_0, b0);
+        a6_0 = _mm256_add_ps(a6_0, b0);
+        a7_0 = _mm256_add_ps(a7_0, b0);
     }
     {
         const __m256 vlo = _mm256_set1_ps(lo);
