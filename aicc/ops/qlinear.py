@@ -98,6 +98,16 @@ def _per_last(g, name, n) -> int | None:
     return None
 
 
+def check_scales_output(g, node) -> str | None:
+    """QLinearMatMul / QLinearConv: float32 scales (inputs 1, 4, 6), a uint8 / int8 output."""
+    for k in (1, 4, 6):
+        if g.dtype(node.inputs[k]).name != "float32":
+            return f"scale dtype {g.dtype(node.inputs[k]).name} not supported (float32)"
+    if g.dtype(node.outputs[0]).name not in INT8:
+        return f"output dtype {g.dtype(node.outputs[0]).name} not supported (uint8, int8)"
+    return None
+
+
 def _requant_prelude(ctx, ks, ys_k, yzp_k):
     """Declare ``sa`` (the per-tensor input scale), ``ys`` and ``yzp``."""
     ctx(f"const float sa = {scalar(ctx, ks)};")
@@ -243,12 +253,8 @@ class QLinearMatMul(_MatMulBase):
     A, B, AZ, BZ, BS = 0, 3, 2, 5, 4
 
     def check(self, node, g):
-        for k in (1, 4, 6):
-            if g.dtype(node.inputs[k]).name != "float32":
-                return f"scale dtype {g.dtype(node.inputs[k]).name} not supported (float32)"
-        if g.dtype(node.outputs[0]).name not in INT8:
-            return f"output dtype {g.dtype(node.outputs[0]).name} not supported (uint8, int8)"
-        return (_per_tensor(g, node, [1, 6, 7], "a scale / y scale / y zero point")
+        return (check_scales_output(g, node)
+                or _per_tensor(g, node, [1, 6, 7], "a scale / y scale / y zero point")
                 or self.check_mm(node, g))
 
     BIAS = None     # input position of an int32 bias [n] added to the sums (aicc.QGemm)

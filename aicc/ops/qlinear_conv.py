@@ -24,7 +24,8 @@ from ..kernels.qgemm.requant import Requant, WRAP, irange, sums_fit
 from ..kernels.qgemm.round import requant_mult
 from ..kernels.qgemm.simd import zp_const, zp_expr
 from .base import Op, empty_body, register
-from .qlinear import INT8, _numel, _per_tensor, _requant_prelude, _sfx, _typed
+from .qlinear import (INT8, _numel, _per_tensor, _requant_prelude, _sfx, _typed,
+                      check_scales_output)
 from .quantize import round_helper
 
 DOT_ROWS, DOT_MACS = 4, 64   # convs take qgemm_c's dot kernel from 4 output channels per group
@@ -217,11 +218,9 @@ class QLinearConv(_ConvBase):
     X, W, XZ, WZ, WS = 0, 3, 2, 5, 4
 
     def check(self, node, g):
-        for k in (1, 4, 6):
-            if g.dtype(node.inputs[k]).name != "float32":
-                return f"scale dtype {g.dtype(node.inputs[k]).name} not supported (float32)"
-        if g.dtype(node.outputs[0]).name not in INT8:
-            return f"output dtype {g.dtype(node.outputs[0]).name} not supported (uint8, int8)"
+        r = check_scales_output(g, node)
+        if r:
+            return r
         if len(node.inputs) > 8 and node.inputs[8]:
             if g.dtype(node.inputs[8]).name != "int32":
                 return "bias must be int32"
