@@ -218,9 +218,11 @@ def _kernel_text(isa: str, mr: int, prefetch: bool = True, v: int = V,
         # B panels are zero padded past N: plain loads in the masked step too
         bvec = lambda p, c, k="k": _f(d["load"], p=f"b{p} + {_par(k)} * {nr}u + {c * L}u")  # noqa
         if packed:
+            # without prefetches: the K loop on pointers, unrolled (tile.py)
             tile_k_loop(o, d, ind, accs, [f"const float *restrict ak = a + k * {mr}u;"] + pre,
                         bvec, lambda r: f"ak + {r}u", v, a_layout="packed",
-                        bptr=lambda p: f"b{p} + k * {nr}u")
+                        bptr=lambda p: f"b{p} + k * {nr}u",
+                        stream=None if pre else ("a", lambda p: f"b{p}"))
         else:
             tile_k_loop(o, d, ind, accs, pre, bvec, lambda r: f"a{r} + k", v, a_layout="rows",
                         registers=ISAS[isa].registers)

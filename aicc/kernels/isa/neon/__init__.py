@@ -120,6 +120,15 @@ static inline float32x4_t aicc_neon_andnot(float32x4_t a, float32x4_t b)
 #define AICC_NEON_PIN_PTR(p) ((void)0)
 #endif
 
+/* The GEMM K loop's step (gemm/tile.py): the pointer p in a general register, advanced by
+ * the code after it, and no load moved across (so each k's loads stay next to their FMAs
+ * rather than being hoisted into the registers of the accumulators). */
+#if defined(__GNUC__)
+#define AICC_NEON_KSTEP(p) __asm__ __volatile__("" : "+r"(p) : : "memory")
+#else
+#define AICC_NEON_KSTEP(p) ((void)0)
+#endif
+
 /* The 4 x 4 block at s (rows of stride ls) transposed to d (rows of stride ld): d[j * ld + i]
  * = s[i * ls + j] (TRN1 / TRN2 of 32-bit, then of 64-bit lanes). */
 static inline void aicc_neon_tr4(const float *s, size_t ls, float *d, size_t ld)
@@ -245,6 +254,7 @@ ISA = Isa(
               # rows, and each PRFM is one more instruction (the 1-row kernels issued one per
               # panel and k)
               prefetch="",
+              kstep="AICC_NEON_KSTEP({p})",
               # most accumulators a kernel of several panels keeps: 24 of the 32 registers
               acc_max=24),
     gemm_mr_max={1: 24, 2: 12, 3: 8},
