@@ -124,6 +124,39 @@ def test_neon_swish(tmp_path):
                  rtol=2e-5, atol=1e-6)
 
 
+def test_neon_erf_gelu_dense(tmp_path):
+    """The NEON erf (one Horner chain per lane, TBL-picked coefficients: vmath/erf_tbl.py)
+    and the Gelu on it, densely over [-6, 6], at and next to every piece boundary (0.875,
+    2.25, 4) of both signs, tiny and huge magnitudes, +-0, +-Inf, NaN: within 1.5e-7 of the
+    exact erf (relative 3e-7 below 0.5), the specials, and x86-avx2's bits (erf.py's
+    piecewise form) for both."""
+    import math
+    bounds = np.float32([0.875, 2.25, 4.0])
+    edges = np.concatenate([bounds, np.nextafter(bounds, np.float32(0)),
+                            np.nextafter(bounds, np.float32(9))])
+    x = np.concatenate([np.linspace(-6, 6, 24001), edges, -edges, np.logspace(-40, 38, 400),
+                        -np.logspace(-40, 38, 400), SPECIAL, [0.0, -0.0, np.inf, -np.inf,
+                                                              np.nan]]).astype(np.float32)
+    nodes = [helper.make_node("Erf", ["x"], ["erf"]), helper.make_node("Gelu", ["x"], ["gelu"])]
+    model = make_model(nodes, {"x": x}, ["erf", "gelu"], opset=20)
+    got = compile_and_run(model, {"x": x}, tmp_path, target=T)
+    y = got["erf"].astype(np.float64)
+    ok = ~np.isnan(x)
+    exact = np.array([math.erf(v) for v in x[ok].astype(np.float64)])
+    err = np.abs(y[ok] - exact)
+    assert err.max() <= 1.5e-7, x[ok][err.argmax()]
+    small = np.abs(x[ok]) < 0.5
+    assert (err[small] / np.maximum(np.abs(exact[small]), 1e-38)).max() <= 3e-7
+    assert np.isnan(y[-1]) and np.isnan(got["gelu"][-1])
+    np.testing.assert_array_equal(got["erf"][-5:-1], np.float32([0.0, -0.0, 1.0, -1.0]))
+    assert np.signbit(got["erf"][-4]) and not np.signbit(got["erf"][-5])
+    if X86:
+        (tmp_path / "x86").mkdir()
+        ref = compile_and_run(model, {"x": x}, tmp_path / "x86", target=X86)
+        for out in ("erf", "gelu"):
+            _bits_equal(got[out], ref[out], f"{out}: arm-neon vs {X86}")
+
+
 ROW_LENGTHS = (1, 3, 4, 5, 7, 8, 9, 12, 17, 33, 100)
 
 

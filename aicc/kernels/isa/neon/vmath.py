@@ -12,6 +12,7 @@ TABLE: dict = dict(
     mask_andnot="vbicq_u32({b}, {a})",              # lanes of mask b and not of mask a
     any="vmaxvq_u32({m})",                          # != 0 when any lane of m holds
     cvtt="vcvtq_s32_f32",                           # float -> int32, truncating
+    erf="tbl",      # erf: one Horner chain per lane, TBL-picked coefficients (vmath/erf_tbl.py)
     # the lanes of v reduced to a float by op (max, add): FMAXV / FADDP across the vector
     hred="""\
     return v{op}vq_f32(v);""",
