@@ -145,6 +145,19 @@ static inline void aicc_neon_tr4(const float *s, size_t ls, float *d, size_t ld)
     vst1q_f32(d + 3u * ld, vreinterpretq_f32_f64(vtrn2q_f64(t1, t3)));
 }
 
+/* The rows a0..a3 (vectors) of a 4 x 4 block transposed: o_j holds column j (lvalues). */
+#define AICC_NEON_TR4V(a0, a1, a2, a3, o0, o1, o2, o3) do { \
+        const float32x4_t r0_ = (a0), r1_ = (a1), r2_ = (a2), r3_ = (a3); \
+        const float64x2_t t0_ = vreinterpretq_f64_f32(vtrn1q_f32(r0_, r1_)); \
+        const float64x2_t t1_ = vreinterpretq_f64_f32(vtrn2q_f32(r0_, r1_)); \
+        const float64x2_t t2_ = vreinterpretq_f64_f32(vtrn1q_f32(r2_, r3_)); \
+        const float64x2_t t3_ = vreinterpretq_f64_f32(vtrn2q_f32(r2_, r3_)); \
+        (o0) = vreinterpretq_f32_f64(vtrn1q_f64(t0_, t2_)); \
+        (o1) = vreinterpretq_f32_f64(vtrn1q_f64(t1_, t3_)); \
+        (o2) = vreinterpretq_f32_f64(vtrn2q_f64(t0_, t2_)); \
+        (o3) = vreinterpretq_f32_f64(vtrn2q_f64(t1_, t3_)); \
+    } while (0)
+
 static inline float aicc_neon_lane0(float32x4_t v)
 {
     return vgetq_lane_f32(v, 0);
@@ -246,6 +259,8 @@ ISA = Isa(
               # in place: 8 x 8, 8 loads of A and 4 of B per 64 FMLA, and register moves);
               # balanced row tiles in multiples of row_step
               pack_a=12, pack_n=40, row_step=4, tr4="aicc_neon_tr4({s}, {lda}, {d}, {ldd})",
+              # the packing's full tiles: rows {a0}..{a3} (vectors) transposed into {o0}..{o3}
+              tr4v="AICC_NEON_TR4V({a0}, {a1}, {a2}, {a3}, {o0}, {o1}, {o2}, {o3})",
               zero="vdupq_n_f32(0.0f)", add="vaddq_f32", **MASK,
               # the clamp epilogue's min / max (gemm/tile.py tile_clamp); FMIN / FMAX return
               # NaN when either operand is NaN, so NaN passes the clamp as on x86
