@@ -222,7 +222,8 @@ def _kernel_text(isa: str, mr: int, prefetch: bool = True, v: int = V,
             tile_k_loop(o, d, ind, accs, [f"const float *restrict ak = a + k * {mr}u;"] + pre,
                         bvec, lambda r: f"ak + {r}u", v, a_layout="packed",
                         bptr=lambda p: f"b{p} + k * {nr}u",
-                        stream=None if pre else ("a", lambda p: f"b{p}"))
+                        stream=None if pre else ("a", lambda p: f"b{p}"),
+                        registers=ISAS[isa].registers)
         else:
             tile_k_loop(o, d, ind, accs, pre, bvec, lambda r: f"a{r} + k", v, a_layout="rows",
                         registers=ISAS[isa].registers)
