@@ -125,23 +125,29 @@ def test_neon_swish(tmp_path):
 
 
 def test_neon_erf_gelu_dense(tmp_path):
-    """The NEON erf (one Horner chain per lane, TBL-picked coefficients: vmath/erf_tbl.py)
-    and the Gelu on it, densely over [-6, 6], at and next to every piece boundary (0.875,
-    2.25, 4) of both signs, tiny and huge magnitudes, +-0, +-Inf, NaN: within 1.5e-7 of the
-    exact erf (relative 3e-7 below 0.5), the specials, and x86-avx2's bits (erf.py's
-    piecewise form) for both."""
+    """The NEON erf (one Horner chain per lane, TBL-picked coefficients, vectors of small
+    lanes on the small piece alone: vmath/erf_tbl.py) and the Gelu on it, densely over
+    [-6, 6], at and next to every piece boundary (0.875, 2.25, 4) of both signs, tiny and huge
+    magnitudes, +-0, +-Inf, NaN (also among small lanes): within 1.5e-7 of the exact erf
+    (relative 3e-7 below 0.5), the specials, and x86-avx2's bits (erf.py's piecewise form)
+    for both."""
     import math
     bounds = np.float32([0.875, 2.25, 4.0])
     edges = np.concatenate([bounds, np.nextafter(bounds, np.float32(0)),
                             np.nextafter(bounds, np.float32(9))])
-    x = np.concatenate([np.linspace(-6, 6, 24001), edges, -edges, np.logspace(-40, 38, 400),
-                        -np.logspace(-40, 38, 400), SPECIAL, [0.0, -0.0, np.inf, -np.inf,
-                                                              np.nan]]).astype(np.float32)
+    # first, whole vectors: NaN with small lanes (the small piece alone), with mid and big
+    # lanes, all NaN, all small with -0 and a subnormal
+    lanes = [np.nan, 0.1, -0.2, 0.3, np.nan, 0.1, 1.5, -3.0, np.nan, np.nan, np.nan, np.nan,
+             -0.0, 1e-40, -0.874, 0.874]
+    x = np.concatenate([lanes, np.linspace(-6, 6, 24001), edges, -edges,
+                        np.logspace(-40, 38, 400), -np.logspace(-40, 38, 400), SPECIAL,
+                        [0.0, -0.0, np.inf, -np.inf, np.nan]]).astype(np.float32)
     nodes = [helper.make_node("Erf", ["x"], ["erf"]), helper.make_node("Gelu", ["x"], ["gelu"])]
     model = make_model(nodes, {"x": x}, ["erf", "gelu"], opset=20)
     got = compile_and_run(model, {"x": x}, tmp_path, target=T)
     y = got["erf"].astype(np.float64)
     ok = ~np.isnan(x)
+    assert np.isnan(y[[0, 4, 8, 9, 10, 11]]).all()
     exact = np.array([math.erf(v) for v in x[ok].astype(np.float64)])
     err = np.abs(y[ok] - exact)
     assert err.max() <= 1.5e-7, x[ok][err.argmax()]

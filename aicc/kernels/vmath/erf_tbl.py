@@ -6,7 +6,9 @@ coefficients TBL picks from tables of the three pieces (one table register per d
 byte index piece * 4 + 0..3), in the piece's variable (x^2 for the small piece, |x| minus the
 piece's center for the others). The small piece's 6 coefficients are preceded by 4 zeros:
 0 * x^2 + 0 is +0 for the finite x^2 of its lanes, so its chain reaches its leading
-coefficient exactly and then takes erf.py's steps. Each lane therefore gets erf.py's bits
+coefficient exactly and then takes erf.py's steps. A vector whose lanes are all in the small
+piece (or NaN: FMAXNMV skips them) takes that piece's 6 steps alone (most of the values of
+an activation: the benchmark transformer's Gelu, 38% of its vectors). Each lane therefore gets erf.py's bits
 (the same products, sums and selects: x * P for the small piece, 1 - P past it, 1 from 4,
 the sign of x), in about 40 instructions per vector instead of about 60 (the Gelu of the
 benchmark transformer: 16.8 executed instructions per element before).
@@ -32,6 +34,10 @@ def erf_tbl_text(name: str) -> str:
                                                                      ERF_BIG)]
     rows = ",\n        ".join("{" + ", ".join(_lit(p[i]) for p in pieces) + ", 0.0f}"
                               for i in range(DEG))
+    e = f"vdupq_n_f32({_lit(ERF_SMALL[-1])})"
+    for c in ERF_SMALL[-2::-1]:
+        e = f"vfmaq_f32(vdupq_n_f32({_lit(c)}), {e}, u)"
+    small = e
     steps = "\n".join(f"    p = vfmaq_f32(aicc_erf_tbl(c[{i}], ix), p, v);"
                       for i in range(1, DEG))
     return f"""\
@@ -52,6 +58,10 @@ static AICC_UNUSED float32x4_t {name}(float32x4_t x)
         c[i] = vld1q_f32(cf[i]);
     const float32x4_t one = vdupq_n_f32(1.0f);
     const float32x4_t t = vabsq_f32(x);
+    if (!(vmaxnmvq_f32(t) >= 0.875f)) {{   /* every lane small (or NaN): that piece alone */
+        const float32x4_t u = vmulq_f32(x, x);
+        return vmulq_f32(x, {small});
+    }}
     const uint32x4_t mid = vcgeq_f32(t, vdupq_n_f32(0.875f));   /* not small (NaN: small) */
     const uint32x4_t big = vcgeq_f32(t, vdupq_n_f32(2.25f));
     /* byte indices piece * 4 + 0..3; piece = -(mid + big) */
