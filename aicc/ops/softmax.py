@@ -130,7 +130,7 @@ def _simd_row_helper(ctx, kind, isa) -> str:
         for (j = Dv; j < D; ++j)
             yr[j] = xr[j] - mx - ls;"""
         what = "y = x - max - log(sum of exp(x - max))"
-    mx, ad = d["max"], d["add"]
+    mx, ad = d.get("rowmax", d["max"]), d["add"]
     text = f"""\
 /* {kind} over R contiguous rows of D floats ({isa}, {L} lanes): max, {what}
  * (exp: {ex}; sums on two vectors, then across lanes). A NaN in a row makes the row NaN; rows

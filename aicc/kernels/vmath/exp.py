@@ -61,7 +61,7 @@ def vexp(ctx, isa: str) -> str:
  * FLT_MAX gives +Inf). NaN stays NaN. */
 static {v} {name}({v} x)
 {{
-    const {v} xc = {d['min']}({c89}, {d['max']}({vconst(d, -104.0)}, x));   /* NaN stays */
+    const {v} xc = {d.get('kmin', d['min'])}({c89}, {d.get('kmax', d['max'])}({vconst(d, -104.0)}, x));   /* NaN stays */
     const {v} n = {d['rnd'].format(x=f"{mul}(xc, {c['l2e']})")};
     const {v} r = {fnma}(n, {c['c2']}, {fnma}(n, {c['c1']}, xc));
     {v} p = {fma}({c['p0']}, r, {c['p1']});

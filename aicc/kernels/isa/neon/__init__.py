@@ -227,6 +227,11 @@ VECTOR = dict(v="float32x4_t", L=4, set1="vdupq_n_f32", add="vaddq_f32", sub="vs
               mul="vmulq_f32", div="vdivq_f32", fma="aicc_neon_fma", fnma="aicc_neon_fnma",
               max="aicc_neon_max", min="aicc_neon_min", ld="vld1q_f32", st="vst1q_f32",
               zero="vdupq_n_f32(0.0f)", sqrt="vsqrtq_f32",
+              # max / min of a constant (not NaN) and x: FMAX / FMIN give max / min's values
+              # (x when NaN, quieted); a softmax row's running max: a NaN the x86 max drops
+              # makes the row NaN all the same (exp(NaN - max) enters its sum), and FMAX's
+              # order of -0 and +0 changes no x - max
+              kmax="vmaxq_f32", kmin="vminq_f32", rowmax="vmaxq_f32",
               sel="vbslq_f32(aicc_neon{p}({x}, {y}), {b}, {a})",
               rnd="vrndnq_f32({x})")         # to nearest, ties to even (FRINTN)
 
