@@ -207,10 +207,14 @@ def test_neon_softmax_opset11_axis(tmp_path):
 
 
 def test_neon_layernorm(tmp_path):
-    """Rows of awkward lengths, scale and bias, one over the last two axes, one without bias."""
+    """Rows of awkward lengths, scale and bias, one over the last two axes, one without bias;
+    rows of a multiple of 16 (the NEON rows, isa/neon/norm.py: 32, 128 without bias, 48 over
+    the last two axes) besides the portable helper's; x86-avx2's bits (the 16-lane order on
+    every target)."""
     r = rng(6)
     feeds, nodes, inits, outs = {}, [], {}, []
-    for D, axis in ((3, -1), (5, -1), (17, -1), (100, -1), (6, -2)):
+    for D, axis in ((3, -1), (5, -1), (17, -1), (100, -1), (6, -2), (32, -1), (128, -1),
+                    (16, -2)):
         shape = (4, 3, D) if axis == -2 else (4, D)
         inner = shape[axis:]
         x = (r.normal(size=shape) * 3 + 1).astype(np.float32)
@@ -218,13 +222,19 @@ def test_neon_layernorm(tmp_path):
         feeds[f"x{D}"] = x
         inits[f"s{D}"] = r.normal(size=inner).astype(np.float32)
         inits[f"b{D}"] = r.normal(size=inner).astype(np.float32)
-        ins = [f"x{D}", f"s{D}"] + ([f"b{D}"] if D != 5 else [])
+        ins = [f"x{D}", f"s{D}"] + ([f"b{D}"] if D not in (5, 128) else [])
         nodes.append(helper.make_node("LayerNormalization", ins, [f"y{D}"], axis=axis,
                                       epsilon=1e-5))
         outs.append(f"y{D}")
     model = make_model(nodes, feeds, outs, inits, opset=17)
     got = compile_and_run(model, feeds, tmp_path, target=T)
     assert_close(got, reference(model, feeds), rtol=1e-4, atol=1e-5)
+    assert np.isnan(got["y128"][0]).all() and not np.isnan(got["y128"][1:]).any()
+    if X86:
+        (tmp_path / "x86").mkdir()
+        ref = compile_and_run(model, feeds, tmp_path / "x86", target=X86)
+        for out in outs:
+            _bits_equal(got[out], ref[out], f"{out}: arm-neon vs {X86}")
 
 
 @pytest.mark.parametrize("op", ["GRU", "LSTM"])
