@@ -91,7 +91,7 @@ def tile_k_loop(o: list, d: dict, ind: str, accs: list, pre: list, bvec, arow,
     lane = d.get("fma_lane")
     if lane and a_layout == "packed" and mr >= L:
         if stream is not None:
-            _k_loop_packed_stream(o, d, ind, accs, stream[0], stream[1], v, registers)
+            _k_loop_packed_stream(o, d, ind, accs, *stream[:2], v, registers, *stream[2:])
         else:
             _k_loop_lanes_packed(o, d, ind, accs, pre, bvec, arow, v, bptr)
         return
@@ -177,7 +177,7 @@ KU = 8      # k steps per iteration of the packed-A K loop on pointers
 PAIR_SLACK = 4   # registers its pairs of k leave free (_k_loop_packed_stream)
 
 
-def _k_loop_packed_stream(o, d, ind, accs, abase, panel, v, registers=0):
+def _k_loop_packed_stream(o, d, ind, accs, abase, panel, v, registers=0, kmul=1):
     """The packed-A K loop on pointers: per k one load of A's full vectors (LD1 of several
     registers where the ISA has it; the mr % L last rows broadcast), per panel one load of its
     v B vectors, each pointer advanced after its load (post-indexed loads), and the FMAs by
@@ -204,9 +204,10 @@ def _k_loop_packed_stream(o, d, ind, accs, abase, panel, v, registers=0):
         o.extend(f"{ind}        {ln}" for ln in _stream_ks(d, accs, v, nk))
         o.append(f"{ind}    }}")
     o.append(f"{ind}}}")
-    o.append(f"{ind}for (size_t k = kc % {KU}u; k != 0u; --k) {{")
-    o.extend(f"{ind}    {ln}" for ln in _stream_ks(d, accs, v, 1))
-    o.append(f"{ind}}}")
+    if kmul % KU:        # kc a multiple of KU (kmul): no rest (GCC copies the accumulators
+        o.append(f"{ind}for (size_t k = kc % {KU}u; k != 0u; --k) {{")   # between the loops)
+        o.extend(f"{ind}    {ln}" for ln in _stream_ks(d, accs, v, 1))
+        o.append(f"{ind}}}")
 
 
 def _stream_ks(d, accs, v, nk):
