@@ -253,3 +253,32 @@ def test_neon_rnn(op, tmp_path):
     model = make_model(nodes, feeds, ["y", "yh", "z", "zh"], {"cw": w, "cr": rr}, opset=14)
     got = compile_and_run(model, feeds, tmp_path, target=T)
     assert_close(got, reference(model, feeds), rtol=1e-4, atol=1e-5)
+
+
+def test_neon_binary(tmp_path):
+    """Float Add / Sub / Mul / Div of same-shape operands and with one value on either side
+    (isa/neon/binary.py: 16 values per step, then the tail; 16 x 3 + 5 values), a row
+    broadcast (the portable loops), NaN / Inf / -0 among the values: onnxruntime's values and
+    x86-avx2's bits."""
+    r = rng(12)
+    x = (r.normal(size=(53,)) * 3).astype(np.float32)
+    x[[3, 17, 40]] = [np.nan, np.inf, -0.0]
+    w = (r.normal(size=(53,)) * 2).astype(np.float32)
+    w[[5, 17, 41]] = [-np.inf, np.inf, 0.0]
+    inits = {"s": np.array(0.37, np.float32), "row": r.normal(size=(53,)).astype(np.float32)}
+    feeds = {"x": x, "w": w, "m": r.normal(size=(3, 53)).astype(np.float32)}
+    nodes, outs = [], []
+    for op in ("Add", "Sub", "Mul", "Div"):
+        for k, (p, q) in enumerate((("x", "w"), ("x", "s"), ("s", "w"))):
+            nodes.append(helper.make_node(op, [p, q], [f"{op}{k}"]))
+            outs.append(f"{op}{k}")
+    nodes.append(helper.make_node("Add", ["m", "row"], ["bcast"]))
+    outs.append("bcast")
+    model = make_model(nodes, feeds, outs, inits)
+    got = compile_and_run(model, feeds, tmp_path, target=T)
+    assert_close(got, reference(model, feeds), rtol=1e-6, atol=1e-7)
+    if X86:
+        (tmp_path / "x86").mkdir()
+        ref = compile_and_run(model, feeds, tmp_path / "x86", target=X86)
+        for out in outs:
+            _bits_equal(got[out], ref[out], f"{out}: arm-neon vs {X86}")
