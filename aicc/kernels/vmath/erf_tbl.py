@@ -34,9 +34,12 @@ def erf_tbl_text(name: str) -> str:
                                                                      ERF_BIG)]
     rows = ",\n        ".join("{" + ", ".join(_lit(p[i]) for p in pieces) + ", 0.0f}"
                               for i in range(DEG))
-    e = f"vdupq_n_f32({_lit(ERF_SMALL[-1])})"
-    for c in ERF_SMALL[-2::-1]:
-        e = f"vfmaq_f32(vdupq_n_f32({_lit(c)}), {e}, u)"
+    # the small piece alone: its coefficient of degree k is lane 0 of row DEG - 1 - k, taken
+    # by TBL from the table registers the loop keeps (GCC reloads constants in the loop)
+    n = len(ERF_SMALL)
+    e = f"aicc_erf_tbl(c[{DEG - n}], i0)"
+    for k in range(n - 2, -1, -1):
+        e = f"vfmaq_f32(aicc_erf_tbl(c[{DEG - 1 - k}], i0), {e}, u)"
     small = e
     steps = "\n".join(f"    p = vfmaq_f32(aicc_erf_tbl(c[{i}], ix), p, v);"
                       for i in range(1, DEG))
@@ -57,8 +60,11 @@ static AICC_UNUSED float32x4_t {name}(float32x4_t x)
     for (int i = 0; i < {DEG + 1}; ++i)
         c[i] = vld1q_f32(cf[i]);
     const float32x4_t one = vdupq_n_f32(1.0f);
-    const float32x4_t t = vabsq_f32(x);
+    /* |x|, clamped at 4: the big piece's 1 - P at 4 is 1.0f, erf.py's value from 4 on; FMIN
+     * keeps NaN */
+    const float32x4_t t = vminq_f32(vabsq_f32(x), vdupq_n_f32(4.0f));
     if (!(vmaxnmvq_f32(t) >= 0.875f)) {{   /* every lane small (or NaN): that piece alone */
+        const uint8x16_t i0 = vreinterpretq_u8_u32(vdupq_n_u32(0x03020100u));
         const float32x4_t u = vmulq_f32(x, x);
         return vmulq_f32(x, {small});
     }}
@@ -71,7 +77,7 @@ static AICC_UNUSED float32x4_t {name}(float32x4_t x)
                                     vmulq_f32(x, x));
     float32x4_t p = aicc_erf_tbl(c[0], ix);
 {steps}
-    float32x4_t h = vbslq_f32(vcltq_f32(t, vdupq_n_f32(4.0f)), vsubq_f32(one, p), one);
-    h = vbslq_f32(vreinterpretq_u32_f32(vdupq_n_f32(-0.0f)), x, h);   /* the sign of x */
+    const float32x4_t h = vbslq_f32(vreinterpretq_u32_f32(vdupq_n_f32(-0.0f)), x,
+                                    vsubq_f32(one, p));                  /* the sign of x */
     return vbslq_f32(mid, h, vmulq_f32(x, p));
 }}"""
