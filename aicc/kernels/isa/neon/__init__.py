@@ -232,6 +232,8 @@ VECTOR = dict(v="float32x4_t", L=4, set1="vdupq_n_f32", add="vaddq_f32", sub="vs
               # makes the row NaN all the same (exp(NaN - max) enters its sum), and FMAX's
               # order of -0 and +0 changes no x - max
               kmax="vmaxq_f32", kmin="vminq_f32", rowmax="vmaxq_f32",
+              # 4 consecutive vectors with one LD1 / ST1 (the softmax rows' scaling)
+              ld4v="vld1q_f32_x4", st4v="vst1q_f32_x4", v4="float32x4x4_t",
               sel="vbslq_f32(aicc_neon{p}({x}, {y}), {b}, {a})",
               rnd="vrndnq_f32({x})")         # to nearest, ties to even (FRINTN)
 
@@ -264,6 +266,8 @@ ISA = Isa(
               # in place: 8 x 8, 8 loads of A and 4 of B per 64 FMLA, and register moves);
               # balanced row tiles in multiples of row_step
               pack_a=12, pack_n=40, row_step=4, tr4="aicc_neon_tr4({s}, {lda}, {d}, {ldd})",
+              # run-time B packed with full panels of contiguous rows copied (portable.py)
+              pack_rows=True,
               # the packing's full tiles: rows {a0}..{a3} (vectors) transposed into {o0}..{o3}
               tr4v="AICC_NEON_TR4V({a0}, {a1}, {a2}, {a3}, {o0}, {o1}, {o2}, {o3})",
               zero="vdupq_n_f32(0.0f)", add="vaddq_f32", **MASK,
