@@ -282,3 +282,20 @@ def test_neon_binary(tmp_path):
         ref = compile_and_run(model, feeds, tmp_path / "x86", target=X86)
         for out in outs:
             _bits_equal(got[out], ref[out], f"{out}: arm-neon vs {X86}")
+
+
+def test_neon_transpose_blocks(tmp_path):
+    """2-D float transpositions in 4 x 4 NEON register blocks (kernels/move/copy.py
+    tr4_helper): a lone Transpose (its own header), edges of 1-3 rows and columns, a batched
+    one, NaN / -0 bits moved unchanged."""
+    r = rng(13)
+    x = r.normal(size=(37, 45)).astype(np.float32)
+    x[0, :3] = [np.nan, -0.0, np.inf]
+    y = r.normal(size=(2, 9, 16, 12)).astype(np.float32)
+    nodes = [helper.make_node("Transpose", ["x"], ["xt"], perm=[1, 0]),
+             helper.make_node("Transpose", ["y"], ["yt"], perm=[0, 2, 3, 1])]
+    feeds = {"x": x, "y": y}
+    model = make_model(nodes, feeds, ["xt", "yt"])
+    got = compile_and_run(model, feeds, tmp_path, target=T)
+    _bits_equal(got["xt"], x.T, "xt")
+    _bits_equal(got["yt"], y.transpose(0, 2, 3, 1), "yt")
