@@ -89,7 +89,7 @@ def gemm_call(ctx, plan, dt, m, n, k, a, ars, acs, bp, y, alpha=1.0, c=None, crs
     sched = plan.sched
     d = ISA[plan.isa]
     if sched.get("pack_a") and m >= sched["pack_a"] and n >= d["pack_n"]:
-        # A packed per block into row tiles of pack_a rows (gemm/simd.py pack_a_text): the
+        # A packed per block into row tiles of pack_a rows (gemm/pack.py pack_a_text): the
         # ISA's packed-A kernels read a k's A vectors with one load
         mr = sched["pack_a"]
         sched = {**sched, "pack": 1, "mr": mr, "mc": max(mr, sched["mc"] // mr * mr)}

@@ -182,16 +182,17 @@ def _k_loop_packed_stream(o, d, ind, accs, abase, panel, v, registers=0, kmul=1)
     registers where the ISA has it; the mr % L last rows broadcast), per panel one load of its
     v B vectors, each pointer advanced after its load (post-indexed loads), and the FMAs by
     lane in _k_loop_lanes_packed's order (the same products and sums, ascending k); KU k per
-    iteration (counted down), then the kc % KU rest. In the KU-k iterations, when the
+    iteration (counted down), then the kc % KU rest (none when every kc is a multiple of
+    kmul, itself a multiple of KU: the kernels named _k8). In the KU-k iterations, when the
     accumulators and the operands of two consecutive k leave PAIR_SLACK of the ``registers``
     free, operands whose vectors of two k fit one load (NEON 8 x 8: A's and B's 2 x 2
     vectors) are loaded per pair of k (12 x 8 would use 31 of 32: GCC spills). The ISA's
     ``kstep`` opens each k: it keeps the pointers in registers and the loads of one k from
     being hoisted above the previous k's FMAs (GCC otherwise spills accumulators to hold them,
     or folds the pointer steps into offsets that LD1 lacks). NEON 12 x 8: per k LD1 of 3, LD1
-    of 2, 24 FMLA, and the loop's 2 instructions per KU k (transformer 128 x 128 x 128: 0.295
-    executed instructions per multiply-add instead of 0.3125 with one k per iteration; KU 4
-    gained nothing, register copies)."""
+    of 2, 24 FMLA, and the loop's 2 instructions per KU k (transformer 128 x 128 x 128 with its
+    packing and epilogues: 0.292 executed instructions per multiply-add instead of 0.3125 with
+    one k per iteration; KU 4 gained nothing, register copies)."""
     npb = len(accs[0]) // v
     o.append(f"{ind}const float *restrict ap = {abase};")
     o.extend(f"{ind}const float *restrict bp{p} = {panel(p)};" for p in range(npb))

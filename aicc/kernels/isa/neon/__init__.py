@@ -261,7 +261,7 @@ ISA = Isa(
               loadn="vld1q_f32_x{n}({p})", loadn_max=4, vecn="float32x4x{n}_t",
               val="{t}.val[{i}]",
               # GEMMs of at least pack_a rows and pack_n columns pack A per block into row
-              # tiles of pack_a rows, k-major (gemm/simd.py pack_a_text; 4 x 4 blocks by tr4):
+              # tiles of pack_a rows, k-major (gemm/pack.py pack_a_text; 4 x 4 blocks by tr4):
               # 12 x 8 tiles, per k one LD1 of 3 for A, one of 2 for B, 24 FMLA (with A rows
               # in place: 8 x 8, 8 loads of A and 4 of B per 64 FMLA, and register moves);
               # balanced row tiles in multiples of row_step
