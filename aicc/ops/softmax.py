@@ -105,7 +105,7 @@ def _simd_row_helper(ctx, kind, isa) -> str:
     from ..kernels.vmath.exp import vexp
     d = SIMD[isa]
     v, L = d["v"], d["L"]
-    ex = vexp(ctx, isa)
+    ex = vexp(ctx, isa, nonpos=bool(d.get("exp_nonpos")))     # exp of x - max <= 0
     _hred(ctx, isa)
     name = f"aicc_{kind.lower()}_rows_f32_{isa}"
     if kind == "Softmax":        # e stored, then scaled by 1 / sum
