@@ -257,7 +257,8 @@ def test_neon_rnn(op, tmp_path):
 
 def test_neon_binary(tmp_path):
     """Float Add / Sub / Mul / Div of same-shape operands and with one value on either side
-    (isa/neon/binary.py: 16 values per step, then the tail; 16 x 3 + 5 values), a row
+    (isa/neon/binary.py: 16 values per step, then the tail; 16 x 3 + 5 values, and 64 with
+    no tail), a row
     broadcast (the portable loops), NaN / Inf / -0 among the values: onnxruntime's values and
     x86-avx2's bits."""
     r = rng(12)
@@ -266,8 +267,9 @@ def test_neon_binary(tmp_path):
     w = (r.normal(size=(53,)) * 2).astype(np.float32)
     w[[5, 17, 41]] = [-np.inf, np.inf, 0.0]
     inits = {"s": np.array(0.37, np.float32), "row": r.normal(size=(53,)).astype(np.float32)}
-    feeds = {"x": x, "w": w, "m": r.normal(size=(3, 53)).astype(np.float32)}
-    nodes, outs = [], []
+    feeds = {"x": x, "w": w, "m": r.normal(size=(3, 53)).astype(np.float32),
+             "v": r.normal(size=(4, 16)).astype(np.float32)}
+    nodes, outs = [helper.make_node("Mul", ["v", "v"], ["vv"])], ["vv"]     # no tail
     for op in ("Add", "Sub", "Mul", "Div"):
         for k, (p, q) in enumerate((("x", "w"), ("x", "s"), ("s", "w"))):
             nodes.append(helper.make_node(op, [p, q], [f"{op}{k}"]))

@@ -26,8 +26,8 @@ def emit(ctx, op: str, a: str, b: str, out_shape, shape_a, shape_b) -> bool:
         ctx(f"    const float32x4_t va = {va};")
     if vb:
         ctx(f"    const float32x4_t vb = {vb};")
-    ctx("    size_t i = 0;")
-    ctx(f"    for (; i + 16u <= {n}u; i += 16u) {{")
+    n16 = n - n % 16
+    ctx(f"    for (size_t i = 0; i < {n16}u; i += 16u) {{")
     if not va:
         ctx(f"        const float32x4x4_t x = vld1q_f32_x4({a} + i);")
     if not vb:
@@ -39,7 +39,8 @@ def emit(ctx, op: str, a: str, b: str, out_shape, shape_a, shape_b) -> bool:
         ctx(f"        z.val[{q}] = {OPS[op]}({xa}, {xb});")
     ctx(f"        vst1q_f32_x4({y} + i, z);")
     ctx("    }")
-    ctx(f"    for (; i < {n}u; ++i)")
-    ctx(f"        {y}[i] = {sa} {SCALAR[op]} {sb};")
+    if n16 < n:        # (a loop that cannot run: GCC -O3 warns, aggressive-loop-optimizations)
+        ctx(f"    for (size_t i = {n16}u; i < {n}u; ++i)")
+        ctx(f"        {y}[i] = {sa} {SCALAR[op]} {sb};")
     ctx("}")
     return True
