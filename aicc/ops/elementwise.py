@@ -29,6 +29,8 @@ import numpy as np
 
 from ..emit_c.cwriter import c_literal, ctype, dtype_tag
 from ..emit_c.loops import emit_broadcast, emit_map, numel
+from ..kernels.isa.registry import ISAS
+from ..kernels.isa.x86 import include_vmath, simd_isa
 from ..kernels.vmath import vector
 from ..kernels.vmath.act import (ACT, INT_OK, act_expr, act_numpy, act_params, apply_epilogue,
                                  fused_epilogue, unfused)
@@ -342,6 +344,13 @@ class Binary(Op):
             ctx(f"{arr}({ctx.out[0]}, {numel(ctx.out_shape(0))}u);")
             return
         act = fused_act_helper(ctx, node, ctx.out_dtype(0))
+        isa = simd_isa(ctx) if ctx.out_dtype(0) == np.float32 and act is None else None
+        vb = ISAS[isa].vmath.get("binary") if isa else None
+        if vb and self.op_type in BINARY_FLOAT and ctx.in_dtype(1) == np.float32 and \
+                vb(ctx, self.op_type, a, b, ctx.out_shape(0), ctx.in_shape(0), ctx.in_shape(1)):
+            include_vmath(ctx, isa)       # an ISA's loop of the same operations
+            ctx.kernel = isa
+            return
         if act is not None:
             g = f
             f = lambda x, y: f"{act}({g(x, y)})"  # noqa: E731

@@ -23,6 +23,7 @@ from ..emit_c.cwriter import ctype
 from ..emit_c.loops import collapse, collapsed_strides, numel
 from ..kernels.gemm.call import batch_dims, check_epilogue, emit_epilogue, gemm_call, gemm_plan
 from ..kernels.gemm.portable import pack_b, pack_helper, packed_elems
+from ..kernels.gemm.simd import ISA as GEMM_ISA
 from ..kernels.vmath.act import apply_epilogue, unfused
 from .base import Op, empty_body, float_dtype_reason, register
 from .traits import EPILOGUE, SCHEDULABLE
@@ -89,7 +90,8 @@ class MatMul(Op):
             bvar = ctx.const(np.stack([pack_b(x, nb) for x in mats]), "pk")
         else:
             bvar = ctx.scratch(pk_elems * dt.itemsize, ct, "pk")
-        pack = pack_helper(ctx, dt, nb) if k and bconst is None else None
+        rows = plan.isa is not None and bool(GEMM_ISA[plan.isa].get("pack_rows"))
+        pack = pack_helper(ctx, dt, nb, rows) if k and bconst is None else None
 
         if nbb == 1:
             # B is one matrix: A's batch folds into M (A and Y are contiguous stacks)

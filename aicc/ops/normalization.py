@@ -29,6 +29,8 @@ import numpy as np
 
 from ..emit_c.cwriter import c_literal, ctype
 from ..emit_c.loops import numel
+from ..kernels.isa.registry import ISAS
+from ..kernels.isa.x86 import include_vmath, simd_isa
 from ..kernels.vmath.sum16 import sum16
 from .base import Op, empty_body, float_dtype_reason, register
 
@@ -300,7 +302,13 @@ class LayerNormalization(Op):
         if ctx.has_input(2):
             bias, bs = ctx.inp[2], _param_stride(ctx.in_shape(2), inner)
         outs = [ctx.out[k] if len(ctx.out) > k and ctx.out[k] else "NULL" for k in (1, 2)]
-        ctx(f"{_layernorm_helper(ctx, dt)}({rows}u, {d}u, {ctx.inp[0]}, {ctx.inp[1]}, {ss}u, "
+        fn = _layernorm_helper(ctx, dt)
+        isa = simd_isa(ctx) if np.dtype(dt) == np.float32 else None
+        if isa and ISAS[isa].vmath.get("layernorm"):     # an ISA's rows (the same bits)
+            ctx.kernel = isa
+            include_vmath(ctx, isa)
+            fn = ISAS[isa].vmath["layernorm"](ctx, fn)
+        ctx(f"{fn}({rows}u, {d}u, {ctx.inp[0]}, {ctx.inp[1]}, {ss}u, "
             f"{bias}, {bs}u, {c_literal(float(self.attr(node, 'epsilon')), dt)}, {ctx.out[0]}, "
             f"{outs[0]}, {outs[1]});")
 

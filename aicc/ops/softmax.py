@@ -105,17 +105,26 @@ def _simd_row_helper(ctx, kind, isa) -> str:
     from ..kernels.vmath.exp import vexp
     d = SIMD[isa]
     v, L = d["v"], d["L"]
-    ex = vexp(ctx, isa)
+    ex = vexp(ctx, isa, nonpos=bool(d.get("exp_nonpos")))     # exp of x - max <= 0
     _hred(ctx, isa)
     name = f"aicc_{kind.lower()}_rows_f32_{isa}"
     if kind == "Softmax":        # e stored, then scaled by 1 / sum
         store = [f"{d['st']}(yr + j, e0);", f"{d['st']}(yr + j + {L}u, e1);"]
         tail_store = ("\n            for (size_t l = 0; l < nt; ++l)"
                       "\n                yr[Dv + l] = t[l];")
+        # ISAs with a load / store of 4 vectors (``ld4v``: NEON's LD1 / ST1 of 4) scale 4
+        # vectors per step first
+        quad = "" if "ld4v" not in d else f"""
+        for (j = 0; j + {4 * L}u <= Dv; j += {4 * L}u) {{
+            {d['v4']} q = {d['ld4v']}(yr + j);
+            q.val[0] = {d['mul']}(q.val[0], vinv); q.val[1] = {d['mul']}(q.val[1], vinv);
+            q.val[2] = {d['mul']}(q.val[2], vinv); q.val[3] = {d['mul']}(q.val[3], vinv);
+            {d['st4v']}(yr + j, q);
+        }}"""
         fin = f"""\
         const float inv = 1.0f / sum;
-        const {v} vinv = {d['set1']}(inv);
-        for (j = 0; j < Dv; j += {L}u)
+        const {v} vinv = {d['set1']}(inv);{quad}
+        for ({"" if quad else "j = 0"}; j < Dv; j += {L}u)
             {d['st']}(yr + j, {d['mul']}({d['ld']}(yr + j), vinv));
         for (j = Dv; j < D; ++j)
             yr[j] = yr[j] * inv;"""
@@ -130,7 +139,7 @@ def _simd_row_helper(ctx, kind, isa) -> str:
         for (j = Dv; j < D; ++j)
             yr[j] = xr[j] - mx - ls;"""
         what = "y = x - max - log(sum of exp(x - max))"
-    mx, ad = d["max"], d["add"]
+    mx, ad = d.get("rowmax", d["max"]), d["add"]
     text = f"""\
 /* {kind} over R contiguous rows of D floats ({isa}, {L} lanes): max, {what}
  * (exp: {ex}; sums on two vectors, then across lanes). A NaN in a row makes the row NaN; rows

@@ -280,3 +280,26 @@ def test_neon_matmul_batched_activations_and_nan(tmp_path):
     b = r.normal(size=(2, 3, 6, 11)).astype(np.float32)
     a[0, 1, 2, 3], a[1, 2, 0, 0], a[1, 0, 8, 5] = np.nan, np.inf, -np.inf
     check_node("MatMul", {"a": a, "b": b}, tmp_path, target=T)
+
+
+@pytest.mark.parametrize("mr", [4, 8, 12])
+def test_neon_matmul_packed_tile_rows(mr, tmp_path):
+    """Packed-A row tiles of mr rows (schedule override): the full tiles' register
+    transposition in the packing (aicc_sg_neon_packa<mr>), the K loop on pointers 8 k per
+    iteration and its kc % 8 rest (K = 37, and 16 + 3 in a second K block of kc = 16; K = 64:
+    kernels without the rest, 4 K blocks), the M % mr row tail, a masked column tail."""
+    r = rng(100 + mr)
+    feeds = {"a": r.normal(size=(3 * mr + 5, 37)).astype(np.float32),
+             "c": r.normal(size=(2 * mr + 1, 19)).astype(np.float32),
+             "e": r.normal(size=(2 * mr + 3, 64)).astype(np.float32)}
+    inits = {"b": (r.normal(size=(37, 45)) / 6).astype(np.float32),
+             "d": (r.normal(size=(19, 41)) / 4).astype(np.float32),
+             "f": (r.normal(size=(64, 43)) / 8).astype(np.float32)}
+    nodes = [helper.make_node("MatMul", ["a", "b"], ["y"]),
+             helper.make_node("MatMul", ["c", "d"], ["z"]),
+             helper.make_node("MatMul", ["e", "f"], ["w"])]
+    model = make_model(nodes, feeds, ["y", "z", "w"], inits)
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text(f"schedule:\n  gemm: {{mr: {mr}, kc: 16}}\n")
+    got = compile_and_run(model, feeds, tmp_path, target=T, config=cfg)
+    assert_close(got, reference(model, feeds))

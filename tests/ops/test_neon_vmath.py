@@ -124,6 +124,45 @@ def test_neon_swish(tmp_path):
                  rtol=2e-5, atol=1e-6)
 
 
+def test_neon_erf_gelu_dense(tmp_path):
+    """The NEON erf (one Horner chain per lane, TBL-picked coefficients, vectors of small
+    lanes on the small piece alone: vmath/erf_tbl.py) and the Gelu on it, densely over
+    [-6, 6], at and next to every piece boundary (0.875, 2.25, 4) of both signs, tiny and huge
+    magnitudes, +-0, +-Inf, NaN (also among small lanes): within 1.5e-7 of the exact erf
+    (relative 3e-7 below 0.5), the specials, and x86-avx2's bits (erf.py's piecewise form)
+    for both."""
+    import math
+    bounds = np.float32([0.875, 2.25, 4.0])
+    edges = np.concatenate([bounds, np.nextafter(bounds, np.float32(0)),
+                            np.nextafter(bounds, np.float32(9))])
+    # first, whole vectors: NaN with small lanes (the small piece alone), with mid and big
+    # lanes, all NaN, all small with -0 and a subnormal
+    lanes = [np.nan, 0.1, -0.2, 0.3, np.nan, 0.1, 1.5, -3.0, np.nan, np.nan, np.nan, np.nan,
+             -0.0, 1e-40, -0.874, 0.874]
+    x = np.concatenate([lanes, np.linspace(-6, 6, 24001), edges, -edges,
+                        np.logspace(-40, 38, 400), -np.logspace(-40, 38, 400), SPECIAL,
+                        [0.0, -0.0, np.inf, -np.inf, np.nan]]).astype(np.float32)
+    nodes = [helper.make_node("Erf", ["x"], ["erf"]), helper.make_node("Gelu", ["x"], ["gelu"])]
+    model = make_model(nodes, {"x": x}, ["erf", "gelu"], opset=20)
+    got = compile_and_run(model, {"x": x}, tmp_path, target=T)
+    y = got["erf"].astype(np.float64)
+    ok = ~np.isnan(x)
+    assert np.isnan(y[[0, 4, 8, 9, 10, 11]]).all()
+    exact = np.array([math.erf(v) for v in x[ok].astype(np.float64)])
+    err = np.abs(y[ok] - exact)
+    assert err.max() <= 1.5e-7, x[ok][err.argmax()]
+    small = np.abs(x[ok]) < 0.5
+    assert (err[small] / np.maximum(np.abs(exact[small]), 1e-38)).max() <= 3e-7
+    assert np.isnan(y[-1]) and np.isnan(got["gelu"][-1])
+    np.testing.assert_array_equal(got["erf"][-5:-1], np.float32([0.0, -0.0, 1.0, -1.0]))
+    assert np.signbit(got["erf"][-4]) and not np.signbit(got["erf"][-5])
+    if X86:
+        (tmp_path / "x86").mkdir()
+        ref = compile_and_run(model, {"x": x}, tmp_path / "x86", target=X86)
+        for out in ("erf", "gelu"):
+            _bits_equal(got[out], ref[out], f"{out}: arm-neon vs {X86}")
+
+
 ROW_LENGTHS = (1, 3, 4, 5, 7, 8, 9, 12, 17, 33, 100)
 
 
@@ -168,10 +207,14 @@ def test_neon_softmax_opset11_axis(tmp_path):
 
 
 def test_neon_layernorm(tmp_path):
-    """Rows of awkward lengths, scale and bias, one over the last two axes, one without bias."""
+    """Rows of awkward lengths, scale and bias, one over the last two axes, one without bias;
+    rows of a multiple of 16 (the NEON rows, isa/neon/norm.py: 32, 128 without bias, 48 over
+    the last two axes) besides the portable helper's; x86-avx2's bits (the 16-lane order on
+    every target)."""
     r = rng(6)
     feeds, nodes, inits, outs = {}, [], {}, []
-    for D, axis in ((3, -1), (5, -1), (17, -1), (100, -1), (6, -2)):
+    for D, axis in ((3, -1), (5, -1), (17, -1), (100, -1), (6, -2), (32, -1), (128, -1),
+                    (16, -2)):
         shape = (4, 3, D) if axis == -2 else (4, D)
         inner = shape[axis:]
         x = (r.normal(size=shape) * 3 + 1).astype(np.float32)
@@ -179,13 +222,19 @@ def test_neon_layernorm(tmp_path):
         feeds[f"x{D}"] = x
         inits[f"s{D}"] = r.normal(size=inner).astype(np.float32)
         inits[f"b{D}"] = r.normal(size=inner).astype(np.float32)
-        ins = [f"x{D}", f"s{D}"] + ([f"b{D}"] if D != 5 else [])
+        ins = [f"x{D}", f"s{D}"] + ([f"b{D}"] if D not in (5, 128) else [])
         nodes.append(helper.make_node("LayerNormalization", ins, [f"y{D}"], axis=axis,
                                       epsilon=1e-5))
         outs.append(f"y{D}")
     model = make_model(nodes, feeds, outs, inits, opset=17)
     got = compile_and_run(model, feeds, tmp_path, target=T)
     assert_close(got, reference(model, feeds), rtol=1e-4, atol=1e-5)
+    assert np.isnan(got["y128"][0]).all() and not np.isnan(got["y128"][1:]).any()
+    if X86:
+        (tmp_path / "x86").mkdir()
+        ref = compile_and_run(model, feeds, tmp_path / "x86", target=X86)
+        for out in outs:
+            _bits_equal(got[out], ref[out], f"{out}: arm-neon vs {X86}")
 
 
 @pytest.mark.parametrize("op", ["GRU", "LSTM"])
@@ -204,3 +253,51 @@ def test_neon_rnn(op, tmp_path):
     model = make_model(nodes, feeds, ["y", "yh", "z", "zh"], {"cw": w, "cr": rr}, opset=14)
     got = compile_and_run(model, feeds, tmp_path, target=T)
     assert_close(got, reference(model, feeds), rtol=1e-4, atol=1e-5)
+
+
+def test_neon_binary(tmp_path):
+    """Float Add / Sub / Mul / Div of same-shape operands and with one value on either side
+    (isa/neon/binary.py: 16 values per step, then the tail; 16 x 3 + 5 values, and 64 with
+    no tail), a row
+    broadcast (the portable loops), NaN / Inf / -0 among the values: onnxruntime's values and
+    x86-avx2's bits."""
+    r = rng(12)
+    x = (r.normal(size=(53,)) * 3).astype(np.float32)
+    x[[3, 17, 40]] = [np.nan, np.inf, -0.0]
+    w = (r.normal(size=(53,)) * 2).astype(np.float32)
+    w[[5, 17, 41]] = [-np.inf, np.inf, 0.0]
+    inits = {"s": np.array(0.37, np.float32), "row": r.normal(size=(53,)).astype(np.float32)}
+    feeds = {"x": x, "w": w, "m": r.normal(size=(3, 53)).astype(np.float32),
+             "v": r.normal(size=(4, 16)).astype(np.float32)}
+    nodes, outs = [helper.make_node("Mul", ["v", "v"], ["vv"])], ["vv"]     # no tail
+    for op in ("Add", "Sub", "Mul", "Div"):
+        for k, (p, q) in enumerate((("x", "w"), ("x", "s"), ("s", "w"))):
+            nodes.append(helper.make_node(op, [p, q], [f"{op}{k}"]))
+            outs.append(f"{op}{k}")
+    nodes.append(helper.make_node("Add", ["m", "row"], ["bcast"]))
+    outs.append("bcast")
+    model = make_model(nodes, feeds, outs, inits)
+    got = compile_and_run(model, feeds, tmp_path, target=T)
+    assert_close(got, reference(model, feeds), rtol=1e-6, atol=1e-7)
+    if X86:
+        (tmp_path / "x86").mkdir()
+        ref = compile_and_run(model, feeds, tmp_path / "x86", target=X86)
+        for out in outs:
+            _bits_equal(got[out], ref[out], f"{out}: arm-neon vs {X86}")
+
+
+def test_neon_transpose_blocks(tmp_path):
+    """2-D float transpositions in 4 x 4 NEON register blocks (kernels/move/copy.py
+    tr4_helper): a lone Transpose (its own header), edges of 1-3 rows and columns, a batched
+    one, NaN / -0 bits moved unchanged."""
+    r = rng(13)
+    x = r.normal(size=(37, 45)).astype(np.float32)
+    x[0, :3] = [np.nan, -0.0, np.inf]
+    y = r.normal(size=(2, 9, 16, 12)).astype(np.float32)
+    nodes = [helper.make_node("Transpose", ["x"], ["xt"], perm=[1, 0]),
+             helper.make_node("Transpose", ["y"], ["yt"], perm=[0, 2, 3, 1])]
+    feeds = {"x": x, "y": y}
+    model = make_model(nodes, feeds, ["xt", "yt"])
+    got = compile_and_run(model, feeds, tmp_path, target=T)
+    _bits_equal(got["xt"], x.T, "xt")
+    _bits_equal(got["yt"], y.transpose(0, 2, 3, 1), "yt")

@@ -48,6 +48,7 @@ from ..vmath.act import ACT, ACT_ATTRS, INT_OK, act_expr, fused_epilogue
 from .portable import choose_nb, gemm_helper
 from .simd import ISA, WIDE, driver, nr_of, panel_vectors, register_clamp, schedule
 from .simd import step_rows
+from .tile import KU
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,7 @@ def gemm_call(ctx, plan, dt, m, n, k, a, ars, acs, bp, y, alpha=1.0, c=None, crs
     sched = plan.sched
     d = ISA[plan.isa]
     if sched.get("pack_a") and m >= sched["pack_a"] and n >= d["pack_n"]:
-        # A packed per block into row tiles of pack_a rows (gemm/simd.py pack_a_text): the
+        # A packed per block into row tiles of pack_a rows (gemm/pack.py pack_a_text): the
         # ISA's packed-A kernels read a k's A vectors with one load
         mr = sched["pack_a"]
         sched = {**sched, "pack": 1, "mr": mr, "mc": max(mr, sched["mc"] // mr * mr)}
@@ -112,6 +113,8 @@ def gemm_call(ctx, plan, dt, m, n, k, a, ars, acs, bp, y, alpha=1.0, c=None, crs
     fused = (alpha == 1.0 and beta == 1.0 and (c is None or (crs == 0 and ccs == 1))
              and register_clamp(act, params) is not None)
     sched = {**sched, "prefetch": k * n * 4 > sched["prefetch_kb"] * 1024}
+    if sched.get("pack") and k % KU == 0 and sched["kc"] % KU == 0:
+        sched["kmul"] = KU       # every K block a multiple of KU: kernels without a K rest
     fn = driver(ctx, plan.isa, sched, act, params, m, fused)
     epi = int(alpha != 1.0 or c is not None or act is not None)
     ap = ""

@@ -153,20 +153,30 @@ static void {name}(size_t M, size_t N, size_t K,
     return ctx.helper(name, code)
 
 
-def pack_helper(ctx, dt, nb: int) -> str:
+def pack_helper(ctx, dt, nb: int, rows: bool = False) -> str:
+    """Name of the run-time B packer into panels of nb; rows: full panels of a B with
+    contiguous rows (bcs 1) are nb-value copies per k, which GCC vectorizes (NEON: the
+    transformer's attention MatMuls, 1.4 executed instructions per value less)."""
     ct = ctype(dt)
-    name = f"aicc_pack_b_{_sfx(dt)}_nb{nb}"
+    name = f"aicc_pack_b_{_sfx(dt)}_nb{nb}{'_rows' if rows else ''}"
+    fast = f"""
+        if (bcs == 1u && p * {nb}u + {nb}u <= N) {{     /* a full panel of contiguous rows */
+            for (size_t k = 0; k < K; ++k)
+                for (size_t j = 0; j < {nb}u; ++j)
+                    Bp[(p * K + k) * {nb}u + j] = B[k * brs + p * {nb}u + j];
+            continue;
+        }}""" if rows else ""
     code = f"""\
 /* Pack B (K x N, B(k, n) = B[k*brs + n*bcs]) into column panels of {nb}:
  * Bp[(p*K + k)*{nb} + j] = B(k, p*{nb} + j), zero past N (the GEMM kernel's layout). */
 static void {name}(size_t K, size_t N, const {ct} *restrict B, size_t brs, size_t bcs,
     {ct} *restrict Bp)
 {{
-    for (size_t p = 0; p * {nb}u < N; ++p)
+    for (size_t p = 0; p * {nb}u < N; ++p){" {" if rows else ""}{fast}
         for (size_t k = 0; k < K; ++k)
             for (size_t j = 0; j < {nb}u; ++j) {{
                 const size_t n = p * {nb}u + j;
                 Bp[(p * K + k) * {nb}u + j] = n < N ? B[k * brs + n * bcs] : {c_literal(0, dt)};
-            }}
+            }}{chr(10) + "    }" if rows else ""}
 }}"""
     return ctx.helper(name, code)

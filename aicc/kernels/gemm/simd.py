@@ -50,7 +50,8 @@ import math
 from ..isa.registry import ISAS, include_line, table
 from ..isa.x86 import lane_mask_table
 from .epilogue import epilogue, flit, register_clamp
-from .tile import (V, _f, column_loops, tile_clamp, tile_k_loop, tile_open, tile_partial,
+from .pack import pack_a_text
+from .tile import (KU, V, _f, column_loops, tile_clamp, tile_k_loop, tile_open, tile_partial,
                    tile_store)
 
 # ``nc``, columns per L2 block of B (nc x kc floats): all of M passes each block while it is
@@ -167,13 +168,17 @@ def _vtag(v: int) -> str:
 
 
 def _kernel_text(isa: str, mr: int, prefetch: bool = True, v: int = V,
-                 packed: bool = False) -> tuple:
+                 packed: bool = False, kmul: int = 1) -> tuple:
     """A micro-kernel of mr rows; packed: A packed k-major (pack_a_text: A(r, k) = a[k * mr +
-    r], lda unused), read by tile_k_loop's "packed" layout, else A rows in place."""
+    r], lda unused), read by tile_k_loop's "packed" layout, else A rows in place. kmul: every
+    kc it is called with is a multiple of kmul (packed: a multiple of tile.KU leaves out the
+    K loop's rest)."""
     d = ISA[isa]
     L, vec, nr = d["lanes"], d["vec"], nr_of(isa, v)
     np_ = panels_at_once(mr, isa, v)
-    name = f"aicc_sg_{isa}_k{mr}{'' if prefetch else 'np'}{_vtag(v)}{'pa' if packed else ''}"
+    ku = KU if packed and kmul % KU == 0 else 1
+    name = (f"aicc_sg_{isa}_k{mr}{'' if prefetch else 'np'}{_vtag(v)}{'pa' if packed else ''}"
+            f"{f'_k{ku}' if ku > 1 else ''}")
     o = []
     what = f"A(r, k) = a[k * {mr} + r] (packed)" if packed else "A(r, k) = a[r * lda + k]"
     o.append(f"/* {isa} micro-kernel, {mr} row(s): Y[0:{mr}, 0:n] (+)= A[0:{mr}, 0:kc] @ B, B in "
@@ -218,9 +223,12 @@ def _kernel_text(isa: str, mr: int, prefetch: bool = True, v: int = V,
         # B panels are zero padded past N: plain loads in the masked step too
         bvec = lambda p, c, k="k": _f(d["load"], p=f"b{p} + {_par(k)} * {nr}u + {c * L}u")  # noqa
         if packed:
+            # without prefetches: the K loop on pointers, unrolled (tile.py)
             tile_k_loop(o, d, ind, accs, [f"const float *restrict ak = a + k * {mr}u;"] + pre,
                         bvec, lambda r: f"ak + {r}u", v, a_layout="packed",
-                        bptr=lambda p: f"b{p} + k * {nr}u")
+                        bptr=lambda p: f"b{p} + k * {nr}u",
+                        stream=None if pre else ("a", lambda p: f"b{p}", ku),
+                        registers=ISAS[isa].registers)
         else:
             tile_k_loop(o, d, ind, accs, pre, bvec, lambda r: f"a{r} + k", v, a_layout="rows",
                         registers=ISAS[isa].registers)
@@ -257,13 +265,14 @@ def row_counts(m: int, sched: dict) -> list:
 
 
 def kernels(ctx, isa: str, rows, prefetch: bool = True, v: int = V,
-            packed: bool = False) -> dict:
+            packed: bool = False, kmul: int = 1) -> dict:
     _header(ctx, isa)
     names = {}
     for mr in rows:
-        name, text = _kernel_text(isa, mr, prefetch, v, packed)
+        name, text = _kernel_text(isa, mr, prefetch, v, packed, kmul)
         ctx.helper(f"gemm_{isa}.2.k{mr:02d}{'' if prefetch else 'np'}{_vtag(v)}"
-                   f"{'pa' if packed else ''}", text)
+                   f"{'pa' if packed else ''}{name[name.rindex('pa') + 2:] if packed else ''}",
+                   text)
         names[mr] = name
     return names
 
@@ -282,43 +291,6 @@ def step_rows(m: int, mr: int, cap: int, step: int) -> int:
     def cost(r):
         return sum(2 * t + 4 + t % step for t in [r] * (m // r) + [m % r] * (m % r > 0))
     return up if cost(up) < cost(mr) else mr
-
-
-def pack_a_text(isa: str) -> tuple:
-    """(name, C text) of the helper that packs A[0:mc, 0:kc] (row stride lda) into row tiles
-    of mr rows (the last mc % mr), each k-major: ap[i0 * kc + k * rows + r] = A(i0 + r, k),
-    the layout of the packed-A kernels (rows i0.. at ap + i0 * kc). 4 x 4 blocks by the
-    ISA's ``tr4`` (NEON: TRN1 / TRN2), the rest element by element."""
-    d = ISA[isa]
-    name = f"aicc_sg_{isa}_packa"
-    tr4 = d.get("tr4")
-    blocks = ""
-    if tr4:
-        blocks = f"""
-        for (; k + 4u <= kc; k += 4u) {{
-            size_t g = 0;
-            for (; g + 4u <= rows; g += 4u)
-                {_f(tr4, s="s + g * lda + k", lda="lda", d="d + k * rows + g", ldd="rows")};
-            for (; g < rows; ++g)
-                for (size_t q = 0; q < 4u; ++q)
-                    d[(k + q) * rows + g] = s[g * lda + k + q];
-        }}"""
-    return name, f"""\
-/* A[0:mc, 0:kc] (row stride lda) into the packed-A kernels' layout: row tiles of mr rows (the
- * last mc % mr), k-major, tile i0 at ap + i0 * kc: ap[i0 * kc + k * rows + r] = A(i0 + r, k). */
-static void {name}(const float *restrict a, size_t lda, size_t mc, size_t kc, size_t mr,
-    float *restrict ap)
-{{
-    for (size_t i0 = 0; i0 < mc; i0 += mr) {{
-        const size_t rows = mc - i0 < mr ? mc - i0 : mr;
-        const float *restrict s = a + i0 * lda;
-        float *restrict d = ap + i0 * kc;
-        size_t k = 0;{blocks}
-        for (; k < kc; ++k)
-            for (size_t r = 0; r < rows; ++r)
-                d[k * rows + r] = s[r * lda + k];
-    }}
-}}"""
 
 
 def driver(ctx, isa: str, sched: dict, act, params, m: int, fused: bool = False) -> str:
@@ -344,9 +316,10 @@ def driver(ctx, isa: str, sched: dict, act, params, m: int, fused: bool = False)
     # [768 x 3072] 1.00-1.01 (GEMM 8, one row tile, is unchanged). On x86-avx2 (prefetches to
     # L1) GEMM 16 1.05 and MobileNetV2 1.02, so it keeps them on every tile.
     pf_first = prefetch and m > mr_max and ISA[isa]["pf_first"]
-    ks = kernels(ctx, isa, rows, prefetch and not pf_first, v, packed)
+    kmul = sched.get("kmul", 1)      # every K block a multiple of it (gemm_call)
+    ks = kernels(ctx, isa, rows, prefetch and not pf_first, v, packed, kmul)
     if pf_first:
-        k_first = kernels(ctx, isa, [mr_max], True, v, packed)[mr_max]
+        k_first = kernels(ctx, isa, [mr_max], True, v, packed, kmul)[mr_max]
     clamp = register_clamp(act, params) if fused else None
     if clamp is not None:
         lo, hi = clamp
@@ -367,15 +340,16 @@ def driver(ctx, isa: str, sched: dict, act, params, m: int, fused: bool = False)
                                 ccs, beta);"""
         epi = epi[len('aicc_sg_'):]
     name = (f"aicc_sg_{isa}_m{mr_max}k{kc}c{mc}j{jb}n{nc}{'' if prefetch else 'np'}"
-            f"{'pf1' if pf_first else ''}{_vtag(v)}{'pa' if packed else ''}_r"
+            f"{'pf1' if pf_first else ''}{_vtag(v)}{'pa' if packed else ''}"
+            f"{f'_k{KU}' if packed and kmul % KU == 0 else ''}_r"
             f"{'_'.join(map(str, rows))}_{epi}")
     cases = "\n".join(f"                        case {r}u: {ks[r]}(kc, a, lda, b, bs, y, N, nc, "
                       f"acc, {tail}); break;" for r in rows)
     first = (f"                        if (ic == 0 && ir == 0) {k_first}(kc, a, lda, b, bs, y, "
              f"N, nc, acc, {tail});\n                        else\n" if pf_first else "")
     if packed:
-        pname, ptext = pack_a_text(isa)
-        ctx.helper(f"gemm_{isa}.1.packa", ptext)
+        pname, ptext = pack_a_text(isa, mr_max)
+        ctx.helper(f"gemm_{isa}.1.{pname}", ptext)
         # one M block (M <= mc): its packed A serves every column block of N
         pack_line = (f"                if (n0 == 0 || M > {mc}u)\n"
                      f"                    {pname}(A + ic * lda + pc, lda, mc, kc, {mr_max}u, Ap);"

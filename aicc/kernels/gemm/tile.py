@@ -63,7 +63,8 @@ def tile_partial(o: list, d: dict, ind: str, accs: list, masked: bool, guard: bo
 
 
 def tile_k_loop(o: list, d: dict, ind: str, accs: list, pre: list, bvec, arow,
-                v: int = V, a_layout: str = "", registers: int = 0, bptr=None) -> None:
+                v: int = V, a_layout: str = "", registers: int = 0, bptr=None,
+                stream=None) -> None:
     """The K loop of a micro-kernel column step: pre (lines at the top of each iteration),
     then per k the FMAs acc[r][p * v + c] += A(r, k) * B(k, panel p, vector c), with bvec(p,
     c, k) the B vector's load expression at row k (a C expression, default "k") and arow(r)
@@ -82,12 +83,17 @@ def tile_k_loop(o: list, d: dict, ind: str, accs: list, pre: list, bvec, arow,
     ISAs with a load of several consecutive vectors (``loadn``: NEON's LD1 of 2-4 registers,
     one instruction) read the packed A's full vectors of one k with one such load, and each
     panel's v B vectors of row k too when they are contiguous at bptr(p) (None: the caller's
-    bvec loads, e.g. masked ones)."""
+    bvec loads, e.g. masked ones). stream = (A, panel) with packed A: the packed A at A,
+    panel p's rows of v vectors contiguous from panel(p); the K loop then walks both with
+    pointers, unrolled by KU (_k_loop_packed_stream; pre, arow and bvec unused)."""
     vec, npb, L = d["vec"], len(accs[0]) // v, d["lanes"]
     mr = len(accs)
     lane = d.get("fma_lane")
     if lane and a_layout == "packed" and mr >= L:
-        _k_loop_lanes_packed(o, d, ind, accs, pre, bvec, arow, v, bptr)
+        if stream is not None:
+            _k_loop_packed_stream(o, d, ind, accs, *stream[:2], v, registers, *stream[2:])
+        else:
+            _k_loop_lanes_packed(o, d, ind, accs, pre, bvec, arow, v, bptr)
         return
     if lane and a_layout == "rows" and mr * (len(accs[0]) + 1) + v * npb < registers:
         _k_loop_lanes_rows(o, d, ind, accs, pre, bvec, arow, v)
@@ -165,6 +171,104 @@ def _k_loop_lanes_packed(o, d, ind, accs, pre, bvec, arow, v, bptr=None):
                 o.append(f"{i2}  }}")
             o.append(f"{i2}}}")
     o.append(f"{ind}}}")
+
+
+KU = 8      # k steps per iteration of the packed-A K loop on pointers
+PAIR_SLACK = 4   # registers its pairs of k leave free (_k_loop_packed_stream)
+
+
+def _k_loop_packed_stream(o, d, ind, accs, abase, panel, v, registers=0, kmul=1):
+    """The packed-A K loop on pointers: per k one load of A's full vectors (LD1 of several
+    registers where the ISA has it; the mr % L last rows broadcast), per panel one load of its
+    v B vectors, each pointer advanced after its load (post-indexed loads), and the FMAs by
+    lane in _k_loop_lanes_packed's order (the same products and sums, ascending k); KU k per
+    iteration (counted down), then the kc % KU rest (none when every kc is a multiple of
+    kmul, itself a multiple of KU: the kernels named _k8). In the KU-k iterations, when the
+    accumulators and the operands of two consecutive k leave PAIR_SLACK of the ``registers``
+    free, operands whose vectors of two k fit one load (NEON 8 x 8: A's and B's 2 x 2
+    vectors) are loaded per pair of k (12 x 8 would use 31 of 32: GCC spills). The ISA's
+    ``kstep`` opens each k: it keeps the pointers in registers and the loads of one k from
+    being hoisted above the previous k's FMAs (GCC otherwise spills accumulators to hold them,
+    or folds the pointer steps into offsets that LD1 lacks). NEON 12 x 8: per k LD1 of 3, LD1
+    of 2, 24 FMLA, and the loop's 2 instructions per KU k (transformer 128 x 128 x 128 with its
+    packing and epilogues: 0.292 executed instructions per multiply-add instead of 0.3125 with
+    one k per iteration; KU 4 gained nothing, register copies)."""
+    npb = len(accs[0]) // v
+    o.append(f"{ind}const float *restrict ap = {abase};")
+    o.extend(f"{ind}const float *restrict bp{p} = {panel(p)};" for p in range(npb))
+    L, mr = d["lanes"], len(accs)
+    live = mr * len(accs[0]) + 2 * (mr // L + mr % L) + 2 * v * npb
+    nk = 2 if live + PAIR_SLACK <= registers else 1
+    o.append(f"{ind}for (size_t k = kc / {KU}u; k != 0u; --k) {{")
+    for _ in range(KU // nk):
+        o.append(f"{ind}    {{")
+        o.extend(f"{ind}        {ln}" for ln in _stream_ks(d, accs, v, nk))
+        o.append(f"{ind}    }}")
+    o.append(f"{ind}}}")
+    if kmul % KU:        # kc a multiple of KU (kmul): no rest (GCC copies the accumulators
+        o.append(f"{ind}for (size_t k = kc % {KU}u; k != 0u; --k) {{")   # between the loops)
+        o.extend(f"{ind}    {ln}" for ln in _stream_ks(d, accs, v, 1))
+        o.append(f"{ind}}}")
+
+
+def _stream_ks(d, accs, v, nk):
+    """Lines of nk (1 or 2) consecutive k of _k_loop_packed_stream."""
+    vec, L, mr, nr = d["vec"], d["lanes"], len(accs), v * d["lanes"]
+    full, npb = mr // L, len(accs[0]) // v
+    step = (lambda ps: [_f(d["kstep"], p=x) + ";" for x in ps]) if d.get("kstep") else \
+        (lambda ps: [])
+    a2 = nk == 2 and mr == full * L and _loadn(d, 2 * full)   # A of 2 k contiguous
+    b2 = [nk == 2 and _loadn(d, 2 * v) for _ in range(npb)]
+    body = step(["ap"] + [f"bp{p}" for p in range(npb)])
+    ws2 = {}
+    for p in range(npb):
+        if b2[p]:
+            body.append(f"const {_f(d['vecn'], n=2 * v)} wb{p} = "
+                        f"{_f(d['loadn'], n=2 * v, p=f'bp{p}')};")
+            body.append(f"bp{p} += {2 * nr}u;")
+            ws2[p] = [_f(d["val"], t=f"wb{p}", i=c) for c in range(2 * v)]
+    if a2:
+        body.append(f"const {_f(d['vecn'], n=2 * full)} xa = "
+                    f"{_f(d['loadn'], n=2 * full, p='ap')};")
+        body.append(f"ap += {2 * mr}u;")
+    for q in range(nk):
+        if q and not a2:
+            body += step(["ap"])
+        sfx = f"_{q}" if nk > 1 else ""
+        if a2:
+            xa = [_f(d["val"], t="xa", i=q * full + g) for g in range(full)]
+        elif _loadn(d, full):
+            body.append(f"const {_f(d['vecn'], n=full)} xa{sfx} = "
+                        f"{_f(d['loadn'], n=full, p='ap')};")
+            xa = [_f(d["val"], t=f"xa{sfx}", i=g) for g in range(full)]
+        else:
+            body += [f"const {vec} xa{g}{sfx} = " + _f(d["load"], p=f"ap + {g * L}u") + ";"
+                     for g in range(full)]
+            xa = [f"xa{g}{sfx}" for g in range(full)]
+        body += [f"const {vec} x{r}{sfx} = " + _f(d["bcast"], p=f"ap + {r}u") + ";"
+                 for r in range(full * L, mr)]
+        if not a2:
+            body.append(f"ap += {mr}u;")
+        for p in range(npb):
+            if b2[p]:
+                ws = ws2[p][q * v:(q + 1) * v]
+            elif _loadn(d, v):
+                body.append(f"const {_f(d['vecn'], n=v)} wb{p}{sfx} = "
+                            f"{_f(d['loadn'], n=v, p=f'bp{p}')};")
+                ws = [_f(d["val"], t=f"wb{p}{sfx}", i=c) for c in range(v)]
+            else:
+                body += [f"const {vec} wb{p}_{c}{sfx} = " +
+                         _f(d["load"], p=f"bp{p} + {c * L}u") + ";" for c in range(v)]
+                ws = [f"wb{p}_{c}{sfx}" for c in range(v)]
+            if not b2[p]:
+                body.append(f"bp{p} += {nr}u;")
+            for c in range(v):
+                for r, row in enumerate(accs):
+                    x = row[p * v + c]
+                    body.append(f"{x} = " + (
+                        _f(d["fma_lane"], a=xa[r // L], b=ws[c], c=x, lane=r % L)
+                        if r < full * L else _f(d["fma"], a=f"x{r}{sfx}", b=ws[c], c=x)) + ";")
+    return body
 
 
 def _k_loop_lanes_rows(o, d, ind, accs, pre, bvec, arow, v):

@@ -19,6 +19,7 @@ from ..isa.x86 import AVX, SIMD, include
 
 
 C_BLOCK = 4         # block edge of the portable 2-D transposition (elements)
+GEMM = table("gemm")
 
 
 def collapse_strided(dims, strides_list):
@@ -85,8 +86,9 @@ def emit_copy(ctx, dims, out_strides, in_strides, ct, out_var=None, in_var=None,
                   f" {is_[b]}u, (uint8_t *)({out_var} + {ob}), {os_[a]}u);")
         elif tile is not None:
             a, b = tile, last
-            w(f"{c_helper(ctx, ct)}({dims[b]}u, {dims[a]}u, {in_var} + {ib}, {is_[b]}u, "
-              f"{out_var} + {ob}, {os_[a]}u);")
+            tr4 = ct == "float" and _tr4(ctx)
+            w(f"{tr4_helper(ctx, tr4) if tr4 else c_helper(ctx, ct)}({dims[b]}u, {dims[a]}u, "
+              f"{in_var} + {ib}, {is_[b]}u, {out_var} + {ob}, {os_[a]}u);")
         elif os_[last] == 1 and is_[last] == 1 and dims[last] > 1:
             w(f"memcpy({out_var} + {ob}, {in_var} + {ib}, {dims[last]}u * sizeof({ct}));")
         else:
@@ -99,6 +101,26 @@ def _avx(ctx) -> bool:
     """The target runs x86 SIMD kernels (AVX is there for both x86-avx2 and x86-avx512): its
     first SIMD ISA has a move table (isa/<name>/move.py)."""
     return isa_for(ctx, table("move")) is not None
+
+
+def _tr4(ctx):
+    """(ISA, its 4 x 4 float block transposition ``tr4``) of the target's GEMM ISA when it
+    has one (NEON: TRN1 / TRN2), else None."""
+    isa = isa_for(ctx, GEMM)
+    return (isa, GEMM[isa]["tr4"]) if isa is not None and GEMM[isa].get("tr4") else None
+
+
+def tr4_helper(ctx, tr4) -> str:
+    """float 2-D transposition in 4 x 4 register blocks by the ISA's tr4 (vector loads,
+    register shuffles, vector stores), c_helper's walk: bits moved unchanged (NEON: the
+    transformer's K transposes, 1.7 -> 1.0 executed instructions per value)."""
+    isa, spell = tr4
+    include(ctx, isa)
+    return _blocked(ctx, f"aicc_tr_f32_{isa}", "float", C_BLOCK, f"""\
+/* 2-D float transposition dst[c * ds + r] = src[r * ss + c] (r < R, c < C) in 4 x 4 {isa}
+ * register blocks, scalar edges; column panels of 64 as aicc_tr_float_c4. */""",
+                    "                " + spell.format(s="s", lda="ss", d="d", ldd="ds") + ";",
+                    isa=None)
 
 
 def c_helper(ctx, ct: str) -> str:

@@ -10,6 +10,9 @@ loop's vector body, its tail and every fused form give the same bits. The generi
 activations._erf's scalar expression (separate multiplies and adds): the targets differ by the
 FMA roundings (a few 1e-8 absolute), far inside the tests' tolerance.
 
+On NEON (vmath ``erf``: "tbl") the same pieces and steps run as one chain per lane with
+TBL-picked coefficients (erf_tbl.py), giving the same bits with fewer instructions.
+
 NaN takes the small piece (x * P = NaN), +-Inf give +-1, -0 gives -0, as the scalar form.
 """
 from __future__ import annotations
@@ -20,6 +23,7 @@ from ...emit_c.cwriter import c_literal
 from ..isa.registry import ISAS
 from ..isa.x86 import SIMD, include_vmath, vpoly
 from .coeffs import ERF_BIG, ERF_MID, ERF_SMALL, GELU_K
+from .erf_tbl import erf_tbl_text
 
 def verf(ctx, isa: str) -> str:
     """Name of the vector erf ``V aicc_erf_ISA(V x)`` (registered once)."""
@@ -35,6 +39,9 @@ def verf(ctx, isa: str) -> str:
     def bit(op, a, b):
         return ISAS[isa].integer["bit"].format(op=op, a=a, b=b)
 
+    if s.get("erf") == "tbl":          # one Horner chain per lane (erf_tbl.py)
+        ctx.helper(f"0.{isa}.2.{name}", erf_tbl_text(name))
+        return name
     any_big = s["any"].format(m=s["mask_andnot"].format(a="lt2", b="lt4"))   # t in [2.25, 4)
     ctx.helper(f"0.{isa}.2.{name}", f"""\
 /* erf of {d['L']} floats: activations._erf's pieces with FMA Horner steps (the [2.25, 4) piece

@@ -36,13 +36,17 @@ from .coeffs import EXP_C, TANH_P
 FUNCS = ("exp", "tanh", "erf")          # the libm names act_expr routes here (erf: erf_simd)
 
 
-def vexp(ctx, isa: str) -> str:
-    """Name of the vector exp ``V aicc_exp_ISA(V x)`` (registered once)."""
+def vexp(ctx, isa: str, nonpos: bool = False) -> str:
+    """Name of the vector exp ``V aicc_exp_ISA(V x)`` (registered once); nonpos: a variant
+    for x <= 0 or NaN (the softmax rows' x - max), without the clamp at 89 that leaves such x
+    unchanged (the same bits), aicc_expn_ISA."""
     d, i = SIMD[isa], INT[isa]
     v, fma, fnma, mul = d["v"], d["fma"], d["fnma"], d["mul"]
     c = {k: vconst(d, val) for k, val in EXP_C}
     c89 = vconst(d, 89.0)
-    name = f"aicc_exp_{isa}"
+    name = f"aicc_exp{'n' if nonpos else ''}_{isa}"
+    lo = f"{d.get('kmax', d['max'])}({vconst(d, -104.0)}, x)"
+    clamp = lo if nonpos else f"{d.get('kmin', d['min'])}({c89}, {lo})"
     include_vmath(ctx, isa)
 
     def pow2(e):
@@ -61,7 +65,7 @@ def vexp(ctx, isa: str) -> str:
  * FLT_MAX gives +Inf). NaN stays NaN. */
 static {v} {name}({v} x)
 {{
-    const {v} xc = {d['min']}({c89}, {d['max']}({vconst(d, -104.0)}, x));   /* NaN stays */
+    const {v} xc = {clamp};   /* NaN stays */
     const {v} n = {d['rnd'].format(x=f"{mul}(xc, {c['l2e']})")};
     const {v} r = {fnma}(n, {c['c2']}, {fnma}(n, {c['c1']}, xc));
     {v} p = {fma}({c['p0']}, r, {c['p1']});

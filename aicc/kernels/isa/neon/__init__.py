@@ -120,6 +120,15 @@ static inline float32x4_t aicc_neon_andnot(float32x4_t a, float32x4_t b)
 #define AICC_NEON_PIN_PTR(p) ((void)0)
 #endif
 
+/* The GEMM K loop's step (gemm/tile.py): the pointer p in a general register, advanced by
+ * the code after it, and no load moved across (so each k's loads stay next to their FMAs
+ * rather than being hoisted into the registers of the accumulators). */
+#if defined(__GNUC__)
+#define AICC_NEON_KSTEP(p) __asm__ __volatile__("" : "+r"(p) : : "memory")
+#else
+#define AICC_NEON_KSTEP(p) ((void)0)
+#endif
+
 /* The 4 x 4 block at s (rows of stride ls) transposed to d (rows of stride ld): d[j * ld + i]
  * = s[i * ls + j] (TRN1 / TRN2 of 32-bit, then of 64-bit lanes). */
 static inline void aicc_neon_tr4(const float *s, size_t ls, float *d, size_t ld)
@@ -135,6 +144,19 @@ static inline void aicc_neon_tr4(const float *s, size_t ls, float *d, size_t ld)
     vst1q_f32(d + 2u * ld, vreinterpretq_f32_f64(vtrn2q_f64(t0, t2)));
     vst1q_f32(d + 3u * ld, vreinterpretq_f32_f64(vtrn2q_f64(t1, t3)));
 }
+
+/* The rows a0..a3 (vectors) of a 4 x 4 block transposed: o_j holds column j (lvalues). */
+#define AICC_NEON_TR4V(a0, a1, a2, a3, o0, o1, o2, o3) do { \
+        const float32x4_t r0_ = (a0), r1_ = (a1), r2_ = (a2), r3_ = (a3); \
+        const float64x2_t t0_ = vreinterpretq_f64_f32(vtrn1q_f32(r0_, r1_)); \
+        const float64x2_t t1_ = vreinterpretq_f64_f32(vtrn2q_f32(r0_, r1_)); \
+        const float64x2_t t2_ = vreinterpretq_f64_f32(vtrn1q_f32(r2_, r3_)); \
+        const float64x2_t t3_ = vreinterpretq_f64_f32(vtrn2q_f32(r2_, r3_)); \
+        (o0) = vreinterpretq_f32_f64(vtrn1q_f64(t0_, t2_)); \
+        (o1) = vreinterpretq_f32_f64(vtrn1q_f64(t1_, t3_)); \
+        (o2) = vreinterpretq_f32_f64(vtrn2q_f64(t0_, t2_)); \
+        (o3) = vreinterpretq_f32_f64(vtrn2q_f64(t1_, t3_)); \
+    } while (0)
 
 static inline float aicc_neon_lane0(float32x4_t v)
 {
@@ -205,6 +227,15 @@ VECTOR = dict(v="float32x4_t", L=4, set1="vdupq_n_f32", add="vaddq_f32", sub="vs
               mul="vmulq_f32", div="vdivq_f32", fma="aicc_neon_fma", fnma="aicc_neon_fnma",
               max="aicc_neon_max", min="aicc_neon_min", ld="vld1q_f32", st="vst1q_f32",
               zero="vdupq_n_f32(0.0f)", sqrt="vsqrtq_f32",
+              # max / min of a constant (not NaN) and x: FMAX / FMIN give max / min's values
+              # (x when NaN, quieted); a softmax row's running max: a NaN the x86 max drops
+              # makes the row NaN all the same (exp(NaN - max) enters its sum), and FMAX's
+              # order of -0 and +0 changes no x - max
+              kmax="vmaxq_f32", kmin="vminq_f32", rowmax="vmaxq_f32",
+              # the softmax rows' exp without its clamp at 89 (x - max <= 0: vmath/exp.py)
+              exp_nonpos=True,
+              # 4 consecutive vectors with one LD1 / ST1 (the softmax rows' scaling)
+              ld4v="vld1q_f32_x4", st4v="vst1q_f32_x4", v4="float32x4x4_t",
               sel="vbslq_f32(aicc_neon{p}({x}, {y}), {b}, {a})",
               rnd="vrndnq_f32({x})")         # to nearest, ties to even (FRINTN)
 
@@ -232,11 +263,15 @@ ISA = Isa(
               loadn="vld1q_f32_x{n}({p})", loadn_max=4, vecn="float32x4x{n}_t",
               val="{t}.val[{i}]",
               # GEMMs of at least pack_a rows and pack_n columns pack A per block into row
-              # tiles of pack_a rows, k-major (gemm/simd.py pack_a_text; 4 x 4 blocks by tr4):
+              # tiles of pack_a rows, k-major (gemm/pack.py pack_a_text; 4 x 4 blocks by tr4):
               # 12 x 8 tiles, per k one LD1 of 3 for A, one of 2 for B, 24 FMLA (with A rows
               # in place: 8 x 8, 8 loads of A and 4 of B per 64 FMLA, and register moves);
               # balanced row tiles in multiples of row_step
               pack_a=12, pack_n=40, row_step=4, tr4="aicc_neon_tr4({s}, {lda}, {d}, {ldd})",
+              # run-time B packed with full panels of contiguous rows copied (portable.py)
+              pack_rows=True,
+              # the packing's full tiles: rows {a0}..{a3} (vectors) transposed into {o0}..{o3}
+              tr4v="AICC_NEON_TR4V({a0}, {a1}, {a2}, {a3}, {o0}, {o1}, {o2}, {o3})",
               zero="vdupq_n_f32(0.0f)", add="vaddq_f32", **MASK,
               # the clamp epilogue's min / max (gemm/tile.py tile_clamp); FMIN / FMAX return
               # NaN when either operand is NaN, so NaN passes the clamp as on x86
@@ -245,6 +280,7 @@ ISA = Isa(
               # rows, and each PRFM is one more instruction (the 1-row kernels issued one per
               # panel and k)
               prefetch="",
+              kstep="AICC_NEON_KSTEP({p})",
               # most accumulators a kernel of several panels keeps: 24 of the 32 registers
               acc_max=24),
     gemm_mr_max={1: 24, 2: 12, 3: 8},

@@ -5,6 +5,9 @@ The float vector vocabulary is the description's ``vector``, the bit operations 
 (``mask``, uint32x4_t); the _CMP_ predicate names the kernels pass ({p}) select the prelude's
 compares aicc_neon_CMP_* (isa/neon/__init__.py). No ``half``: float16 Casts stay portable.
 """
+from . import binary
+from .norm import layernorm
+
 TABLE: dict = dict(
     mask="uint32x4_t",                              # the type of a compare's lanes
     cmp="aicc_neon{p}({x}, {y})",                   # lanes where x p y (a _CMP_ predicate)
@@ -12,6 +15,9 @@ TABLE: dict = dict(
     mask_andnot="vbicq_u32({b}, {a})",              # lanes of mask b and not of mask a
     any="vmaxvq_u32({m})",                          # != 0 when any lane of m holds
     cvtt="vcvtq_s32_f32",                           # float -> int32, truncating
+    layernorm=layernorm,    # the LayerNormalization rows (isa/neon/norm.py)
+    binary=binary.emit,     # float Add / Sub / Mul / Div, same shapes or one value (binary.py)
+    erf="tbl",      # erf: one Horner chain per lane, TBL-picked coefficients (vmath/erf_tbl.py)
     # the lanes of v reduced to a float by op (max, add): FMAXV / FADDP across the vector
     hred="""\
     return v{op}vq_f32(v);""",
