@@ -492,3 +492,48 @@ def test_lstm_with_batch_zero_and_a_dynamic_time_axis(tmp_path):
     r = cli("build", tmp_path / "m.onnx", "-o", tmp_path / "b", "--buckets", "frames=4,8")
     assert r.returncode == 0, r.stderr
     build_bundle(tmp_path / "b", PLAIN_CFLAGS)
+
+
+def _relu_model(path):
+    _model(path, [helper.make_node("Relu", ["x"], ["y"])],
+           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="fork: Linux")
+def test_shape_inference_that_never_returns_is_stopped(tmp_path, monkeypatch):
+    """onnx's C++ inference cannot be interrupted: it runs in a child killed at the limit
+    (here an inference that sleeps stands for one that loops), and the build fails with one
+    line instead of hanging; the next build gets a new child."""
+    import time
+
+    import aicc
+    from aicc.errors import ModelError
+    from aicc.frontend import infer
+    _relu_model(tmp_path / "m.onnx")
+    monkeypatch.setattr(infer, "SHAPE_INFERENCE_SECONDS", 1.0)
+    monkeypatch.setattr(infer.shape_inference, "infer_shapes",
+                        lambda *a, **k: time.sleep(60))
+    infer._SERVER.stop()            # the next inference child is forked with the patch
+    t = time.monotonic()
+    with pytest.raises(ModelError, match="did not finish in 1 s"):
+        aicc.build(tmp_path / "m.onnx", out=tmp_path / "b")
+    assert time.monotonic() - t < 20 and not (tmp_path / "b").exists()
+    monkeypatch.undo()
+    assert aicc.build(tmp_path / "m.onnx", out=tmp_path / "b").exists()
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="fork: Linux")
+def test_shape_inference_that_dies_is_an_error(tmp_path, monkeypatch):
+    import os
+
+    import aicc
+    from aicc.errors import ModelError
+    from aicc.frontend import infer
+    _relu_model(tmp_path / "m.onnx")
+    monkeypatch.setattr(infer.shape_inference, "infer_shapes", lambda *a, **k: os._exit(9))
+    infer._SERVER.stop()
+    with pytest.raises(ModelError, match="its process died"):
+        aicc.build(tmp_path / "m.onnx", out=tmp_path / "b")
+    monkeypatch.undo()
+    assert aicc.build(tmp_path / "m.onnx", out=tmp_path / "b").exists()     # and normally

@@ -17,8 +17,8 @@ def _vi(name, t):
 
 def to_onnx(g, with_types: bool = True, light: bool = False):
     """The graph as an ONNX model. light: constants whose values shape inference never reads
-    (onnx_import.LIGHT_MAX: large, not int32 / int64) as typed graph inputs instead of data."""
-    from .onnx_import import LIGHT_MAX
+    (frontend/infer.py LIGHT_MAX: large, not int32 / int64) as typed graph inputs instead of data."""
+    from .infer import LIGHT_MAX
     big = {k for k, v in g.constants.items() if light and np.asarray(v).size > LIGHT_MAX
            and np.asarray(v).dtype not in (np.int32, np.int64)}
     inits = [numpy_helper.from_array(np.asarray(v), name=k) for k, v in sorted(g.constants.items())

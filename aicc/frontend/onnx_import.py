@@ -6,10 +6,11 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper, shape_inference
+from onnx import helper, numpy_helper
 
 from ..errors import ModelError
 from ..ir import Graph, Node, TensorType
+from .infer import InferenceTimeout, infer_without_weights
 from .walk import all_nodes
 
 MIN_OPSET = 7          # older models are converted up to this with onnx's version converter
@@ -146,54 +147,11 @@ def prepare(model: onnx.ModelProto, name: str = "model") -> onnx.ModelProto:
     bind_function_defaults(model, model_opset(model))
     try:
         model = infer_without_weights(model, strict_mode=True, data_prop=True)
+    except InferenceTimeout as e:
+        raise ModelError(f"{name}: {e}") from None
     except Exception as e:  # noqa: BLE001
         raise ModelError(f"{name}: shape inference failed: {_one_line(e)}") from None
     return model
-
-
-LIGHT_MAX = 256     # initializers above this many elements (not int32 / int64) are shape-only
-
-
-def _shape_only(t: onnx.TensorProto) -> bool:
-    """A tensor whose values shape inference never reads: a weight of more than LIGHT_MAX
-    elements (int32 / int64 tensors, which may hold shapes, are kept whatever their size)."""
-    n = 1
-    for d in t.dims:
-        n *= d
-    return n > LIGHT_MAX and t.data_type not in (onnx.TensorProto.INT32, onnx.TensorProto.INT64)
-
-
-def infer_without_weights(model: onnx.ModelProto, **kw) -> onnx.ModelProto:
-    """onnx shape inference on a copy of ``model`` whose large weights are typed graph inputs
-    instead of data (a ViT-B/16 carries 330 MB that inference would serialize and parse):
-    ``model`` with that run's results (value_info, output types, the nodes with their
-    subgraphs' annotations)."""
-    g = model.graph
-    big = [t for t in g.initializer if _shape_only(t)]
-    if not big:
-        return shape_inference.infer_shapes(model, **kw)
-    light = onnx.ModelProto()
-    light.ir_version = model.ir_version
-    light.opset_import.extend(model.opset_import)
-    lg = light.graph
-    lg.name = g.name
-    lg.node.extend(g.node)
-    lg.input.extend(g.input)
-    lg.output.extend(g.output)
-    lg.value_info.extend(g.value_info)
-    lg.sparse_initializer.extend(g.sparse_initializer)
-    lg.initializer.extend(t for t in g.initializer if not _shape_only(t))
-    declared = {i.name for i in g.input}
-    lg.input.extend(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
-                    for t in big if t.name not in declared)
-    light = shape_inference.infer_shapes(light, **kw)
-    out = onnx.ModelProto()
-    out.CopyFrom(model)         # a memory copy; shape inference would serialize it twice
-    o = out.graph
-    for field in ("node", "output", "value_info"):
-        del getattr(o, field)[:]
-        getattr(o, field).extend(getattr(light.graph, field))
-    return out
 
 
 def _check_einsum(model: onnx.ModelProto, name: str) -> None:

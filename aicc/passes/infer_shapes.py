@@ -2,8 +2,7 @@
 that came from shape subgraphs become known)."""
 from __future__ import annotations
 
-from onnx import shape_inference
-
+from ..frontend.infer import infer_limited
 from ..frontend.onnx_export import to_onnx
 from ..frontend.onnx_import import _value_info_type
 from .registry import graph_pass
@@ -17,8 +16,8 @@ def infer_shapes(g):
            for n in g.nodes):
         return g
     try:
-        m = shape_inference.infer_shapes(to_onnx(g, with_types=False, light=True),
-                                         strict_mode=False, data_prop=True)
+        m = infer_limited(to_onnx(g, with_types=False, light=True), strict_mode=False,
+                          data_prop=True)
     except Exception:  # noqa: BLE001
         return g
     g = g.copy()
