@@ -185,7 +185,7 @@ def _kernel_text(isa: str, mr: int, prefetch: bool = True, v: int = V,
              f"panels of {nr}\n * (panel p at b + p*bs, row k at +k*{nr}); "
              f"{np_} panel(s) at once, the last partial panel masked.\n"
              + (f" * {what}.\n" if packed else "") +
-             f" * acc != 0: add to the partial sums already in Y (a later K block). */")
+             " * acc != 0: add to the partial sums already in Y (a later K block). */")
     o.append(f"static void {name}(size_t kc, const float *restrict a, size_t lda,")
     o.append("    const float *restrict b, size_t bs, float *restrict y, size_t ldy, size_t n, "
              "int acc,")
