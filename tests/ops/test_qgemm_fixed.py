@@ -367,3 +367,40 @@ def test_m4_int8_program_links_no_soft_double(m4_run):
     assert "aicc_rqrowi_s8" in " ".join(names)
     bad = [s for s in names if s.startswith(SOFT)]
     assert not bad, bad
+
+
+@needs_m4
+def test_m4_fully_connected_only_compiles_clean(tmp_path):
+    """A model of one-row QDQ fully connected layers only (the FC autoencoder's form: the
+    matrix-vector kernel and the fused multiply-add requantization): its C has no helper it
+    does not call (-Wall -Wextra -pedantic -Werror under the cortex-m4 compiler), and its
+    outputs are the generic bundle's."""
+    r = np.random.default_rng(8)
+    f32 = np.float32
+    inits = {"s_in": f32(0.05), "z_in": np.int8(-3)}
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s_in", "z_in"], ["q0"]),
+             helper.make_node("DequantizeLinear", ["q0", "s_in", "z_in"], ["d0"])]
+    prev, k = "d0", 40
+    for i, n in enumerate((24, 16)):
+        w = r.integers(-127, 128, size=(n, k)).astype(np.int8)
+        ws = r.uniform(0.002, 0.006, n).astype(f32)
+        inits.update({f"w{i}": w, f"ws{i}": ws, f"b{i}": r.integers(-900, 900, n).astype(np.int32),
+                      f"bs{i}": (f32(0.05) * ws).astype(f32), f"ys{i}": f32(0.08),
+                      f"yz{i}": np.int8(2)})
+        nodes += [helper.make_node("DequantizeLinear", [f"w{i}", f"ws{i}"], [f"wf{i}"], axis=0),
+                  helper.make_node("DequantizeLinear", [f"b{i}", f"bs{i}"], [f"bf{i}"], axis=0),
+                  helper.make_node("Gemm", [prev, f"wf{i}", f"bf{i}"], [f"g{i}"], transB=1),
+                  helper.make_node("QuantizeLinear", [f"g{i}", f"ys{i}", f"yz{i}"], [f"q{i + 1}"]),
+                  helper.make_node("DequantizeLinear", [f"q{i + 1}", f"ys{i}", f"yz{i}"],
+                                   [f"d{i + 1}"])]
+        prev, k = f"d{i + 1}", n
+    feeds = {"x": r.normal(0, 2, (1, 40)).astype(f32)}
+    path = tmp_path / "fc.onnx"
+    onnx.save(make_model(nodes, feeds, [prev], inits, opset=13), str(path))
+    outs = {}
+    for target in (M4, "generic"):
+        b = aicc.build(path, target=target, out=tmp_path / target)
+        outs[target] = open_bundle(b, cflags=PLAIN_CFLAGS).run(feeds)[prev]
+    assert "aicc_rqfma_s8(" in (tmp_path / M4 / "model.c").read_text()
+    np.testing.assert_array_equal(outs[M4], outs["generic"])
+    assert np.unique(outs[M4]).size > 5

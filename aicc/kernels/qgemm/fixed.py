@@ -199,11 +199,16 @@ def _text(code: str, ydt) -> str:
             .replace("@LO@", str(lo)).replace("@HI@", str(hi)))
 
 
+def _sat(ctx, ydt) -> None:
+    """The saturation and uint32 -> int32 helpers the requantization helpers call."""
+    ctx.helper("qlinear.0.wrap", WRAP)
+    ctx.helper(f"qlinear.0.xsat_{_sfx(ydt)}", _text(SAT, ydt))
+
+
 def row(ctx, ydt) -> str:
     """Name of the row helper for output dtype ydt (uint8 / int8): ``(n, acc, bias, mlt,
     zp, bnd, y)``, acc uint32 sums, bias uint32, bnd the C of bound_arg."""
-    ctx.helper("qlinear.0.wrap", WRAP)
-    ctx.helper(f"qlinear.0.xsat_{_sfx(ydt)}", _text(SAT, ydt))
+    _sat(ctx, ydt)
     ctx.helper(f"qlinear.4.rqrowi_{_sfx(ydt)}", _text(ROW, ydt))
     return f"aicc_rqrowi_{_sfx(ydt)}"
 
@@ -250,7 +255,7 @@ def one_fma(ctx, ydt, mults, bound: int) -> str | None:
     if fma is None or not 0 <= bound <= 1 << 24 or m.size == 0 \
             or not np.all(np.isfinite(m)) or np.abs(m).max() > F_MAX:
         return None
-    row(ctx, ydt)                       # aicc_sat and the wrap helper
+    _sat(ctx, ydt)
     text = _text(FMA_ONE, ydt).replace("@FMA@", fma.format(a="(float)a", b="m",
                                                             c="12582912.0f"))
     ctx.helper(f"qlinear.4.rqfma_{_sfx(ydt)}", text)

@@ -70,7 +70,7 @@ def _step(o: int, ind: str) -> str:
     return ind + "{\n" + "".join(ind + "    " + ln + "\n" for ln in lines) + ind + "}\n"
 
 
-DOT = """\
+TYPES = """\
 #if defined(__GNUC__)
 typedef uint32_t __attribute__((may_alias, aligned(4))) aicc_qw32;
 typedef uint64_t __attribute__((may_alias, aligned(8))) aicc_qw64;   /* LDRD */
@@ -84,8 +84,9 @@ typedef uint64_t aicc_qw64;
 #define AICC_QP_NOSCHED __attribute__((optimize("no-schedule-insns")))
 #else
 #define AICC_QP_NOSCHED
-#endif
+#endif"""
 
+DOT = """\
 /* acc[r * ldc + j] = sum over k < 4 kq of w_r[k] * x[j * 4 kq + k] for the two channels r of a
  * pair and the n input rows j (kernels/qgemm/pairs.py): w holds, per 4 k, one word per channel
  * (bytes k = 0, 2, 1, 3 as int8), x rows of 4 kq int16 (4-byte aligned). Two positions at a
@@ -161,14 +162,20 @@ static inline uint32_t aicc_qp_sub2_{isa}(int32_t a, int32_t b)
 }"""
 
 
-def _dot(ctx, isa: str) -> str:
-    """Name of the dot kernel of isa (its #include, prelude and spellings as helpers)."""
+def _spellings(ctx, isa: str) -> None:
+    """isa's #include, prelude, spellings and the kernels' word types as helpers."""
     sp = TABLES[isa]
     ctx.helper(f"qpair.0.include.{isa}", include_line(isa))
     ctx.helper(f"qpair.1.spell.{isa}", fill(SPELL, isa=isa, lo=fill(sp["lo"], x="x"),
                                              hi=fill(sp["hi"], x="x"),
                                              mac2=fill(sp["mac2"], a="a", b="b", c="c"),
                                              sub2=fill(sp["sub2"], a="a", b="b")))
+    ctx.helper("qpair.1.types", TYPES)
+
+
+def _dot(ctx, isa: str) -> str:
+    """Name of the dot kernel of isa (after _spellings)."""
+    _spellings(ctx, isa)
     code = re.sub(r"\{(lo|hi)\(([^(){}]*)\)\}", rf"aicc_qp_\1_{isa}(\2)", DOT)
     code = re.sub(r"\b(lo|hi)\(", rf"aicc_qp_\1_{isa}(", code)
     code = re.sub(r"\{mac2\(((?:[^{}()]|\([^()]*\))*)\)\}", rf"aicc_qp_mac2_{isa}(\1)", code)
@@ -322,8 +329,8 @@ def _gemv_step(o: int, ind: str) -> str:
 
 
 def _gemv(ctx, isa: str) -> str:
-    """Name of the matrix-vector kernel of isa (after _dot: its spellings and typedefs)."""
-    _dot(ctx, isa)
+    """Name of the matrix-vector kernel of isa (after _spellings)."""
+    _spellings(ctx, isa)
     code = GEMV.replace("@STEP@", _gemv_step(0, " " * 12), 1) \
         .replace("@STEP@", _gemv_step(0, " " * 12)).replace("@STEP2@", _gemv_step(1, " " * 12))
     code = re.sub(r"\b(lo|hi)\(", rf"aicc_qp_\1_{isa}(", code)
