@@ -11,6 +11,7 @@ inside onnx becomes an error too. Elsewhere it runs in the process.
 from __future__ import annotations
 
 import json
+import math
 import os
 import select
 import signal
@@ -25,13 +26,16 @@ SHAPE_INFERENCE_SECONDS = 300.0     # ViT-B/16: about 1 s
 LIGHT_MAX = 256     # initializers above this many elements (not int32 / int64) are shape-only
 
 
+def shape_only(size: int, integer: bool) -> bool:
+    """Whether shape inference never reads a constant's values: a weight of more than
+    LIGHT_MAX elements; int32 / int64 tensors (``integer``), which may hold shapes, are kept
+    whatever their size."""
+    return size > LIGHT_MAX and not integer
+
+
 def _shape_only(t: onnx.TensorProto) -> bool:
-    """A tensor whose values shape inference never reads: a weight of more than LIGHT_MAX
-    elements (int32 / int64 tensors, which may hold shapes, are kept whatever their size)."""
-    n = 1
-    for d in t.dims:
-        n *= d
-    return n > LIGHT_MAX and t.data_type not in (onnx.TensorProto.INT32, onnx.TensorProto.INT64)
+    return shape_only(math.prod(t.dims),
+                      t.data_type in (onnx.TensorProto.INT32, onnx.TensorProto.INT64))
 
 
 def infer_without_weights(model: onnx.ModelProto, **kw) -> onnx.ModelProto:
@@ -118,7 +122,7 @@ class _Server:
         try:
             _write_msg(self.req, body)
             out = _read_msg(self.rsp, time.monotonic() + seconds)
-        except InferenceTimeout:
+        except TimeoutError:
             self.stop()
             raise InferenceTimeout(seconds) from None
         except OSError:
@@ -142,7 +146,7 @@ def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
         if deadline is not None:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
-                raise InferenceTimeout(0)
+                raise TimeoutError
         b = os.read(fd, min(n - got, 1 << 20))
         if not b:
             raise OSError("closed")

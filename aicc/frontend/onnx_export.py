@@ -6,6 +6,7 @@ import numpy as np
 from onnx import helper, numpy_helper
 
 from ..ops.reference import node_proto
+from .infer import shape_only
 
 
 def _vi(name, t):
@@ -17,10 +18,9 @@ def _vi(name, t):
 
 def to_onnx(g, with_types: bool = True, light: bool = False):
     """The graph as an ONNX model. light: constants whose values shape inference never reads
-    (frontend/infer.py LIGHT_MAX: large, not int32 / int64) as typed graph inputs instead of data."""
-    from .infer import LIGHT_MAX
-    big = {k for k, v in g.constants.items() if light and np.asarray(v).size > LIGHT_MAX
-           and np.asarray(v).dtype not in (np.int32, np.int64)}
+    (frontend/infer.py shape_only) as typed graph inputs instead of data."""
+    big = {k for k, v in g.constants.items() if light and shape_only(
+        np.asarray(v).size, np.asarray(v).dtype in (np.int32, np.int64))}
     inits = [numpy_helper.from_array(np.asarray(v), name=k) for k, v in sorted(g.constants.items())
              if k not in big]
     ins = [_vi(i, g.types[i]) for i in g.inputs] + [_vi(k, g.type_of(k)) for k in sorted(big)]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import register
-from .qlinear import QLinearMatMul
+from .qlinear import QLinearMatMul, column_multipliers
 from .quantize import QTYPES
 
 
@@ -40,8 +40,7 @@ class QGemm(QLinearMatMul):
         acc = (a.astype(np.int64) - za.astype(np.int64)) @ \
             (b.astype(np.int64) - np.broadcast_to(zb.astype(np.int64).reshape(-1), (n,)))
         acc = ((acc + bias.astype(np.int64)) + 2**31) % 2**32 - 2**31     # modulo 2^32
-        m = (np.float32(sa.reshape(-1)[0]) * np.broadcast_to(sb.astype(np.float32).reshape(-1), (n,))
-             / np.float32(sy.reshape(-1)[0])).astype(np.float32)
+        m = column_multipliers(sa, sb, sy, n)
         with np.errstate(all="ignore"):
             q = np.rint(acc.astype(np.float64) * m.astype(np.float64))
         lo, hi = QTYPES[zy.dtype.name]

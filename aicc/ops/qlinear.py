@@ -108,6 +108,15 @@ def check_scales_output(g, node) -> str | None:
     return None
 
 
+def column_multipliers(sa, sb, sy, n: int) -> np.ndarray:
+    """The float32 multipliers ``sa * sb[j] / sy`` of n output columns (per tensor or per
+    column b scale), the product and the quotient rounded to float32 as the C computes them."""
+    with np.errstate(all="ignore"):
+        return (np.float32(np.asarray(sa).reshape(-1)[0])
+                * np.broadcast_to(np.asarray(sb, np.float32).reshape(-1), (n,))
+                / np.float32(np.asarray(sy).reshape(-1)[0])).astype(np.float32)
+
+
 def _requant_prelude(ctx, ks, ys_k, yzp_k):
     """Declare ``sa`` (the per-tensor input scale), ``ys`` and ``yzp``."""
     ctx(f"const float sa = {scalar(ctx, ks)};")
@@ -305,10 +314,11 @@ class QLinearMatMul(_MatMulBase):
         targets with ``requant: integer``)."""
         ydt = ctx.out_dtype(0)
         yct = ctype(ydt)
-        pb, k, n = (lambda d: (d[1], d[4], d[5]))(batch_dims(ctx.in_shape(0), ctx.in_shape(3)))
-        bnd = fixed.bound_arg(qgemm_c.bound(ctx, self.B, self.BZ, n, k, self.A, self.AZ,
-                                            w_rows=lambda w: w.reshape(k, n).T)
-                              if numel(pb) == 1 else -1)    # batches of b: no bound
+        _, pb, bo, m, k, n = batch_dims(ctx.in_shape(0), ctx.in_shape(3))
+        bound = (qgemm_c.bound(ctx, self.B, self.BZ, n, k, self.A, self.AZ,
+                               w_rows=lambda w: w.reshape(k, n).T)
+                 if numel(pb) == 1 else -1)    # batches of b: no bound
+        bnd = fixed.bound_arg(bound)
 
         def mult(j):
             return f"const float mlt = sa * {ctx.inp[4]}[{j if bss else '0'}] / ys;"
@@ -316,7 +326,7 @@ class QLinearMatMul(_MatMulBase):
         def value(acc, j):
             return [mult(j)], f"({yct}){fixed.one(ctx, ydt)}({acc}{self.bias(ctx, j)}, mlt, yzp)"
 
-        fma = self._one_row_fma(ctx, ydt, bnd, n)
+        fma = self._one_row_fma(ctx, ydt, bound, n) if numel(bo) * m == 1 else None
 
         def dot_post(ch, src, cnt, dst, step, tile):     # one output column of a tile
             if fma:         # per-column multipliers of a one-row product: no row set-up
@@ -332,17 +342,13 @@ class QLinearMatMul(_MatMulBase):
                 ctx(f"{ctx.out[0]}[{dst} + q * {step}] = {tq}[q];")
         self.emit_mm(node, ctx, value, dot_post)
 
-    def _one_row_fma(self, ctx, ydt, bnd: str, n: int) -> str | None:
+    def _one_row_fma(self, ctx, ydt, bound: int, n: int) -> str | None:
         """kernels/qgemm/fixed.py's fused multiply-add helper for a one-row product with
-        per-column constant multipliers (a fully connected layer), when it applies."""
-        rows = numel(batch_dims(ctx.in_shape(0), ctx.in_shape(3))[2]) * \
-            batch_dims(ctx.in_shape(0), ctx.in_shape(3))[3]
+        per-column constant multipliers (a fully connected layer), when it applies; bound: the
+        build's bound on |sum| (negative: none)."""
         sa, sb, sy = (ctx.in_const(k) for k in (1, 4, 6))
-        if rows != 1 or sa is None or sb is None or sy is None or np.asarray(sb).size != n \
-                or bnd == "0xffffffffu":
+        if sa is None or sb is None or sy is None or np.asarray(sb).size != n or bound < 0:
             return None
         bias = np.asarray(ctx.in_const(self.BIAS)) if self.bias(ctx, 0) else np.zeros(1)
-        with np.errstate(all="ignore"):
-            m = (np.float32(np.asarray(sa).reshape(-1)[0]) * np.asarray(sb, np.float32).reshape(-1)
-                 / np.float32(np.asarray(sy).reshape(-1)[0])).astype(np.float32)
-        return fixed.one_fma(ctx, ydt, m, int(bnd.rstrip("u")) + int(np.abs(bias).max()))
+        return fixed.one_fma(ctx, ydt, column_multipliers(sa, sb, sy, n),
+                             bound + int(np.abs(bias.astype(np.int64)).max()))

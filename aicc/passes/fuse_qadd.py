@@ -44,6 +44,18 @@ def _dq(g, prod, t):
     return d.inputs[0], sz[0], sz[1]
 
 
+def _q(g, q):
+    """[scale, zero point] of a standard-domain QuantizeLinear q with scalar float32 constants
+    and a uint8 / int8 output, else None."""
+    if q.op_type != "QuantizeLinear" or not std_domain(q) or len(q.inputs) < 3:
+        return None
+    sz = _scalar_consts(g, q, (1, 2))
+    if sz is None or g.dtype(q.outputs[0]).name not in INT8 or \
+            np.asarray(g.const(sz[0])).dtype != np.float32:
+        return None
+    return sz
+
+
 @graph_pass("fuse-qadd")
 def fuse_qadd(g, *, mode: str = "on"):
     """DQ -> Add -> Q into aicc.QAdd (see the module docstring)."""
@@ -53,17 +65,14 @@ def fuse_qadd(g, *, mode: str = "on"):
     prod, cons, outs = g.producers(), g.consumers(), set(g.outputs)
     replace, drop = {}, set()
     for q in g.nodes:
-        if q.op_type != "QuantizeLinear" or not std_domain(q) or len(q.inputs) < 3:
-            continue
-        add = prod.get(q.inputs[0])
+        sz = _q(g, q)
+        add = prod.get(q.inputs[0]) if sz else None
         if add is None or add.op_type != "Add" or not std_domain(add) or len(add.inputs) != 2 \
                 or not sole_use(q.inputs[0], q, cons, outs) or add.attrs:
             continue
-        sz = _scalar_consts(g, q, (1, 2))
         da, db = (_dq(g, prod, t) for t in add.inputs)
         y = q.outputs[0]
-        if sz is None or da is None or db is None or g.dtype(y).name not in INT8 or \
-                np.asarray(g.const(sz[0])).dtype != np.float32:
+        if da is None or db is None:
             continue
         if not (tuple(g.shape(da[0])) == tuple(g.shape(db[0])) == tuple(g.shape(y))):
             continue

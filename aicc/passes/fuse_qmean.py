@@ -27,8 +27,7 @@ from ..emit_c.loops import numel
 from ..ir import Node
 from ..ops.qmean import MAX_N
 from .absorb import sole_use, std_domain
-from .fuse_qadd import _dq, _scalar_consts
-from .fuse_qdq import INT8
+from .fuse_qadd import _dq, _q
 from .registry import graph_pass
 
 POOLS = ("GlobalAveragePool", "ReduceMean", "AveragePool")
@@ -71,7 +70,8 @@ def fuse_qmean(g, *, mode: str = "on"):
     prod, cons, outs = g.producers(), g.consumers(), set(g.outputs)
     replace, drop = {}, set()
     for q in g.nodes:
-        if q.op_type != "QuantizeLinear" or not std_domain(q) or len(q.inputs) < 3:
+        sz = _q(g, q)
+        if sz is None:
             continue
         views, t, reader = [], q.inputs[0], q        # reshapes between the mean and q
         while (p := prod.get(t)) is not None and p.op_type in VIEWS and std_domain(p) \
@@ -82,11 +82,9 @@ def fuse_qmean(g, *, mode: str = "on"):
         if pool is None or pool.op_type not in POOLS or not std_domain(pool) \
                 or not sole_use(t, reader, cons, outs):
             continue
-        sz = _scalar_consts(g, q, (1, 2))
         dq = _dq(g, prod, pool.inputs[0])
         y = q.outputs[0]
-        if sz is None or dq is None or g.dtype(y).name not in INT8 or \
-                np.asarray(g.const(sz[0])).dtype != np.float32:
+        if dq is None:
             continue
         axis = _first_axis(g, pool)
         shape = tuple(g.shape(dq[0]))

@@ -121,10 +121,11 @@ def prefer_nhwc(ctx, geo, isa: str) -> bool:
 
 def prefer(ctx, geo, isa: str) -> bool:
     """NCHW auto rule (_rules): constant weights, a strided conv, one of few input channels
-    or a 1-D conv (``one_d``: temporal convs, whose short rows leave the GEMM tiles short), whose output channels fill the lanes, with a small
-    output (the transposes to NCHW cost ~0.4 cycles a float: a first conv of K = 27 onto
-    224x224 x 32 loses to im2col; few_out_max for few input channels) and weights that stay
-    in L2 (every band streams them)."""
+    or a 1-D conv (``one_d``: temporal convs, whose short rows leave the GEMM tiles short),
+    whose output channels fill the lanes, with a small output (the transposes to NCHW cost
+    ~0.4 cycles a float: a first conv of K = 27 onto 224x224 x 32 loses to im2col;
+    few_out_max for few input channels) and weights that stay in L2 (every band streams
+    them)."""
     a = _rules(isa)
     few = geo.cin <= a["small_cin"]
     wbytes = 4 * geo.cout * geo.cin_g * math.prod(geo.k)

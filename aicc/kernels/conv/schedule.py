@@ -4,6 +4,8 @@ node's ``aicc_schedule``; and the input extents the padded copies cover.
 """
 from __future__ import annotations
 
+import math
+
 from ..gemm.simd import nr_of, step_rows
 from ..gemm.tile import V
 from ..isa.registry import ISAS, table
@@ -59,9 +61,7 @@ def channel_blocks(sched: dict, geo, node) -> dict:
     channel's taps are then an FMA chain from zero and the channels' sums are added, as
     onnxruntime's NCHW-input conv kernel sums them. One chain over all 27 products was 1.36x
     onnxruntime's root-mean-square error against float64 (docs/ACCURACY.md)."""
-    taps = 1
-    for k in geo.k:
-        taps *= k
+    taps = math.prod(geo.k)
     if "kc" in (node.attrs.get("aicc_schedule") or {}):
         return sched
     if geo.cin_g > 1 and taps > 1 and geo.cin_g * taps <= sched["kc"]:

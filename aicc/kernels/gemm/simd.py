@@ -167,6 +167,11 @@ def _vtag(v: int) -> str:
     return "" if v == V else f"v{v}"
 
 
+def _k_tag(packed: bool, kmul: int) -> str:
+    """Name tag of the packed-A kernels without a K rest (every kc a multiple of KU)."""
+    return f"_k{KU}" if packed and kmul % KU == 0 else ""
+
+
 def _kernel_text(isa: str, mr: int, prefetch: bool = True, v: int = V,
                  packed: bool = False, kmul: int = 1) -> tuple:
     """A micro-kernel of mr rows; packed: A packed k-major (pack_a_text: A(r, k) = a[k * mr +
@@ -176,9 +181,9 @@ def _kernel_text(isa: str, mr: int, prefetch: bool = True, v: int = V,
     d = ISA[isa]
     L, vec, nr = d["lanes"], d["vec"], nr_of(isa, v)
     np_ = panels_at_once(mr, isa, v)
-    ku = KU if packed and kmul % KU == 0 else 1
+    ku = KU if _k_tag(packed, kmul) else 1
     name = (f"aicc_sg_{isa}_k{mr}{'' if prefetch else 'np'}{_vtag(v)}{'pa' if packed else ''}"
-            f"{f'_k{ku}' if ku > 1 else ''}")
+            f"{_k_tag(packed, kmul)}")
     o = []
     what = f"A(r, k) = a[k * {mr} + r] (packed)" if packed else "A(r, k) = a[r * lda + k]"
     o.append(f"/* {isa} micro-kernel, {mr} row(s): Y[0:{mr}, 0:n] (+)= A[0:{mr}, 0:kc] @ B, B in "
@@ -271,8 +276,7 @@ def kernels(ctx, isa: str, rows, prefetch: bool = True, v: int = V,
     for mr in rows:
         name, text = _kernel_text(isa, mr, prefetch, v, packed, kmul)
         ctx.helper(f"gemm_{isa}.2.k{mr:02d}{'' if prefetch else 'np'}{_vtag(v)}"
-                   f"{'pa' if packed else ''}{name[name.rindex('pa') + 2:] if packed else ''}",
-                   text)
+                   f"{'pa' if packed else ''}{_k_tag(packed, kmul)}", text)
         names[mr] = name
     return names
 
@@ -341,7 +345,7 @@ def driver(ctx, isa: str, sched: dict, act, params, m: int, fused: bool = False)
         epi = epi[len('aicc_sg_'):]
     name = (f"aicc_sg_{isa}_m{mr_max}k{kc}c{mc}j{jb}n{nc}{'' if prefetch else 'np'}"
             f"{'pf1' if pf_first else ''}{_vtag(v)}{'pa' if packed else ''}"
-            f"{f'_k{KU}' if packed and kmul % KU == 0 else ''}_r"
+            f"{_k_tag(packed, kmul)}_r"
             f"{'_'.join(map(str, rows))}_{epi}")
     cases = "\n".join(f"                        case {r}u: {ks[r]}(kc, a, lda, b, bs, y, N, nc, "
                       f"acc, {tail}); break;" for r in rows)
