@@ -126,6 +126,28 @@ static void aicc_cv_conv_ISA(const aicc_conv_params *p, const float *restrict x,
 }"""
 
 
+# the L1 data cache the direct path's aliasing rule (aliased) assumes: 64 sets of 64-byte
+# lines (32 KiB 8-way on AMD Zen, 48 KiB 12-way on Intel since Ice Lake: the same 64 sets)
+L1_LINE, L1_SETS = 64, 64
+
+
+def aliased(geo, sched) -> bool:
+    """Whether the direct path's B rows collide in L1: more than the schedule's alias_rows
+    (0: never) of a K block's kc input channels, P floats apart, start in one L1 set. With P a
+    multiple of 1024 (32 x 32, 64 x 64 maps) every row of a block maps to the same set and
+    the block is read from L2: AMD EPYC (Zen 4), x86-avx2, 768 -> 768 channels at 32 x 32,
+    thread CPU time against onnxruntime 1.51 direct, 1.06 packed (im2col); 256 at 64 x 64
+    1.66 / 1.02; 512 at 16 x 16 (8 rows a set) 1.03 / 0.96; at 28 x 28 and 56 x 56 (2 rows a
+    set at most) 1.00 / 1.05 and 1.01 / 1.00."""
+    limit = sched.get("alias_rows", 0)
+    if not limit:
+        return False
+    stride = math.prod(geo.inp) * 4          # bytes between input channels
+    rows = min(sched["kc"], geo.cin_g)
+    sets = [(k * stride // L1_LINE) % L1_SETS for k in range(rows)]
+    return max(sets.count(x) for x in set(sets)) > limit
+
+
 def tiles(sched, nr, K, P) -> tuple:
     """(positions, patch entries) per im2col tile: the col tile (tile_kb KiB) holds at least
     min(P, 4 jb) positions, and all of K or a multiple of kc."""

@@ -35,7 +35,9 @@ Variants (``emit``; the target's ``schedule: conv: algo`` or a node's ``aicc_sch
   grid (auto: when at most ``implicit_pct`` % of the lanes are padding garbage).
 * ``direct`` (kernels/conv/im2col.py): 1x1 kernel, stride 1, no padding: the input [C, P] of a group
   is the B operand itself, read in column panels with row stride P (the micro-kernel's ``rs``); the last partial
-  panel is read with masked loads, so nothing past the tensor is touched.
+  panel is read with masked loads, so nothing past the tensor is touched. auto takes im2col
+  instead when more than ``alias_rows`` rows of a K block start in one L1 set (P a multiple of
+  256 floats: im2col.py aliased).
 * ``im2col`` (kernels/conv/im2col.py): every other geometry. The batch item is copied into a
   zero-padded scratch volume (2 * NR floats of zero slack after it) so that every tap lands inside; then per tile
   of ``nt`` positions x ``kt`` patch entries (``tile_kb``), the patches are packed into column
@@ -183,7 +185,8 @@ def variant(ctx, geo, isa: str, sched: dict) -> str:
                               and not is_direct(geo)
                               and conv_simd_i.prefer(geo, nr_of(isa), sched["implicit_pct"])):
         return "implicit"
-    return "direct" if algo == "direct" or (auto and is_direct(geo)) else "im2col"
+    return "direct" if algo == "direct" or (auto and is_direct(geo) and not
+                                            conv_im2col.aliased(geo, sched)) else "im2col"
 
 
 def emit(ctx, node, geo, isa: str, sched: dict, bias: str) -> None:

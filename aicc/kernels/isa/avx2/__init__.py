@@ -43,6 +43,7 @@ ISA = Isa(
               acc_max=12),
     gemm_mr_max={1: 12, 2: 6, 3: 4},
     conv=dict(mr=6, kc=32, jb=64, tile_kb=192, implicit_pct=5, algo="auto", wino_m=0,
+              alias_rows=4,
               wino_kb=768, wino_chan=1, edge_kernels=8),
     conv_kernels=conv.TABLE, winograd=winograd.TABLE, qgemm=qgemm.TABLE, pool=pool.TABLE,
     move=move.TABLE, vmath=vmath.TABLE,
