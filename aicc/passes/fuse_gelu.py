@@ -1,9 +1,9 @@
 """fuse-gelu: the exact (erf) GELU written out as ONNX arithmetic becomes one Gelu node.
 
 Contract. The chain ``a = Div(x, c)`` (c = sqrt 2) or ``Mul(x, c)`` (c = 1 / sqrt 2),
-``e = Erf(a)``, ``s = Add(e, 1)``, then ``Mul(Mul(x, s), 0.5)`` or ``Mul(Mul(x, 0.5), s)``
-(TorchScript's export of ``F.gelu``, and the usual hand-written forms; either operand order
-for Add and Mul, standard domain) is replaced by ``Gelu(x)`` (approximate none; standard
+``e = Erf(a)``, ``s = Add(e, 1)``, then ``Mul(Mul(x, s), 0.5)``, ``Mul(Mul(x, 0.5), s)``
+or ``Mul(x, Mul(s, 0.5))`` (TorchScript's and the dynamo exporter's exports of ``F.gelu``, and
+the usual hand-written forms; either operand order for Add and Mul, standard domain) is replaced by ``Gelu(x)`` (approximate none; standard
 domain from opset 20, ``aicc.Gelu`` before) at the chain's last node, keeping its output name,
 when every constant is a one-element float constant within 1e-6 relative of its value, every
 intermediate is read by the next node of the chain only and is not a graph output, and the
@@ -15,7 +15,8 @@ of benchmarks/, 128 x 512 GELU on x86-avx512: 26 -> 20 us per layer).
 Rounding: Gelu computes ``(0.5 * x) * (1 + erf(x * (1 / sqrt 2)))`` (activations.ACT).
 Multiplying by 0.5 is exact, so the result equals the chain's except that ``x / sqrt 2``
 becomes a multiplication by the rounded reciprocal (1 ulp apart for some x) and that the chain
-halves after multiplying by ``s`` (different only when ``x * s`` overflows or is subnormal).
+halves after multiplying by ``s`` or halves ``s`` first (different only when ``x * s``
+overflows or is subnormal).
 NaN and Inf: as the chain (NaN stays NaN, +Inf -> +Inf, -Inf -> NaN: -Inf * 0 in both).
 
 Runs after fuse-bias, before fuse-activation (neither touches the chain's nodes).
@@ -78,7 +79,12 @@ def _chain(e, g, prod, cons, outs):
     if m1 is None or len(m1.outputs) != 1:
         return None
     h = _other(m1, s)
-    if h == x:                                   # Mul(Mul(x, s), 0.5)
+    if _split(m1, g, 0.5) == s:                  # Mul(x, Mul(s, 0.5)): torch.onnx dynamo
+        m2 = sole_consumer(cons, outs, m1.outputs[0], "Mul")
+        if m2 is None or _other(m2, m1.outputs[0]) != x:
+            return None
+        nodes = [pa, e, add, m1, m2]
+    elif h == x:                                 # Mul(Mul(x, s), 0.5)
         m2 = sole_consumer(cons, outs, m1.outputs[0], "Mul")
         if m2 is None or _split(m2, g, 0.5) != m1.outputs[0]:
             return None

@@ -22,7 +22,8 @@ def chain(scale="div", form="x_s_half", add_first=False, mul_first=False, c=None
           half=0.5, dtype=np.float32):
     """The erf GELU of x as nodes + initializers: a = x / sqrt2 (``div``) or x * (1/sqrt2)
     (``mul``), e = Erf(a), s = e + 1 (1 + e with add_first), then (x * s) * 0.5
-    (``x_s_half``) or (x * 0.5) * s (``x_half_s``); mul_first swaps the Mul operands."""
+    (``x_s_half``), (x * 0.5) * s (``x_half_s``) or x * (0.5 * s) (``s_half_x``); mul_first
+    swaps the Mul operands."""
     if c is None:
         c = math.sqrt(2.0) if scale == "div" else math.sqrt(0.5)
     inits = {"c": np.array(c, dtype), "one": np.array(one, dtype), "half": np.array(half, dtype)}
@@ -32,6 +33,8 @@ def chain(scale="div", form="x_s_half", add_first=False, mul_first=False, c=None
              node("Add", ["one", "e"] if add_first else ["e", "one"], ["s"])]
     if form == "x_s_half":
         nodes += [node("Mul", sw("x", "s"), ["m"]), node("Mul", sw("m", "half"), ["y"])]
+    elif form == "s_half_x":     # torch.onnx's dynamo exporter: x * (0.5 * s)
+        nodes += [node("Mul", sw("half", "s"), ["h"]), node("Mul", sw("x", "h"), ["y"])]
     else:
         nodes += [node("Mul", sw("x", "half"), ["h"]), node("Mul", sw("h", "s"), ["y"])]
     return nodes, inits
@@ -44,7 +47,7 @@ def graph(shape=(3, 37), opset=17, extra=(), outputs=("y",), dtype=np.float32, *
 
 
 FORMS = [dict(scale=s, form=f, add_first=a, mul_first=m)
-         for s in ("div", "mul") for f in ("x_s_half", "x_half_s")
+         for s in ("div", "mul") for f in ("x_s_half", "x_half_s", "s_half_x")
          for a, m in ((False, False), (True, True))]
 
 
@@ -88,6 +91,9 @@ def test_two_chains_and_neighbours():
     ("Add of 2, not 1", dict(one=2.0)),
     ("halving by 0.6", dict(half=0.6)),
     ("halving by 0.6 first", dict(form="x_half_s", half=0.6)),
+    ("halving s by 0.6", dict(form="s_half_x", half=0.6)),
+    ("halved sum read twice", dict(form="s_half_x", extra=[node("Neg", ["h"], ["n"])],
+                                   outputs=("y", "n"))),
     ("Erf output read twice", dict(extra=[node("Neg", ["e"], ["n"])], outputs=("y", "n"))),
     ("intermediate is a graph output", dict(outputs=("y", "s"))),
     ("product is a graph output", dict(outputs=("y", "m"))),
