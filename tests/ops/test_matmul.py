@@ -526,15 +526,16 @@ def test_matmul_panel_widths(m, target, tmp_path):
     check(model, feeds, tmp_path, target=target)
     c = next(Path(tmp_path).glob("b*/model.c")).read_text()
     isa = SIMD[target]
-    assert re.search(rf"{isa}k\d+v1\b", c) and re.search(rf"{isa}k\d+v3\b", c)
+    assert re.search(rf"{isa}k\d+v1(s\d+)?\b", c) and re.search(rf"{isa}k\d+v3(s\d+)?\b", c)
 
 
 @pytest.mark.parametrize("target", [t for t in TARGETS if t in SIMD])
 @pytest.mark.parametrize("k,kc", [(33, 17), (65, 22), (129, 26), (257, 29), (320, 32),
                                   (600, 32), (256, 32)])
 def test_matmul_equal_k_blocks(k, kc, target, tmp_path):
-    """K longer than the schedule's kc (32) runs in equal K blocks (65 -> 22 + 22 + 21, not
-    32 + 32 + 1), each summed from zero and added to the partial sums, with a fused bias +
+    """K longer than the schedule's kc (32; x86-avx2: its chains, ks 32) runs in equal K
+    blocks (65 -> 22 + 22 + 21, not 32 + 32 + 1), each summed from zero and added to the
+    partial sums, with a fused bias +
     Relu after the last one, against onnxruntime."""
     r = rng(k)
     feeds = {"a": _rand(r, (29, k)) / np.float32(np.sqrt(k))}
@@ -543,4 +544,29 @@ def test_matmul_equal_k_blocks(k, kc, target, tmp_path):
     model = make_model(nodes, feeds, ["y"], {"b": _rand(r, (k, 70)), "c": _rand(r, (70,))})
     check(model, feeds, tmp_path, target=target)
     c = next(Path(tmp_path).glob("b*/model.c")).read_text()
-    assert re.search(rf"{SIMD[target]}m\d+k{kc}c", c)
+    # K blocks of kc, or (x86-avx2: schedule ks) chains of kc in longer K blocks
+    assert re.search(rf"{SIMD[target]}m\d+k{kc}c", c) or re.search(
+        rf"{SIMD[target]}m\d+k\d+c\d+j\d+n\d+\w*s{kc}_r", c)
+
+
+@pytest.mark.parametrize("target", [t for t in TARGETS if t == "x86-avx2"])
+@pytest.mark.parametrize("k", [31, 40, 333, 1100])
+def test_chains_same_bits_as_short_k_blocks(k, target, tmp_path):
+    """x86-avx2's K blocks of up to 512 hold chains of up to 32 products (gemm/tile.py
+    tile_chains, stored between chains): the same bits as K blocks of 32 with one chain each
+    (aicc_schedule kc 32), across masked columns, a remainder row tile and a short last chain;
+    both within float32 rounding of the float64 product."""
+    r = rng(23)
+    a = (_rand(r, (29, k)) / np.sqrt(k)).astype(np.float32)
+    b = _rand(r, (k, 45))
+    model = make_model([helper.make_node("MatMul", ["a", "b"], ["y"])], {"a": a}, ["y"], {"b": b})
+    outs = []
+    for i, attrs in enumerate([{}, {"aicc_schedule": {"kc": 32}}]):
+        d = tmp_path / f"r{i}"
+        d.mkdir()
+        _fused_run(model, {"a": a}, _with_attrs(attrs), d, target)
+        assert ("ks0" in (d / "b" / "model.c").read_text()) == (not attrs and k > 32)
+        outs.append(aicc.load(d / "b", cflags=STRICT_CFLAGS).run({"a": a})["y"])
+    np.testing.assert_array_equal(outs[0], outs[1])
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(outs[0], want, rtol=1e-4, atol=1e-5)

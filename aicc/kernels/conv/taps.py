@@ -20,9 +20,9 @@ its tiles pass), tiles. The first tap is one that covers every output position w
 one (its first K block stores), else Y starts zeroed. Then one pass y = act(y + bias) (the
 GEMM's epilogue helper).
 
-Rounding: per (tap, K block of equal length <= kc) an FMA chain from +0, added to Y in tap
-order (the full-cover tap first), then + bias, then the activation; the im2col path's chain
-over (ky, kx, ci) in K blocks differs by rounding only. NaN/Inf: IEEE for the taps inside
+Rounding: per (tap, chain of equal length <= ks: gemm/call.py k_blocks) an FMA chain from
++0, added to Y in tap order (the full-cover tap first), then + bias, then the activation;
+the im2col path's chain over (ky, kx, ci) in K blocks differs by rounding only. NaN/Inf: IEEE for the taps inside
 the input; padding never multiplies a weight (0 * Inf weights give no NaN there, unlike the
 im2col path, which multiplies zero rows).
 
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..gemm.call import gemm_plan
+from ..gemm.call import gemm_plan, k_blocks
 from ..gemm.portable import pack_b, packed_elems
 from ..gemm.simd import epilogue, kernels, nr_of
 from ..vmath.act import fused_epilogue
@@ -113,11 +113,12 @@ def tile_table(geo, mr: int) -> tuple:
     return taps, tiles, bool(full)
 
 
-def _driver(ctx, isa: str, sched: dict, rows: list) -> str:
+def _driver(ctx, isa: str, sched: dict, rows: list, chain: int = 0) -> str:
+    """chain: the kernels' chains of products within a K block (gemm/tile.py tile_chains)."""
     v = sched["v"]
     nr = nr_of(isa, v)
-    ks = kernels(ctx, isa, rows, True, v)
-    tag = "v" + str(v) if v != 2 else ""
+    ks = kernels(ctx, isa, rows, True, v, ks=chain)
+    tag = ("v" + str(v) if v != 2 else "") + (f"s{chain}" if chain else "")
     name = f"aicc_ctaps_{isa}{tag}_r{'_'.join(map(str, rows))}"
     cases = "\n".join(f"                    case {r}u: {ks[r]}(kc, x + t[0] * cin + pc, lda, b, "
                       f"bs, y + t[1] * cout + jc, cout, nc, acc, NULL, NULL); break;"
@@ -162,14 +163,16 @@ def emit(ctx, node, geo, bias) -> None:
     plan = gemm_plan(ctx, np.float32, geo.cout, geo.cin)
     sched, isa, nb = plan.sched, plan.isa, plan.nb
     taps, tiles, first0 = tile_table(geo, sched["mr"])
-    kc = -(-geo.cin // -(-geo.cin // sched["kc"]))     # equal K blocks, as gemm_call's
+    blocks = {**sched, **k_blocks(geo.cin, sched["kc"], sched.get("ks", 0))}  # as gemm_call
+    kc = min(blocks["kc"], geo.cin)
+    chain = blocks.get("ks", 0) if blocks.get("ks", 0) < kc else 0
     w = np.asarray(ctx.in_const(1), np.float32)         # [Cout, Cin, kh, kw]
     wt = w.reshape(geo.cout, geo.cin, geo.kh * geo.kw)
     wstride = packed_elems(geo.cin, geo.cout, nb)
     bp = ctx.const(np.concatenate([pack_b(np.ascontiguousarray(wt[:, :, t].T), nb).ravel()
                                    for t, _, _ in taps]), "pk")
     rows = sorted({r for _, _, r in tiles})
-    fn = _driver(ctx, isa, sched, rows)
+    fn = _driver(ctx, isa, sched, rows, chain)
     ctx.kernel = f"{isa} taps"
     ctx.schedule = {**ctx.schedule, "algo": "taps", "mr": sched["mr"], "kc": kc,
                     "jb": sched["jb"], "nb": nb, "taps": len(taps)}

@@ -27,13 +27,14 @@ K == 0 always use it). Schedule parameters (mr, kc, mc, jb) come from the target
 forces one variant of the target's list.
 
 FMA contraction: the SIMD kernels round once per multiply-add (``fma(a, b, acc)``, k
-ascending from +0 within each K block of kc, the blocks' sums added in order: gemm/tile.py
-tile_partial), the generic kernel twice (multiply, then add: bundles compile with -std=c99,
+ascending from +0 within each chain of ks products, or each K block of kc without ks, the
+chains' sums added in order: gemm/tile.py tile_chains / tile_partial), the generic kernel twice (multiply, then add: bundles compile with -std=c99,
 where GCC does not contract ``acc += a * b`` into an FMA; never -ffast-math). They differ from
-each other and from onnxruntime (MLAS: FMA, K blocks of 128 summed apart; x86's kc is 32)
-by rounding only: about sqrt(kc + K / kc) ulp of the sum of |a*b| terms, inside rtol 1e-4 /
+each other and from onnxruntime (MLAS: FMA, K blocks of 128 summed apart; x86's chains are 32)
+by rounding only: about sqrt(ks + K / ks) ulp of the sum of |a*b| terms, inside rtol 1e-4 /
 atol 1e-5 for the tested sizes (K = 4099 needs atol 1e-4 for every variant). The SIMD
-results depend on the K blocking, not on the tile sizes or the instruction set.
+results depend on the chains (ks, else kc), not on the K blocks around them, the tile sizes or
+the instruction set.
 """
 from __future__ import annotations
 
@@ -104,12 +105,7 @@ def gemm_call(ctx, plan, dt, m, n, k, a, ars, acs, bp, y, alpha=1.0, c=None, crs
         mr = step_rows(m, -(-m // tiles), sched["mr"], d.get("row_step", 1) if sched.get("pack")
                        else 1)
         sched = {**sched, "mr": mr, "mc": -(-m // mr) * mr}
-    if k > sched["kc"]:
-        # K blocks of equal length: K = 320 as 160 + 160 rather than 256 + 64, whose short
-        # block stores and reloads every tile's partial sums for a quarter of the FMAs
-        # (MobileNetV2's 320 -> 1280 conv at 7x7, x86-avx2, C loop: 372 -> 349 us)
-        blocks = -(-k // sched["kc"])
-        sched = {**sched, "kc": -(-k // blocks)}
+    sched = {**sched, **k_blocks(k, sched["kc"], sched.get("ks", 0))}
     fused = (alpha == 1.0 and beta == 1.0 and (c is None or (crs == 0 and ccs == 1))
              and register_clamp(act, params) is not None)
     sched = {**sched, "prefetch": k * n * 4 > sched["prefetch_kb"] * 1024}
@@ -122,6 +118,22 @@ def gemm_call(ctx, plan, dt, m, n, k, a, ars, acs, bp, y, alpha=1.0, c=None, crs
         ap = ", " + ctx.scratch(min(m, sched["mc"]) * min(k, sched["kc"]) * 4, "float", "apk")
     ctx(f"{fn}({m}u, {n}u, {k}u, {a}, {ars}u, {bp}, {L(alpha)},")
     ctx(f"    {cexpr}, {crs}u, {ccs}u, {L(beta)}, {y}, {epi}{ap});")
+
+
+def k_blocks(k: int, kc: int, ks: int = 0) -> dict:
+    """kc (and ks) for a K of k: K blocks of equal length up to kc, K = 320 as 160 + 160
+    rather than 256 + 64, whose short block stores and reloads every tile's partial sums for
+    a quarter of the FMAs (MobileNetV2's 320 -> 1280 conv at 7x7, x86-avx2, C loop: 372 ->
+    349 us). With chains of ks (gemm/tile.py tile_chains): chains of equal length up to ks,
+    K blocks of equally many chains up to kc; ks 0 (one chain per block) when K fits one."""
+    if not ks or ks >= kc:
+        return {"kc": -(-k // -(-k // kc))} if k > kc else {}
+    if k <= ks:
+        return {"ks": 0}
+    ks = -(-k // -(-k // ks))
+    chains = -(-k // ks)
+    per = max(1, kc // ks)
+    return {"kc": ks * -(-chains // -(-chains // per)), "ks": ks}
 
 
 def a_rows(ctx, plan, dt, m, k, a, ars, acs):

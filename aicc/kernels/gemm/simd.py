@@ -34,10 +34,12 @@ Layout (GotoBLAS/BLIS-style, our own code):
 Rounding: within a K block every output element is one chain of fused multiply-adds in
 ascending k, ``acc = fma(a[i,k], b[k,j], acc)`` starting from +0 (NEON's FMLA by element, k
 in steps of 4, computes the same chain); each later block's chain is added to the partial sum
-in Y (gemm/tile.py tile_partial). K blocks of equal length up to kc (128 on x86: MLAS's
-blocks, as accurate as onnxruntime on long sums, docs/ACCURACY.md). This differs from the
+in Y (gemm/tile.py tile_partial). K blocks of equal length up to kc; on x86 (schedule ks)
+each K block is several chains of equal length up to ks = 32 (gemm/tile.py tile_chains), whose
+sums are added to Y one after the other: the roundings of K blocks of ks, with long K
+blocks for the cache (call.k_blocks; docs/ACCURACY.md). This differs from the
 generic kernel (separate multiply and add, two roundings per step) and from onnxruntime by
-rounding only: relative differences of a few ulp times sqrt(kc + K / kc) on well-conditioned
+rounding only: relative differences of a few ulp times sqrt(ks + K / ks) on well-conditioned
 data, inside the test tolerance rtol 1e-4 / atol 1e-5 (long K needs a looser atol, as for
 generic). NaN/Inf propagate as IEEE arithmetic (Inf * 0 = NaN), the same as
 the generic kernel; zero padding of B never meets a real output element.
@@ -51,8 +53,8 @@ from ..isa.registry import ISAS, include_line, table
 from ..isa.x86 import lane_mask_table
 from .epilogue import epilogue, flit, register_clamp
 from .pack import pack_a_text
-from .tile import (KU, V, _f, column_loops, tile_clamp, tile_k_loop, tile_open, tile_partial,
-                   tile_store)
+from .tile import (KU, V, _f, column_loops, tile_chains, tile_clamp, tile_k_loop, tile_open,
+                   tile_partial, tile_store)
 
 # ``nc``, columns per L2 block of B (nc x kc floats): all of M passes each block while it is
 # in L2. With the N panels inside the M blocks instead, a B larger than L2 was streamed from
@@ -131,7 +133,7 @@ def schedule(isa: str, overrides: dict | None = None, v: int = V) -> dict:
     prefetch_kb: the micro-kernels prefetch the next panel when the packed B is larger. v:
     vectors per B panel (panel_vectors); mr counts rows of 2-vector panels and scales to keep
     the accumulators (avx512 12 rows -> 24 of 1 vector, 8 of 3)."""
-    s = {k: ISA[isa][k] for k in ("mr", "kc", "mc", "jb", "nc", "prefetch_kb", "pack_a")
+    s = {k: ISA[isa][k] for k in ("mr", "kc", "ks", "mc", "jb", "nc", "prefetch_kb", "pack_a")
          if k in ISA[isa]}
     for k, val in (overrides or {}).items():
         if k in s:
@@ -145,6 +147,8 @@ def schedule(isa: str, overrides: dict | None = None, v: int = V) -> dict:
     s["mr"] = max(1, min(s["mr"] * V // v, MR_MAX[isa][v]))
     s["v"] = v
     s["kc"] = max(1, s["kc"])
+    if "ks" in s:
+        s["ks"] = max(1, min(s["ks"], s["kc"]))
     s["mc"] = max(s["mr"], s["mc"] // s["mr"] * s["mr"])
     s["jb"] = max(nr, s["jb"] // nr * nr)
     s["nc"] = max(s["jb"], s["nc"] // s["jb"] * s["jb"])
@@ -173,17 +177,19 @@ def _k_tag(packed: bool, kmul: int) -> str:
 
 
 def _kernel_text(isa: str, mr: int, prefetch: bool = True, v: int = V,
-                 packed: bool = False, kmul: int = 1) -> tuple:
+                 packed: bool = False, kmul: int = 1, ks: int = 0) -> tuple:
     """A micro-kernel of mr rows; packed: A packed k-major (pack_a_text: A(r, k) = a[k * mr +
     r], lda unused), read by tile_k_loop's "packed" layout, else A rows in place. kmul: every
     kc it is called with is a multiple of kmul (packed: a multiple of tile.KU leaves out the
-    K loop's rest)."""
+    K loop's rest). ks: chains of ks products within a K block (gemm/tile.py tile_chains;
+    0: one chain per block; A rows in place only)."""
+    assert not (ks and packed)
     d = ISA[isa]
     L, vec, nr = d["lanes"], d["vec"], nr_of(isa, v)
     np_ = panels_at_once(mr, isa, v)
     ku = KU if _k_tag(packed, kmul) else 1
     name = (f"aicc_sg_{isa}_k{mr}{'' if prefetch else 'np'}{_vtag(v)}{'pa' if packed else ''}"
-            f"{_k_tag(packed, kmul)}")
+            f"{_k_tag(packed, kmul)}{f's{ks}' if ks else ''}")
     o = []
     what = f"A(r, k) = a[k * {mr} + r] (packed)" if packed else "A(r, k) = a[r * lda + k]"
     o.append(f"/* {isa} micro-kernel, {mr} row(s): Y[0:{mr}, 0:n] (+)= A[0:{mr}, 0:kc] @ B, B in "
@@ -234,10 +240,11 @@ def _kernel_text(isa: str, mr: int, prefetch: bool = True, v: int = V,
                         bptr=lambda p: f"b{p} + k * {nr}u",
                         stream=None if pre else ("a", lambda p: f"b{p}", ku),
                         registers=ISAS[isa].registers)
+            tile_partial(o, d, ind, accs, masked, guard=True)
         else:
-            tile_k_loop(o, d, ind, accs, pre, bvec, lambda r: f"a{r} + k", v, a_layout="rows",
-                        registers=ISAS[isa].registers)
-        tile_partial(o, d, ind, accs, masked, guard=True)
+            tile_chains(o, d, ind, accs, masked, True, ks, lambda i, k0, k1: tile_k_loop(
+                o, d, i, accs, pre, bvec, lambda r: f"a{r} + k", v, a_layout="rows",
+                registers=ISAS[isa].registers, k0=k0, k1=k1))
         # fused epilogue (the last K block, see driver): + bias[j] per column, then the
         # clamp min(hi, max(lo, v)) (NaN passes, as the activation table's Relu / Clip)
         add = d["add"]
@@ -270,13 +277,14 @@ def row_counts(m: int, sched: dict) -> list:
 
 
 def kernels(ctx, isa: str, rows, prefetch: bool = True, v: int = V,
-            packed: bool = False, kmul: int = 1) -> dict:
+            packed: bool = False, kmul: int = 1, ks: int = 0) -> dict:
     _header(ctx, isa)
     names = {}
     for mr in rows:
-        name, text = _kernel_text(isa, mr, prefetch, v, packed, kmul)
+        name, text = _kernel_text(isa, mr, prefetch, v, packed, kmul, ks)
         ctx.helper(f"gemm_{isa}.2.k{mr:02d}{'' if prefetch else 'np'}{_vtag(v)}"
-                   f"{'pa' if packed else ''}{_k_tag(packed, kmul)}", text)
+                   f"{'pa' if packed else ''}{_k_tag(packed, kmul)}{f's{ks}' if ks else ''}",
+                   text)
         names[mr] = name
     return names
 
@@ -321,9 +329,10 @@ def driver(ctx, isa: str, sched: dict, act, params, m: int, fused: bool = False)
     # L1) GEMM 16 1.05 and MobileNetV2 1.02, so it keeps them on every tile.
     pf_first = prefetch and m > mr_max and ISA[isa]["pf_first"]
     kmul = sched.get("kmul", 1)      # every K block a multiple of it (gemm_call)
-    ks = kernels(ctx, isa, rows, prefetch and not pf_first, v, packed, kmul)
+    chain = sched.get("ks", 0) if 0 < sched.get("ks", 0) < kc and not packed else 0
+    ks = kernels(ctx, isa, rows, prefetch and not pf_first, v, packed, kmul, chain)
     if pf_first:
-        k_first = kernels(ctx, isa, [mr_max], True, v, packed, kmul)[mr_max]
+        k_first = kernels(ctx, isa, [mr_max], True, v, packed, kmul, chain)[mr_max]
     clamp = register_clamp(act, params) if fused else None
     if clamp is not None:
         lo, hi = clamp
@@ -345,7 +354,7 @@ def driver(ctx, isa: str, sched: dict, act, params, m: int, fused: bool = False)
         epi = epi[len('aicc_sg_'):]
     name = (f"aicc_sg_{isa}_m{mr_max}k{kc}c{mc}j{jb}n{nc}{'' if prefetch else 'np'}"
             f"{'pf1' if pf_first else ''}{_vtag(v)}{'pa' if packed else ''}"
-            f"{_k_tag(packed, kmul)}_r"
+            f"{_k_tag(packed, kmul)}{f's{chain}' if chain else ''}_r"
             f"{'_'.join(map(str, rows))}_{epi}")
     cases = "\n".join(f"                        case {r}u: {ks[r]}(kc, a, lda, b, bs, y, N, nc, "
                       f"acc, {tail}); break;" for r in rows)
@@ -370,7 +379,7 @@ def driver(ctx, isa: str, sched: dict, act, params, m: int, fused: bool = False)
     code = f"""\
 /* {isa} GEMM: Y[M,N] = act(alpha * (A @ B) + beta * C). A(i, k) = A[i*lda + k]; B packed in
  * panels of {nr} (gemm.pack_b layout); C(i, j) = C[i*crs + j*ccs] or NULL; Y dense. Blocks:
- * K by {kc}, N by {nc} (all of M passes one such block of B while it is in L2, so B is read
+ * K by {kc}{f" (in chains of {chain})" if chain else ""}, N by {nc} (all of M passes one such block of B while it is in L2, so B is read
  * once per K block), M by {mc}, N by {jb}, row tiles of {mr_max} and M % {mr_max} (only row kernels
  * {", ".join(map(str, rows))} exist: M must leave one of them). The epilogue runs on each tile
  * after its last K block (when epi != 0). K >= 1.{pack_doc} */

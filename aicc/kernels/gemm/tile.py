@@ -40,15 +40,17 @@ def tile_open(o: list, d: dict, ind: str, nr: int, npb: int, accs: list, masked:
         o.append(f"{ind}" + " ".join(f"{x} = {d['zero']};" for x in row))
 
 
-def tile_partial(o: list, d: dict, ind: str, accs: list, masked: bool, guard: bool) -> None:
+def tile_partial(o: list, d: dict, ind: str, accs: list, masked: bool, guard: bool,
+                 cond: str = "acc") -> None:
     """After the K loop of a later K block (acc): the block's sums added to Y's partial sums
     (guard: masked Y loads only for vectors with lanes left, else zero). Each block of kc
     products is summed from zero and then added, rather than continuing Y's chain, so the
     rounding error of a K-long sum grows with about sqrt(kc + K / kc) roundings instead of
-    sqrt(K); x86's kc of 32 keeps long sums and Winograd's channel sums below onnxruntime's
-    error (MLAS blocks K by 128; docs/ACCURACY.md). One add per accumulator per block."""
+    sqrt(K); x86's chains of 32 (tile_chains) keep long sums and Winograd's channel sums below
+    onnxruntime's error (MLAS blocks K by 128; docs/ACCURACY.md). One add per accumulator per block. cond:
+    the C condition for Y holding partial sums."""
     L = d["lanes"]
-    o.append(f"{ind}if (acc) {{")
+    o.append(f"{ind}if ({cond}) {{")
     for r, row in enumerate(accs):
         for c, x in enumerate(row):
             if not masked:
@@ -64,7 +66,7 @@ def tile_partial(o: list, d: dict, ind: str, accs: list, masked: bool, guard: bo
 
 def tile_k_loop(o: list, d: dict, ind: str, accs: list, pre: list, bvec, arow,
                 v: int = V, a_layout: str = "", registers: int = 0, bptr=None,
-                stream=None) -> None:
+                stream=None, k0: str = "0", k1: str = "kc") -> None:
     """The K loop of a micro-kernel column step: pre (lines at the top of each iteration),
     then per k the FMAs acc[r][p * v + c] += A(r, k) * B(k, panel p, vector c), with bvec(p,
     c, k) the B vector's load expression at row k (a C expression, default "k") and arow(r)
@@ -85,10 +87,14 @@ def tile_k_loop(o: list, d: dict, ind: str, accs: list, pre: list, bvec, arow,
     panel's v B vectors of row k too when they are contiguous at bptr(p) (None: the caller's
     bvec loads, e.g. masked ones). stream = (A, panel) with packed A: the packed A at A,
     panel p's rows of v vectors contiguous from panel(p); the K loop then walks both with
-    pointers, unrolled by KU (_k_loop_packed_stream; pre, arow and bvec unused)."""
+    pointers, unrolled by KU (_k_loop_packed_stream; pre, arow and bvec unused).
+
+    k0, k1: the k range (C expressions) of the broadcast loop (tile_chains' chains); the
+    loops by lane run over all of [0, kc)."""
     vec, npb, L = d["vec"], len(accs[0]) // v, d["lanes"]
     mr = len(accs)
     lane = d.get("fma_lane")
+    assert not lane or (k0, k1) == ("0", "kc"), "k sub-ranges are for the broadcast loop"
     if lane and a_layout == "packed" and mr >= L:
         if stream is not None:
             _k_loop_packed_stream(o, d, ind, accs, *stream[:2], v, registers, *stream[2:])
@@ -99,7 +105,7 @@ def tile_k_loop(o: list, d: dict, ind: str, accs: list, pre: list, bvec, arow,
         _k_loop_lanes_rows(o, d, ind, accs, pre, bvec, arow, v)
         o.append(f"{ind}for (; k < kc; ++k) {{")
     else:
-        o.append(f"{ind}for (size_t k = 0; k < kc; ++k) {{")
+        o.append(f"{ind}for (size_t k = {k0}; k < {k1}; ++k) {{")
     i2 = ind + "    "
     o.extend(i2 + ln for ln in pre)
     if npb == 1:
@@ -286,6 +292,32 @@ def _k_loop_lanes_rows(o, d, ind, accs, pre, bvec, arow, v):
         kq = f"k + {q}u" if q else "k"
         _b_vectors(o, i2, vec, accs, v, lambda p, c: bvec(p, c, kq),
                    lambda r, x: _f(d["fma_lane"], a=f"xa{r}", b="w", c=x, lane=q))
+    o.append(f"{ind}}}")
+
+
+def tile_chains(o: list, d: dict, ind: str, accs: list, masked: bool, guard: bool, ks: int,
+                k_loop) -> None:
+    """The K loop and tile_partial of a micro-kernel column step whose K block of kc holds
+    several chains of ks products: each chain summed from zero in registers (k_loop(ind, k0,
+    k1) appends the K loop of [k0, k1)) and added to Y's partial sums, stored between chains
+    while the tile is in L1; the last chain's sums stay in the registers for the caller's
+    epilogue and store. The same roundings as K blocks of ks (chains from +0, added in
+    order: tile_partial), with K blocks as long as the cache allows (fewer passes over Y and
+    calls; gemm/call.py k_blocks). ks = 0: one chain over the block."""
+    if not ks:
+        k_loop(ind, "0", "kc")
+        tile_partial(o, d, ind, accs, masked, guard)
+        return
+    i2 = ind + "    "
+    o.append(f"{ind}for (size_t ks0 = 0;;) {{")
+    o.append(f"{i2}const size_t ks1 = kc - ks0 > {ks}u ? ks0 + {ks}u : kc;")
+    k_loop(i2, "ks0", "ks1")
+    tile_partial(o, d, i2, accs, masked, guard, cond="acc || ks0")
+    o.append(f"{i2}if (ks1 == kc) break;")
+    tile_store(o, d, i2, accs, masked)
+    for row in accs:
+        o.append(f"{i2}" + " ".join(f"{x} = {d['zero']};" for x in row))
+    o.append(f"{i2}ks0 = ks1;")
     o.append(f"{ind}}}")
 
 

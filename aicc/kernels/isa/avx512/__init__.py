@@ -33,7 +33,7 @@ ISA = Isa(
     int_bits=dict(vi="__m512i", bits="_mm512_castps_si512", flt="_mm512_castsi512_ps",
                   srli="_mm512_srli_epi32", sub="_mm512_sub_epi32", set1="_mm512_set1_epi32",
                   band="_mm512_and_si512", bor="_mm512_or_si512", cvt="_mm512_cvtepi32_ps"),
-    gemm=dict(vec="__m512", lanes=16, mr=12, kc=32, mc=48, jb=32, nc=512,
+    gemm=dict(vec="__m512", lanes=16, mr=12, kc=32, ks=32, mc=48, jb=32, nc=512,
               prefetch_kb=0, pf_rows=2, pf_next="T1", pf_first=True,
               load="_mm512_loadu_ps({p})", store="_mm512_storeu_ps({p}, {v})",
               bcast="_mm512_set1_ps(*({p}))", fma="_mm512_fmadd_ps({a}, {b}, {c})",
