@@ -934,11 +934,11 @@ static void aicc_sg_avx2_m12k512c144j128n128v1_r4_12_fused_bias(size_t M, size_t
 
 /* avx2 GEMM: Y[M,N] = act(alpha * (A @ B) + beta * C). A(i, k) = A[i*lda + k]; B packed in
  * panels of 16 (gemm.pack_b layout); C(i, j) = C[i*crs + j*ccs] or NULL; Y dense. Blocks:
- * K by 512, N by 65536 (all of M passes one such block of B while it is in L2, so B is read
+ * K by 32, N by 65536 (all of M passes one such block of B while it is in L2, so B is read
  * once per K block), M by 144, N by 65536, row tiles of 6 and M % 6 (only row kernels
  * 1 exist: M must leave one of them). The epilogue runs on each tile
  * after its last K block (when epi != 0). K >= 1. */
-static void aicc_sg_avx2_m6k512c144j65536n65536_r1_fused_bias(size_t M, size_t N, size_t K, const float *restrict A, size_t lda,
+static void aicc_sg_avx2_m6k32c144j65536n65536_r1_fused_bias(size_t M, size_t N, size_t K, const float *restrict A, size_t lda,
     const float *restrict Bp, float alpha, const float *restrict C, size_t crs, size_t ccs,
     float beta, float *restrict Y, int epi)
 {
@@ -946,8 +946,8 @@ static void aicc_sg_avx2_m6k512c144j65536n65536_r1_fused_bias(size_t M, size_t N
     const size_t bs = K * 16u;
     for (size_t q = 0; q < bs && q < 4096u; q += 16u)     /* the first panel, toward L1 */
         _mm_prefetch((const char *)(Bp + q), _MM_HINT_T0);
-    for (size_t pc = 0; pc < K; pc += 512u) {
-        const size_t kc = K - pc < 512u ? K - pc : 512u;
+    for (size_t pc = 0; pc < K; pc += 32u) {
+        const size_t kc = K - pc < 32u ? K - pc : 32u;
         const int acc = pc > 0, last = pc + kc == K;
         for (size_t n0 = 0; n0 < N; n0 += 65536u) {
             const size_t n1 = N - n0 < 65536u ? N : n0 + 65536u;
@@ -1829,7 +1829,7 @@ static void step8_gemm_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 8, 16] derived */
 {
     (void)f;
-    aicc_sg_avx2_m6k512c144j65536n65536_r1_fused_bias(1u, 10u, 8u, in0, 8u, pk0, 1.0f,
+    aicc_sg_avx2_m6k32c144j65536n65536_r1_fused_bias(1u, 10u, 8u, in0, 8u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 

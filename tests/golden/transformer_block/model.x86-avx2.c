@@ -384,224 +384,6 @@ static void aicc_sg_avx2_k4(size_t kc, const float *restrict a, size_t lda,
     }
 }
 
-/* avx2 micro-kernel, 4 row(s): Y[0:4, 0:n] (+)= A[0:4, 0:kc] @ B, B in panels of 16
- * (panel p at b + p*bs, row k at +k*16); 1 panel(s) at once, the last partial panel masked.
- * acc != 0: add to the partial sums already in Y (a later K block). */
-static void aicc_sg_avx2_k4s32(size_t kc, const float *restrict a, size_t lda,
-    const float *restrict b, size_t bs, float *restrict y, size_t ldy, size_t n, int acc,
-    const float *restrict bias, const float *restrict lohi)
-{
-    const float *restrict a0 = a;
-    const float *restrict a1 = a + 1u * lda;
-    const float *restrict a2 = a + 2u * lda;
-    const float *restrict a3 = a + 3u * lda;
-    size_t j = 0;
-    for (; j + 16u <= n; j += 16u) {
-        const float *restrict b0 = b + (j / 16u + 0u) * bs;
-        __m256 c0_0, c0_1, c1_0, c1_1, c2_0, c2_1, c3_0, c3_1;
-        c0_0 = _mm256_setzero_ps(); c0_1 = _mm256_setzero_ps();
-        c1_0 = _mm256_setzero_ps(); c1_1 = _mm256_setzero_ps();
-        c2_0 = _mm256_setzero_ps(); c2_1 = _mm256_setzero_ps();
-        c3_0 = _mm256_setzero_ps(); c3_1 = _mm256_setzero_ps();
-        for (size_t ks0 = 0;;) {
-            const size_t ks1 = kc - ks0 > 32u ? ks0 + 32u : kc;
-            for (size_t k = ks0; k < ks1; ++k) {
-                _mm_prefetch((const char *)((uintptr_t)(b0 + k * 16u + 0u) + bs * sizeof(float)), _MM_HINT_T0);
-                const __m256 w0 = _mm256_loadu_ps(b0 + k * 16u + 0u);
-                const __m256 w1 = _mm256_loadu_ps(b0 + k * 16u + 8u);
-                { const __m256 x = _mm256_broadcast_ss(a0 + k);
-                  c0_0 = _mm256_fmadd_ps(x, w0, c0_0);
-                  c0_1 = _mm256_fmadd_ps(x, w1, c0_1);
-                }
-                { const __m256 x = _mm256_broadcast_ss(a1 + k);
-                  c1_0 = _mm256_fmadd_ps(x, w0, c1_0);
-                  c1_1 = _mm256_fmadd_ps(x, w1, c1_1);
-                }
-                { const __m256 x = _mm256_broadcast_ss(a2 + k);
-                  c2_0 = _mm256_fmadd_ps(x, w0, c2_0);
-                  c2_1 = _mm256_fmadd_ps(x, w1, c2_1);
-                }
-                { const __m256 x = _mm256_broadcast_ss(a3 + k);
-                  c3_0 = _mm256_fmadd_ps(x, w0, c3_0);
-                  c3_1 = _mm256_fmadd_ps(x, w1, c3_1);
-                }
-            }
-            if (acc || ks0) {
-                c0_0 = _mm256_add_ps(_mm256_loadu_ps(y + j + 0u), c0_0);
-                c0_1 = _mm256_add_ps(_mm256_loadu_ps(y + j + 8u), c0_1);
-                c1_0 = _mm256_add_ps(_mm256_loadu_ps(y + 1u * ldy + j + 0u), c1_0);
-                c1_1 = _mm256_add_ps(_mm256_loadu_ps(y + 1u * ldy + j + 8u), c1_1);
-                c2_0 = _mm256_add_ps(_mm256_loadu_ps(y + 2u * ldy + j + 0u), c2_0);
-                c2_1 = _mm256_add_ps(_mm256_loadu_ps(y + 2u * ldy + j + 8u), c2_1);
-                c3_0 = _mm256_add_ps(_mm256_loadu_ps(y + 3u * ldy + j + 0u), c3_0);
-                c3_1 = _mm256_add_ps(_mm256_loadu_ps(y + 3u * ldy + j + 8u), c3_1);
-            }
-            if (ks1 == kc) break;
-            _mm256_storeu_ps(y + j + 0u, c0_0);
-            _mm256_storeu_ps(y + j + 8u, c0_1);
-            _mm256_storeu_ps(y + 1u * ldy + j + 0u, c1_0);
-            _mm256_storeu_ps(y + 1u * ldy + j + 8u, c1_1);
-            _mm256_storeu_ps(y + 2u * ldy + j + 0u, c2_0);
-            _mm256_storeu_ps(y + 2u * ldy + j + 8u, c2_1);
-            _mm256_storeu_ps(y + 3u * ldy + j + 0u, c3_0);
-            _mm256_storeu_ps(y + 3u * ldy + j + 8u, c3_1);
-            c0_0 = _mm256_setzero_ps(); c0_1 = _mm256_setzero_ps();
-            c1_0 = _mm256_setzero_ps(); c1_1 = _mm256_setzero_ps();
-            c2_0 = _mm256_setzero_ps(); c2_1 = _mm256_setzero_ps();
-            c3_0 = _mm256_setzero_ps(); c3_1 = _mm256_setzero_ps();
-            ks0 = ks1;
-        }
-        if (bias) {
-            { const __m256 bv = _mm256_loadu_ps(bias + j + 0u);
-              c0_0 = _mm256_add_ps(c0_0, bv);
-              c1_0 = _mm256_add_ps(c1_0, bv);
-              c2_0 = _mm256_add_ps(c2_0, bv);
-              c3_0 = _mm256_add_ps(c3_0, bv);
-            }
-            { const __m256 bv = _mm256_loadu_ps(bias + j + 8u);
-              c0_1 = _mm256_add_ps(c0_1, bv);
-              c1_1 = _mm256_add_ps(c1_1, bv);
-              c2_1 = _mm256_add_ps(c2_1, bv);
-              c3_1 = _mm256_add_ps(c3_1, bv);
-            }
-        }
-        if (lohi)
-            { const __m256 vlo = _mm256_broadcast_ss(lohi);
-              if (lohi[1] < HUGE_VALF) {
-                const __m256 vhi = _mm256_broadcast_ss(lohi + 1);
-                c0_0 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c0_0));
-                c0_1 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c0_1));
-                c1_0 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c1_0));
-                c1_1 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c1_1));
-                c2_0 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c2_0));
-                c2_1 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c2_1));
-                c3_0 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c3_0));
-                c3_1 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c3_1));
-              } else {
-                c0_0 = _mm256_max_ps(vlo, c0_0);
-                c0_1 = _mm256_max_ps(vlo, c0_1);
-                c1_0 = _mm256_max_ps(vlo, c1_0);
-                c1_1 = _mm256_max_ps(vlo, c1_1);
-                c2_0 = _mm256_max_ps(vlo, c2_0);
-                c2_1 = _mm256_max_ps(vlo, c2_1);
-                c3_0 = _mm256_max_ps(vlo, c3_0);
-                c3_1 = _mm256_max_ps(vlo, c3_1);
-              }
-            }
-        _mm256_storeu_ps(y + j + 0u, c0_0);
-        _mm256_storeu_ps(y + j + 8u, c0_1);
-        _mm256_storeu_ps(y + 1u * ldy + j + 0u, c1_0);
-        _mm256_storeu_ps(y + 1u * ldy + j + 8u, c1_1);
-        _mm256_storeu_ps(y + 2u * ldy + j + 0u, c2_0);
-        _mm256_storeu_ps(y + 2u * ldy + j + 8u, c2_1);
-        _mm256_storeu_ps(y + 3u * ldy + j + 0u, c3_0);
-        _mm256_storeu_ps(y + 3u * ldy + j + 8u, c3_1);
-    }
-    if (j < n) {
-        const float *restrict b0 = b + (j / 16u + 0u) * bs;
-        __m256 c0_0, c0_1, c1_0, c1_1, c2_0, c2_1, c3_0, c3_1;
-        const size_t nc = n - j;
-        const __m256i m0 = _mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + 8u - (nc > 0u ? (nc - 0u < 8u ? nc - 0u : 8u) : 0u)));
-        const __m256i m1 = _mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + 8u - (nc > 8u ? (nc - 8u < 8u ? nc - 8u : 8u) : 0u)));
-        c0_0 = _mm256_setzero_ps(); c0_1 = _mm256_setzero_ps();
-        c1_0 = _mm256_setzero_ps(); c1_1 = _mm256_setzero_ps();
-        c2_0 = _mm256_setzero_ps(); c2_1 = _mm256_setzero_ps();
-        c3_0 = _mm256_setzero_ps(); c3_1 = _mm256_setzero_ps();
-        for (size_t ks0 = 0;;) {
-            const size_t ks1 = kc - ks0 > 32u ? ks0 + 32u : kc;
-            for (size_t k = ks0; k < ks1; ++k) {
-                const __m256 w0 = _mm256_loadu_ps(b0 + k * 16u + 0u);
-                const __m256 w1 = _mm256_loadu_ps(b0 + k * 16u + 8u);
-                { const __m256 x = _mm256_broadcast_ss(a0 + k);
-                  c0_0 = _mm256_fmadd_ps(x, w0, c0_0);
-                  c0_1 = _mm256_fmadd_ps(x, w1, c0_1);
-                }
-                { const __m256 x = _mm256_broadcast_ss(a1 + k);
-                  c1_0 = _mm256_fmadd_ps(x, w0, c1_0);
-                  c1_1 = _mm256_fmadd_ps(x, w1, c1_1);
-                }
-                { const __m256 x = _mm256_broadcast_ss(a2 + k);
-                  c2_0 = _mm256_fmadd_ps(x, w0, c2_0);
-                  c2_1 = _mm256_fmadd_ps(x, w1, c2_1);
-                }
-                { const __m256 x = _mm256_broadcast_ss(a3 + k);
-                  c3_0 = _mm256_fmadd_ps(x, w0, c3_0);
-                  c3_1 = _mm256_fmadd_ps(x, w1, c3_1);
-                }
-            }
-            if (acc || ks0) {
-                c0_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + j + 0u, m0) : _mm256_setzero_ps(), c0_0);
-                c0_1 = _mm256_add_ps(nc > 8u ? _mm256_maskload_ps(y + j + 8u, m1) : _mm256_setzero_ps(), c0_1);
-                c1_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + 1u * ldy + j + 0u, m0) : _mm256_setzero_ps(), c1_0);
-                c1_1 = _mm256_add_ps(nc > 8u ? _mm256_maskload_ps(y + 1u * ldy + j + 8u, m1) : _mm256_setzero_ps(), c1_1);
-                c2_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + 2u * ldy + j + 0u, m0) : _mm256_setzero_ps(), c2_0);
-                c2_1 = _mm256_add_ps(nc > 8u ? _mm256_maskload_ps(y + 2u * ldy + j + 8u, m1) : _mm256_setzero_ps(), c2_1);
-                c3_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + 3u * ldy + j + 0u, m0) : _mm256_setzero_ps(), c3_0);
-                c3_1 = _mm256_add_ps(nc > 8u ? _mm256_maskload_ps(y + 3u * ldy + j + 8u, m1) : _mm256_setzero_ps(), c3_1);
-            }
-            if (ks1 == kc) break;
-            if (nc > 0u) _mm256_maskstore_ps(y + j + 0u, m0, c0_0);
-            if (nc > 8u) _mm256_maskstore_ps(y + j + 8u, m1, c0_1);
-            if (nc > 0u) _mm256_maskstore_ps(y + 1u * ldy + j + 0u, m0, c1_0);
-            if (nc > 8u) _mm256_maskstore_ps(y + 1u * ldy + j + 8u, m1, c1_1);
-            if (nc > 0u) _mm256_maskstore_ps(y + 2u * ldy + j + 0u, m0, c2_0);
-            if (nc > 8u) _mm256_maskstore_ps(y + 2u * ldy + j + 8u, m1, c2_1);
-            if (nc > 0u) _mm256_maskstore_ps(y + 3u * ldy + j + 0u, m0, c3_0);
-            if (nc > 8u) _mm256_maskstore_ps(y + 3u * ldy + j + 8u, m1, c3_1);
-            c0_0 = _mm256_setzero_ps(); c0_1 = _mm256_setzero_ps();
-            c1_0 = _mm256_setzero_ps(); c1_1 = _mm256_setzero_ps();
-            c2_0 = _mm256_setzero_ps(); c2_1 = _mm256_setzero_ps();
-            c3_0 = _mm256_setzero_ps(); c3_1 = _mm256_setzero_ps();
-            ks0 = ks1;
-        }
-        if (bias) {
-            { const __m256 bv = nc > 0u ? _mm256_maskload_ps(bias + j + 0u, m0) : _mm256_setzero_ps();
-              c0_0 = _mm256_add_ps(c0_0, bv);
-              c1_0 = _mm256_add_ps(c1_0, bv);
-              c2_0 = _mm256_add_ps(c2_0, bv);
-              c3_0 = _mm256_add_ps(c3_0, bv);
-            }
-            { const __m256 bv = nc > 8u ? _mm256_maskload_ps(bias + j + 8u, m1) : _mm256_setzero_ps();
-              c0_1 = _mm256_add_ps(c0_1, bv);
-              c1_1 = _mm256_add_ps(c1_1, bv);
-              c2_1 = _mm256_add_ps(c2_1, bv);
-              c3_1 = _mm256_add_ps(c3_1, bv);
-            }
-        }
-        if (lohi)
-            { const __m256 vlo = _mm256_broadcast_ss(lohi);
-              if (lohi[1] < HUGE_VALF) {
-                const __m256 vhi = _mm256_broadcast_ss(lohi + 1);
-                c0_0 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c0_0));
-                c0_1 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c0_1));
-                c1_0 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c1_0));
-                c1_1 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c1_1));
-                c2_0 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c2_0));
-                c2_1 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c2_1));
-                c3_0 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c3_0));
-                c3_1 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c3_1));
-              } else {
-                c0_0 = _mm256_max_ps(vlo, c0_0);
-                c0_1 = _mm256_max_ps(vlo, c0_1);
-                c1_0 = _mm256_max_ps(vlo, c1_0);
-                c1_1 = _mm256_max_ps(vlo, c1_1);
-                c2_0 = _mm256_max_ps(vlo, c2_0);
-                c2_1 = _mm256_max_ps(vlo, c2_1);
-                c3_0 = _mm256_max_ps(vlo, c3_0);
-                c3_1 = _mm256_max_ps(vlo, c3_1);
-              }
-            }
-        if (nc > 0u) _mm256_maskstore_ps(y + j + 0u, m0, c0_0);
-        if (nc > 8u) _mm256_maskstore_ps(y + j + 8u, m1, c0_1);
-        if (nc > 0u) _mm256_maskstore_ps(y + 1u * ldy + j + 0u, m0, c1_0);
-        if (nc > 8u) _mm256_maskstore_ps(y + 1u * ldy + j + 8u, m1, c1_1);
-        if (nc > 0u) _mm256_maskstore_ps(y + 2u * ldy + j + 0u, m0, c2_0);
-        if (nc > 8u) _mm256_maskstore_ps(y + 2u * ldy + j + 8u, m1, c2_1);
-        if (nc > 0u) _mm256_maskstore_ps(y + 3u * ldy + j + 0u, m0, c3_0);
-        if (nc > 8u) _mm256_maskstore_ps(y + 3u * ldy + j + 8u, m1, c3_1);
-    }
-}
-
 /* avx2 micro-kernel, 6 row(s): Y[0:6, 0:n] (+)= A[0:6, 0:kc] @ B, B in panels of 16
  * (panel p at b + p*bs, row k at +k*16); 1 panel(s) at once, the last partial panel masked.
  * acc != 0: add to the partial sums already in Y (a later K block). */
@@ -848,305 +630,13 @@ static void aicc_sg_avx2_k6(size_t kc, const float *restrict a, size_t lda,
     }
 }
 
-/* avx2 micro-kernel, 6 row(s): Y[0:6, 0:n] (+)= A[0:6, 0:kc] @ B, B in panels of 16
- * (panel p at b + p*bs, row k at +k*16); 1 panel(s) at once, the last partial panel masked.
- * acc != 0: add to the partial sums already in Y (a later K block). */
-static void aicc_sg_avx2_k6s32(size_t kc, const float *restrict a, size_t lda,
-    const float *restrict b, size_t bs, float *restrict y, size_t ldy, size_t n, int acc,
-    const float *restrict bias, const float *restrict lohi)
-{
-    const float *restrict a0 = a;
-    const float *restrict a1 = a + 1u * lda;
-    const float *restrict a2 = a + 2u * lda;
-    const float *restrict a3 = a + 3u * lda;
-    const float *restrict a4 = a + 4u * lda;
-    const float *restrict a5 = a + 5u * lda;
-    size_t j = 0;
-    for (; j + 16u <= n; j += 16u) {
-        const float *restrict b0 = b + (j / 16u + 0u) * bs;
-        __m256 c0_0, c0_1, c1_0, c1_1, c2_0, c2_1, c3_0, c3_1, c4_0, c4_1, c5_0, c5_1;
-        c0_0 = _mm256_setzero_ps(); c0_1 = _mm256_setzero_ps();
-        c1_0 = _mm256_setzero_ps(); c1_1 = _mm256_setzero_ps();
-        c2_0 = _mm256_setzero_ps(); c2_1 = _mm256_setzero_ps();
-        c3_0 = _mm256_setzero_ps(); c3_1 = _mm256_setzero_ps();
-        c4_0 = _mm256_setzero_ps(); c4_1 = _mm256_setzero_ps();
-        c5_0 = _mm256_setzero_ps(); c5_1 = _mm256_setzero_ps();
-        for (size_t ks0 = 0;;) {
-            const size_t ks1 = kc - ks0 > 32u ? ks0 + 32u : kc;
-            for (size_t k = ks0; k < ks1; ++k) {
-                _mm_prefetch((const char *)((uintptr_t)(b0 + k * 16u + 0u) + bs * sizeof(float)), _MM_HINT_T0);
-                const __m256 w0 = _mm256_loadu_ps(b0 + k * 16u + 0u);
-                const __m256 w1 = _mm256_loadu_ps(b0 + k * 16u + 8u);
-                { const __m256 x = _mm256_broadcast_ss(a0 + k);
-                  c0_0 = _mm256_fmadd_ps(x, w0, c0_0);
-                  c0_1 = _mm256_fmadd_ps(x, w1, c0_1);
-                }
-                { const __m256 x = _mm256_broadcast_ss(a1 + k);
-                  c1_0 = _mm256_fmadd_ps(x, w0, c1_0);
-                  c1_1 = _mm256_fmadd_ps(x, w1, c1_1);
-                }
-                { const __m256 x = _mm256_broadcast_ss(a2 + k);
-                  c2_0 = _mm256_fmadd_ps(x, w0, c2_0);
-                  c2_1 = _mm256_fmadd_ps(x, w1, c2_1);
-                }
-                { const __m256 x = _mm256_broadcast_ss(a3 + k);
-                  c3_0 = _mm256_fmadd_ps(x, w0, c3_0);
-                  c3_1 = _mm256_fmadd_ps(x, w1, c3_1);
-                }
-                { const __m256 x = _mm256_broadcast_ss(a4 + k);
-                  c4_0 = _mm256_fmadd_ps(x, w0, c4_0);
-                  c4_1 = _mm256_fmadd_ps(x, w1, c4_1);
-                }
-                { const __m256 x = _mm256_broadcast_ss(a5 + k);
-                  c5_0 = _mm256_fmadd_ps(x, w0, c5_0);
-                  c5_1 = _mm256_fmadd_ps(x, w1, c5_1);
-                }
-            }
-            if (acc || ks0) {
-                c0_0 = _mm256_add_ps(_mm256_loadu_ps(y + j + 0u), c0_0);
-                c0_1 = _mm256_add_ps(_mm256_loadu_ps(y + j + 8u), c0_1);
-                c1_0 = _mm256_add_ps(_mm256_loadu_ps(y + 1u * ldy + j + 0u), c1_0);
-                c1_1 = _mm256_add_ps(_mm256_loadu_ps(y + 1u * ldy + j + 8u), c1_1);
-                c2_0 = _mm256_add_ps(_mm256_loadu_ps(y + 2u * ldy + j + 0u), c2_0);
-                c2_1 = _mm256_add_ps(_mm256_loadu_ps(y + 2u * ldy + j + 8u), c2_1);
-                c3_0 = _mm256_add_ps(_mm256_loadu_ps(y + 3u * ldy + j + 0u), c3_0);
-                c3_1 = _mm256_add_ps(_mm256_loadu_ps(y + 3u * ldy + j + 8u), c3_1);
-                c4_0 = _mm256_add_ps(_mm256_loadu_ps(y + 4u * ldy + j + 0u), c4_0);
-                c4_1 = _mm256_add_ps(_mm256_loadu_ps(y + 4u * ldy + j + 8u), c4_1);
-                c5_0 = _mm256_add_ps(_mm256_loadu_ps(y + 5u * ldy + j + 0u), c5_0);
-                c5_1 = _mm256_add_ps(_mm256_loadu_ps(y + 5u * ldy + j + 8u), c5_1);
-            }
-            if (ks1 == kc) break;
-            _mm256_storeu_ps(y + j + 0u, c0_0);
-            _mm256_storeu_ps(y + j + 8u, c0_1);
-            _mm256_storeu_ps(y + 1u * ldy + j + 0u, c1_0);
-            _mm256_storeu_ps(y + 1u * ldy + j + 8u, c1_1);
-            _mm256_storeu_ps(y + 2u * ldy + j + 0u, c2_0);
-            _mm256_storeu_ps(y + 2u * ldy + j + 8u, c2_1);
-            _mm256_storeu_ps(y + 3u * ldy + j + 0u, c3_0);
-            _mm256_storeu_ps(y + 3u * ldy + j + 8u, c3_1);
-            _mm256_storeu_ps(y + 4u * ldy + j + 0u, c4_0);
-            _mm256_storeu_ps(y + 4u * ldy + j + 8u, c4_1);
-            _mm256_storeu_ps(y + 5u * ldy + j + 0u, c5_0);
-            _mm256_storeu_ps(y + 5u * ldy + j + 8u, c5_1);
-            c0_0 = _mm256_setzero_ps(); c0_1 = _mm256_setzero_ps();
-            c1_0 = _mm256_setzero_ps(); c1_1 = _mm256_setzero_ps();
-            c2_0 = _mm256_setzero_ps(); c2_1 = _mm256_setzero_ps();
-            c3_0 = _mm256_setzero_ps(); c3_1 = _mm256_setzero_ps();
-            c4_0 = _mm256_setzero_ps(); c4_1 = _mm256_setzero_ps();
-            c5_0 = _mm256_setzero_ps(); c5_1 = _mm256_setzero_ps();
-            ks0 = ks1;
-        }
-        if (bias) {
-            { const __m256 bv = _mm256_loadu_ps(bias + j + 0u);
-              c0_0 = _mm256_add_ps(c0_0, bv);
-              c1_0 = _mm256_add_ps(c1_0, bv);
-              c2_0 = _mm256_add_ps(c2_0, bv);
-              c3_0 = _mm256_add_ps(c3_0, bv);
-              c4_0 = _mm256_add_ps(c4_0, bv);
-              c5_0 = _mm256_add_ps(c5_0, bv);
-            }
-            { const __m256 bv = _mm256_loadu_ps(bias + j + 8u);
-              c0_1 = _mm256_add_ps(c0_1, bv);
-              c1_1 = _mm256_add_ps(c1_1, bv);
-              c2_1 = _mm256_add_ps(c2_1, bv);
-              c3_1 = _mm256_add_ps(c3_1, bv);
-              c4_1 = _mm256_add_ps(c4_1, bv);
-              c5_1 = _mm256_add_ps(c5_1, bv);
-            }
-        }
-        if (lohi)
-            { const __m256 vlo = _mm256_broadcast_ss(lohi);
-              if (lohi[1] < HUGE_VALF) {
-                const __m256 vhi = _mm256_broadcast_ss(lohi + 1);
-                c0_0 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c0_0));
-                c0_1 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c0_1));
-                c1_0 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c1_0));
-                c1_1 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c1_1));
-                c2_0 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c2_0));
-                c2_1 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c2_1));
-                c3_0 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c3_0));
-                c3_1 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c3_1));
-                c4_0 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c4_0));
-                c4_1 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c4_1));
-                c5_0 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c5_0));
-                c5_1 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c5_1));
-              } else {
-                c0_0 = _mm256_max_ps(vlo, c0_0);
-                c0_1 = _mm256_max_ps(vlo, c0_1);
-                c1_0 = _mm256_max_ps(vlo, c1_0);
-                c1_1 = _mm256_max_ps(vlo, c1_1);
-                c2_0 = _mm256_max_ps(vlo, c2_0);
-                c2_1 = _mm256_max_ps(vlo, c2_1);
-                c3_0 = _mm256_max_ps(vlo, c3_0);
-                c3_1 = _mm256_max_ps(vlo, c3_1);
-                c4_0 = _mm256_max_ps(vlo, c4_0);
-                c4_1 = _mm256_max_ps(vlo, c4_1);
-                c5_0 = _mm256_max_ps(vlo, c5_0);
-                c5_1 = _mm256_max_ps(vlo, c5_1);
-              }
-            }
-        _mm256_storeu_ps(y + j + 0u, c0_0);
-        _mm256_storeu_ps(y + j + 8u, c0_1);
-        _mm256_storeu_ps(y + 1u * ldy + j + 0u, c1_0);
-        _mm256_storeu_ps(y + 1u * ldy + j + 8u, c1_1);
-        _mm256_storeu_ps(y + 2u * ldy + j + 0u, c2_0);
-        _mm256_storeu_ps(y + 2u * ldy + j + 8u, c2_1);
-        _mm256_storeu_ps(y + 3u * ldy + j + 0u, c3_0);
-        _mm256_storeu_ps(y + 3u * ldy + j + 8u, c3_1);
-        _mm256_storeu_ps(y + 4u * ldy + j + 0u, c4_0);
-        _mm256_storeu_ps(y + 4u * ldy + j + 8u, c4_1);
-        _mm256_storeu_ps(y + 5u * ldy + j + 0u, c5_0);
-        _mm256_storeu_ps(y + 5u * ldy + j + 8u, c5_1);
-    }
-    if (j < n) {
-        const float *restrict b0 = b + (j / 16u + 0u) * bs;
-        __m256 c0_0, c0_1, c1_0, c1_1, c2_0, c2_1, c3_0, c3_1, c4_0, c4_1, c5_0, c5_1;
-        const size_t nc = n - j;
-        const __m256i m0 = _mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + 8u - (nc > 0u ? (nc - 0u < 8u ? nc - 0u : 8u) : 0u)));
-        const __m256i m1 = _mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + 8u - (nc > 8u ? (nc - 8u < 8u ? nc - 8u : 8u) : 0u)));
-        c0_0 = _mm256_setzero_ps(); c0_1 = _mm256_setzero_ps();
-        c1_0 = _mm256_setzero_ps(); c1_1 = _mm256_setzero_ps();
-        c2_0 = _mm256_setzero_ps(); c2_1 = _mm256_setzero_ps();
-        c3_0 = _mm256_setzero_ps(); c3_1 = _mm256_setzero_ps();
-        c4_0 = _mm256_setzero_ps(); c4_1 = _mm256_setzero_ps();
-        c5_0 = _mm256_setzero_ps(); c5_1 = _mm256_setzero_ps();
-        for (size_t ks0 = 0;;) {
-            const size_t ks1 = kc - ks0 > 32u ? ks0 + 32u : kc;
-            for (size_t k = ks0; k < ks1; ++k) {
-                const __m256 w0 = _mm256_loadu_ps(b0 + k * 16u + 0u);
-                const __m256 w1 = _mm256_loadu_ps(b0 + k * 16u + 8u);
-                { const __m256 x = _mm256_broadcast_ss(a0 + k);
-                  c0_0 = _mm256_fmadd_ps(x, w0, c0_0);
-                  c0_1 = _mm256_fmadd_ps(x, w1, c0_1);
-                }
-                { const __m256 x = _mm256_broadcast_ss(a1 + k);
-                  c1_0 = _mm256_fmadd_ps(x, w0, c1_0);
-                  c1_1 = _mm256_fmadd_ps(x, w1, c1_1);
-                }
-                { const __m256 x = _mm256_broadcast_ss(a2 + k);
-                  c2_0 = _mm256_fmadd_ps(x, w0, c2_0);
-                  c2_1 = _mm256_fmadd_ps(x, w1, c2_1);
-                }
-                { const __m256 x = _mm256_broadcast_ss(a3 + k);
-                  c3_0 = _mm256_fmadd_ps(x, w0, c3_0);
-                  c3_1 = _mm256_fmadd_ps(x, w1, c3_1);
-                }
-                { const __m256 x = _mm256_broadcast_ss(a4 + k);
-                  c4_0 = _mm256_fmadd_ps(x, w0, c4_0);
-                  c4_1 = _mm256_fmadd_ps(x, w1, c4_1);
-                }
-                { const __m256 x = _mm256_broadcast_ss(a5 + k);
-                  c5_0 = _mm256_fmadd_ps(x, w0, c5_0);
-                  c5_1 = _mm256_fmadd_ps(x, w1, c5_1);
-                }
-            }
-            if (acc || ks0) {
-                c0_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + j + 0u, m0) : _mm256_setzero_ps(), c0_0);
-                c0_1 = _mm256_add_ps(nc > 8u ? _mm256_maskload_ps(y + j + 8u, m1) : _mm256_setzero_ps(), c0_1);
-                c1_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + 1u * ldy + j + 0u, m0) : _mm256_setzero_ps(), c1_0);
-                c1_1 = _mm256_add_ps(nc > 8u ? _mm256_maskload_ps(y + 1u * ldy + j + 8u, m1) : _mm256_setzero_ps(), c1_1);
-                c2_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + 2u * ldy + j + 0u, m0) : _mm256_setzero_ps(), c2_0);
-                c2_1 = _mm256_add_ps(nc > 8u ? _mm256_maskload_ps(y + 2u * ldy + j + 8u, m1) : _mm256_setzero_ps(), c2_1);
-                c3_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + 3u * ldy + j + 0u, m0) : _mm256_setzero_ps(), c3_0);
-                c3_1 = _mm256_add_ps(nc > 8u ? _mm256_maskload_ps(y + 3u * ldy + j + 8u, m1) : _mm256_setzero_ps(), c3_1);
-                c4_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + 4u * ldy + j + 0u, m0) : _mm256_setzero_ps(), c4_0);
-                c4_1 = _mm256_add_ps(nc > 8u ? _mm256_maskload_ps(y + 4u * ldy + j + 8u, m1) : _mm256_setzero_ps(), c4_1);
-                c5_0 = _mm256_add_ps(nc > 0u ? _mm256_maskload_ps(y + 5u * ldy + j + 0u, m0) : _mm256_setzero_ps(), c5_0);
-                c5_1 = _mm256_add_ps(nc > 8u ? _mm256_maskload_ps(y + 5u * ldy + j + 8u, m1) : _mm256_setzero_ps(), c5_1);
-            }
-            if (ks1 == kc) break;
-            if (nc > 0u) _mm256_maskstore_ps(y + j + 0u, m0, c0_0);
-            if (nc > 8u) _mm256_maskstore_ps(y + j + 8u, m1, c0_1);
-            if (nc > 0u) _mm256_maskstore_ps(y + 1u * ldy + j + 0u, m0, c1_0);
-            if (nc > 8u) _mm256_maskstore_ps(y + 1u * ldy + j + 8u, m1, c1_1);
-            if (nc > 0u) _mm256_maskstore_ps(y + 2u * ldy + j + 0u, m0, c2_0);
-            if (nc > 8u) _mm256_maskstore_ps(y + 2u * ldy + j + 8u, m1, c2_1);
-            if (nc > 0u) _mm256_maskstore_ps(y + 3u * ldy + j + 0u, m0, c3_0);
-            if (nc > 8u) _mm256_maskstore_ps(y + 3u * ldy + j + 8u, m1, c3_1);
-            if (nc > 0u) _mm256_maskstore_ps(y + 4u * ldy + j + 0u, m0, c4_0);
-            if (nc > 8u) _mm256_maskstore_ps(y + 4u * ldy + j + 8u, m1, c4_1);
-            if (nc > 0u) _mm256_maskstore_ps(y + 5u * ldy + j + 0u, m0, c5_0);
-            if (nc > 8u) _mm256_maskstore_ps(y + 5u * ldy + j + 8u, m1, c5_1);
-            c0_0 = _mm256_setzero_ps(); c0_1 = _mm256_setzero_ps();
-            c1_0 = _mm256_setzero_ps(); c1_1 = _mm256_setzero_ps();
-            c2_0 = _mm256_setzero_ps(); c2_1 = _mm256_setzero_ps();
-            c3_0 = _mm256_setzero_ps(); c3_1 = _mm256_setzero_ps();
-            c4_0 = _mm256_setzero_ps(); c4_1 = _mm256_setzero_ps();
-            c5_0 = _mm256_setzero_ps(); c5_1 = _mm256_setzero_ps();
-            ks0 = ks1;
-        }
-        if (bias) {
-            { const __m256 bv = nc > 0u ? _mm256_maskload_ps(bias + j + 0u, m0) : _mm256_setzero_ps();
-              c0_0 = _mm256_add_ps(c0_0, bv);
-              c1_0 = _mm256_add_ps(c1_0, bv);
-              c2_0 = _mm256_add_ps(c2_0, bv);
-              c3_0 = _mm256_add_ps(c3_0, bv);
-              c4_0 = _mm256_add_ps(c4_0, bv);
-              c5_0 = _mm256_add_ps(c5_0, bv);
-            }
-            { const __m256 bv = nc > 8u ? _mm256_maskload_ps(bias + j + 8u, m1) : _mm256_setzero_ps();
-              c0_1 = _mm256_add_ps(c0_1, bv);
-              c1_1 = _mm256_add_ps(c1_1, bv);
-              c2_1 = _mm256_add_ps(c2_1, bv);
-              c3_1 = _mm256_add_ps(c3_1, bv);
-              c4_1 = _mm256_add_ps(c4_1, bv);
-              c5_1 = _mm256_add_ps(c5_1, bv);
-            }
-        }
-        if (lohi)
-            { const __m256 vlo = _mm256_broadcast_ss(lohi);
-              if (lohi[1] < HUGE_VALF) {
-                const __m256 vhi = _mm256_broadcast_ss(lohi + 1);
-                c0_0 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c0_0));
-                c0_1 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c0_1));
-                c1_0 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c1_0));
-                c1_1 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c1_1));
-                c2_0 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c2_0));
-                c2_1 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c2_1));
-                c3_0 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c3_0));
-                c3_1 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c3_1));
-                c4_0 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c4_0));
-                c4_1 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c4_1));
-                c5_0 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c5_0));
-                c5_1 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c5_1));
-              } else {
-                c0_0 = _mm256_max_ps(vlo, c0_0);
-                c0_1 = _mm256_max_ps(vlo, c0_1);
-                c1_0 = _mm256_max_ps(vlo, c1_0);
-                c1_1 = _mm256_max_ps(vlo, c1_1);
-                c2_0 = _mm256_max_ps(vlo, c2_0);
-                c2_1 = _mm256_max_ps(vlo, c2_1);
-                c3_0 = _mm256_max_ps(vlo, c3_0);
-                c3_1 = _mm256_max_ps(vlo, c3_1);
-                c4_0 = _mm256_max_ps(vlo, c4_0);
-                c4_1 = _mm256_max_ps(vlo, c4_1);
-                c5_0 = _mm256_max_ps(vlo, c5_0);
-                c5_1 = _mm256_max_ps(vlo, c5_1);
-              }
-            }
-        if (nc > 0u) _mm256_maskstore_ps(y + j + 0u, m0, c0_0);
-        if (nc > 8u) _mm256_maskstore_ps(y + j + 8u, m1, c0_1);
-        if (nc > 0u) _mm256_maskstore_ps(y + 1u * ldy + j + 0u, m0, c1_0);
-        if (nc > 8u) _mm256_maskstore_ps(y + 1u * ldy + j + 8u, m1, c1_1);
-        if (nc > 0u) _mm256_maskstore_ps(y + 2u * ldy + j + 0u, m0, c2_0);
-        if (nc > 8u) _mm256_maskstore_ps(y + 2u * ldy + j + 8u, m1, c2_1);
-        if (nc > 0u) _mm256_maskstore_ps(y + 3u * ldy + j + 0u, m0, c3_0);
-        if (nc > 8u) _mm256_maskstore_ps(y + 3u * ldy + j + 8u, m1, c3_1);
-        if (nc > 0u) _mm256_maskstore_ps(y + 4u * ldy + j + 0u, m0, c4_0);
-        if (nc > 8u) _mm256_maskstore_ps(y + 4u * ldy + j + 8u, m1, c4_1);
-        if (nc > 0u) _mm256_maskstore_ps(y + 5u * ldy + j + 0u, m0, c5_0);
-        if (nc > 8u) _mm256_maskstore_ps(y + 5u * ldy + j + 8u, m1, c5_1);
-    }
-}
-
 /* avx2 GEMM: Y[M,N] = act(alpha * (A @ B) + beta * C). A(i, k) = A[i*lda + k]; B packed in
  * panels of 16 (gemm.pack_b layout); C(i, j) = C[i*crs + j*ccs] or NULL; Y dense. Blocks:
- * K by 512, N by 128 (all of M passes one such block of B while it is in L2, so B is read
+ * K by 32, N by 128 (all of M passes one such block of B while it is in L2, so B is read
  * once per K block), M by 144, N by 128, row tiles of 6 and M % 6 (only row kernels
  * 4, 6 exist: M must leave one of them). The epilogue runs on each tile
  * after its last K block (when epi != 0). K >= 1. */
-static void aicc_sg_avx2_m6k512c144j128n128_r4_6_fused_bias(size_t M, size_t N, size_t K, const float *restrict A, size_t lda,
+static void aicc_sg_avx2_m6k32c144j128n128_r4_6_fused_bias(size_t M, size_t N, size_t K, const float *restrict A, size_t lda,
     const float *restrict Bp, float alpha, const float *restrict C, size_t crs, size_t ccs,
     float beta, float *restrict Y, int epi)
 {
@@ -1154,8 +644,8 @@ static void aicc_sg_avx2_m6k512c144j128n128_r4_6_fused_bias(size_t M, size_t N, 
     const size_t bs = K * 16u;
     for (size_t q = 0; q < bs && q < 4096u; q += 16u)     /* the first panel, toward L1 */
         _mm_prefetch((const char *)(Bp + q), _MM_HINT_T0);
-    for (size_t pc = 0; pc < K; pc += 512u) {
-        const size_t kc = K - pc < 512u ? K - pc : 512u;
+    for (size_t pc = 0; pc < K; pc += 32u) {
+        const size_t kc = K - pc < 32u ? K - pc : 32u;
         const int acc = pc > 0, last = pc + kc == K;
         for (size_t n0 = 0; n0 < N; n0 += 128u) {
             const size_t n1 = N - n0 < 128u ? N : n0 + 128u;
@@ -1171,46 +661,6 @@ static void aicc_sg_avx2_m6k512c144j128n128_r4_6_fused_bias(size_t M, size_t N, 
                         switch (mr) {
                         case 4u: aicc_sg_avx2_k4(kc, a, lda, b, bs, y, N, nc, acc, last && C ? C + jc : NULL, last ? NULL : NULL); break;
                         case 6u: aicc_sg_avx2_k6(kc, a, lda, b, bs, y, N, nc, acc, last && C ? C + jc : NULL, last ? NULL : NULL); break;
-                        default: break;
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
-/* avx2 GEMM: Y[M,N] = act(alpha * (A @ B) + beta * C). A(i, k) = A[i*lda + k]; B packed in
- * panels of 16 (gemm.pack_b layout); C(i, j) = C[i*crs + j*ccs] or NULL; Y dense. Blocks:
- * K by 64 (in chains of 32), N by 128 (all of M passes one such block of B while it is in L2, so B is read
- * once per K block), M by 144, N by 128, row tiles of 6 and M % 6 (only row kernels
- * 4, 6 exist: M must leave one of them). The epilogue runs on each tile
- * after its last K block (when epi != 0). K >= 1. */
-static void aicc_sg_avx2_m6k64c144j128n128s32_r4_6_fused_bias(size_t M, size_t N, size_t K, const float *restrict A, size_t lda,
-    const float *restrict Bp, float alpha, const float *restrict C, size_t crs, size_t ccs,
-    float beta, float *restrict Y, int epi)
-{
-    (void)alpha; (void)crs; (void)ccs; (void)beta; (void)epi;
-    const size_t bs = K * 16u;
-    for (size_t q = 0; q < bs && q < 4096u; q += 16u)     /* the first panel, toward L1 */
-        _mm_prefetch((const char *)(Bp + q), _MM_HINT_T0);
-    for (size_t pc = 0; pc < K; pc += 64u) {
-        const size_t kc = K - pc < 64u ? K - pc : 64u;
-        const int acc = pc > 0, last = pc + kc == K;
-        for (size_t n0 = 0; n0 < N; n0 += 128u) {
-            const size_t n1 = N - n0 < 128u ? N : n0 + 128u;
-            for (size_t ic = 0; ic < M; ic += 144u) {
-                const size_t mc = M - ic < 144u ? M - ic : 144u;
-                for (size_t jc = n0; jc < n1; jc += 128u) {
-                    const size_t nc = n1 - jc < 128u ? n1 - jc : 128u;
-                    const float *restrict b = Bp + (jc / 16u) * bs + pc * 16u;
-                    for (size_t ir = 0; ir < mc; ir += 6u) {
-                        const size_t i = ic + ir, mr = mc - ir < 6u ? mc - ir : 6u;
-                        const float *restrict a = A + i * lda + pc;
-                        float *restrict y = Y + i * N + jc;
-                        switch (mr) {
-                        case 4u: aicc_sg_avx2_k4s32(kc, a, lda, b, bs, y, N, nc, acc, last && C ? C + jc : NULL, last ? NULL : NULL); break;
-                        case 6u: aicc_sg_avx2_k6s32(kc, a, lda, b, bs, y, N, nc, acc, last && C ? C + jc : NULL, last ? NULL : NULL); break;
                         default: break;
                         }
                     }
@@ -1277,7 +727,7 @@ static void step0_matmul_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 2, 32, 16] derived */
 {
     (void)f;
-    aicc_sg_avx2_m6k512c144j128n128_r4_6_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
+    aicc_sg_avx2_m6k32c144j128n128_r4_6_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 
@@ -1323,7 +773,7 @@ static void step2_matmul_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 2, 32, 16] derived */
 {
     (void)f;
-    aicc_sg_avx2_m6k512c144j128n128_r4_6_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
+    aicc_sg_avx2_m6k32c144j128n128_r4_6_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 
@@ -1361,7 +811,7 @@ static void step4_matmul_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 2, 32, 16] derived */
 {
     (void)f;
-    aicc_sg_avx2_m6k512c144j128n128_r4_6_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
+    aicc_sg_avx2_m6k32c144j128n128_r4_6_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 
@@ -1415,7 +865,7 @@ static void step6_matmul_k(const aicc_frame *f,
             aicc_pack_b_f32_nb16(16u, 16u, in1 + ib * 256u, 16u, 1u, pk0);
             packed = ib;
         }
-        aicc_sg_avx2_m6k512c144j128n128_r4_6_fused_bias(16u, 16u, 16u, in0 + ia * 256u, 16u, pk0, 1.0f,
+        aicc_sg_avx2_m6k32c144j128n128_r4_6_fused_bias(16u, 16u, 16u, in0 + ia * 256u, 16u, pk0, 1.0f,
             NULL, 0u, 0u, 1.0f, out0 + ob * 256u, 0);
         ++ob;
     }
@@ -1481,7 +931,7 @@ static void step9_matmul_k(const aicc_frame *f,
             aicc_pack_b_f32_nb16(16u, 16u, in1 + ib * 256u, 16u, 1u, pk0);
             packed = ib;
         }
-        aicc_sg_avx2_m6k512c144j128n128_r4_6_fused_bias(16u, 16u, 16u, in0 + ia * 256u, 16u, pk0, 1.0f,
+        aicc_sg_avx2_m6k32c144j128n128_r4_6_fused_bias(16u, 16u, 16u, in0 + ia * 256u, 16u, pk0, 1.0f,
             NULL, 0u, 0u, 1.0f, out0 + ob * 256u, 0);
         ++ob;
     }
@@ -1529,7 +979,7 @@ static void step11_matmul_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 2, 32, 16] derived */
 {
     (void)f;
-    aicc_sg_avx2_m6k512c144j128n128_r4_6_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
+    aicc_sg_avx2_m6k32c144j128n128_r4_6_fused_bias(16u, 32u, 32u, in0, 32u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 
@@ -1589,7 +1039,7 @@ static void step14_matmul_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 4, 32, 16] derived */
 {
     (void)f;
-    aicc_sg_avx2_m6k512c144j128n128_r4_6_fused_bias(16u, 64u, 32u, in0, 32u, pk0, 1.0f,
+    aicc_sg_avx2_m6k32c144j128n128_r4_6_fused_bias(16u, 64u, 32u, in0, 32u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 
@@ -1628,7 +1078,7 @@ static void step16_matmul_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 2, 64, 16] derived */
 {
     (void)f;
-    aicc_sg_avx2_m6k64c144j128n128s32_r4_6_fused_bias(16u, 32u, 64u, in0, 64u, pk0, 1.0f,
+    aicc_sg_avx2_m6k32c144j128n128_r4_6_fused_bias(16u, 32u, 64u, in0, 64u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 
