@@ -2,9 +2,10 @@
 
 Contract. The chain ``a = Div(x, c)`` (c = sqrt 2) or ``Mul(x, c)`` (c = 1 / sqrt 2),
 ``e = Erf(a)``, ``s = Add(e, 1)``, then ``Mul(Mul(x, s), 0.5)``, ``Mul(Mul(x, 0.5), s)``
-or ``Mul(x, Mul(s, 0.5))`` (TorchScript's and the dynamo exporter's exports of ``F.gelu``, and
-the usual hand-written forms; either operand order for Add and Mul, standard domain) is replaced by ``Gelu(x)`` (approximate none; standard
-domain from opset 20, ``aicc.Gelu`` before) at the chain's last node, keeping its output name,
+or ``Mul(x, Mul(s, 0.5))`` (TorchScript's and the dynamo exporter's exports of ``F.gelu``,
+and the usual hand-written forms; either operand order for Add and Mul, standard domain) is
+replaced by ``Gelu(x)`` (approximate none; standard domain from opset 20, ``aicc.Gelu``
+before) at the chain's last node, keeping its output name,
 when every constant is a one-element float constant within 1e-6 relative of its value, every
 intermediate is read by the next node of the chain only and is not a graph output, and the
 result has x's shape and dtype (float). Anything else is left unchanged.

@@ -33,6 +33,8 @@ become NaN in the sum, so non-finite weights are left alone.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ..ir import Node
@@ -46,8 +48,16 @@ def _ints(node, key, n, default):
     return [int(x) for x in v] if v is not None else [default] * n
 
 
+class _Conv(NamedTuple):
+    node: Node
+    x: str
+    w: np.ndarray
+    b: np.ndarray | None      # constant bias, None when absent
+    pb: list                  # pads at the start of each spatial axis
+
+
 def _conv(g, n):
-    """(x, W, bias or None, pads begin, pads end) of a mergeable Conv, or None."""
+    """The mergeable Conv n as a _Conv, or None."""
     if n.op_type != "Conv" or not std_domain(n) or "aicc_act" in n.attrs or len(n.outputs) != 1:
         return None
     if n.attrs.get("auto_pad", "NOTSET") not in ("NOTSET", b"NOTSET"):
@@ -58,99 +68,93 @@ def _conv(g, n):
     has_b, b = opt_const(g, n, 2)
     if has_b and (b is None or b.shape != (w.shape[0],) or not np.all(np.isfinite(b))):
         return None
-    r = w.ndim - 2
-    if list(w.shape[2:]) != _ints(n, "kernel_shape", r, 0) and "kernel_shape" in n.attrs:
+    kernel = n.attrs.get("kernel_shape")
+    if kernel is not None and list(kernel) != list(w.shape[2:]):
         return None
-    pads = _ints(n, "pads", 2 * r, 0)
-    return n.inputs[0], w, b, pads[:r], pads[r:]
+    r = w.ndim - 2
+    return _Conv(n, n.inputs[0], w, b, _ints(n, "pads", 2 * r, 0)[:r])
+
+
+def _branch(g, t, prod, cons, outs):
+    """(x, _Conv or None, BN node or None, (s, t) or None) of Add operand t: a mergeable Conv
+    of x, an inference BN of x (x * s + t per channel), else t itself. A Conv or BN read by
+    the Add only and not a graph output."""
+    p = prod.get(t)
+    if p is None or t in outs or len(cons.get(t, [])) != 1:
+        return t, None, None, None
+    conv = _conv(g, p)
+    if conv is not None:
+        return conv.x, conv, None, None
+    st = bn_affine(p, g) if p.op_type == "BatchNormalization" and std_domain(p) else None
+    return (p.inputs[0], None, p, st) if st is not None else (t, None, None, None)
 
 
 def _same_frame(g, a, b) -> bool:
-    r = g.const(a.inputs[1]).ndim - 2
-    return (int(a.attrs.get("group", 1)) == int(b.attrs.get("group", 1))
-            and all(_ints(a, k, r, 1) == _ints(b, k, r, 1) for k in ("strides", "dilations"))
-            and g.types.get(a.outputs[0]) == g.types.get(b.outputs[0])
-            and a.outputs[0] in g.types)
+    r = a.w.ndim - 2
+    return (int(a.node.attrs.get("group", 1)) == int(b.node.attrs.get("group", 1))
+            and all(_ints(a.node, k, r, 1) == _ints(b.node, k, r, 1)
+                    for k in ("strides", "dilations"))
+            and a.node.outputs[0] in g.types
+            and g.types.get(a.node.outputs[0]) == g.types.get(b.node.outputs[0]))
 
 
-def _place(big, small, off):
-    """big + small placed at the spatial offsets off (float64)."""
-    out = big.astype(np.float64)
-    idx = (slice(None), slice(None)) + tuple(slice(o, o + k) for o, k in zip(off, small.shape[2:]))
-    out[idx] += small
-    return out
-
-
-def _identity_tap(g, node, conv, x):
-    """The tap index per axis at which ``node`` (a stride-1 Conv of ``x``) reads each output
-    position's own input, or None when it has none or the channels do not match."""
-    _, w, _, pb, _ = conv
-    r = w.ndim - 2
-    group = int(node.attrs.get("group", 1))
-    if (_ints(node, "strides", r, 1) != [1] * r or x not in g.types
-            or node.outputs[0] not in g.types
-            or g.types[node.outputs[0]] != g.types[x] or w.shape[0] != w.shape[1] * group):
+def _merge_convs(g, a, b):
+    """(W, bias, the conv kept, nodes removed) of two convs of one input, or None."""
+    if not _same_frame(g, a, b):
         return None
-    dil = _ints(node, "dilations", r, 1)
+    if not all(p >= q for p, q in zip(a.w.shape[2:], b.w.shape[2:])):
+        a, b = b, a                                  # a: the bigger kernel
+    if a.w.shape[:2] != b.w.shape[:2] or a.w.dtype != b.w.dtype:
+        return None
+    off = [p - q for p, q in zip(a.pb, b.pb)]
+    if any(o < 0 or o + k > K for o, k, K in zip(off, b.w.shape[2:], a.w.shape[2:])):
+        return None
+    w = a.w.astype(np.float64)
+    w[(slice(None), slice(None)) + tuple(slice(o, o + k) for o, k in zip(off, b.w.shape[2:]))] \
+        += b.w
+    bias = sum((c.b.astype(np.float64) for c in (a, b) if c.b is not None),
+               np.zeros(a.w.shape[0]))
+    return w, bias, a.node, [a.node, b.node]
+
+
+def _merge_identity(g, a, x, bn, st):
+    """(W, bias, the conv kept, nodes removed) of conv a plus x * s + t (st; None: x
+    itself), x a's input, or None when a has no tap on each position's own input (a
+    stride-1 conv whose output has x's type, equal channel counts per group; the tap at
+    pads_begin / dilation on every axis)."""
+    r = a.w.ndim - 2
+    c, cg = a.w.shape[0], a.w.shape[1]
+    node = a.node
+    if (_ints(node, "strides", r, 1) != [1] * r or x not in g.types
+            or g.types.get(node.outputs[0]) != g.types[x]
+            or c != cg * int(node.attrs.get("group", 1))):
+        return None
     taps = []
-    for p, d, k in zip(pb, dil, w.shape[2:]):
+    for p, d, k in zip(a.pb, _ints(node, "dilations", r, 1), a.w.shape[2:]):
         if p % d or not 0 <= p // d < k:
             return None
         taps.append(p // d)
-    return taps
+    s, t = st if st is not None else (np.ones(c), np.zeros(c))
+    if s.shape != (c,):
+        return None
+    w = a.w.astype(np.float64)
+    o = np.arange(c)
+    w[(o, o % cg) + tuple(np.full(c, k) for k in taps)] += s
+    bias = t + (a.b.astype(np.float64) if a.b is not None else 0.0)
+    return w, bias, node, [node] + ([bn] if bn is not None else [])
 
 
 def _merge(g, add, prod, cons, outs):
-    """(new Conv inputs' arrays, the conv node whose attrs it keeps, nodes removed) or None."""
+    """(W, bias, the conv whose attributes the merged one keeps, nodes removed) or None."""
     if len(add.inputs) != 2 or not std_domain(add) or "aicc_act" in add.attrs:
         return None
-    branches = []
-    for t in add.inputs:
-        p = prod.get(t)
-        single = t not in outs and len(cons.get(t, [])) == 1
-        conv = _conv(g, p) if p is not None and single else None
-        if conv is not None:
-            branches.append(("conv", p, conv))
-        elif p is not None and single and p.op_type == "BatchNormalization" and std_domain(p) \
-                and bn_affine(p, g) is not None:
-            branches.append(("bn", p, (p.inputs[0], *bn_affine(p, g))))
-        else:
-            branches.append(("id", None, (t,)))
-    convs = [b for b in branches if b[0] == "conv"]
-    if not convs or branches[0][2][0] != branches[1][2][0]:
+    (xa, ca, na, sa), (xb, cb, nb, sb) = (_branch(g, t, prod, cons, outs) for t in add.inputs)
+    if xa != xb or (ca is None and cb is None):
         return None
-    x = branches[0][2][0]
-    if len(convs) == 2:
-        (_, a, ca), (_, b, cb) = convs
-        if not _same_frame(g, a, b):
-            return None
-        if not all(p >= q for p, q in zip(ca[1].shape[2:], cb[1].shape[2:])):
-            (a, ca), (b, cb) = (b, cb), (a, ca)        # a: the bigger kernel
-        if ca[1].shape[:2] != cb[1].shape[:2] or ca[1].dtype != cb[1].dtype:
-            return None
-        off = [p - q for p, q in zip(ca[3], cb[3])]
-        if any(o < 0 or o + k > K for o, k, K in zip(off, cb[1].shape[2:], ca[1].shape[2:])):
-            return None
-        w = _place(ca[1], cb[1].astype(np.float64), off)
-        bias = sum((c[2].astype(np.float64) for c in (ca, cb) if c[2] is not None),
-                   np.zeros(ca[1].shape[0]))
-        return w, bias, a, [a, b]
-    (_, a, ca), = convs
-    other = next(b for b in branches if b[0] != "conv")
-    taps = _identity_tap(g, a, ca, x)
-    if taps is None:
-        return None
-    c = ca[1].shape[0]
-    s, t = (other[2][1], other[2][2]) if other[0] == "bn" else (np.ones(c), np.zeros(c))
-    if s.shape != (c,):
-        return None
-    cg = ca[1].shape[1]
-    ident = np.zeros(ca[1].shape, np.float64)
-    o = np.arange(c)
-    ident[(o, o % cg) + tuple(np.full(c, k) for k in taps)] = s
-    w = ca[1].astype(np.float64) + ident
-    bias = t + (ca[2].astype(np.float64) if ca[2] is not None else 0.0)
-    return w, bias, a, [a] + ([other[1]] if other[0] == "bn" else [])
+    if ca is not None and cb is not None:
+        return _merge_convs(g, ca, cb)
+    return _merge_identity(g, ca, xa, nb, sb) if ca is not None else \
+        _merge_identity(g, cb, xa, na, sa)
 
 
 @graph_pass("merge-branches")
@@ -173,8 +177,8 @@ def merge_branches(g):
             g.constants[wn], g.constants[bn] = w.astype(dt), np.asarray(bias, np.float64).astype(dt)
             merged = Node("Conv", [keep.inputs[0], wn, bn], list(add.outputs), dict(keep.attrs),
                           name=keep.name, domain=keep.domain)
-            if "kernel_shape" in merged.attrs:
-                merged.attrs["kernel_shape"] = list(w.shape[2:])
+            for n in gone:
+                g.types.pop(n.outputs[0], None)
             drop = {id(n) for n in gone}
             g.nodes = [merged if n is add else n for n in g.nodes if id(n) not in drop]
             break

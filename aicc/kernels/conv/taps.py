@@ -22,9 +22,9 @@ GEMM's epilogue helper).
 
 Rounding: per (tap, chain of equal length <= ks: gemm/call.py k_blocks) an FMA chain from
 +0, added to Y in tap order (the full-cover tap first), then + bias, then the activation;
-the im2col path's chain over (ky, kx, ci) in K blocks differs by rounding only. NaN/Inf: IEEE for the taps inside
-the input; padding never multiplies a weight (0 * Inf weights give no NaN there, unlike the
-im2col path, which multiplies zero rows).
+the im2col path's chain over (ky, kx, ci) in K blocks differs by rounding only. NaN/Inf:
+IEEE for the taps inside the input; padding never multiplies a weight (0 * Inf weights give
+no NaN there, unlike the im2col path, which multiplies zero rows).
 
 Chosen (``prefer``) when at most TAPS_FRAC of the (position, tap) pairs are inside the input.
 """
@@ -34,7 +34,7 @@ import numpy as np
 
 from ..gemm.call import gemm_plan, k_blocks
 from ..gemm.portable import pack_b, packed_elems
-from ..gemm.simd import epilogue, kernels, nr_of
+from ..gemm.simd import chain_of, epilogue, kernels, nr_of, s_tag
 from ..vmath.act import fused_epilogue
 
 # DeepLabV3-MobileNetV3 ASPP (x86-avx2, AMD EPYC, one thread): at 25 % inside 3.1 ms against
@@ -118,7 +118,7 @@ def _driver(ctx, isa: str, sched: dict, rows: list, chain: int = 0) -> str:
     v = sched["v"]
     nr = nr_of(isa, v)
     ks = kernels(ctx, isa, rows, True, v, ks=chain)
-    tag = ("v" + str(v) if v != 2 else "") + (f"s{chain}" if chain else "")
+    tag = ("v" + str(v) if v != 2 else "") + s_tag(chain)
     name = f"aicc_ctaps_{isa}{tag}_r{'_'.join(map(str, rows))}"
     cases = "\n".join(f"                    case {r}u: {ks[r]}(kc, x + t[0] * cin + pc, lda, b, "
                       f"bs, y + t[1] * cout + jc, cout, nc, acc, NULL, NULL); break;"
@@ -165,7 +165,7 @@ def emit(ctx, node, geo, bias) -> None:
     taps, tiles, first0 = tile_table(geo, sched["mr"])
     blocks = {**sched, **k_blocks(geo.cin, sched["kc"], sched.get("ks", 0))}  # as gemm_call
     kc = min(blocks["kc"], geo.cin)
-    chain = blocks.get("ks", 0) if blocks.get("ks", 0) < kc else 0
+    chain = chain_of({**blocks, "kc": kc})
     w = np.asarray(ctx.in_const(1), np.float32)         # [Cout, Cin, kh, kw]
     wt = w.reshape(geo.cout, geo.cin, geo.kh * geo.kw)
     wstride = packed_elems(geo.cin, geo.cout, nb)

@@ -28,8 +28,9 @@ forces one variant of the target's list.
 
 FMA contraction: the SIMD kernels round once per multiply-add (``fma(a, b, acc)``, k
 ascending from +0 within each chain of ks products, or each K block of kc without ks, the
-chains' sums added in order: gemm/tile.py tile_chains / tile_partial), the generic kernel twice (multiply, then add: bundles compile with -std=c99,
-where GCC does not contract ``acc += a * b`` into an FMA; never -ffast-math). They differ from
+chains' sums added in order: gemm/tile.py tile_chains / tile_partial), the generic kernel
+twice (multiply, then add: bundles compile with -std=c99, where GCC does not contract
+``acc += a * b`` into an FMA; never -ffast-math). They differ from
 each other and from onnxruntime (MLAS: FMA, K blocks of 128 summed apart; x86's chains are 32)
 by rounding only: about sqrt(ks + K / ks) ulp of the sum of |a*b| terms, inside rtol 1e-4 /
 atol 1e-5 for the tested sizes (K = 4099 needs atol 1e-4 for every variant). The SIMD

@@ -176,6 +176,19 @@ def _k_tag(packed: bool, kmul: int) -> str:
     return f"_k{KU}" if packed and kmul % KU == 0 else ""
 
 
+def s_tag(ks: int) -> str:
+    """Name tag of the kernels summing chains of ks products (0: none)."""
+    return f"s{ks}" if ks else ""
+
+
+def chain_of(sched: dict) -> int:
+    """The chains of products the micro-kernels sum within a K block (gemm/tile.py
+    tile_chains): the schedule's ks when shorter than its kc and A is read in place, else 0
+    (one chain per block)."""
+    ks = sched.get("ks", 0)
+    return ks if 0 < ks < sched["kc"] and not sched.get("pack") else 0
+
+
 def _kernel_text(isa: str, mr: int, prefetch: bool = True, v: int = V,
                  packed: bool = False, kmul: int = 1, ks: int = 0) -> tuple:
     """A micro-kernel of mr rows; packed: A packed k-major (pack_a_text: A(r, k) = a[k * mr +
@@ -189,7 +202,7 @@ def _kernel_text(isa: str, mr: int, prefetch: bool = True, v: int = V,
     np_ = panels_at_once(mr, isa, v)
     ku = KU if _k_tag(packed, kmul) else 1
     name = (f"aicc_sg_{isa}_k{mr}{'' if prefetch else 'np'}{_vtag(v)}{'pa' if packed else ''}"
-            f"{_k_tag(packed, kmul)}{f's{ks}' if ks else ''}")
+            f"{_k_tag(packed, kmul)}{s_tag(ks)}")
     o = []
     what = f"A(r, k) = a[k * {mr} + r] (packed)" if packed else "A(r, k) = a[r * lda + k]"
     o.append(f"/* {isa} micro-kernel, {mr} row(s): Y[0:{mr}, 0:n] (+)= A[0:{mr}, 0:kc] @ B, B in "
@@ -283,8 +296,7 @@ def kernels(ctx, isa: str, rows, prefetch: bool = True, v: int = V,
     for mr in rows:
         name, text = _kernel_text(isa, mr, prefetch, v, packed, kmul, ks)
         ctx.helper(f"gemm_{isa}.2.k{mr:02d}{'' if prefetch else 'np'}{_vtag(v)}"
-                   f"{'pa' if packed else ''}{_k_tag(packed, kmul)}{f's{ks}' if ks else ''}",
-                   text)
+                   f"{'pa' if packed else ''}{_k_tag(packed, kmul)}{s_tag(ks)}", text)
         names[mr] = name
     return names
 
@@ -329,7 +341,7 @@ def driver(ctx, isa: str, sched: dict, act, params, m: int, fused: bool = False)
     # L1) GEMM 16 1.05 and MobileNetV2 1.02, so it keeps them on every tile.
     pf_first = prefetch and m > mr_max and ISA[isa]["pf_first"]
     kmul = sched.get("kmul", 1)      # every K block a multiple of it (gemm_call)
-    chain = sched.get("ks", 0) if 0 < sched.get("ks", 0) < kc and not packed else 0
+    chain = chain_of(sched)
     ks = kernels(ctx, isa, rows, prefetch and not pf_first, v, packed, kmul, chain)
     if pf_first:
         k_first = kernels(ctx, isa, [mr_max], True, v, packed, kmul, chain)[mr_max]
@@ -354,7 +366,7 @@ def driver(ctx, isa: str, sched: dict, act, params, m: int, fused: bool = False)
         epi = epi[len('aicc_sg_'):]
     name = (f"aicc_sg_{isa}_m{mr_max}k{kc}c{mc}j{jb}n{nc}{'' if prefetch else 'np'}"
             f"{'pf1' if pf_first else ''}{_vtag(v)}{'pa' if packed else ''}"
-            f"{_k_tag(packed, kmul)}{f's{chain}' if chain else ''}_r"
+            f"{_k_tag(packed, kmul)}{s_tag(chain)}_r"
             f"{'_'.join(map(str, rows))}_{epi}")
     cases = "\n".join(f"                        case {r}u: {ks[r]}(kc, a, lda, b, bs, y, N, nc, "
                       f"acc, {tail}); break;" for r in rows)
@@ -376,10 +388,11 @@ def driver(ctx, isa: str, sched: dict, act, params, m: int, fused: bool = False)
     first_panel = (f"    for (size_t q = 0; q < bs && q < 4096u; q += 16u)     /* the first panel, "
                    f"toward L1 */\n        {_f(ISA[isa]['prefetch'], p='Bp + q', hint='T0')};\n"
                    if ISA[isa]["prefetch"] else "")
+    kdesc = f"{kc} (in chains of {chain})" if chain else f"{kc}"
     code = f"""\
 /* {isa} GEMM: Y[M,N] = act(alpha * (A @ B) + beta * C). A(i, k) = A[i*lda + k]; B packed in
  * panels of {nr} (gemm.pack_b layout); C(i, j) = C[i*crs + j*ccs] or NULL; Y dense. Blocks:
- * K by {kc}{f" (in chains of {chain})" if chain else ""}, N by {nc} (all of M passes one such block of B while it is in L2, so B is read
+ * K by {kdesc}, N by {nc} (all of M passes one such block of B while it is in L2, so B is read
  * once per K block), M by {mc}, N by {jb}, row tiles of {mr_max} and M % {mr_max} (only row kernels
  * {", ".join(map(str, rows))} exist: M must leave one of them). The epilogue runs on each tile
  * after its last K block (when epi != 0). K >= 1.{pack_doc} */

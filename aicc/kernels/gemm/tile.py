@@ -36,6 +36,10 @@ def tile_open(o: list, d: dict, ind: str, nr: int, npb: int, accs: list, masked:
             o.append(f"{ind}const {d['mtype']} m{c} = " + _f(
                 d["mask"], n=f"nc > {c * L}u ? (nc - {c * L}u < {L}u ? nc - {c * L}u : {L}u)"
                              f" : 0u") + ";")
+    _zero(o, d, ind, accs)
+
+
+def _zero(o: list, d: dict, ind: str, accs: list) -> None:
     for row in accs:
         o.append(f"{ind}" + " ".join(f"{x} = {d['zero']};" for x in row))
 
@@ -47,8 +51,8 @@ def tile_partial(o: list, d: dict, ind: str, accs: list, masked: bool, guard: bo
     products is summed from zero and then added, rather than continuing Y's chain, so the
     rounding error of a K-long sum grows with about sqrt(kc + K / kc) roundings instead of
     sqrt(K); x86's chains of 32 (tile_chains) keep long sums and Winograd's channel sums below
-    onnxruntime's error (MLAS blocks K by 128; docs/ACCURACY.md). One add per accumulator per block. cond:
-    the C condition for Y holding partial sums."""
+    onnxruntime's error (MLAS blocks K by 128; docs/ACCURACY.md). One add per accumulator per
+    block. cond: the C condition for Y holding partial sums."""
     L = d["lanes"]
     o.append(f"{ind}if ({cond}) {{")
     for r, row in enumerate(accs):
@@ -315,8 +319,7 @@ def tile_chains(o: list, d: dict, ind: str, accs: list, masked: bool, guard: boo
     tile_partial(o, d, i2, accs, masked, guard, cond="acc || ks0")
     o.append(f"{i2}if (ks1 == kc) break;")
     tile_store(o, d, i2, accs, masked)
-    for row in accs:
-        o.append(f"{i2}" + " ".join(f"{x} = {d['zero']};" for x in row))
+    _zero(o, d, i2, accs)
     o.append(f"{i2}ks0 = ks1;")
     o.append(f"{ind}}}")
 
