@@ -357,6 +357,23 @@ def test_conv_simd_nan_inf(algo, target, tmp_path):
 
 
 @pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("act,params", [("Clip", {"min": -0.5, "max": 0.75}),
+                                        ("Sigmoid", {}), (None, None)])
+def test_conv_simd_transposed_copy_out(act, params, target, tmp_path):
+    """The transposed path's copy of Y^T to the NCHW rows (8 x 8 register blocks, + bias, the
+    clamp; scalar edges): 7 x 7 positions (6 blocks and an edge row) x 21 channels (2 blocks
+    and 5 edge channels), NaN / Inf inputs reaching block and edge outputs, a register clamp
+    (Clip), a scalar activation after the copy (Sigmoid), and no activation."""
+    r = rng(12)
+    x = r.normal(size=(1, 9, 7, 7)).astype(np.float32)
+    x[0, 0, 0, 3], x[0, 4, 6, 6], x[0, 8, 2, 0] = np.nan, np.inf, -np.inf
+    w = (r.normal(size=(21, 9, 1, 1)) / 3).astype(np.float32)
+    w[17] = 0.0         # an edge channel: 0 * Inf = NaN, as in onnxruntime
+    run(tmp_path, target, x, w, {}, sched={"algo": "transposed"}, act=act, params=params,
+        marker=MARK["transposed"])
+
+
+@pytest.mark.parametrize("target", TARGETS)
 def test_conv_simd_bad_algo(target, tmp_path):
     x, w, attrs = case_data("3x3_pad1")
     with pytest.raises(Exception, match="direct"):

@@ -28,6 +28,8 @@ import numpy as np
 from ..gemm.portable import pack_b, pack_helper
 from ..gemm.simd import flit, nr_of, step_rows
 from ..isa.registry import ISAS
+from ..isa.x86 import AVX, SIMD, include
+from ..move.copy import avx_block
 from .base_c import epilogue, use
 from .simd_gemm import GEMM_FN, KEY, clamp_of, tile_gemm
 
@@ -117,6 +119,16 @@ static void aicc_cv_convt_ISA(const aicc_conv_params *p, const float *restrict x
                     gemm(m, Mo, k1 - k0, abuf, 0, wg + k0 * NRu, K * NRu, NRu, tbuf, Mo, NULL,
                          -HUGE_VALF, HUGE_VALF, k0 > 0, k1 == K);
                 }
+COPYOUT
+            }
+        }
+    }
+}"""
+
+
+# Y^T to the NCHW output rows, + bias, clamp: per output channel, its m positions (the ISAs
+# without a vector transposition: a row-by-row scalar loop, which reads the tile across rows)
+COPY_ROWS = """\
                 for (size_t j = 0; j < Mo; ++j) {
                     const size_t oc = g * Mo + j;
                     const float b = bias ? bias[oc] : 0.0f;
@@ -125,11 +137,57 @@ static void aicc_cv_convt_ISA(const aicc_conv_params *p, const float *restrict x
                         yr[r] = CLAMP1;
                     if (ep)
                         ep(yr, m);
-                }
-            }
-        }
-    }
-}"""
+                }"""
+
+# the same in 8 x 8 register blocks (x86: aicc_cv_tstore_avx); the scalar activation after.
+# ResNet-50's 512 -> 2048 1x1 conv at 7x7, x86-avx2, AMD Zen 4, against onnxruntime: the
+# row-by-row loop took 0.26 of the 1.22 ratio (each Y^T read a cache line of its own)
+COPY_BLOCKS = """\
+                float *restrict yg = y + (n * p->group + g) * Mo * P + p0;
+                aicc_cv_tstore_avx(m, Mo, tbuf, Mo, yg, P, bias ? bias + g * Mo : NULL, lo, hi);
+                if (ep)
+                    for (size_t j = 0; j < Mo; ++j)
+                        ep(yg + j * P, m);"""
+
+
+def tstore_helper(ctx, isa: str) -> None:
+    """Register aicc_cv_tstore_avx: dst[c * ds + r] = clamp(src[r * ss + c] + bias[c]) in the
+    AVX 8 x 8 register blocks of kernels/move/copy.py (then + bias and the clamp in registers:
+    max / min return the second operand when one is NaN, so NaN passes as in the scalar
+    clamp1), column panels of 64, scalar edges."""
+    d = SIMD[AVX]
+    c1 = ISAS[isa].conv_kernels["clamp1"]
+    bias = "bias ? " + d["set1"] + "(bias[cb + {i}u]) : " + d["zero"]
+    block = avx_block(lambda i, v: f"{d['st']}(d + {i}u * ds, {d['min']}(whi, {d['max']}(wlo, "
+                      f"{d['add']}({v}, {bias.format(i=i)}))));")
+    edge = c1["expr"].format(x="src[r * ss + c] + (bias ? bias[c] : 0.0f)", br=" ")
+    include(ctx, AVX)
+    ctx.helper(f"{KEY}.1.tstore_avx", f"""\
+/* dst[c * ds + r] = min(hi, max(lo, src[r * ss + c] + bias[c])) (r < R, c < C; bias may be
+ * NULL: + 0) in 8 x 8 AVX register blocks (the transposition of aicc_tr_f32_avx, then + bias
+ * and the clamp in registers; NaN passes), column panels of 64, scalar edges. */
+static void aicc_cv_tstore_avx(size_t R, size_t C, const float *restrict src, size_t ss,
+    float *restrict dst, size_t ds, const float *restrict bias, float lo, float hi)
+{{
+    const size_t R8 = R - R % 8u, C8 = C - C % 8u;
+    const {d['v']} wlo = {d['set1']}(lo), whi = {d['set1']}(hi);
+    {c1['decl']}
+    for (size_t c0 = 0; c0 < C8; c0 += 64u) {{
+        const size_t c1 = c0 + 64u < C8 ? c0 + 64u : C8;
+        for (size_t rb = 0; rb < R8; rb += 8u)
+            for (size_t cb = c0; cb < c1; cb += 8u) {{
+                const float *restrict s = src + rb * ss + cb;
+                float *restrict d = dst + cb * ds + rb;
+{block}
+            }}
+    }}
+    for (size_t c = C8; c < C; ++c)
+        for (size_t r = 0; r < R8; ++r)
+            dst[c * ds + r] = {edge};
+    for (size_t r = R8; r < R; ++r)
+        for (size_t c = 0; c < C; ++c)
+            dst[c * ds + r] = {edge};
+}}""")
 
 
 def lanes(n: int, nr: int) -> float:
@@ -193,10 +251,15 @@ def emit(ctx, node, geo, isa: str, sched: dict, bias: str, pad_c: str, ext) -> N
     run = "\n".join(" " * 24 + ln for ln in ISAS[isa].conv_kernels["copy_run"].split("\n"))
     ctx.helper(f"{KEY}.1.packp_{isa}", PACKP.replace("COPYRUN", run).replace("ISA", isa))
     c1 = ISAS[isa].conv_kernels["clamp1"]                         # the scalar clamp
-    clamp = c1["expr"].format(x="tbuf[r * Mo + j] + b", br="\n" + " " * 36)
+    if ISAS[isa].move:
+        tstore_helper(ctx, isa)
+        copy, decl = COPY_BLOCKS, ""
+    else:
+        copy = COPY_ROWS.replace("CLAMP1", c1["expr"].format(x="tbuf[r * Mo + j] + b",
+                                                              br="\n" + " " * 36))
+        decl = f"    {c1['decl']}\n"
     ctx.helper(f"{KEY}.3.convt_{isa}", DRIVER.replace("GEMM_FN", GEMM_FN).replace("NR", str(nr))
-               .replace("ISA", isa).replace("CLAMP1_DECL", c1["decl"])
-               .replace("CLAMP1", clamp))
+               .replace("ISA", isa).replace("    CLAMP1_DECL\n", decl).replace("COPYOUT", copy))
     npan = -(-mo // nr)
     w = ctx.in_const(1)
     if w is not None:

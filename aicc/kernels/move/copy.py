@@ -176,10 +176,11 @@ static void {name}(size_t R, size_t C, const {et} *restrict src, size_t ss,
     return name
 
 
-def avx_helper(ctx) -> str:
-    """float32 2-D transposition in 8 x 8 register blocks (AVX): bits are moved unchanged
-    (also Gemm's transposed A operand on the SIMD targets, gemm.a_rows)."""
-    name = "aicc_tr_f32_avx"
+def avx_block(store) -> str:
+    """C text moving the 8 x 8 float block at s (row stride ss) transposed, in AVX registers
+    (8 loads, unpack, shuffle, lane permute): store(i, v) is the line that writes row i of the
+    transposed block, the vector expression v (kernels/conv/transposed.py adds bias and clamps
+    there). Bits unchanged."""
     d, p = SIMD[AVX], ISAS[AVX].prefix
     v = d["v"]
     loads = "\n".join(f"                const {v} r{i} = {d['ld']}(s + {i}u * ss);"
@@ -191,14 +192,22 @@ def avx_helper(ctx) -> str:
         f"                const {v} u{4 * h + 2 * j} = {p}_shuffle_ps(t{4 * h + j}, "
         f"t{4 * h + j + 2}, 0x44), u{4 * h + 2 * j + 1} = {p}_shuffle_ps(t{4 * h + j}, "
         f"t{4 * h + j + 2}, 0xEE);" for h in range(2) for j in range(2))
-    sto = "\n".join(f"                {d['st']}(d + {i}u * ds, {p}_permute2f128_ps(u{i % 4}, "
-                     f"u{i % 4 + 4}, {'0x20' if i < 4 else '0x31'}));" for i in range(8))
-    return _blocked(ctx, name, "float", 8, """\
+    sto = "\n".join("                " + store(i, f"{p}_permute2f128_ps(u{i % 4}, u{i % 4 + 4}, "
+                                                  f"{'0x20' if i < 4 else '0x31'})")
+                     for i in range(8))
+    return "\n".join((loads, unp, shf, sto))
+
+
+def avx_helper(ctx) -> str:
+    """float32 2-D transposition in 8 x 8 register blocks (AVX): bits are moved unchanged
+    (also Gemm's transposed A operand on the SIMD targets, gemm.a_rows)."""
+    st = SIMD[AVX]["st"]
+    return _blocked(ctx, "aicc_tr_f32_avx", "float", 8, """\
 /* 2-D float transposition dst[c * ds + r] = src[r * ss + c] (r < R, c < C) in 8 x 8 AVX
  * register blocks (unpack, shuffle, lane permute), scalar edges; data bits unchanged. Columns
  * go in panels of 64, each panel through all rows, so the 64 destination rows of a panel are
  * finished while they are in cache (row by row, a destination larger than L2 took every cache
- * line in and out R / 16 times). */""", "\n".join((loads, unp, shf, sto)))
+ * line in and out R / 16 times). */""", avx_block(lambda i, v: f"{st}(d + {i}u * ds, {v});"))
 
 
 def byte_helper(ctx) -> str:
