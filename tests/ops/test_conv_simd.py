@@ -401,13 +401,14 @@ def test_conv_simd_float64_is_portable(target, tmp_path):
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("hw,marker", [((32, 32), "im2col"), ((16, 16), "im2col"),
-                                       ((28, 28), "direct")])
-def test_conv_simd_pointwise_aliasing(hw, marker, target, tmp_path):
+@pytest.mark.parametrize("hw,cout,marker", [((32, 32), 24, "im2col"), ((16, 16), 24, "direct"),
+                                            ((16, 16), 256, "im2col"), ((28, 28), 24, "direct")])
+def test_conv_simd_pointwise_aliasing(hw, cout, marker, target, tmp_path):
     """A 1x1 conv whose input channels lie a multiple of 1 KiB apart (32 x 32: 4 KiB, every
-    row of a K block in one L1 set; 16 x 16: 8 rows a set) takes the packed im2col path under
-    auto, a 28 x 28 map the direct one; both equal to onnxruntime."""
+    row of a K block in one L1 set) takes the packed im2col path under auto; at 16 x 16 (8
+    rows a set) only with at least im2col.PACK_MIN_M output channels; a 28 x 28 map the direct
+    one; all equal to onnxruntime."""
     r = rng(7)
     x = r.normal(size=(1, 40, *hw)).astype(np.float32)
-    w = (r.normal(size=(24, 40, 1, 1)) / np.sqrt(40)).astype(np.float32)
+    w = (r.normal(size=(cout, 40, 1, 1)) / np.sqrt(40)).astype(np.float32)
     run(tmp_path, target, x, w, {}, marker=MARK[marker])

@@ -131,21 +131,29 @@ static void aicc_cv_conv_ISA(const aicc_conv_params *p, const float *restrict x,
 L1_LINE, L1_SETS = 64, 64
 
 
+# with at most twice alias_rows rows a set, the packed path wins only for this many output
+# channels: its copy of the input serves all of them (aliased)
+PACK_MIN_M = 256
+
+
 def aliased(geo, sched) -> bool:
     """Whether the direct path's B rows collide in L1: more than the schedule's alias_rows
-    (0: never) of a K block's kc input channels, P floats apart, start in one L1 set. With P a
-    multiple of 1024 (32 x 32, 64 x 64 maps) every row of a block maps to the same set and
-    the block is read from L2: AMD EPYC (Zen 4), x86-avx2, 768 -> 768 channels at 32 x 32,
-    thread CPU time against onnxruntime 1.51 direct, 1.06 packed (im2col); 256 at 64 x 64
-    1.66 / 1.02; 512 at 16 x 16 (8 rows a set) 1.03 / 0.96; at 28 x 28 and 56 x 56 (2 rows a
-    set at most) 1.00 / 1.05 and 1.01 / 1.00."""
+    (0: never) of a K block's kc input channels, P floats apart, start in one L1 set, and
+    either more than twice as many or at least PACK_MIN_M output channels. With P a multiple
+    of 1024 (32 x 32, 64 x 64 maps) every row of a block maps to the same set and the block is
+    read from L2. AMD EPYC (Zen 4), x86-avx2, thread CPU time against onnxruntime, direct /
+    packed (im2col): 768 -> 768 channels at 32 x 32 1.51 / 1.06; 256 at 64 x 64 1.66 / 1.02,
+    128 at 64 x 64 1.39 / 1.00; 8 rows a set: 512 at 16 x 16 1.03 / 0.96, but 32 -> 32, 32 ->
+    128 and 64 -> 64 at 112 x 112 0.84 / 0.94, 0.81 / 0.88, 1.01 / 1.05; at 28 x 28 and 56 x
+    56 (2 rows a set at most) 1.00 / 1.05 and 1.01 / 1.00."""
     limit = sched.get("alias_rows", 0)
     if not limit:
         return False
     stride = math.prod(geo.inp) * 4          # bytes between input channels
     rows = min(sched["kc"], geo.cin_g)
     sets = [(k * stride // L1_LINE) % L1_SETS for k in range(rows)]
-    return max(sets.count(x) for x in set(sets)) > limit
+    worst = max(sets.count(x) for x in set(sets))
+    return worst > 2 * limit or (worst > limit and geo.cout_g >= PACK_MIN_M)
 
 
 def tiles(sched, nr, K, P) -> tuple:
