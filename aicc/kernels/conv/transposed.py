@@ -14,7 +14,9 @@ networks, where P = 49 would fill 49 of 64 lanes).
 * The tile GEMM (conv_simd_gemm.tile_gemm, no bias, no activation) writes Y^T for the tile into
   scratch; the transposed copy to the NCHW output adds the bias and applies the clamp
   (``v < lo ? lo : v``, then ``v > hi ? hi : v``: NaN passes, as in the activation table)
-  and then the scalar activation pass (other fused activations) on each output row.
+  and then the scalar activation pass (other fused activations) on each output row. On x86
+  the copy moves 8 x 8 blocks through AVX registers (tstore_helper), elsewhere it runs
+  channel by channel (COPY_ROWS).
 
 Rounding: each output is FMA chains over k ascending per K block (as in kernels/conv/simd.py), + bias, then the
 activation. NaN/Inf: IEEE; zero padding of the weight panels meets only discarded lanes.
