@@ -213,6 +213,21 @@ def test_conv_simd_every_row_kernel(k, target, tmp_path):
 
 
 @pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("algo", ["direct", "im2col"])
+def test_conv_simd_column_tails(algo, target, tmp_path):
+    """The micro-kernels' last columns: a tail of at most one vector's lanes runs on one
+    vector per row, a longer one on the masked panel; positions 16 k + 1, 4, 8, 9, 15 (and
+    one and a half panels of AVX-512), 7 output channels (a full and a partial row tile)."""
+    r = rng(13)
+    k = 1 if algo == "direct" else 3
+    w = (r.normal(size=(7, 5, k, k)) / np.sqrt(5 * k * k)).astype(np.float32)
+    pads = {} if k == 1 else {"pads": [1, 1, 1, 1]}
+    for p in (17, 20, 24, 25, 31, 40, 196):
+        x = r.normal(size=(1, 5, 1, p)).astype(np.float32)
+        run(tmp_path, target, x, w, pads, seed=p, sched={"algo": algo}, marker=MARK[algo])
+
+
+@pytest.mark.parametrize("target", TARGETS)
 def test_conv_simd_transposed_every_row_kernel(target, tmp_path):
     """Transposed path: the positions are the rows; P = 1 .. 2*MR+1 (and Cout = 37: panels
     plus a masked tail)."""

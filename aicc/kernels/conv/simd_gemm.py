@@ -73,8 +73,8 @@ def kernel(ctx, isa: str, mr: int, table: bool = False, dense: bool = False,
     add = d["add"]
     pin = ISAS[isa].conv_kernels.get("pin_ptr")
 
-    def body(npb: int, masked: bool, ind: str):
-        cols = npb * V
+    def body(npb: int, masked: bool, ind: str, v: int = V):
+        cols = npb * v
         accs = [[f"c{r}_{c}" for c in range(cols)] for r in range(mr)]
         tile_open(o, d, ind, nr, npb, accs, masked)
         if table and pin:
@@ -91,7 +91,7 @@ def kernel(ctx, isa: str, mr: int, table: bool = False, dense: bool = False,
         tile_k_loop(o, d, ind, accs, pre,
                     lambda p, c, k="k": _f(d["mload"] if masked else d["load"],
                                            p=f"bk{p} + {c * L}u", m=f"m{c}"),
-                    lambda r: f"ak + {r}u", a_layout="packed",
+                    lambda r: f"ak + {r}u", v, a_layout="packed",
                     bptr=None if masked else lambda p: f"bk{p}")
         tile_partial(o, d, ind, accs, masked, guard=False)
         o.append(f"{ind}if (lohi) {{")
@@ -105,7 +105,9 @@ def kernel(ctx, isa: str, mr: int, table: bool = False, dense: bool = False,
         o.append(f"{ind}}}")
         tile_store(o, d, ind, accs, masked)
 
-    column_loops(o, body, np_, nr)
+    # a tail of at most one vector's columns on one vector per row (a 14 x 14 map's last 4
+    # of 196 positions)
+    column_loops(o, body, np_, nr, half=L if V > 1 and not d.get("fma_lane") else 0)
     _header(ctx, isa)
     ctx.helper(f"{KEY}.0.{isa}.k{mr:02d}" + ("t" if table else "") + ("d" if dense else "")
                + own, "\n".join(o))

@@ -367,9 +367,11 @@ def tile_clamp(o: list, d: dict, ind: str, accs: list, lohi: str = "lohi") -> No
     o.append(f"{ind}}}")
 
 
-def column_loops(o: list, body, np_: int, nr: int) -> None:
+def column_loops(o: list, body, np_: int, nr: int, half: int = 0) -> None:
     """The column walk of a micro-kernel: np_ panels at a time, then one panel, then a masked
-    tail; body(panels, masked, indent) appends one step; closes the function."""
+    tail; body(panels, masked, indent) appends one step; closes the function. half (the
+    lanes of one vector): a tail of at most that many columns runs on one vector per row,
+    body(1, True, indent, 1), rather than on the whole panel's."""
     g = np_ * nr
     o.append(f"    for (; j + {g}u <= n; j += {g}u) {{")
     body(np_, False, "        ")
@@ -378,7 +380,12 @@ def column_loops(o: list, body, np_: int, nr: int) -> None:
         o.append(f"    for (; j + {nr}u <= n; j += {nr}u) {{")
         body(1, False, "        ")
         o.append("    }")
-    o.append("    if (j < n) {")
+    if half:
+        o.append(f"    if (j < n && n - j <= {half}u) {{")
+        body(1, True, "        ", 1)
+        o.append("    } else if (j < n) {")
+    else:
+        o.append("    if (j < n) {")
     body(1, True, "        ")
     o.append("    }")
     o.append("}")
