@@ -107,7 +107,7 @@ def kernel(ctx, isa: str, mr: int, table: bool = False, dense: bool = False,
 
     # a tail of at most one vector's columns on one vector per row (a 14 x 14 map's last 4
     # of 196 positions)
-    column_loops(o, body, np_, nr, half=L if V > 1 and not d.get("fma_lane") else 0)
+    column_loops(o, body, np_, nr, half=0 if d.get("fma_lane") else L)
     _header(ctx, isa)
     ctx.helper(f"{KEY}.0.{isa}.k{mr:02d}" + ("t" if table else "") + ("d" if dense else "")
                + own, "\n".join(o))

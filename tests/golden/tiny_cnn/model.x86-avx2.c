@@ -1068,7 +1068,69 @@ static void aicc_cv_avx2_k4(size_t kc, const float *restrict a,
         _mm256_storeu_ps(y + 3u * ldy + j + 0u, c3_0);
         _mm256_storeu_ps(y + 3u * ldy + j + 8u, c3_1);
     }
-    if (j < n) {
+    if (j < n && n - j <= 8u) {
+        const float *restrict b0 = b + (j / 16u + 0u) * bs;
+        __m256 c0_0, c1_0, c2_0, c3_0;
+        const size_t nc = n - j;
+        const __m256i m0 = _mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + 8u - (nc > 0u ? (nc - 0u < 8u ? nc - 0u : 8u) : 0u)));
+        c0_0 = _mm256_setzero_ps();
+        c1_0 = _mm256_setzero_ps();
+        c2_0 = _mm256_setzero_ps();
+        c3_0 = _mm256_setzero_ps();
+        for (size_t k = 0; k < kc; ++k) {
+            const float *restrict ak = a + k * 4u;
+            const float *restrict bk0 = b0 + k * rs;
+            const __m256 w0 = _mm256_maskload_ps(bk0 + 0u, m0);
+            { const __m256 x = _mm256_broadcast_ss(ak + 0u);
+              c0_0 = _mm256_fmadd_ps(x, w0, c0_0);
+            }
+            { const __m256 x = _mm256_broadcast_ss(ak + 1u);
+              c1_0 = _mm256_fmadd_ps(x, w0, c1_0);
+            }
+            { const __m256 x = _mm256_broadcast_ss(ak + 2u);
+              c2_0 = _mm256_fmadd_ps(x, w0, c2_0);
+            }
+            { const __m256 x = _mm256_broadcast_ss(ak + 3u);
+              c3_0 = _mm256_fmadd_ps(x, w0, c3_0);
+            }
+        }
+        if (acc) {
+            c0_0 = _mm256_add_ps(_mm256_maskload_ps(y + j + 0u, m0), c0_0);
+            c1_0 = _mm256_add_ps(_mm256_maskload_ps(y + 1u * ldy + j + 0u, m0), c1_0);
+            c2_0 = _mm256_add_ps(_mm256_maskload_ps(y + 2u * ldy + j + 0u, m0), c2_0);
+            c3_0 = _mm256_add_ps(_mm256_maskload_ps(y + 3u * ldy + j + 0u, m0), c3_0);
+        }
+        if (lohi) {
+            if (bias) {
+                const __m256 v0 = _mm256_broadcast_ss(bias + 0u);
+                c0_0 = _mm256_add_ps(c0_0, v0);
+                const __m256 v1 = _mm256_broadcast_ss(bias + 1u);
+                c1_0 = _mm256_add_ps(c1_0, v1);
+                const __m256 v2 = _mm256_broadcast_ss(bias + 2u);
+                c2_0 = _mm256_add_ps(c2_0, v2);
+                const __m256 v3 = _mm256_broadcast_ss(bias + 3u);
+                c3_0 = _mm256_add_ps(c3_0, v3);
+            }
+            { const __m256 vlo = _mm256_broadcast_ss(lohi);
+              if (lohi[1] < HUGE_VALF) {
+                const __m256 vhi = _mm256_broadcast_ss(lohi + 1);
+                c0_0 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c0_0));
+                c1_0 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c1_0));
+                c2_0 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c2_0));
+                c3_0 = _mm256_min_ps(vhi, _mm256_max_ps(vlo, c3_0));
+              } else {
+                c0_0 = _mm256_max_ps(vlo, c0_0);
+                c1_0 = _mm256_max_ps(vlo, c1_0);
+                c2_0 = _mm256_max_ps(vlo, c2_0);
+                c3_0 = _mm256_max_ps(vlo, c3_0);
+              }
+            }
+        }
+        if (nc > 0u) _mm256_maskstore_ps(y + j + 0u, m0, c0_0);
+        if (nc > 0u) _mm256_maskstore_ps(y + 1u * ldy + j + 0u, m0, c1_0);
+        if (nc > 0u) _mm256_maskstore_ps(y + 2u * ldy + j + 0u, m0, c2_0);
+        if (nc > 0u) _mm256_maskstore_ps(y + 3u * ldy + j + 0u, m0, c3_0);
+    } else if (j < n) {
         const float *restrict b0 = b + (j / 16u + 0u) * bs;
         __m256 c0_0, c0_1, c1_0, c1_1, c2_0, c2_1, c3_0, c3_1;
         const size_t nc = n - j;

@@ -1989,7 +1989,111 @@ static void aicc_cv_avx512_k8(size_t kc, const float *restrict a,
         _mm512_storeu_ps(y + 7u * ldy + j + 0u, c7_0);
         _mm512_storeu_ps(y + 7u * ldy + j + 16u, c7_1);
     }
-    if (j < n) {
+    if (j < n && n - j <= 16u) {
+        const float *restrict b0 = b + (j / 32u + 0u) * bs;
+        __m512 c0_0, c1_0, c2_0, c3_0, c4_0, c5_0, c6_0, c7_0;
+        const size_t nc = n - j;
+        const __mmask16 m0 = (__mmask16)((1u << (nc > 0u ? (nc - 0u < 16u ? nc - 0u : 16u) : 0u)) - 1u);
+        c0_0 = _mm512_setzero_ps();
+        c1_0 = _mm512_setzero_ps();
+        c2_0 = _mm512_setzero_ps();
+        c3_0 = _mm512_setzero_ps();
+        c4_0 = _mm512_setzero_ps();
+        c5_0 = _mm512_setzero_ps();
+        c6_0 = _mm512_setzero_ps();
+        c7_0 = _mm512_setzero_ps();
+        for (size_t k = 0; k < kc; ++k) {
+            const float *restrict ak = a + k * 8u;
+            const float *restrict bk0 = b0 + k * rs;
+            _mm_prefetch((const char *)((uintptr_t)(bk0 + 0u) + bs * sizeof(float)), _MM_HINT_T1);
+            _mm_prefetch((const char *)((uintptr_t)(bk0 + 16u) + bs * sizeof(float)), _MM_HINT_T1);
+            const __m512 w0 = _mm512_maskz_loadu_ps(m0, bk0 + 0u);
+            { const __m512 x = _mm512_set1_ps(*(ak + 0u));
+              c0_0 = _mm512_fmadd_ps(x, w0, c0_0);
+            }
+            { const __m512 x = _mm512_set1_ps(*(ak + 1u));
+              c1_0 = _mm512_fmadd_ps(x, w0, c1_0);
+            }
+            { const __m512 x = _mm512_set1_ps(*(ak + 2u));
+              c2_0 = _mm512_fmadd_ps(x, w0, c2_0);
+            }
+            { const __m512 x = _mm512_set1_ps(*(ak + 3u));
+              c3_0 = _mm512_fmadd_ps(x, w0, c3_0);
+            }
+            { const __m512 x = _mm512_set1_ps(*(ak + 4u));
+              c4_0 = _mm512_fmadd_ps(x, w0, c4_0);
+            }
+            { const __m512 x = _mm512_set1_ps(*(ak + 5u));
+              c5_0 = _mm512_fmadd_ps(x, w0, c5_0);
+            }
+            { const __m512 x = _mm512_set1_ps(*(ak + 6u));
+              c6_0 = _mm512_fmadd_ps(x, w0, c6_0);
+            }
+            { const __m512 x = _mm512_set1_ps(*(ak + 7u));
+              c7_0 = _mm512_fmadd_ps(x, w0, c7_0);
+            }
+        }
+        if (acc) {
+            c0_0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, y + j + 0u), c0_0);
+            c1_0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, y + 1u * ldy + j + 0u), c1_0);
+            c2_0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, y + 2u * ldy + j + 0u), c2_0);
+            c3_0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, y + 3u * ldy + j + 0u), c3_0);
+            c4_0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, y + 4u * ldy + j + 0u), c4_0);
+            c5_0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, y + 5u * ldy + j + 0u), c5_0);
+            c6_0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, y + 6u * ldy + j + 0u), c6_0);
+            c7_0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, y + 7u * ldy + j + 0u), c7_0);
+        }
+        if (lohi) {
+            if (bias) {
+                const __m512 v0 = _mm512_set1_ps(*(bias + 0u));
+                c0_0 = _mm512_add_ps(c0_0, v0);
+                const __m512 v1 = _mm512_set1_ps(*(bias + 1u));
+                c1_0 = _mm512_add_ps(c1_0, v1);
+                const __m512 v2 = _mm512_set1_ps(*(bias + 2u));
+                c2_0 = _mm512_add_ps(c2_0, v2);
+                const __m512 v3 = _mm512_set1_ps(*(bias + 3u));
+                c3_0 = _mm512_add_ps(c3_0, v3);
+                const __m512 v4 = _mm512_set1_ps(*(bias + 4u));
+                c4_0 = _mm512_add_ps(c4_0, v4);
+                const __m512 v5 = _mm512_set1_ps(*(bias + 5u));
+                c5_0 = _mm512_add_ps(c5_0, v5);
+                const __m512 v6 = _mm512_set1_ps(*(bias + 6u));
+                c6_0 = _mm512_add_ps(c6_0, v6);
+                const __m512 v7 = _mm512_set1_ps(*(bias + 7u));
+                c7_0 = _mm512_add_ps(c7_0, v7);
+            }
+            { const __m512 vlo = _mm512_set1_ps(*(lohi));
+              if (lohi[1] < HUGE_VALF) {
+                const __m512 vhi = _mm512_set1_ps(*(lohi + 1));
+                c0_0 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, c0_0));
+                c1_0 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, c1_0));
+                c2_0 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, c2_0));
+                c3_0 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, c3_0));
+                c4_0 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, c4_0));
+                c5_0 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, c5_0));
+                c6_0 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, c6_0));
+                c7_0 = _mm512_min_ps(vhi, _mm512_max_ps(vlo, c7_0));
+              } else {
+                c0_0 = _mm512_max_ps(vlo, c0_0);
+                c1_0 = _mm512_max_ps(vlo, c1_0);
+                c2_0 = _mm512_max_ps(vlo, c2_0);
+                c3_0 = _mm512_max_ps(vlo, c3_0);
+                c4_0 = _mm512_max_ps(vlo, c4_0);
+                c5_0 = _mm512_max_ps(vlo, c5_0);
+                c6_0 = _mm512_max_ps(vlo, c6_0);
+                c7_0 = _mm512_max_ps(vlo, c7_0);
+              }
+            }
+        }
+        if (nc > 0u) _mm512_mask_storeu_ps(y + j + 0u, m0, c0_0);
+        if (nc > 0u) _mm512_mask_storeu_ps(y + 1u * ldy + j + 0u, m0, c1_0);
+        if (nc > 0u) _mm512_mask_storeu_ps(y + 2u * ldy + j + 0u, m0, c2_0);
+        if (nc > 0u) _mm512_mask_storeu_ps(y + 3u * ldy + j + 0u, m0, c3_0);
+        if (nc > 0u) _mm512_mask_storeu_ps(y + 4u * ldy + j + 0u, m0, c4_0);
+        if (nc > 0u) _mm512_mask_storeu_ps(y + 5u * ldy + j + 0u, m0, c5_0);
+        if (nc > 0u) _mm512_mask_storeu_ps(y + 6u * ldy + j + 0u, m0, c6_0);
+        if (nc > 0u) _mm512_mask_storeu_ps(y + 7u * ldy + j + 0u, m0, c7_0);
+    } else if (j < n) {
         const float *restrict b0 = b + (j / 32u + 0u) * bs;
         __m512 c0_0, c0_1, c1_0, c1_1, c2_0, c2_1, c3_0, c3_1, c4_0, c4_1, c5_0, c5_1, c6_0, c6_1, c7_0, c7_1;
         const size_t nc = n - j;
