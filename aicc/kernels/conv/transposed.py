@@ -30,8 +30,8 @@ import numpy as np
 from ..gemm.portable import pack_b, pack_helper
 from ..gemm.simd import flit, nr_of, step_rows
 from ..isa.registry import ISAS
-from ..isa.x86 import AVX, SIMD, include
-from ..move.copy import avx_block
+from ..isa.x86 import AVX, SIMD
+from ..move.copy import avx_block, blocked
 from .base_c import epilogue, use
 from .simd_gemm import GEMM_FN, KEY, clamp_of, tile_gemm
 
@@ -162,34 +162,15 @@ def tstore_helper(ctx, isa: str) -> None:
     bias = "bias ? " + d["set1"] + "(bias[cb + {i}u]) : " + d["zero"]
     block = avx_block(lambda i, v: f"{d['st']}(d + {i}u * ds, {d['min']}(whi, {d['max']}(wlo, "
                       f"{d['add']}({v}, {bias.format(i=i)}))));")
-    edge = c1["expr"].format(x="src[r * ss + c] + (bias ? bias[c] : 0.0f)", br=" ")
-    include(ctx, AVX)
-    ctx.helper(f"{KEY}.1.tstore_avx", f"""\
+    blocked(ctx, "aicc_cv_tstore_avx", "float", 8, """\
 /* dst[c * ds + r] = min(hi, max(lo, src[r * ss + c] + bias[c])) (r < R, c < C; bias may be
  * NULL: + 0) in 8 x 8 AVX register blocks (the transposition of aicc_tr_f32_avx, then + bias
- * and the clamp in registers; NaN passes), column panels of 64, scalar edges. */
-static void aicc_cv_tstore_avx(size_t R, size_t C, const float *restrict src, size_t ss,
-    float *restrict dst, size_t ds, const float *restrict bias, float lo, float hi)
-{{
-    const size_t R8 = R - R % 8u, C8 = C - C % 8u;
-    const {d['v']} wlo = {d['set1']}(lo), whi = {d['set1']}(hi);
-    {c1['decl']}
-    for (size_t c0 = 0; c0 < C8; c0 += 64u) {{
-        const size_t c1 = c0 + 64u < C8 ? c0 + 64u : C8;
-        for (size_t rb = 0; rb < R8; rb += 8u)
-            for (size_t cb = c0; cb < c1; cb += 8u) {{
-                const float *restrict s = src + rb * ss + cb;
-                float *restrict d = dst + cb * ds + rb;
-{block}
-            }}
-    }}
-    for (size_t c = C8; c < C; ++c)
-        for (size_t r = 0; r < R8; ++r)
-            dst[c * ds + r] = {edge};
-    for (size_t r = R8; r < R; ++r)
-        for (size_t c = 0; c < C; ++c)
-            dst[c * ds + r] = {edge};
-}}""")
+ * and the clamp in registers; NaN passes), column panels of 64, scalar edges. */""", block,
+             params=", const float *restrict bias, float lo, float hi",
+             pre=f"    const {d['v']} wlo = {d['set1']}(lo), whi = {d['set1']}(hi);\n"
+                 f"    {c1['decl']}\n",
+             edge=c1["expr"].format(x="src[r * ss + c] + (bias ? bias[c] : 0.0f)", br=" "),
+             key=f"{KEY}.1.tstore_avx")
 
 
 def lanes(n: int, nr: int) -> float:

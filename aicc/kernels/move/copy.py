@@ -116,7 +116,7 @@ def tr4_helper(ctx, tr4) -> str:
     transformer's K transposes, 1.7 -> 1.0 executed instructions per value)."""
     isa, spell = tr4
     include(ctx, isa)
-    return _blocked(ctx, f"aicc_tr_f32_{isa}", "float", C_BLOCK, f"""\
+    return blocked(ctx, f"aicc_tr_f32_{isa}", "float", C_BLOCK, f"""\
 /* 2-D float transposition dst[c * ds + r] = src[r * ss + c] (r < R, c < C) in 4 x 4 {isa}
  * register blocks, scalar edges; column panels of 64 as aicc_tr_float_c4. */""",
                     "                " + spell.format(s="s", lda="ss", d="d", ldd="ds") + ";",
@@ -135,26 +135,30 @@ def c_helper(ctx, ct: str) -> str:
     stores = "\n".join("                " + " ".join(
         f"d[{f'{c}u * ds + ' if c else ''}{r}u] = a{r}{c};" for r in range(C_BLOCK))
         for c in range(C_BLOCK))
-    return _blocked(ctx, name, ct, C_BLOCK, f"""\
+    return blocked(ctx, name, ct, C_BLOCK, f"""\
 /* 2-D transposition dst[c * ds + r] = src[r * ss + c] (r < R, c < C) of {ct} in 4 x 4 blocks
  * of locals (portable C: four contiguous loads per source row, four contiguous stores per
  * destination row), scalar edges; column panels of 64 as aicc_tr_f32_avx. */""",
                     "\n".join((loads, stores)), isa=None)
 
 
-def _blocked(ctx, name: str, et: str, bs: int, doc: str, block: str,
-             isa: str | None = AVX) -> str:
-    """Register the 2-D transposition helper ``name(R, C, src, ss, dst, ds)``: dst[c * ds + r]
-    = src[r * ss + c] on elements et, ``block`` (C text over s, d) moving each bs x bs block
-    of the column panels of 64, each panel through all rows, then the scalar edges."""
+def blocked(ctx, name: str, et: str, bs: int, doc: str, block: str,
+             isa: str | None = AVX, params: str = "", pre: str = "",
+             edge: str = "src[r * ss + c]", key: str | None = None) -> str:
+    """Register the 2-D transposition helper ``name(R, C, src, ss, dst, ds{params})``:
+    dst[c * ds + r] = src[r * ss + c] on elements et, ``block`` (C text over s, d) moving each
+    bs x bs block of the column panels of 64, each panel through all rows, then the scalar
+    edges, each ``dst[c * ds + r] = {edge}``. params / pre: further parameters and the lines
+    opening the body (kernels/conv/transposed.py's copy with + bias and the clamp); key: the
+    helper key (default transpose.1.{name})."""
     rb, cb = f"R{bs}", f"C{bs}"
     code = f"""\
 {doc}
 static void {name}(size_t R, size_t C, const {et} *restrict src, size_t ss,
-    {et} *restrict dst, size_t ds)
+    {et} *restrict dst, size_t ds{params})
 {{
     const size_t {rb} = R - R % {bs}u, {cb} = C - C % {bs}u;
-    for (size_t c0 = 0; c0 < {cb}; c0 += 64u) {{
+{pre}    for (size_t c0 = 0; c0 < {cb}; c0 += 64u) {{
         const size_t c1 = c0 + 64u < {cb} ? c0 + 64u : {cb};
         for (size_t rb = 0; rb < {rb}; rb += {bs}u)
             for (size_t cb = c0; cb < c1; cb += {bs}u) {{
@@ -165,14 +169,14 @@ static void {name}(size_t R, size_t C, const {et} *restrict src, size_t ss,
     }}
     for (size_t c = {cb}; c < C; ++c)
         for (size_t r = 0; r < {rb}; ++r)
-            dst[c * ds + r] = src[r * ss + c];
+            dst[c * ds + r] = {edge};
     for (size_t r = {rb}; r < R; ++r)
         for (size_t c = 0; c < C; ++c)
-            dst[c * ds + r] = src[r * ss + c];
+            dst[c * ds + r] = {edge};
 }}"""
     if isa:
         include(ctx, isa)
-    ctx.helper(f"transpose.1.{name}", code)
+    ctx.helper(key or f"transpose.1.{name}", code)
     return name
 
 
@@ -202,7 +206,7 @@ def avx_helper(ctx) -> str:
     """float32 2-D transposition in 8 x 8 register blocks (AVX): bits are moved unchanged
     (also Gemm's transposed A operand on the SIMD targets, gemm.a_rows)."""
     st = SIMD[AVX]["st"]
-    return _blocked(ctx, "aicc_tr_f32_avx", "float", 8, """\
+    return blocked(ctx, "aicc_tr_f32_avx", "float", 8, """\
 /* 2-D float transposition dst[c * ds + r] = src[r * ss + c] (r < R, c < C) in 8 x 8 AVX
  * register blocks (unpack, shuffle, lane permute), scalar edges; data bits unchanged. Columns
  * go in panels of 64, each panel through all rows, so the 64 destination rows of a panel are
@@ -231,7 +235,7 @@ def byte_helper(ctx) -> str:
 {st}
                 for (int k = 0; k < 16; ++k)
                     {u['st']}(({u['vec']} *)(void *)(d + (size_t)rev[k] * ds), a[k]);"""
-    return _blocked(ctx, name, "uint8_t", 16, """\
+    return blocked(ctx, name, "uint8_t", 16, """\
 /* 2-D byte transposition dst[c * ds + r] = src[r * ss + c] (r < R, c < C) in 16 x 16 SSE2
  * register blocks: four perfect-shuffle stages of unpacks (8-, 16-, 32-, 64-bit), after
  * which register k holds column bitreverse4(k); scalar edges; column panels of 64 as
