@@ -57,6 +57,7 @@ def edge_data(case, seed=0):
     return x, w, attrs
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("case", sorted(c for c in CONV_CASES if group1_planar(c)))
 def test_bcast_forced(case, target, tmp_path):

@@ -124,6 +124,7 @@ MARK = {"direct": "the input is the B operand", "im2col": "im2col tiles",
         "nhwc": "register-blocked channel-last kernel"}
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("case", sorted(CONV_CASES))
 def test_conv_simd_auto(case, target, tmp_path):
@@ -132,6 +133,7 @@ def test_conv_simd_auto(case, target, tmp_path):
     run(tmp_path, target, x, w, attrs, marker=tuple(MARK.values()))
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("algo", ["im2col", "transposed"])
 @pytest.mark.parametrize("case", sorted(CONV_CASES))
@@ -146,6 +148,7 @@ def planar(case):
     return len(CONV_CASES[case][1]) <= 4
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("case", sorted(c for c in CONV_CASES if planar(c)))
 def test_conv_simd_implicit_forced(case, target, tmp_path):
@@ -182,6 +185,7 @@ DW_CASES = {   # depthwise-capable (one input channel per group), incl. multipli
 }
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("case", sorted(DW_CASES) + sorted(c for c in CONV_CASES
                                                           if algo_of(c) == "depthwise"))
@@ -243,6 +247,7 @@ SCHEDS = [{"tile_kb": 1}, {"tile_kb": 3, "kc": 7}, {"kc": 1}, {"mr": 3, "jb": 32
           {"mr": 1}, {"jb": 200, "kc": 50, "tile_kb": 9}]
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("sched", SCHEDS, ids=lambda s: "_".join(f"{k}{v}" for k, v in s.items()))
 @pytest.mark.parametrize("case", ["big_k_tiles", "many_tiles", "stride2_odd", "pointwise_wide",
@@ -307,6 +312,7 @@ def test_conv_simd_implicit_random(seed, target, tmp_path):
     run(tmp_path, target, x, w, attrs, sched={"algo": "implicit"}, marker=MARK["implicit"])
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("act,params,_", ACTS)
 @pytest.mark.parametrize("case", ["3x3_pad1", "pointwise", "depthwise", "depthwise_s2"])

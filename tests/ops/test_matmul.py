@@ -35,6 +35,7 @@ def _rand(r, shape, dt=np.float32):
 
 # -- Gemm ---------------------------------------------------------------------------------
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("m,n,k",
                          list(itertools.product(SIZES, SIZES, SIZES))[::3] + [(65, 65, 65)])
@@ -50,6 +51,7 @@ AWK = [(m, n, k) for m, n, k in itertools.product(AWKWARD, AWKWARD, AWKWARD)
        if (m * 7 + n * 3 + k) % 5 == 0 or max(m, n, k) < 4] + [(257, 257, 257)]
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("m,n,k", AWK)
 def test_matmul_awkward(m, n, k, target, tmp_path):
@@ -103,6 +105,7 @@ def test_matmul_one_m_block(m, k, act, target, tmp_path):
     assert_close(got, reference(model, {"a": a}))
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("ta,tb", [(0, 0), (0, 1), (1, 0), (1, 1)])
 @pytest.mark.parametrize("bconst", [True, False])
@@ -160,6 +163,7 @@ def test_gemm_k_zero(target, tmp_path):
 
 # -- MatMul -------------------------------------------------------------------------------
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("m,n,k", list(itertools.product(SIZES, SIZES, SIZES))[1::3])
 @pytest.mark.parametrize("bconst", [True, False])
@@ -182,6 +186,7 @@ BATCHED_BIG = [((2, 17, 65), (2, 65, 19)), ((3, 1, 7, 257), (1, 2, 257, 17)),
                ((2, 65, 33), (33, 257))]
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("sa,sb", BATCHED + BATCHED_BIG)
 @pytest.mark.parametrize("bconst", [True, False])
@@ -293,6 +298,7 @@ def _act_nodes(act, params, src, dst):
     return [helper.make_node(act, [src], [dst], **params)]
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("act,params", ACTS)
 @pytest.mark.parametrize("sa,sb", [((3, 17), (17, 5)), ((2, 4, 9), (9, 33)),

@@ -79,6 +79,7 @@ def same_bits_and_close(m, feeds, tmp_path, target, band_kb=3, tag="m"):
     assert_close(got, reference(m, feeds), rtol=1e-4, atol=3e-5)
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("i", range(len(GEOS)))
 @pytest.mark.parametrize("bands", sorted(BANDS))

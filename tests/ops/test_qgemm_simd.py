@@ -69,6 +69,7 @@ def _qconv_ref(v, attrs):
         return np.clip(y, info.min, info.max).astype(v["yz"].dtype)
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("target", SIMD)
 @pytest.mark.parametrize("case", sorted(CONVS))
 @pytest.mark.parametrize("xt,wt", [(np.uint8, np.int8), (np.int8, np.int8), (np.uint8, np.uint8)])
@@ -170,6 +171,7 @@ def _qmm_ref(f):
     return np.clip(y, info.min, info.max).astype(f["yz"].dtype)
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("target", SIMD)
 @pytest.mark.parametrize("sa,sb", [((5, 16), (16, 6)), ((70, 33), (33, 45)), ((1, 7), (7, 3)),
                                    ((2, 3, 9, 24), (24, 40)), ((20,), (20, 17)),
@@ -226,6 +228,7 @@ DW_RUN = {"avx512": {"7x7": True, "s2": True, "5x5_s13": False, "1d_dil": False}
           "avx2": {"7x7": False, "s2": True, "5x5_s13": True, "3x3": False}}
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("target", SIMD)
 @pytest.mark.parametrize("case", sorted(DW))
 @pytest.mark.parametrize("xt,wt", [(np.uint8, np.uint8), (np.int8, np.int8)])
