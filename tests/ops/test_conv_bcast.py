@@ -355,3 +355,51 @@ def test_bcast_edge_kernels_off(target, tmp_path):
         got[k] = aicc.load(out, cflags=STRICT_CFLAGS).run({"x": x})["y"]
     assert got[0].tobytes() == got[8].tobytes()
     assert_close({"y": got[0]}, reference(m, {"x": x}), rtol=1e-4, atol=2e-5)
+
+
+KB = [   # x86-avx2 runs these in K blocks of input channels (bcast.k_block)
+    # (x shape, w shape, attrs, act): 64 -> 64 onto 12 x 12, taken by auto at any output size
+    ((1, 64, 24, 24), (64, 64, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}, "Relu"),
+    # 17 channels (blocks of 2: a last block of 1), 12 outputs (a masked bias vector), 5 x 5
+    # stride 2 with no padding on the right, batch 2, 13 positions a row (blocks of 4 and 3)
+    ((2, 17, 13, 28), (12, 17, 5, 5), {"pads": [2, 2, 0, 0], "strides": [2, 2]}, None),
+]
+
+
+@pytest.mark.skipif("x86-avx2" not in TARGETS, reason="host runs no x86-avx2")
+@pytest.mark.parametrize("i", range(len(KB)))
+def test_bcast_k_blocks(i, tmp_path, monkeypatch):
+    """Input channels in K blocks (the sums stored and reloaded between blocks; bias and the
+    clamp after the last): the same bits as one block, NaN / Inf included, and auto takes
+    the first case (strided, 3x3, weights in L2, any output size)."""
+    from aicc.kernels.isa.registry import ISAS
+    xs, ws, attrs, act = KB[i]
+    r = rng(70 + i)
+    x = r.normal(size=xs).astype(np.float32)
+    x.flat[r.integers(0, x.size, 6)] = [np.nan, np.inf, -np.inf, 1e30, -1e30, 0.0]
+    w = (r.normal(size=ws) / np.sqrt(np.prod(ws[1:]))).astype(np.float32)
+    b = r.normal(size=ws[0]).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c" if act else "y"], name="conv",
+                              **attrs)]
+    if act:
+        nodes.append(helper.make_node(act, ["c"], ["y"]))
+    m = make_model(nodes, {"x": x}, ["y"], {"w": w, "b": b})
+    path = tmp_path / "m.onnx"
+    onnx.save(m, str(path))
+    over = {"nodes": {"conv": {"schedule": {"algo": "bcast"}}}} if i else None
+    got = {}
+    for kb in (True, False):
+        if not kb:
+            monkeypatch.setitem(ISAS["avx2"].conv_kernels["bcast"], "kblock", 0)
+        out = aicc.build(path, target="x86-avx2", out=tmp_path / f"kb{kb}", overrides=over)
+        code = (out / "model.c").read_text()
+        assert "input broadcast" in code
+        assert bool(re.search(r"aicc_cb_avx2_\w+_kb\(", code)) == kb
+        got[kb] = aicc.load(out, cflags=STRICT_CFLAGS).run({"x": x})["y"]
+    assert got[True].tobytes() == got[False].tobytes()
+    finite = np.isfinite(x).all()
+    assert not finite and np.isnan(got[True]).any()
+    clean = x.copy()
+    clean[~np.isfinite(clean) | (np.abs(clean) > 1e29)] = 0.5
+    out = aicc.load(tmp_path / "kbTrue", cflags=STRICT_CFLAGS).run({"x": clean})
+    assert_close(out, reference(m, {"x": clean}), rtol=1e-4, atol=2e-5)

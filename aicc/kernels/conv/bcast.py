@@ -13,6 +13,17 @@ offsets. This suits what the GEMM forms do worst: stride 2 (the im2col de-interl
 implicit GEMM's phase planes) and few input channels (first convs: K = 27 leaves the GEMM
 tiles short).
 
+K blocks (NCHW, x86-avx2's ``kblock``): with many input channels, a register block's loop
+over all of them streams every channel plane of the band and all its weights from L2 for each
+block of positions. k_block cuts the channels into K blocks whose band input and weights fit
+``kblock`` bytes; each output row runs every block of calls per K block in order, the sums
+stored into the scratch tile and reloaded by the next K block, bias and the clamp after the
+last. Each output keeps its one FMA chain (the same bits as one block). These kernels use
+``acc_kb`` accumulators (GCC spilled the 10 of a 5 x 2 block there).
+
+An output row is split into ceil(OW / R) blocks of at most R positions, as equal as they go
+(runs_of): a block of a position or two leaves the FMAs waiting on their latency.
+
 The output runs in bands of about BAND_POS positions (whole output rows). Input: per band,
 the input rows it reads, zero-padded, copied into a small buffer (rows start 64-byte aligned;
 NHWC as one channel of rows W * C floats wide), or the input itself when every tap is inside
@@ -51,6 +62,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from contextlib import nullcontext
 
 import numpy as np
 
@@ -131,22 +143,42 @@ def prefer(ctx, geo, isa: str) -> bool:
     wbytes = 4 * geo.cout * geo.cin_g * math.prod(geo.k)
     out_max = a["few_out_max" if few else "out_max"]
     one_d = len(geo.k) == 1 and a.get("one_d", False)
-    return (supports(geo) and (few or max(geo.stride) > 1 or one_d)
-            and ctx.in_const(1) is not None
-            and lanes(geo.cout, ISA[vector_isa(ctx, geo, isa)]["lanes"]) >= 0.75
-            and math.prod(geo.out) * geo.cout <= out_max and wbytes <= a["w_max"])
+    L = ISA[vector_isa(ctx, geo, isa)]["lanes"]
+    if not (supports(geo) and (few or max(geo.stride) > 1 or one_d)
+            and ctx.in_const(1) is not None and lanes(geo.cout, L) >= 0.75):
+        return False
+    if math.prod(geo.out) * geo.cout <= out_max and wbytes <= a["w_max"]:
+        return True
+    # outputs of any size: strided convs of more than one tap whose input channels run in K
+    # blocks (k_block) and whose weights stay in L2 (k_block and kb_w_max)
+    return (max(geo.stride) > 1 and math.prod(geo.k) > 1 and wbytes <= a.get("kb_w_max", 0)
+            and k_block(Geo2(geo, padded_extents(geo), False), -(-geo.cout // L) * L,
+                        a) is not None)
 
 
-def blocking(isa: str, cout: int, ow: int, nregs: int = 0) -> tuple:
+def blocking(isa: str, cout: int, ow: int, nregs: int = 0, kblocked: bool = False) -> tuple:
     """(V channel vectors per block, R positions per block): V up to vmax, R the output row
     split into equal blocks of at most acc / V positions (vmax and acc of the ISA with nregs
-    registers, else of isa)."""
+    registers, else of isa; acc_kb for kernels of K blocks where the ISA sets it)."""
     nv = -(-cout // ISA[isa]["lanes"])
     a = _rules(next((k for k, d in ISAS.items() if d.registers == nregs), isa))
     v = min(nv, a["vmax"])
     v = -(-nv // -(-nv // v))                  # equal channel blocks
-    rmax = max(1, a["acc"] // v)
+    rmax = max(1, a.get("acc_kb", a["acc"]) // v if kblocked else a["acc"] // v)
     return v, -(-ow // -(-ow // rmax))
+
+
+def runs_of(ow: int, r: int) -> list:
+    """[(x0, x1, positions per block)]: an output row of ow positions in ceil(ow / r) blocks
+    of at most r positions, as equal as they go (the longer ones first). A block of a few
+    positions has few accumulator chains, and FMA latency, not throughput, bounds it: 56
+    positions as 11 x 5 + 1 ran the 1-position block at 2 chains (64 -> 64 3x3 stride 2 onto
+    56 x 56, AMD Zen 4, x86-avx2, ratio to onnxruntime with K blocks: 1.06 as 11 x 5 + 1, 0.98
+    as 14 x 4)."""
+    n = -(-ow // r)
+    base, extra = divmod(ow, n)
+    head = [(0, extra * (base + 1), base + 1)] if extra else []
+    return head + [(extra * (base + 1), ow, base)]
 
 
 class Geo2:
@@ -210,7 +242,8 @@ def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False,
     isa = vector_isa(ctx, geo, isa)
     L = ISA[isa]["lanes"]
     g = Geo2(geo, padded_extents(geo), xin)
-    v, r = blocking(isa, g.cout, g.ow, regs(ctx))
+    kb = None if nhwc else k_block(g, -(-g.cout // L) * L, _rules(isa))
+    v, r = blocking(isa, g.cout, g.ow, regs(ctx), kb is not None)
     wb = v * L                                   # channels per block
     nb = -(-g.cout // wb)
     lo, hi, act = clamp_of(node)
@@ -227,9 +260,7 @@ def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False,
     vcopy(ctx)                                   # the band copies
     if not nhwc:
         ctx.helper(f"{KEY}.5.tr_{isa}", transpose_c(isa))
-    full = g.ow // r * r
-    runs = [(0, full, r)] + ([(full, g.ow, g.ow - full)] if full < g.ow else [])
-    runs, classes = edges.plan(g, runs, len(g.taps) <= MAX_UNROLL,
+    runs, classes = edges.plan(g, runs_of(g.ow, r), len(g.taps) <= MAX_UNROLL,
                                bool(np.isfinite(np.asarray(w)).all()), kmax)
     calls = {}              # padded kernel rows -> [(channel block, ox run, kernel name)]
     for rows in [frozenset()] + [rows for rows, _oys in classes]:
@@ -241,7 +272,7 @@ def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False,
                 _header(ctx, isa)                # the lane-mask table (no mask registers)
             for x0, x1, rr, cols in runs:
                 name, text = kernel(isa, g, rr, nv, wb, tag, has_b, clamp, mask, nhwc,
-                                    regs(ctx), (rows, cols))
+                                    regs(ctx), (rows, cols), kblocks=kb is not None)
                 ctx.helper(f"{KEY}.5.{name}", text)
                 calls[rows].append((cb, x0, x1, rr, name))
     P, ldt = g.oh * g.ow, nb * wb
@@ -273,13 +304,14 @@ def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False,
                 for k, (rows, oys) in enumerate(classes):   # rows reaching the padding
                     cond = " || ".join(f"oy == {oy}u" for oy in oys)
                     with ctx.block(f"{'else ' if k else ''}if ({cond})"):
-                        row_calls(ctx, g, calls[rows], wp, wb, bias, has_b, ys, lo, hi)
+                        row_calls(ctx, g, calls[rows], wp, wb, bias, has_b, ys, lo, hi, kb)
                 if classes:
                     with ctx.block("else"):
                         row_calls(ctx, g, calls[frozenset()], wp, wb, bias, has_b, ys,
-                                  lo, hi)
+                                  lo, hi, kb)
                 else:
-                    row_calls(ctx, g, calls[frozenset()], wp, wb, bias, has_b, ys, lo, hi)
+                    row_calls(ctx, g, calls[frozenset()], wp, wb, bias, has_b, ys, lo, hi,
+                              kb)
             if not nhwc:
                 ctx(f"aicc_cb_tr_{isa}({tb}, nrow * {g.ow}u, {ldt}u, {g.cout}u, "
                     f"{y} + n * {g.cout * P}u + oy0 * {g.ow}u, {P}u);")
@@ -291,17 +323,44 @@ def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False,
             ctx(f"{ep}({y} + n * {P * g.cout}u, {P * g.cout}u);")
 
 
-def row_calls(ctx, g: Geo2, calls, wp, wb, bias, has_b, ys, lo, hi) -> None:
-    """One output row's kernel calls [(channel block, ox run, kernel name)]."""
-    for cb, x0, x1, rr, name in calls:
-        wcb = f"{wp} + {cb * g.cin * len(g.taps) * wb}u"
-        bcb = f"{bias} + {cb * wb}u" if has_b else "NULL"
-        args = f"{wcb}, {bcb}, yr + ox * {ys}u + {cb * wb}u, {ys}u, {flit(lo)}, {flit(hi)}"
-        if x1 - x0 == rr:
-            ctx(f"{{ const size_t ox = {x0}u; {name}(xr + ox * {g.sx * g.xs}u, {args}); }}")
-        else:
-            with ctx.block(f"for (size_t ox = {x0}u; ox < {x1}u; ox += {rr}u)"):
-                ctx(f"{name}(xr + ox * {g.sx * g.xs}u, {args});")
+def k_block(g: Geo2, ldt: int, rules: dict) -> int | None:
+    """Input channels per K block of a strided NCHW conv with at least the ISA's ``kb_cin``
+    input channels and ``kb_ow`` positions an output row, None for one block (a row of two
+    position blocks gives the K blocks' loads and stores too little work to pay for them:
+    Inception-v3's 192 -> 192 3x3 stride 2 onto 8 x 8, 0.45 -> 0.53 ms on x86-avx2 in K
+    blocks of one channel): as many as keep a block's input rows of the band and
+    its weights for all ldt outputs within ``kblock`` bytes (0: never), so that they stay in
+    L1 across the channel blocks and position blocks that reuse them; without it every
+    position block streams its channel block's weights and all of the band's input planes
+    from L2."""
+    budget = rules.get("kblock", 0)
+    if not budget or g.cin < rules["kb_cin"] or g.ow < rules["kb_ow"] or max(g.sy, g.sx) == 1:
+        return None
+    per = 4 * (g.rb * (g.rs if g.padded else g.w) + len(g.taps) * ldt)
+    kb = max(1, budget // per)
+    return kb if kb < g.cin else None
+
+
+def row_calls(ctx, g: Geo2, calls, wp, wb, bias, has_b, ys, lo, hi, kb=None) -> None:
+    """One output row's kernel calls [(channel block, ox run, kernel name)]; with K blocks of
+    kb input channels (k_block), all the calls for each block in order."""
+    xs, ws = (f" + c0 * {g.cs}u", f" + c0 * {len(g.taps) * wb}u") if kb else ("", "")
+    more = ", nc, fl" if kb else ""
+    with ctx.block(f"for (size_t c0 = 0; c0 < {g.cin}u; c0 += {kb}u)") if kb else nullcontext():
+        if kb:
+            ctx(f"const size_t nc = {g.cin}u - c0 < {kb}u ? {g.cin}u - c0 : {kb}u;")
+            ctx(f"const unsigned fl = (c0 ? 1u : 0u) | (c0 + nc == {g.cin}u ? 2u : 0u);")
+        for cb, x0, x1, rr, name in calls:
+            wcb = f"{wp} + {cb * g.cin * len(g.taps) * wb}u{ws}"
+            bcb = f"{bias} + {cb * wb}u" if has_b else "NULL"
+            args = (f"{wcb}, {bcb}, yr + ox * {ys}u + {cb * wb}u, {ys}u, {flit(lo)}, "
+                    f"{flit(hi)}{more}")
+            if x1 - x0 == rr:
+                ctx(f"{{ const size_t ox = {x0}u; "
+                    f"{name}(xr{xs} + ox * {g.sx * g.xs}u, {args}); }}")
+            else:
+                with ctx.block(f"for (size_t ox = {x0}u; ox < {x1}u; ox += {rr}u)"):
+                    ctx(f"{name}(xr{xs} + ox * {g.sx * g.xs}u, {args});")
 
 
 def pad_band(ctx, g: Geo2, x: str, xb: str, nhwc: bool) -> None:

@@ -61,17 +61,23 @@ def _row_shared(g, taps, ky: int, r: int, nv: int, acc, wstep: int, src: str, d,
 
 def kernel(isa: str, g, r: int, nv: int, wstep: int, tag: str, bias: bool, clamp: tuple,
            mask: int, mstore: bool, nregs: int, skip: tuple = NONE,
-           call: bool = False) -> tuple:
+           call: bool = False, kblocks: bool = False) -> tuple:
     """(name, C text) of the block kernel of r positions x nv channel vectors: a = the block's
     first position in the (padded) input, w = its channel block (wstep floats per k), b = its
     bias (unless not bias), y = out (position stride ys). mask: lanes of the last vector
     inside Cout (0: all): its bias is a masked load and, when mstore, its store is masked.
     clamp: (lo finite, hi finite), the sides of [lo, hi] applied. skip: (kernel rows, (position,
     kx) pairs) on the padding, left out (conv_bcast_edges; rows only with unrolled taps).
-    nregs: the target's vector registers (_shares). call: never inlined (NOINLINE)."""
+    nregs: the target's vector registers (_shares). call: never inlined (NOINLINE).
+    kblocks: the kernel runs one block of input channels (K blocks, bcast.k_block): two more
+    arguments, nc (channels of the block) and fl (bit 0: continue the sums stored in y, else
+    start from +0; bit 1: the last block, + bias and the clamp); the FMA chains are the one-block
+    kernel's, stored and reloaded between the blocks (the same bits); no masked store."""
     d, I = ISA[isa], ISAS[isa]
     L, vec = d["lanes"], d["vec"]
+    assert not (kblocks and mstore)
     name = f"aicc_cb_{isa}_{tag}_r{r}v{nv}" + (f"m{mask}{'s' if mstore else ''}" if mask else "")
+    name += "_kb" if kblocks else ""
     rows, cols = skip
     if rows or cols:
         name += "_e" + hashlib.sha1(repr((sorted(rows), sorted(cols))).encode()).hexdigest()[:6]
@@ -79,9 +85,15 @@ def kernel(isa: str, g, r: int, nv: int, wstep: int, tag: str, bias: bool, clamp
     acc = [[f"c{i}_{j}" for j in range(nv)] for i in range(r)]
     ln = [f"static {NOINLINE if call else ''}void {name}(const float *restrict a, "
           "const float *restrict w,",
-          "    const float *restrict b, float *restrict y, size_t ys, float lo, float hi)", "{",
+          "    const float *restrict b, float *restrict y, size_t ys, float lo, float hi"
+          + (", size_t nc, unsigned fl)" if kblocks else ")"), "{",
           f"    {vec} " + ", ".join(f"{c} = {d['zero']}" for row in acc for c in row) + ";",
           "    (void)b; (void)lo; (void)hi;"]
+    if kblocks:
+        ln.append("    if (fl & 1u) {")
+        ln += [f"        {acc[i][j]} = " + d["load"].format(p=f"y + {i}u * ys + {j * L}u") + ";"
+               for i in range(r) for j in range(nv)]
+        ln.append("    }")
     unroll = len(g.taps) <= MAX_UNROLL
     taps = g.taps if unroll else [(0, kx) for kx in range(g.kw)]
     src = "a" if unroll else "ar"
@@ -110,7 +122,7 @@ def kernel(isa: str, g, r: int, nv: int, wstep: int, tag: str, bias: bool, clamp
                             + d["fma"].format(a="x", b=f"w{j}", c=acc[i][j]) + ";")
             body.append("            }")
         body.append("        }")
-    ln.append(f"    for (size_t c = 0; c < {g.cin}u; ++c, a += {g.cs}u) {{")
+    ln.append(f"    for (size_t c = 0; c < {'nc' if kblocks else f'{g.cin}u'}; ++c, a += {g.cs}u) {{")
     if unroll:
         ln += body
         ln.append(f"        w += {len(taps) * wstep}u;")
@@ -121,6 +133,8 @@ def kernel(isa: str, g, r: int, nv: int, wstep: int, tag: str, bias: bool, clamp
         ln += ["    " + s for s in body]
         ln.append("        }")
     ln.append("    }")
+    if kblocks:
+        ln.append("    if (fl & 2u) {")
     if mask and (bias or mstore):
         ln.append(f"    const {d['mtype']} mk = " + d["mask"].format(n=f"{mask}u") + ";")
     if bias:
@@ -138,6 +152,8 @@ def kernel(isa: str, g, r: int, nv: int, wstep: int, tag: str, bias: bool, clamp
         for row in acc:
             for c in row:
                 ln.append(f"      {c} = {clamp_expr(c, clamp, mn, mx)};")
+        ln.append("    }")
+    if kblocks:
         ln.append("    }")
     for i in range(r):
         for j in range(nv):
