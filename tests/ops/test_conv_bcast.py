@@ -360,9 +360,9 @@ def test_bcast_edge_kernels_off(target, tmp_path):
 KB = [   # x86-avx2 runs these in K blocks of input channels (bcast.k_block)
     # (x shape, w shape, attrs, act): 64 -> 64 onto 12 x 12, taken by auto at any output size
     ((1, 64, 24, 24), (64, 64, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}, "Relu"),
-    # 17 channels (blocks of 2: a last block of 1), 12 outputs (a masked bias vector), 5 x 5
+    # 33 channels (blocks of 2: a last block of 1), 12 outputs (a masked bias vector), 5 x 5
     # stride 2 with no padding on the right, batch 2, 13 positions a row (blocks of 4 and 3)
-    ((2, 17, 13, 28), (12, 17, 5, 5), {"pads": [2, 2, 0, 0], "strides": [2, 2]}, None),
+    ((2, 33, 13, 28), (12, 33, 5, 5), {"pads": [2, 2, 0, 0], "strides": [2, 2]}, None),
 ]
 
 

@@ -328,7 +328,9 @@ def k_block(g: Geo2, ldt: int, rules: dict) -> int | None:
     input channels and ``kb_ow`` positions an output row, None for one block (a row of two
     position blocks gives the K blocks' loads and stores too little work to pay for them:
     Inception-v3's 192 -> 192 3x3 stride 2 onto 8 x 8, 0.45 -> 0.53 ms on x86-avx2 in K
-    blocks of one channel): as many as keep a block's input rows of the band and
+    blocks of one channel) and whose band input and weights take more than ``kb_set``
+    bytes (ResNet-8's 16 -> 32 3x3 stride 2 onto 16 x 16, 46 KB: 24 -> 28 us in K blocks):
+    as many as keep a block's input rows of the band and
     its weights for all ldt outputs within ``kblock`` bytes (0: never), so that they stay in
     L1 across the channel blocks and position blocks that reuse them; without it every
     position block streams its channel block's weights and all of the band's input planes
@@ -337,6 +339,8 @@ def k_block(g: Geo2, ldt: int, rules: dict) -> int | None:
     if not budget or g.cin < rules["kb_cin"] or g.ow < rules["kb_ow"] or max(g.sy, g.sx) == 1:
         return None
     per = 4 * (g.rb * (g.rs if g.padded else g.w) + len(g.taps) * ldt)
+    if per * g.cin <= rules["kb_set"]:
+        return None         # all of it stays in L1 / L2 anyway: the blocks only cost
     kb = max(1, budget // per)
     return kb if kb < g.cin else None
 

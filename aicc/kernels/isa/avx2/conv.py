@@ -18,8 +18,9 @@ TABLE: dict = dict(
         few_out_max=16384,      # output floats at most with few input channels
         w_max=2 << 20,          # weight bytes at most (every band streams them: stay in L2)
         # strided NCHW convs of at least kb_cin input channels and kb_ow positions an output
-        # row run in K blocks of input channels whose band input and weights take at most
-        # kblock bytes (bcast.k_block), on blocks of acc_kb accumulators; then they are taken
+        # row, whose band input and weights take more than kb_set bytes, run in K blocks of
+        # input channels whose band input and weights take at most kblock bytes
+        # (bcast.k_block), on blocks of acc_kb accumulators; then they are taken
         # at any output size when of more than one tap and weights of at most kb_w_max bytes.
         # AMD Zen 4, 3x3 stride 2, ratio to onnxruntime: 64 -> 64 onto 56 x 56 1.00 vs 1.19
         # (im2col; in K blocks of 4 channels 1.12, of 1 channel 1.06 with 10 accumulators,
@@ -28,7 +29,7 @@ TABLE: dict = dict(
         # and EfficientFormer-L1's downsampling 1.43 -> 1.27 and 0.72 -> 0.62, Inception-v3's
         # 96 -> 96 onto 17 x 17 0.58 -> 0.50. Lost (excluded): 256 -> 512 onto 14 x 14 (4.7
         # MB of weights) 1.13 vs 1.00; 1x1 stride 2 256 -> 512 onto 28 x 28 1.9 vs 0.88
-        kblock=8192, kb_cin=16, kb_ow=12, acc_kb=8, kb_w_max=1 << 20,
+        kblock=8192, kb_cin=16, kb_ow=12, kb_set=65536, acc_kb=8, kb_w_max=1 << 20,
         # ConvNHWC: input channels counted as few, channel vectors at most (vs its im2col
         # GEMM, us: 3 -> 32 s2 onto 112x112 258 vs 293, 3 -> 16 s2 onto 48x48 22.9 vs 26.4,
         # 3 -> 24 s2 onto 64x64 63 vs 70; 8 vectors, where each band's input is broadcast 4
