@@ -16,10 +16,12 @@ tiles short).
 K blocks (NCHW, x86-avx2's ``kblock``): with many input channels, a register block's loop
 over all of them streams every channel plane of the band and all its weights from L2 for each
 block of positions. k_block cuts the channels into K blocks whose band input and weights fit
-``kblock`` bytes; each output row runs every block of calls per K block in order, the sums
-stored into the scratch tile and reloaded by the next K block, bias and the clamp after the
-last. Each output keeps its one FMA chain (the same bits as one block). These kernels use
-``acc_kb`` accumulators (GCC spilled the 10 of a 5 x 2 block there).
+``kblock`` bytes; each output row runs every block of calls per K block in order: each block
+an FMA chain from +0, added to the sum of the blocks before it in the scratch tile, bias and
+the clamp after the last (the rounding of im2col's K blocks, kc products a block there: one
+chain over all K drifted further from the exact sums, HRNet-W18-small's output 1.6x the
+root-mean-square error against float64). These kernels use ``acc_kb`` accumulators (GCC
+spilled the 10 of a 5 x 2 block there).
 
 An output row is split into ceil(OW / R) blocks of at most R positions, as equal as they go
 (runs_of): a block of a position or two leaves the FMAs waiting on their latency.
@@ -45,10 +47,11 @@ Epilogue: + bias, then the clamp for none / Relu / Clip in registers (as conv_si
 max then min, a NaN passes), other activations as the shared scalar/vector pass over each
 finished output run.
 
-Rounding: each output is one FMA chain over k = (c, ky, kx) ascending from +0, then + bias,
-then the activation: bit-identical to the im2col variant on NCHW when K fits one K block (kc;
-longer K: im2col sums its blocks apart, gemm/tile.py tile_partial, a few roundings fewer; the
-strided convs with small outputs this variant takes have K = 40 - 300).
+Rounding: each output is one FMA chain over k = (c, ky, kx) ascending from +0 (in K blocks:
+one per block, the blocks' sums added in order), then + bias, then the activation:
+bit-identical to the im2col variant on NCHW when K fits one K block (kc; longer K: im2col sums
+its blocks apart, gemm/tile.py tile_partial, a few roundings fewer; the strided convs with
+small outputs this variant takes without K blocks have K = 40 - 300).
 ConvNHWC's im2col runs k in (ky, kx, c) order: the two differ by rounding only. NaN/Inf: IEEE;
 padding zeros meet the weights (0 * Inf = NaN for an Inf weight, as im2col's zero patches);
 the lanes past Cout multiply zero weights and are never stored.

@@ -70,9 +70,10 @@ def kernel(isa: str, g, r: int, nv: int, wstep: int, tag: str, bias: bool, clamp
     kx) pairs) on the padding, left out (conv_bcast_edges; rows only with unrolled taps).
     nregs: the target's vector registers (_shares). call: never inlined (NOINLINE).
     kblocks: the kernel runs one block of input channels (K blocks, bcast.k_block): two more
-    arguments, nc (channels of the block) and fl (bit 0: continue the sums stored in y, else
-    start from +0; bit 1: the last block, + bias and the clamp); the FMA chains are the one-block
-    kernel's, stored and reloaded between the blocks (the same bits); no masked store."""
+    arguments, nc (channels of the block) and fl (bit 0: add the sums of the blocks before,
+    stored in y; bit 1: the last block, + bias and the clamp). Each block is an FMA chain from
+    +0 and the blocks' sums are added in order (as im2col's K blocks: one chain over a K of
+    hundreds of products drifts further from the exact sum); no masked store."""
     d, I = ISA[isa], ISAS[isa]
     L, vec = d["lanes"], d["vec"]
     assert not (kblocks and mstore)
@@ -89,11 +90,6 @@ def kernel(isa: str, g, r: int, nv: int, wstep: int, tag: str, bias: bool, clamp
           + (", size_t nc, unsigned fl)" if kblocks else ")"), "{",
           f"    {vec} " + ", ".join(f"{c} = {d['zero']}" for row in acc for c in row) + ";",
           "    (void)b; (void)lo; (void)hi;"]
-    if kblocks:
-        ln.append("    if (fl & 1u) {")
-        ln += [f"        {acc[i][j]} = " + d["load"].format(p=f"y + {i}u * ys + {j * L}u") + ";"
-               for i in range(r) for j in range(nv)]
-        ln.append("    }")
     unroll = len(g.taps) <= MAX_UNROLL
     taps = g.taps if unroll else [(0, kx) for kx in range(g.kw)]
     src = "a" if unroll else "ar"
@@ -134,6 +130,12 @@ def kernel(isa: str, g, r: int, nv: int, wstep: int, tag: str, bias: bool, clamp
         ln.append("        }")
     ln.append("    }")
     if kblocks:
+        ln.append("    if (fl & 1u) {")
+        add = I.vector["add"]
+        ln += [f"        {acc[i][j]} = {add}("
+               + d["load"].format(p=f"y + {i}u * ys + {j * L}u") + f", {acc[i][j]});"
+               for i in range(r) for j in range(nv)]
+        ln.append("    }")
         ln.append("    if (fl & 2u) {")
     if mask and (bias or mstore):
         ln.append(f"    const {d['mtype']} mk = " + d["mask"].format(n=f"{mask}u") + ";")
