@@ -242,10 +242,11 @@ def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False,
     if w is None:
         raise ValueError("conv algo 'bcast' needs constant weights")
     kmax = node_schedule(ctx, isa)["edge_kernels"]     # of isa, before vector_isa narrows it
+    rules = _rules(isa)                                # so are the K-block rules
     isa = vector_isa(ctx, geo, isa)
     L = ISA[isa]["lanes"]
     g = Geo2(geo, padded_extents(geo), xin)
-    kb = None if nhwc else k_block(g, -(-g.cout // L) * L, _rules(isa))
+    kb = None if nhwc else k_block(g, -(-g.cout // L) * L, rules)
     v, r = blocking(isa, g.cout, g.ow, regs(ctx), kb is not None)
     wb = v * L                                   # channels per block
     nb = -(-g.cout // wb)
