@@ -118,7 +118,8 @@ def kernel(isa: str, g, r: int, nv: int, wstep: int, tag: str, bias: bool, clamp
                             + d["fma"].format(a="x", b=f"w{j}", c=acc[i][j]) + ";")
             body.append("            }")
         body.append("        }")
-    ln.append(f"    for (size_t c = 0; c < {'nc' if kblocks else f'{g.cin}u'}; ++c, a += {g.cs}u) {{")
+    count = "nc" if kblocks else f"{g.cin}u"
+    ln.append(f"    for (size_t c = 0; c < {count}; ++c, a += {g.cs}u) {{")
     if unroll:
         ln += body
         ln.append(f"        w += {len(taps) * wstep}u;")
