@@ -35,8 +35,9 @@ def _sampled_out(item) -> bool:
 def pytest_collection_modifyitems(config, items):
     if os.environ.get("AICC_FULL_SWEEPS") == "1":
         return
-    drop = [it for it in items if _sampled_out(it)]
+    keep, drop = [], []
+    for it in items:
+        (drop if _sampled_out(it) else keep).append(it)
     if drop:
-        gone = set(map(id, drop))
         config.hook.pytest_deselected(items=drop)
-        items[:] = [it for it in items if id(it) not in gone]
+        items[:] = keep

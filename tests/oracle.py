@@ -140,5 +140,20 @@ def check_node(op_type, inputs: dict, tmp_path, attrs: dict | None = None,
     return check(model, inputs, tmp_path, target=target, rtol=rtol, atol=atol)
 
 
+def conv2d_f64(x, w, b, pads, strides) -> np.ndarray:
+    """The 2-D conv (NCHW, group 1; pads [top, left, bottom, right], strides [sy, sx]) in
+    float64, by summing shifted input planes onto the bias: an accuracy reference."""
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    co, _ci, kh, kw = w.shape
+    ho = (xp.shape[2] - kh) // strides[0] + 1
+    wo = (xp.shape[3] - kw) // strides[1] + 1
+    y = np.zeros((x.shape[0], co, ho, wo)) + b.astype(np.float64)[None, :, None, None]
+    for i in range(kh):
+        for j in range(kw):
+            patch = xp[:, :, i:i + strides[0] * ho:strides[0], j:j + strides[1] * wo:strides[1]]
+            y += np.einsum("nchw,kc->nkhw", patch, w[:, :, i, j].astype(np.float64))
+    return y
+
+
 def rng(seed=0):
     return np.random.default_rng(seed)

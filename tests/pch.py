@@ -50,11 +50,11 @@ def _cc_version(cc: str) -> str:
 
 
 def header_of(target: str) -> str | None:
+    """HEADERS' header of the target (None: none)."""
     return next((h for pre, h in HEADERS.items() if target.startswith(pre)), None)
 
 
-def pch_header(cc: str, target_cflags: list, cflags: str,
-               header: str = "immintrin.h") -> Path | None:
+def pch_header(cc: str, target_cflags: list, cflags: str, header: str) -> Path | None:
     """aicc_pch.h (``#include <header>``) whose aicc_pch.h.gch is built with ``cc
     target_cflags cflags -fPIC`` (built once, shared by the xdist workers through an atomic
     rename); None if gcc cannot build it."""

@@ -10,27 +10,13 @@ import pytest
 from onnx import helper
 
 from aicc.targets import host_supports, load_target
-from tests.oracle import compile_and_run, make_model, reference
+from tests.oracle import compile_and_run, conv2d_f64, make_model, reference
 
 TARGETS = [t for t in ("x86-avx2", "x86-avx512") if host_supports(load_target(t))]
 
 
 def _rms(e):
     return float(np.sqrt(np.mean(np.square(e))))
-
-
-def _conv64(x, w, b, stride, pad):
-    """Float64 convolution (NCHW, group 1) by summing shifted input planes."""
-    x = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    co, _ci, kh, kw = w.shape
-    ho = (x.shape[2] - kh) // stride + 1
-    wo = (x.shape[3] - kw) // stride + 1
-    y = np.zeros((x.shape[0], co, ho, wo)) + b.astype(np.float64)[None, :, None, None]
-    for i in range(kh):
-        for j in range(kw):
-            patch = x[:, :, i:i + stride * ho:stride, j:j + stride * wo:stride]
-            y += np.einsum("nchw,kc->nkhw", patch, w[:, :, i, j].astype(np.float64))
-    return y
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -45,7 +31,7 @@ def test_first_conv_as_accurate_as_onnxruntime(target, seed, tmp_path):
     model = make_model([node], {"x": x}, ["y"], {"w": w, "b": b})
     got = compile_and_run(model, {"x": x}, tmp_path, target=target)["y"]
     ort = reference(model, {"x": x})["y"]
-    t = _conv64(x, w, b, 2, 1)
+    t = conv2d_f64(x, w, b, [1, 1, 1, 1], [2, 2])
     ea, eo = got - t, ort - t
     assert _rms(ea) <= 1.1 * _rms(eo), (_rms(ea), _rms(eo))
     assert np.abs(ea).max() <= 1.25 * np.abs(eo).max(), (np.abs(ea).max(), np.abs(eo).max())

@@ -14,7 +14,8 @@ import pytest
 from onnx import helper
 
 import aicc
-from tests.oracle import STRICT_CFLAGS, assert_close, make_model, reference, rng
+from tests.oracle import (STRICT_CFLAGS, assert_close, conv2d_f64, make_model, reference,
+                          rng)
 from tests.ops.test_conv import ACTS, CONV_CASES
 from tests.ops.test_conv_simd import MARK, TARGETS, case_data, run
 
@@ -366,20 +367,6 @@ KB = [   # x86-avx2 runs these in K blocks of input channels (bcast.k_block)
 ]
 
 
-def _conv64(x, w, b, pads, strides):
-    """The conv in float64 (NCHW, group 1, 2-D)."""
-    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
-    kh, kw = w.shape[2:]
-    oh = (xp.shape[2] - kh) // strides[0] + 1
-    ow = (xp.shape[3] - kw) // strides[1] + 1
-    y = np.zeros((x.shape[0], w.shape[0], oh, ow))
-    for ky in range(kh):
-        for kx in range(kw):
-            win = xp[:, :, ky:ky + strides[0] * oh:strides[0], kx:kx + strides[1] * ow:strides[1]]
-            y += np.einsum("nchw,oc->nohw", win, w[:, :, ky, kx].astype(np.float64))
-    return y + b.astype(np.float64)[None, :, None, None]
-
-
 @pytest.mark.skipif("x86-avx2" not in TARGETS, reason="host runs no x86-avx2")
 @pytest.mark.parametrize("i", range(len(KB)))
 def test_bcast_k_blocks(i, tmp_path, monkeypatch):
@@ -415,7 +402,7 @@ def test_bcast_k_blocks(i, tmp_path, monkeypatch):
         got[kb] = bundle.run({"x": x})["y"]
         nan[kb] = bundle.run({"x": bad})["y"]
     assert_close({"y": got[True]}, reference(m, {"x": x}), rtol=1e-4, atol=2e-5)
-    want = _conv64(x, w, b, attrs["pads"], attrs["strides"])
+    want = conv2d_f64(x, w, b, attrs["pads"], attrs["strides"])
     if act:
         want = np.maximum(want, 0.0)
     rms = {kb: np.sqrt(np.mean((got[kb] - want) ** 2)) for kb in got}

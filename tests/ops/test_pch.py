@@ -19,8 +19,6 @@ from tests.pch import prebuilt_rt, with_pch
 PCH_TARGETS = TARGETS + [t for t in ("arm-neon",) if not load_target(t).missing_tools()]
 
 
-
-
 def _compile(b, extra, out, tc):
     cmd = [tc["cc"], *tc["cflags"], *extra.split(), "-fPIC", f"-I{b}", "-H", "-c",
            str(b / "model.c"), "-o", str(out)]

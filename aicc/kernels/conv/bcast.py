@@ -167,7 +167,8 @@ def blocking(isa: str, cout: int, ow: int, nregs: int = 0, kblocked: bool = Fals
     a = _rules(next((k for k, d in ISAS.items() if d.registers == nregs), isa))
     v = min(nv, a["vmax"])
     v = -(-nv // -(-nv // v))                  # equal channel blocks
-    rmax = max(1, a.get("acc_kb", a["acc"]) // v if kblocked else a["acc"] // v)
+    acc = a.get("acc_kb", a["acc"]) if kblocked else a["acc"]
+    rmax = max(1, acc // v)
     return v, -(-ow // -(-ow // rmax))
 
 
@@ -328,23 +329,21 @@ def emit(ctx, node, geo, isa: str, bias: str, nhwc: bool = False,
 
 
 def k_block(g: Geo2, ldt: int, rules: dict) -> int | None:
-    """Input channels per K block of a strided NCHW conv with at least the ISA's ``kb_cin``
-    input channels and ``kb_ow`` positions an output row, None for one block (a row of two
-    position blocks gives the K blocks' loads and stores too little work to pay for them:
-    Inception-v3's 192 -> 192 3x3 stride 2 onto 8 x 8, 0.45 -> 0.53 ms on x86-avx2 in K
-    blocks of one channel) and whose band input and weights take more than ``kb_set``
-    bytes (ResNet-8's 16 -> 32 3x3 stride 2 onto 16 x 16, 46 KB: 24 -> 28 us in K blocks):
-    as many as keep a block's input rows of the band and
-    its weights for all ldt outputs within ``kblock`` bytes (0: never), so that they stay in
-    L1 across the channel blocks and position blocks that reuse them; without it every
-    position block streams its channel block's weights and all of the band's input planes
-    from L2."""
+    """Input channels per K block, None for one block: as many as keep a block's band input
+    rows and its weights for all ldt outputs within the ISA's ``kblock`` bytes (0: never), so
+    that they stay in L1 across the channel and position blocks that reuse them (in one
+    block, every position block streams its weights and all the band's input planes from
+    L2). Only for strided convs with at least ``kb_cin`` input channels, ``kb_ow`` positions
+    an output row (Inception-v3's 192 -> 192 3x3 stride 2 onto 8 x 8, two position blocks a
+    row: 0.45 -> 0.53 ms on x86-avx2 in K blocks of one channel) and more than ``kb_set``
+    bytes of band input and weights (ResNet-8's 16 -> 32 3x3 stride 2 onto 16 x 16, 46 KB,
+    all in L1 / L2 anyway: 24 -> 28 us in K blocks)."""
     budget = rules.get("kblock", 0)
     if not budget or g.cin < rules["kb_cin"] or g.ow < rules["kb_ow"] or max(g.sy, g.sx) == 1:
         return None
     per = 4 * (g.rb * (g.rs if g.padded else g.w) + len(g.taps) * ldt)
     if per * g.cin <= rules["kb_set"]:
-        return None         # all of it stays in L1 / L2 anyway: the blocks only cost
+        return None
     kb = max(1, budget // per)
     return kb if kb < g.cin else None
 

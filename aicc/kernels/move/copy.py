@@ -119,8 +119,8 @@ def tr4_helper(ctx, tr4) -> str:
     return blocked(ctx, f"aicc_tr_f32_{isa}", "float", C_BLOCK, f"""\
 /* 2-D float transposition dst[c * ds + r] = src[r * ss + c] (r < R, c < C) in 4 x 4 {isa}
  * register blocks, scalar edges; column panels of 64 as aicc_tr_float_c4. */""",
-                    "                " + spell.format(s="s", lda="ss", d="d", ldd="ds") + ";",
-                    isa=None)
+                   "                " + spell.format(s="s", lda="ss", d="d", ldd="ds") + ";",
+                   isa=None)
 
 
 def c_helper(ctx, ct: str) -> str:
@@ -139,12 +139,12 @@ def c_helper(ctx, ct: str) -> str:
 /* 2-D transposition dst[c * ds + r] = src[r * ss + c] (r < R, c < C) of {ct} in 4 x 4 blocks
  * of locals (portable C: four contiguous loads per source row, four contiguous stores per
  * destination row), scalar edges; column panels of 64 as aicc_tr_f32_avx. */""",
-                    "\n".join((loads, stores)), isa=None)
+                   "\n".join((loads, stores)), isa=None)
 
 
 def blocked(ctx, name: str, et: str, bs: int, doc: str, block: str,
-             isa: str | None = AVX, params: str = "", pre: str = "",
-             edge: str = "src[r * ss + c]", key: str | None = None) -> str:
+            isa: str | None = AVX, params: str = "", pre: str = "",
+            edge: str = "src[r * ss + c]", key: str | None = None) -> str:
     """Register the 2-D transposition helper ``name(R, C, src, ss, dst, ds{params})``:
     dst[c * ds + r] = src[r * ss + c] on elements et, ``block`` (C text over s, d) moving each
     bs x bs block of the column panels of 64, each panel through all rows, then the scalar
