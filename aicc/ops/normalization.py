@@ -4,7 +4,9 @@ GroupNormalization (opset 18: scale/bias per group; opset 21: per channel).
 BatchNormalization is a per-channel affine map ``y = x * mul[c] + add[c]`` with
 ``mul = scale / sqrt(var + eps)`` and ``add = B - mean * mul`` (onnxruntime's order of
 operations). With scale/B/mean/var all constants, mul/add are computed at compile time in the
-tensor dtype; otherwise a small helper computes them into step scratch at run time.
+tensor dtype; otherwise a small helper computes them into step scratch at run time. The aicc
+attribute ``aicc_channels_last`` (written by pass layout-nhwc, inference mode with constant
+parameters) puts the channel axis last ([N, H, W, C]): the same map, bit for bit.
 training_mode=1 (opset >= 14) normalizes with the batch statistics instead: per channel the
 mean and the population variance over N and the spatial dims (two passes, tensor dtype),
 and writes the optional running_mean/running_var outputs as
@@ -59,6 +61,19 @@ static void {name}(size_t N, size_t C, size_t S, const {ct} *restrict x,
             const size_t o = (n * C + c) * S;
             for (size_t s = 0; s < S; ++s) y[o + s] = x[o + s] * m + a;
         }}
+}}""")
+
+
+def _affine_last_helper(ctx, dt) -> str:
+    ct = ctype(dt)
+    name = f"aicc_affine_last_{_sfx(dt)}"
+    return ctx.helper(name, f"""\
+/* Per-channel affine map over [R, C], channels last: y = x * mul[c] + add[c]. */
+static void {name}(size_t R, size_t C, const {ct} *restrict x, const {ct} *restrict mul,
+    const {ct} *restrict add, {ct} *restrict y)
+{{
+    for (size_t r = 0; r < R; ++r)
+        for (size_t c = 0; c < C; ++c) y[r * C + c] = x[r * C + c] * mul[c] + add[c];
 }}""")
 
 
@@ -118,6 +133,10 @@ class BatchNormalization(Op):
     def _training(self, node, g) -> bool:
         return g.opset >= 14 and bool(self.attr(node, "training_mode"))
 
+    @staticmethod
+    def _last(node) -> bool:
+        return bool(node.attrs.get("aicc_channels_last", 0))
+
     def check(self, node, g):
         if self._training(node, g):
             shape = g.shape(node.inputs[0])
@@ -141,6 +160,11 @@ class BatchNormalization(Op):
         ch = numel(g.shape(node.inputs[1]))
         if any(numel(g.shape(i)) != ch for i in node.inputs[1:5]):
             return "scale/B/mean/var of different sizes"
+        if self._last(node):
+            if self._training(node, g) or any(g.const(i) is None for i in node.inputs[1:5]):
+                return "channels last with training mode or run-time parameters"
+            if int(shape[-1]) != ch:
+                return f"channels last: parameters of size {ch}, last axis {shape[-1]}"
         if ch == 0 or numel(shape[1:]) % ch:
             return f"parameters of size {ch} do not match input {list(shape)}"
         return None
@@ -162,6 +186,8 @@ class BatchNormalization(Op):
         ch = scale.size
         per = numel(x.shape[1:]) // ch          # spatial=0 (opset < 9) uses C*H*W params
         shp = (1, ch) + (1,) * (x.ndim - 2) if per == numel(x.shape[2:]) else (1,) + x.shape[1:]
+        if self._last(node):
+            shp = (1,) * (x.ndim - 1) + (ch,)
         inv = (scale / np.sqrt(var + eps)).astype(x.dtype)
         y = (x - mean.reshape(shp)) * inv.reshape(shp) + b.reshape(shp)
         return [y.astype(x.dtype)]
@@ -201,6 +227,10 @@ class BatchNormalization(Op):
             i = ctx.inp
             ctx(f"{_bn_params_helper(ctx, dt)}({ch}u, {i[1]}, {i[2]}, {i[3]}, {i[4]}, "
                 f"{c_literal(eps, dt)}, {mvar}, {avar});")
+        if self._last(node):
+            ctx(f"{_affine_last_helper(ctx, dt)}({numel(shape) // ch}u, {ch}u, {ctx.inp[0]}, "
+                f"{mvar}, {avar}, {ctx.out[0]});")
+            return
         ctx(f"{_affine_helper(ctx, dt)}({n}u, {ch}u, {s}u, {ctx.inp[0]}, {mvar}, {avar}, "
             f"{ctx.out[0]});")
 

@@ -236,6 +236,71 @@ def test_sinking_transposes_the_other_inputs_in():
     assert_same_outputs(before, after, feeds, rtol=1e-5, atol=1e-6)
 
 
+def mixer_block(c=16, hw=6, bn_in=False):
+    """ConvMixer: depthwise conv -> Relu -> BatchNormalization, + the block's input, pointwise
+    conv -> Relu -> BatchNormalization (the BNs follow activations: nothing to fold them
+    into), with NaN / Inf in the input; bn_in: the block's input is a BatchNormalization of
+    the graph input."""
+    x = rand(1, c, hw, hw, seed=1)
+    x[0, 2, 1, 1], x[0, 7, 3, 0] = np.nan, -np.inf
+
+    def bn(seed):
+        r = np.random.default_rng(seed)
+        return [r.uniform(0.5, 1.5, c).astype(np.float32), r.normal(0, 0.5, c).astype(np.float32),
+                r.normal(0, 0.5, c).astype(np.float32), r.uniform(0.5, 2, c).astype(np.float32)]
+    inits = {"w1": w(c, 1, 5, 5, seed=2), "b1": w(c, seed=3), "w2": w(c, c, 1, 1, seed=4),
+             "b2": w(c, seed=5)}
+    for k, v in zip(("s1", "t1", "m1", "v1"), bn(6)):
+        inits[k] = v
+    for k, v in zip(("s2", "t2", "m2", "v2"), bn(7)):
+        inits[k] = v
+    xb = "xb" if bn_in else "x"
+    nodes = [node("BatchNormalization", ["x", "s2", "t2", "m2", "v2"], ["xb"])] if bn_in else []
+    nodes += [node("Conv", [xb, "w1", "b1"], ["c1"], pads=[2, 2, 2, 2], group=c),
+              node("Relu", ["c1"], ["r1"]),
+              node("BatchNormalization", ["r1", "s1", "t1", "m1", "v1"], ["n1"], epsilon=1e-3),
+              node("Add", ["n1", xb], ["a1"]),
+              node("Conv", ["a1", "w2", "b2"], ["c2"]), node("Relu", ["c2"], ["r2"]),
+              node("BatchNormalization", ["r2", "s2", "t2", "m2", "v2"], ["y"])]
+    return nodes, {"x": x}, ["y"], inits, 17
+
+
+def test_batchnorm_after_an_activation_runs_channel_last():
+    """An inference BatchNormalization with constant parameters that a chain's tensor feeds
+    joins the chain (ConvMixer's block was two lone convs) and maps the NHWC twin per channel
+    on its last axis."""
+    args = mixer_block()
+    before = fused(*args)
+    after = run_pass("eliminate-dead-nodes", run_pass("layout-nhwc", before, mode="auto"))
+    assert ops(after) == ["Transpose", "ConvNHWC", "BatchNormalization", "Add", "MatMul",
+                          "BatchNormalization", "Transpose"]
+    bns = [n for n in after.nodes if n.op_type == "BatchNormalization"]
+    assert all(n.attrs["aicc_channels_last"] == 1 for n in bns)
+    assert after.types[bns[0].inputs[0]].shape == (1, 6, 6, 16)
+    assert_same_outputs(before, after, args[1], rtol=1e-5, atol=1e-6)
+
+
+def test_batchnorm_without_a_twin_stays_nchw():
+    """A BatchNormalization of a tensor that no channel-last code computes (here the graph
+    input) stays as it is; the conv after it transposes its output."""
+    args = mixer_block(bn_in=True)
+    before = fused(*args)
+    after = run_pass("eliminate-dead-nodes", run_pass("layout-nhwc", before, mode="auto"))
+    assert ops(after) == ["BatchNormalization", "Transpose", "ConvNHWC", "BatchNormalization",
+                          "Add", "MatMul", "BatchNormalization", "Transpose"]
+    assert after.nodes[0].inputs[0] == "x" and "aicc_channels_last" not in after.nodes[0].attrs
+    assert after.nodes[1].inputs == ["xb"]
+    assert_same_outputs(before, after, args[1], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_mixer_compiled_against_onnxruntime(target, tmp_path):
+    nodes, feeds, outs, inits, opset = mixer_block(c=40, hw=9)
+    model = make_model(nodes, feeds, outs, inits, opset=opset)
+    check(model, feeds, tmp_path, target=target, config=config(tmp_path, mode="auto"),
+          rtol=1e-4, atol=1e-4)
+
+
 def test_target_defaults_and_override(tmp_path):
     for t in ("x86-avx2", "x86-avx512"):
         assert dict(Options.load(t).pipeline)["layout-nhwc"] == {"mode": "auto"}
