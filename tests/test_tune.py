@@ -152,8 +152,11 @@ def test_bad_budget_or_ray_address_is_one_line_exit_2(model, tmp_path, args, msg
 
 def test_interrupted_tune_keeps_its_measurements(model, tmp_path):
     log = tmp_path / "t.json"
+    # SIGINT as a terminal's Ctrl-C delivers it: a test run started in the background by a
+    # shell without job control inherits SIGINT ignored, and so would the tune
     p = subprocess.Popen([sys.executable, "-m", "aicc", "tune", str(model), "-t", "generic",
-                          "-o", str(log), "--budget", "5m"], stderr=subprocess.PIPE, text=True)
+                          "-o", str(log), "--budget", "5m"], stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     t_end = time.monotonic() + 120
     while time.monotonic() < t_end and p.poll() is None:
         if log.exists() and TuningLog.load(log).next_job() >= 2:
