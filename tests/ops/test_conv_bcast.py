@@ -47,6 +47,8 @@ EDGE = {
     "cout7_1d": ((2, 3, 33), (7, 3, 5), {"strides": [2], "pads": [2, 2]}),
     # 3 input channels, 24 K outputs: past x86-avx512's few_out_max (and avx2's out_max)
     "few_cin_24k_out": ((1, 3, 64, 64), (24, 3, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),
+    # stride 1, taps along the row: im2col's before x86-avx2's s1_taps rule (Inception-v3's)
+    "1x7_s1": ((1, 16, 17, 17), (16, 16, 1, 7), {"pads": [0, 3, 0, 3]}),
 }
 
 
@@ -177,11 +179,11 @@ def test_bcast_auto_choice(tmp_path):
     """auto takes strided convs whose channels fill the lanes and whose outputs are small
     (x86-avx512 also first convs of few channels, stride 1): not 5 output channels (5 of 8
     lanes); 20 fill 20 of 24 lanes in 8-lane vectors (x86-avx512 too); not 3 input channels
-    onto 24 K outputs."""
+    onto 24 K outputs; on x86-avx2 a stride-1 1 x 7 conv that im2col would take."""
     cases = ["s3_d2", "cout5", "cout20_s2", "no_pad_rest", "1x1_s2", "10x4_cin1", "wide_band",
-             "few_cin_24k_out", "cout8_s2_stem"]
-    want = {"x86-avx512": [True, False, True, True, True, True, True, False, True],
-            "x86-avx2": [True, False, True, True, True, True, False, False, True]}
+             "few_cin_24k_out", "1x7_s1", "cout8_s2_stem"]
+    want = {"x86-avx512": [True, False, True, True, True, True, True, False, False, True],
+            "x86-avx2": [True, False, True, True, True, True, False, False, True, True]}
     m, feeds = _model(cases)
     path = tmp_path / "m.onnx"
     onnx.save(m, str(path))
@@ -364,6 +366,9 @@ KB = [   # x86-avx2 runs these in K blocks of input channels (bcast.k_block)
     # 33 channels (blocks of 2: a last block of 1), 12 outputs (a masked bias vector), 5 x 5
     # stride 2 with no padding on the right, batch 2, 13 positions a row (blocks of 4 and 3)
     ((2, 33, 13, 28), (12, 33, 5, 5), {"pads": [2, 2, 0, 0], "strides": [2, 2]}, None),
+    # stride 1, 1 x 7, 64 -> 40 onto 17 x 17: K = 448 products in blocks of 4 channels (the
+    # s1_chain rule; a last block of 4), 40 outputs (a masked vector)
+    ((1, 64, 17, 17), (40, 64, 1, 7), {"pads": [0, 3, 0, 3], "strides": [1, 1]}, "Relu"),
 ]
 
 
@@ -394,6 +399,7 @@ def test_bcast_k_blocks(i, tmp_path, monkeypatch):
     for kb in (True, False):
         if not kb:
             monkeypatch.setitem(ISAS["avx2"].conv_kernels["bcast"], "kblock", 0)
+            monkeypatch.setitem(ISAS["avx2"].conv_kernels["bcast"], "s1_chain", 0)
         out = aicc.build(path, target="x86-avx2", out=tmp_path / f"kb{kb}", overrides=over)
         code = (out / "model.c").read_text()
         assert "input broadcast" in code

@@ -159,6 +159,21 @@ def prefer(ctx, geo, isa: str) -> bool:
                         a) is not None)
 
 
+def prefer_to_im2col(ctx, geo, isa: str) -> bool:
+    """A stride-1 conv of more than one tap that the other auto rules leave to im2col, where
+    the ISA's rules say so (``s1_taps``): constant weights of at most w_max bytes whose
+    output channels fill the lanes, output rows of at least kb_ow positions. The broadcast
+    kernels read the padded rows in place, where im2col first copies every patch
+    (Inception-v3's 1 x 7 and 5 x 5 convs; measured in ``s1_taps``' comment)."""
+    a = _rules(isa)
+    if not a.get("s1_taps") or max(geo.stride) > 1 or math.prod(geo.k) == 1 \
+            or geo.out[-1] < a["kb_ow"]:
+        return False
+    L = ISA[vector_isa(ctx, geo, isa)]["lanes"]
+    return (supports(geo) and ctx.in_const(1) is not None and lanes(geo.cout, L) >= 0.75
+            and 4 * geo.cout * geo.cin_g * math.prod(geo.k) <= a["w_max"])
+
+
 def blocking(isa: str, cout: int, ow: int, nregs: int = 0, kblocked: bool = False) -> tuple:
     """(V channel vectors per block, R positions per block): V up to vmax, R the output row
     split into equal blocks of at most acc / V positions (vmax and acc of the ISA with nregs
@@ -337,9 +352,20 @@ def k_block(g: Geo2, ldt: int, rules: dict) -> int | None:
     an output row (Inception-v3's 192 -> 192 3x3 stride 2 onto 8 x 8, two position blocks a
     row: 0.45 -> 0.53 ms on x86-avx2 in K blocks of one channel) and more than ``kb_set``
     bytes of band input and weights (ResNet-8's 16 -> 32 3x3 stride 2 onto 16 x 16, 46 KB,
-    all in L1 / L2 anyway: 24 -> 28 us in K blocks)."""
+    all in L1 / L2 anyway: 24 -> 28 us in K blocks).
+
+    Stride 1, where the ISA's rules set ``s1_chain``: K blocks of s1_chain // taps channels
+    (at least one) when the sum has at least ``s1_kmin`` products (cin x taps), so that its
+    chains are about as long as the GEMM's (ks: 32) and its rounding error no larger than
+    im2col's; shorter sums stay one chain (the same bits as im2col's single K block)."""
+    if max(g.sy, g.sx) == 1:
+        chain, k = rules.get("s1_chain", 0), g.cin * len(g.taps)
+        if not chain or k < rules["s1_kmin"]:
+            return None
+        kb = max(1, chain // len(g.taps))
+        return kb if kb < g.cin else None
     budget = rules.get("kblock", 0)
-    if not budget or g.cin < rules["kb_cin"] or g.ow < rules["kb_ow"] or max(g.sy, g.sx) == 1:
+    if not budget or g.cin < rules["kb_cin"] or g.ow < rules["kb_ow"]:
         return None
     per = 4 * (g.rb * (g.rs if g.padded else g.w) + len(g.taps) * ldt)
     if per * g.cin <= rules["kb_set"]:

@@ -22,8 +22,10 @@ Variants (``emit``; the target's ``schedule: conv: algo`` or a node's ``aicc_sch
   positions x output-channel vectors, each input value broadcast from the padded rows, no
   im2col (auto: strided convs, and on x86-avx512 convs of at most 4 input channels, whose
   channels fill >= 75% of the lanes, with outputs of at most 64 K floats (20 K with at most
-  4 input channels; avx2 16 K) and weights of at most 2 MB; conv_bcast.prefer; x86-avx512
-  uses 8-lane vectors when the last 16-lane one would be at most half full).
+  4 input channels; avx2 16 K) and weights of at most 2 MB; conv_bcast.prefer; on x86-avx2
+  also the stride-1 convs of more than one tap that would otherwise run as im2col,
+  conv_bcast.prefer_to_im2col; x86-avx512 uses 8-lane vectors when the last 16-lane one
+  would be at most half full).
 * ``grouped`` (kernels/conv/grouped.py): direct, 1-D/2-D, several groups of several input
   channels, constant weights: ``bcast``'s kernels run group by group, the group's output
   channels vectorized (auto: 8-64 output channels per group filling the lanes, the ISA
@@ -185,8 +187,11 @@ def variant(ctx, geo, isa: str, sched: dict) -> str:
                               and not is_direct(geo)
                               and conv_simd_i.prefer(geo, nr_of(isa), sched["implicit_pct"])):
         return "implicit"
-    return "direct" if algo == "direct" or (auto and is_direct(geo) and not
-                                            conv_im2col.aliased(geo, sched)) else "im2col"
+    if algo == "direct" or (auto and is_direct(geo) and not conv_im2col.aliased(geo, sched)):
+        return "direct"
+    if auto and offered(isa, "bcast") and conv_bcast.prefer_to_im2col(ctx, geo, isa):
+        return "bcast"
+    return "im2col"
 
 
 def emit(ctx, node, geo, isa: str, sched: dict, bias: str) -> None:
