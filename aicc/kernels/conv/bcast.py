@@ -159,19 +159,21 @@ def prefer(ctx, geo, isa: str) -> bool:
                         a) is not None)
 
 
-def prefer_to_im2col(ctx, geo, isa: str) -> bool:
-    """A stride-1 conv of more than one tap that the other auto rules leave to im2col, where
-    the ISA's rules say so (``s1_taps``): constant weights of at most w_max bytes whose
-    output channels fill the lanes, output rows of at least kb_ow positions. The broadcast
-    kernels read the padded rows in place, where im2col first copies every patch
-    (Inception-v3's 1 x 7 and 5 x 5 convs; measured in ``s1_taps``' comment)."""
+def prefer_s1(ctx, geo, isa: str) -> str | None:
+    """Where auto takes a stride-1 conv of more than one tap for the broadcast kernels, by the
+    ISA's rule ``s1_taps``: "im2col" (instead of im2col, x86-avx2), "first" (before the
+    transposed and implicit GEMMs too, x86-avx512) or None; for constant weights of at most
+    w_max bytes whose output channels fill the lanes, output rows of at least s1_ow positions.
+    The broadcast kernels read the padded rows in place, where im2col copies every patch
+    (Inception-v3's 1 x 7 and 5 x 5 convs; measured in the rules' comments)."""
     a = _rules(isa)
-    if not a.get("s1_taps") or max(geo.stride) > 1 or math.prod(geo.k) == 1 \
-            or geo.out[-1] < a["kb_ow"]:
-        return False
+    how = a.get("s1_taps")
+    if not how or max(geo.stride) > 1 or math.prod(geo.k) == 1 or geo.out[-1] < a["s1_ow"]:
+        return None
     L = ISA[vector_isa(ctx, geo, isa)]["lanes"]
-    return (supports(geo) and ctx.in_const(1) is not None and lanes(geo.cout, L) >= 0.75
-            and 4 * geo.cout * geo.cin_g * math.prod(geo.k) <= a["w_max"])
+    ok = (supports(geo) and ctx.in_const(1) is not None and lanes(geo.cout, L) >= 0.75
+          and 4 * geo.cout * geo.cin_g * math.prod(geo.k) <= a["w_max"])
+    return how if ok else None
 
 
 def blocking(isa: str, cout: int, ow: int, nregs: int = 0, kblocked: bool = False) -> tuple:

@@ -22,10 +22,10 @@ Variants (``emit``; the target's ``schedule: conv: algo`` or a node's ``aicc_sch
   positions x output-channel vectors, each input value broadcast from the padded rows, no
   im2col (auto: strided convs, and on x86-avx512 convs of at most 4 input channels, whose
   channels fill >= 75% of the lanes, with outputs of at most 64 K floats (20 K with at most
-  4 input channels; avx2 16 K) and weights of at most 2 MB; conv_bcast.prefer; on x86-avx2
-  also the stride-1 convs of more than one tap that would otherwise run as im2col,
-  conv_bcast.prefer_to_im2col; x86-avx512 uses 8-lane vectors when the last 16-lane one
-  would be at most half full).
+  4 input channels; avx2 16 K) and weights of at most 2 MB; conv_bcast.prefer; stride-1
+  convs of more than one tap, on x86-avx2 those that would otherwise run as im2col, on
+  x86-avx512 before the transposed and implicit GEMMs, conv_bcast.prefer_s1; x86-avx512 uses
+  8-lane vectors when the last 16-lane one would be at most half full).
 * ``grouped`` (kernels/conv/grouped.py): direct, 1-D/2-D, several groups of several input
   channels, constant weights: ``bcast``'s kernels run group by group, the group's output
   channels vectorized (auto: 8-64 output channels per group filling the lanes, the ISA
@@ -178,7 +178,8 @@ def variant(ctx, geo, isa: str, sched: dict) -> str:
         return "winograd"
     if auto and offered(isa, "grouped") and conv_grouped.prefer(ctx, geo, isa):
         return "grouped"
-    if auto and offered(isa, "bcast") and conv_bcast.prefer(ctx, geo, isa):
+    s1 = conv_bcast.prefer_s1(ctx, geo, isa) if auto and offered(isa, "bcast") else None
+    if s1 == "first" or (auto and offered(isa, "bcast") and conv_bcast.prefer(ctx, geo, isa)):
         return "bcast"
     if algo == "transposed" or (auto and offered(isa, "transposed")
                                 and conv_simd_t.prefer(geo, isa, is_direct(geo))):
@@ -189,7 +190,7 @@ def variant(ctx, geo, isa: str, sched: dict) -> str:
         return "implicit"
     if algo == "direct" or (auto and is_direct(geo) and not conv_im2col.aliased(geo, sched)):
         return "direct"
-    if auto and offered(isa, "bcast") and conv_bcast.prefer_to_im2col(ctx, geo, isa):
+    if s1 == "im2col":
         return "bcast"
     return "im2col"
 

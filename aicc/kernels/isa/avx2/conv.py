@@ -30,17 +30,17 @@ TABLE: dict = dict(
         # 96 -> 96 onto 17 x 17 0.58 -> 0.50. Lost (excluded): 256 -> 512 onto 14 x 14 (4.7
         # MB of weights) 1.13 vs 1.00; 1x1 stride 2 256 -> 512 onto 28 x 28 1.9 vs 0.88
         kblock=8192, kb_cin=16, kb_ow=12, kb_set=65536, acc_kb=8, kb_w_max=1 << 20,
-        # stride-1 convs of more than one tap, output rows of at least kb_ow positions, that
-        # would run as im2col (prefer_to_im2col), and their sums of at least s1_kmin products
+        # stride-1 convs of more than one tap, output rows of at least s1_ow positions, that
+        # would run as im2col (prefer_s1), and their sums of at least s1_kmin products
         # in K blocks of chains of about s1_chain (k_block): one chain over Inception-v3's
         # 1 x 7 / 5 x 5 sums of 900-1300 products took its error against float64 from
         # 0.90-0.96x onnxruntime's to 1.07-1.09x. AMD Zen 4, Inception-v3 (TorchScript), per
         # step, ms, im2col -> bcast in chains (in one chain): 1 x 7 onto 17 x 17, 128 / 160 /
         # 192 channels 0.74 -> 0.65 (0.62), 1.13 -> 1.02 (0.97), 1.60 -> 1.50 (1.39); 5 x 5
         # 48 -> 64 onto 35 x 35 2.05 -> 1.75 (1.85); 1 x 3 384 -> 384 onto 8 x 8 (excluded by
-        # kb_ow) 0.59 -> 0.69 (0.56). The 7 x 1 and 3 x 1 convs stay implicit (one chain:
+        # s1_ow) 0.59 -> 0.69 (0.56). The 7 x 1 and 3 x 1 convs stay implicit (one chain:
         # 1.54 -> 1.51 and 0.60 -> 0.66).
-        s1_taps=True, s1_chain=32, s1_kmin=256,
+        s1_taps="im2col", s1_ow=12, s1_chain=32, s1_kmin=256,
         # ConvNHWC: input channels counted as few, channel vectors at most (vs its im2col
         # GEMM, us: 3 -> 32 s2 onto 112x112 258 vs 293, 3 -> 16 s2 onto 48x48 22.9 vs 26.4,
         # 3 -> 24 s2 onto 64x64 63 vs 70; 8 vectors, where each band's input is broadcast 4

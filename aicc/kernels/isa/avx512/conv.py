@@ -20,6 +20,15 @@ TABLE: dict = dict(
         # 17.5 / 26.0; 3 -> 32 / 64 s2 from 32x32: 5.5 / 10.2 vs 5.8 / 10.1)
         few_out_max=20480,
         w_max=2 << 20,          # weight bytes at most (every band streams them: stay in L2)
+        # stride-1 convs of more than one tap, output rows of at least s1_ow positions, before
+        # the transposed and implicit GEMMs (bcast.prefer_s1), their sums of at least s1_kmin
+        # products in K blocks of chains of about s1_chain (as x86-avx2's, for the error).
+        # AMD Zen 4, Inception-v3, per step, ms: 1 x 7 / 7 x 1 onto 17 x 17 (transposed
+        # before) 0.73-1.61 -> 0.55-1.35 (0.74-0.86x), 5 x 5 48 -> 64 onto 35 x 35 (implicit)
+        # 2.00 -> 1.83; the model against onnxruntime (avx512) 1.011 -> 0.944 (dynamo); in the
+        # zoo also DLA-34 0.741 either way, the STFT CNN 0.612 -> 0.598. The 1 x 3 / 3 x 1
+        # convs onto 8 x 8 (s1_ow) gained 0.87-0.90x in one chain, not measured in chains.
+        s1_taps="first", s1_ow=12, s1_chain=32, s1_kmin=256,
         # ConvNHWC: input channels counted as few (DS-CNN's 10x4 conv of 1 -> 64 channels,
         # 4.3 -> 3.6 us), channel vectors at most (None: any; 8 and 12 vectors gain: 3 -> 128
         # / 192 s2 onto 56x56 143 / 193 vs 167 / 219 us)
