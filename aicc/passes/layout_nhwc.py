@@ -82,6 +82,7 @@ from ..ops import has_trait
 from ..ops.base import lookup
 from ..ops.traits import ELEMENTWISE
 from .absorb import fresh_name, std_domain, taken_names
+from .fold_batchnorm import bn_affine
 from .registry import graph_pass
 
 TO_NHWC, TO_NCHW = [0, 2, 3, 1], [0, 3, 1, 2]
@@ -170,19 +171,17 @@ def _sinkable(n, g) -> bool:
 
 
 def _channel_bn(n, g) -> bool:
-    """An inference BatchNormalization of a float32 4-D tensor with constant per-channel
-    parameters (one the fold into a producer left: after an activation, ConvMixer's), which
-    runs channel-last as the same per-channel map (ops/normalization.py
-    aicc_channels_last)."""
-    if n.op_type != "BatchNormalization" or not std_domain(n) or len(n.inputs) < 5 \
-            or any(o for o in n.outputs[1:]) or int(n.attrs.get("training_mode", 0)) \
-            or int(n.attrs.get("spatial", 1)) != 1:
+    """A BatchNormalization of a float32 4-D tensor that fold-batchnorm could fold (bn_affine:
+    inference, constant per-channel parameters, a finite map) but left, having no producer to
+    fold into (after an activation: ConvMixer's); it runs channel-last as the same
+    per-channel map (ops/normalization.py aicc_channels_last)."""
+    if n.op_type != "BatchNormalization" or not std_domain(n):
         return False
     ts = _types(g, n.inputs[:1])
     if ts is None or len(ts[0].shape) != 4 or np.dtype(ts[0].dtype) != np.float32:
         return False
-    ps = [g.const(t) for t in n.inputs[1:5]]
-    return all(p is not None and np.ndim(p) == 1 and np.size(p) == ts[0].shape[1] for p in ps)
+    st = bn_affine(n, g)
+    return st is not None and st[0].size == ts[0].shape[1]
 
 
 def _components(g, kinds) -> dict:

@@ -250,10 +250,8 @@ def mixer_block(c=16, hw=6, bn_in=False):
                 r.normal(0, 0.5, c).astype(np.float32), r.uniform(0.5, 2, c).astype(np.float32)]
     inits = {"w1": w(c, 1, 5, 5, seed=2), "b1": w(c, seed=3), "w2": w(c, c, 1, 1, seed=4),
              "b2": w(c, seed=5)}
-    for k, v in zip(("s1", "t1", "m1", "v1"), bn(6)):
-        inits[k] = v
-    for k, v in zip(("s2", "t2", "m2", "v2"), bn(7)):
-        inits[k] = v
+    inits.update(zip(("s1", "t1", "m1", "v1"), bn(6)))
+    inits.update(zip(("s2", "t2", "m2", "v2"), bn(7)))
     xb = "xb" if bn_in else "x"
     nodes = [node("BatchNormalization", ["x", "s2", "t2", "m2", "v2"], ["xb"])] if bn_in else []
     nodes += [node("Conv", [xb, "w1", "b1"], ["c1"], pads=[2, 2, 2, 2], group=c),

@@ -143,18 +143,17 @@ def prefer(ctx, geo, isa: str) -> bool:
     them)."""
     a = _rules(isa)
     few = geo.cin <= a["small_cin"]
-    wbytes = 4 * geo.cout * geo.cin_g * math.prod(geo.k)
     out_max = a["few_out_max" if few else "out_max"]
     one_d = len(geo.k) == 1 and a.get("one_d", False)
-    L = ISA[vector_isa(ctx, geo, isa)]["lanes"]
-    if not (supports(geo) and (few or max(geo.stride) > 1 or one_d)
-            and ctx.in_const(1) is not None and lanes(geo.cout, L) >= 0.75):
+    L = _fill_lanes(ctx, geo, isa)
+    if not (L and (few or max(geo.stride) > 1 or one_d)):
         return False
-    if math.prod(geo.out) * geo.cout <= out_max and wbytes <= a["w_max"]:
+    if math.prod(geo.out) * geo.cout <= out_max and _wbytes(geo) <= a["w_max"]:
         return True
     # outputs of any size: strided convs of more than one tap whose input channels run in K
     # blocks (k_block) and whose weights stay in L2 (k_block and kb_w_max)
-    return (max(geo.stride) > 1 and math.prod(geo.k) > 1 and wbytes <= a.get("kb_w_max", 0)
+    return (max(geo.stride) > 1 and math.prod(geo.k) > 1
+            and _wbytes(geo) <= a.get("kb_w_max", 0)
             and k_block(Geo2(geo, padded_extents(geo), False), -(-geo.cout // L) * L,
                         a) is not None)
 
@@ -170,10 +169,21 @@ def prefer_s1(ctx, geo, isa: str) -> str | None:
     how = a.get("s1_taps")
     if not how or max(geo.stride) > 1 or math.prod(geo.k) == 1 or geo.out[-1] < a["s1_ow"]:
         return None
+    return how if _fill_lanes(ctx, geo, isa) and _wbytes(geo) <= a["w_max"] else None
+
+
+def _fill_lanes(ctx, geo, isa: str) -> int:
+    """The lanes of the vectors the conv takes (vector_isa) when the broadcast kernels can
+    take it, its weights constant and its output channels filling >= 75% of those lanes;
+    else 0."""
     L = ISA[vector_isa(ctx, geo, isa)]["lanes"]
-    ok = (supports(geo) and ctx.in_const(1) is not None and lanes(geo.cout, L) >= 0.75
-          and 4 * geo.cout * geo.cin_g * math.prod(geo.k) <= a["w_max"])
-    return how if ok else None
+    ok = supports(geo) and ctx.in_const(1) is not None and lanes(geo.cout, L) >= 0.75
+    return L if ok else 0
+
+
+def _wbytes(geo) -> int:
+    """The float32 weights' bytes."""
+    return 4 * geo.cout * geo.cin_g * math.prod(geo.k)
 
 
 def blocking(isa: str, cout: int, ow: int, nregs: int = 0, kblocked: bool = False) -> tuple:

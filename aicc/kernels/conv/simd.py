@@ -178,8 +178,9 @@ def variant(ctx, geo, isa: str, sched: dict) -> str:
         return "winograd"
     if auto and offered(isa, "grouped") and conv_grouped.prefer(ctx, geo, isa):
         return "grouped"
-    s1 = conv_bcast.prefer_s1(ctx, geo, isa) if auto and offered(isa, "bcast") else None
-    if s1 == "first" or (auto and offered(isa, "bcast") and conv_bcast.prefer(ctx, geo, isa)):
+    bcast = auto and offered(isa, "bcast")
+    s1 = conv_bcast.prefer_s1(ctx, geo, isa) if bcast else None
+    if s1 == "first" or (bcast and conv_bcast.prefer(ctx, geo, isa)):
         return "bcast"
     if algo == "transposed" or (auto and offered(isa, "transposed")
                                 and conv_simd_t.prefer(geo, isa, is_direct(geo))):
