@@ -186,3 +186,97 @@ def test_input_read_elsewhere():
     assert ops(after) == ["Gelu", "Add"]
     assert after.nodes[1].inputs == ["x", "y"]
     assert_same_outputs(g, after, feeds, rtol=1e-6, atol=1e-7)
+
+
+# -- the tanh approximation (GPT-2's NewGELU, F.gelu(approximate="tanh") below opset 20) ----
+
+KAPPA, BETA = 0.044715, math.sqrt(2.0 / math.pi)
+
+
+def tanh_chain(cube="pow", form="x_half_s", swap=False, kappa=KAPPA, beta=BETA, one=1.0,
+               exponent=3.0, cube_of="x"):
+    """The tanh GELU of x: c3 = Pow(x, 3) (``pow``; ``mul``: (x * x) * x, ``mul_r``:
+    x * (x * x)), q = c3 * kappa, a = x + q, b = a * beta, t = Tanh(b), s = t + 1, then the
+    product of x, s and 0.5 in one of chain()'s forms; swap: every Add / Mul operand order
+    reversed; cube_of: the tensor the cube is taken of."""
+    sw = (lambda a, b: [b, a]) if swap else (lambda a, b: [a, b])
+    ex = np.array(exponent, np.int64 if float(exponent).is_integer() and exponent == 3
+                  and cube == "pow_int" else np.float32)
+    inits = {"k": np.array(kappa, np.float32), "bt": np.array(beta, np.float32),
+             "one": np.array(one, np.float32), "half": np.array(0.5, np.float32), "three": ex}
+    if cube in ("pow", "pow_int"):
+        nodes = [node("Pow", [cube_of, "three"], ["c3"])]
+    elif cube == "mul":
+        nodes = [node("Mul", [cube_of, cube_of], ["sq"]), node("Mul", sw("sq", cube_of), ["c3"])]
+    else:
+        nodes = [node("Mul", [cube_of, cube_of], ["sq"]), node("Mul", sw(cube_of, "sq"), ["c3"])]
+    nodes += [node("Mul", sw("c3", "k"), ["q"]), node("Add", sw("x", "q"), ["a"]),
+              node("Mul", sw("a", "bt"), ["b"]), node("Tanh", ["b"], ["t"]),
+              node("Add", sw("t", "one"), ["s"])]
+    if form == "x_s_half":
+        nodes += [node("Mul", sw("x", "s"), ["m"]), node("Mul", sw("m", "half"), ["y"])]
+    elif form == "s_half_x":
+        nodes += [node("Mul", sw("half", "s"), ["h"]), node("Mul", sw("x", "h"), ["y"])]
+    else:
+        nodes += [node("Mul", sw("x", "half"), ["h"]), node("Mul", sw("h", "s"), ["y"])]
+    return nodes, inits
+
+
+def tanh_graph(shape=(3, 37), opset=17, extra=(), outputs=("y",), feeds=None, **kw):
+    nodes, inits = tanh_chain(**kw)
+    feeds = feeds or {"x": (rand(*shape, seed=5) * 3).astype(np.float32)}
+    return build(nodes + list(extra), feeds, list(outputs), inits, opset=opset), feeds
+
+
+TANH_FORMS = [dict(cube=c, form=f, swap=s) for c in ("pow", "pow_int", "mul", "mul_r")
+              for f in ("x_s_half", "x_half_s", "s_half_x") for s in (False, True)]
+
+
+@pytest.mark.parametrize("kw", TANH_FORMS, ids=lambda kw: "-".join(str(v) for v in kw.values()))
+@pytest.mark.parametrize("opset", [17, 20])
+def test_tanh_fused(kw, opset):
+    before, feeds = tanh_graph(opset=opset, **kw)
+    after = run_pass("fuse-gelu", before)
+    assert ops(after) == ["Gelu"]
+    n = after.nodes[0]
+    assert n.inputs == ["x"] and n.outputs == ["y"] and n.attrs == {"approximate": "tanh"}
+    assert n.domain == ("" if opset >= 20 else "aicc")
+    assert not {"c3", "sq", "q", "a", "b", "t", "s", "m", "h"} & set(after.types)
+    # the chain's 1 + tanh(u) cancels for x < 0: the fused form is the more accurate one,
+    # a few 1e-8 apart there on N(0, 3) inputs
+    assert_same_outputs(before, after, feeds, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("why,kw", [
+    ("kappa 0.05", dict(kappa=0.05)),
+    ("beta 0.8", dict(beta=0.8)),
+    ("Add of 2, not 1", dict(one=2.0)),
+    ("square, not cube", dict(exponent=2.0)),
+    ("cube of another tensor", dict(cube_of="z", feeds={"x": rand(3, 5, seed=1),
+                                                         "z": rand(3, 5, seed=2)})),
+    ("Tanh output read twice", dict(extra=[node("Neg", ["t"], ["n"])], outputs=("y", "n"))),
+    ("cube read twice", dict(extra=[node("Neg", ["c3"], ["n"])], outputs=("y", "n"))),
+    ("square read twice", dict(cube="mul", extra=[node("Neg", ["sq"], ["n"])],
+                               outputs=("y", "n"))),
+    ("inner sum is a graph output", dict(outputs=("y", "a"))),
+])
+def test_tanh_not_fused(why, kw):
+    before, _ = tanh_graph(**kw)
+    assert_unchanged(before, run_pass("fuse-gelu", before))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_tanh_compiled_against_onnxruntime(target, tmp_path):
+    """One Gelu(tanh) step instead of nine, results as onnxruntime's unfused chain (vector
+    body and scalar tail), specials on the first row: NaN, +Inf -> +Inf, -Inf -> NaN."""
+    nodes, inits = tanh_chain(cube="pow", form="x_half_s")
+    x = (rand(3, 37, seed=11) * 3).astype(np.float32)
+    x[0, :SPECIAL.size] = SPECIAL
+    model = make_model(nodes, {"x": x}, ["y"], inits)
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    b = aicc.load(aicc.build(path, target=target, out=tmp_path / "b"), cflags=STRICT_CFLAGS)
+    assert [s["op"] for s in b.manifest["steps"]] == ["Gelu"]
+    got, want = b.run({"x": x}), reference(model, {"x": x})
+    assert_close(got, want, rtol=1e-5, atol=1e-6)
+    assert np.isnan(got["y"][0, 0]) and got["y"][0, 1] == np.inf and np.isnan(got["y"][0, 2])
