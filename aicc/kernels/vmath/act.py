@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from ...emit_c.cwriter import c_literal, ctype
-from .coeffs import ERF_BIG, ERF_MID, ERF_SMALL, GELU_K, horner
+from .coeffs import ERF_BIG, ERF_MID, ERF_SMALL, GELU_K, GELU_TANH_C, horner
 from .mathlib import math_override
 from .portable import PORTABLE, act_form
 
@@ -123,8 +123,10 @@ def _erf(x, m, L):
 
 def _gelu(x, p, m, L):
     if p.get("approximate", "none") == "tanh":
-        inner = f"{L(0.7978845608028654)} * ({x} + {L(0.044715)} * {x} * {x} * {x})"
-        return f"({L(0.5)} * {x} * ({L(1)} + {m('tanh')}({inner})))"
+        # 0.5 * x * (1 + tanh(u)) = x / (1 + exp(-2u)): one exp and a division instead of tanh's
+        # exp, division and sign handling, and no cancellation in 1 + tanh(u) for x < 0
+        w = f"{L(-2 * GELU_TANH_C)} * ({x} + {L(0.044715)} * {x} * {x} * {x})"
+        return f"({x} / ({L(1)} + {m('exp')}({w})))"
     return f"({L(0.5)} * {x} * ({L(1)} + {_erf(f'({x} * {L(GELU_K)})', m, L)}))"
 
 

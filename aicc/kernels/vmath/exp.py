@@ -22,7 +22,9 @@ first (exp(-104) rounds to 0, exp(89) overflows). +Inf -> +Inf, -Inf -> 0, NaN -
 tanh(x): on |x|, then the sign of x: |x| < 0.625: Cephes' tanhf odd polynomial |x| + |x|^3
 P(x^2); else 1 - 2 / (exp(2|x|) + 1) (exp overflow gives 1). Relative error about 2e-7;
 +-Inf -> +-1, -0 -> -0, NaN -> NaN. Sigmoid is 1 / (1 + exp(-x)) with these exp values
-(x < -88.7: 0; NaN: NaN).
+(x < -88.7: 0; NaN: NaN); Gelu(tanh) is x / (1 + exp(-2u)), u = sqrt(2 / pi) (x + 0.044715 x^3),
+the same function as 0.5 x (1 + tanh(u)) without its cancellation for x < 0 (+Inf -> +Inf,
+-Inf -> NaN as -Inf * 0 in the tanh form, NaN -> NaN).
 
 Nodes without a SIMD ISA (the generic target) use kernels/vmath/portable.py's portable exp / tanh / erf: results
 differ between targets by rounding (a few ulp), never by more than the tests' tolerance

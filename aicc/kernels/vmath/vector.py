@@ -18,6 +18,7 @@ from . import trig as trig_simd
 from ..isa.registry import ISAS
 from ..isa.x86 import INT, SIMD, include_vmath, simd_isa, vconst
 from .act import act_expr
+from .coeffs import GELU_TANH_C
 from .exp import vexp, vtanh
 
 
@@ -89,12 +90,11 @@ def vector_expr(ctx, isa: str, act: str, xv: str, params: dict | None = None) ->
         return f"{vexp(ctx, isa)}({xv})"
     if act == "Tanh":
         return f"{vtanh(ctx, isa)}({xv})"
-    if act == "Gelu":         # 0.5 * x * (1 + tanh(c * (x + k * x * x * x))), C's order
+    if act == "Gelu":         # x / (1 + exp(-2c * (x + k * x * x * x))), act._gelu's order
         mul, add = d["mul"], d["add"]
         cube = f"{mul}({mul}({mul}({vconst(d, 0.044715)}, {xv}), {xv}), {xv})"
-        inner = f"{mul}({vconst(d, 0.7978845608028654)}, {add}({xv}, {cube}))"
-        return (f"{mul}({mul}({vconst(d, 0.5)}, {xv}), "
-                f"{add}({vconst(d, 1.0)}, {vtanh(ctx, isa)}({inner})))")
+        w = f"{mul}({vconst(d, -2 * GELU_TANH_C)}, {add}({xv}, {cube}))"
+        return f"{d['div']}({xv}, {add}({vconst(d, 1.0)}, {vexp(ctx, isa)}({w})))"
     one = vconst(d, 1.0)          # 1 / (1 + exp(-x)); -x flips the sign bit, as C's negation
     neg = INT[isa]["bit"].format(op="xor", a=xv, b=vconst(d, -0.0))
     return f"{d['div']}({one}, {d['add']}({one}, {vexp(ctx, isa)}({neg})))"
