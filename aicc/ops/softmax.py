@@ -13,7 +13,9 @@ On the x86-avx2 / x86-avx512 / arm-neon targets (the target's ``kernels:`` list,
 ``aicc_kernel`` on the node), float32 Softmax and LogSoftmax over contiguous rows use vector code: exp_simd's vector
 exp (about 1 ulp), lane-wise sums (a different summation order: results agree to rounding)
 and, for Softmax, a multiplication by 1 / sum instead of a division per value (onnxruntime
-scales the same way; one more rounding, within 1.5 ulp). Elsewhere float32 uses kernels/vmath/portable.py's
+scales the same way; one more rounding, within 1.5 ulp); exp(x - max) below FLT_MIN is +0
+(kernels/vmath/exp.py vexp flush: no subnormal is computed, the slow path of x86 multipliers;
+such an output is 0 rather than subnormal). Elsewhere float32 uses kernels/vmath/portable.py's
 portable exp (loops of it vectorize); rows store exp(x - max), then sum it in order.
 
 NaN/Inf: a NaN in a softmax row makes the whole row NaN. -Inf inputs give 0 (Softmax) or -Inf
@@ -105,7 +107,9 @@ def _simd_row_helper(ctx, kind, isa) -> str:
     from ..kernels.vmath.exp import vexp
     d = SIMD[isa]
     v, L = d["v"], d["L"]
-    ex = vexp(ctx, isa, nonpos=bool(d.get("exp_nonpos")))     # exp of x - max <= 0
+    # exp of x - max <= 0; values below FLT_MIN flushed to +0: the row sum (>= 1, the max's
+    # term) is the same, and no subnormal is computed (masked attention rows)
+    ex = vexp(ctx, isa, nonpos=bool(d.get("exp_nonpos")), flush=True)
     _hred(ctx, isa)
     name = f"aicc_{kind.lower()}_rows_f32_{isa}"
     if kind == "Softmax":        # e stored, then scaled by 1 / sum

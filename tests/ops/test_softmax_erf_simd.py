@@ -110,3 +110,28 @@ def test_softmax_exp_range(target, tmp_path):
     e = np.exp(x.astype(np.float64))
     ref = e / e.sum()
     assert (np.abs(y - ref) / ref).max() <= 2e-5
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_softmax_masked_rows_flush(target, tmp_path):
+    """Causally masked attention rows (float32's lowest, -Inf, and values down the exp range's
+    tail): results as onnxruntime's; on the SIMD targets, where exp(x - max) is below FLT_MIN
+    the result is +0, not a subnormal (the vector exp selects 0 there; the row sums are
+    unchanged). The generic target's portable exp keeps the subnormals."""
+    r = rng(7)
+    x = r.normal(size=(2, 64, 64)).astype(np.float32) * 3
+    mask = np.triu(np.ones((64, 64), bool), 1)
+    x[0][mask] = np.finfo(np.float32).min
+    x[1][mask] = -np.inf
+    x[0, 5, :40] = np.linspace(-120, -80, 40)      # exp(x - max) across FLT_MIN
+    x[0, 5, 40] = 0.0
+    check_node("Softmax", {"x": x}, tmp_path, attrs={"axis": -1}, target=target)
+    check_node("LogSoftmax", {"x": x}, tmp_path, attrs={"axis": -1}, target=target)
+    if target == "generic":
+        return
+    m = make_model([helper.make_node("Softmax", ["x"], ["y"], axis=-1)], {"x": x}, ["y"])
+    y = compile_and_run(m, {"x": x}, tmp_path, target=target)["y"]
+    d = x.astype(np.float64) - x.astype(np.float64).max(-1, keepdims=True)
+    below = np.exp(d) < np.finfo(np.float32).tiny
+    assert below.sum() > 2000 and np.all(y[below] == 0) and not np.signbit(y[below]).any()
+    assert np.all(y[~below] > 0)

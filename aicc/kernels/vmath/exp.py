@@ -35,35 +35,48 @@ from __future__ import annotations
 from ..isa.x86 import INT, SIMD, include_vmath, vconst, vpoly
 from .coeffs import EXP_C, TANH_P
 
-FUNCS = ("exp", "tanh", "erf")          # the libm names act_expr routes here (erf: erf_simd)
+FUNCS = ("exp", "tanh", "erf")
+LN_FLT_MIN = -87.33654   # float32 just above ln(FLT_MIN): exp of it is normal (vexp flush)          # the libm names act_expr routes here (erf: erf_simd)
 
 
-def vexp(ctx, isa: str, nonpos: bool = False) -> str:
+def vexp(ctx, isa: str, nonpos: bool = False, flush: bool = False) -> str:
     """Name of the vector exp ``V aicc_exp_ISA(V x)`` (registered once); nonpos: a variant
     for x <= 0 or NaN (the softmax rows' x - max), without the clamp at 89 that leaves such x
-    unchanged (the same bits), aicc_expn_ISA."""
+    unchanged (the same bits), aicc_expn_ISA. flush: results below FLT_MIN (x < ln FLT_MIN)
+    are +0 instead of subnormal, and no subnormal is computed (x clamped there, then 0
+    selected): on x86 a multiplication with a subnormal result takes a slow path (Softmax of
+    4 x 128 x 128 causally masked rows, x86-avx2: 66 -> 38 us); aicc_expz_ISA / aicc_expnz_ISA.
+    The same bits as the plain exp wherever its result is 0 or normal."""
     d, i = SIMD[isa], INT[isa]
     v, fma, fnma, mul = d["v"], d["fma"], d["fnma"], d["mul"]
     c = {k: vconst(d, val) for k, val in EXP_C}
     c89 = vconst(d, 89.0)
-    name = f"aicc_exp{'n' if nonpos else ''}_{isa}"
-    lo = f"{d.get('kmax', d['max'])}({vconst(d, -104.0)}, x)"
+    name = f"aicc_exp{'n' if nonpos else ''}{'z' if flush else ''}_{isa}"
+    lo = f"{d.get('kmax', d['max'])}({vconst(d, LN_FLT_MIN if flush else -104.0)}, x)"
     clamp = lo if nonpos else f"{d.get('kmin', d['min'])}({c89}, {lo})"
     include_vmath(ctx, isa)
 
     def pow2(e):
         return f"{i['cast']}({i['slli']}({i['add']}({e}, {i['c127']}), 23))"
+    ret = "return " if not flush else f"const {v} e = "
     if i["scalef"]:           # one instruction, the same single rounding of p * 2^n
-        scale = f"return {i['scalef'].format(p='p', n='n')};"
+        scale = f"{ret}{i['scalef'].format(p='p', n='n')};"
         how = "times 2^n by scalef (one rounding"
     else:
         scale = (f"const {i['vi']} ni = {i['cvt']}(n), n1 = {i['srai']}(ni, 1), "
                  f"n2 = {i['sub']}(ni, n1);\n"
-                 f"    return {mul}({mul}(p, {pow2('n2')}), {pow2('n1')});")
+                 f"    {ret}{mul}({mul}(p, {pow2('n2')}), {pow2('n1')});")
         how = "times 2^(n - n/2) and 2^(n/2) (the first exact"
+    if flush:
+        zero = d["sel"].format(a="e", b=d["zero"], x="x", y=vconst(d, LN_FLT_MIN),
+                               p="_CMP_LT_OQ")
+        scale += f"\n    return {zero};   /* below FLT_MIN: +0 (NaN stays) */"
+    rng = ("[ln FLT_MIN, " if flush else "[-104, ") + ("0] (x <= 0)" if nonpos else "89]")
+    sub = ("results below FLT_MIN are +0" if flush else
+           "subnormal results round correctly")
     ctx.helper(f"0.{isa}.1.{name}", f"""\
-/* exp of {d['L']} floats (kernels/vmath/exp.py): clamp to [-104, 89], x = n ln2 + r, Cephes' expf
- * polynomial for e^r, {how}: subnormal results round correctly, past
+/* exp of {d['L']} floats (kernels/vmath/exp.py): clamp to {rng}, x = n ln2 + r, Cephes' expf
+ * polynomial for e^r, {how}: {sub}, past
  * FLT_MAX gives +Inf). NaN stays NaN. */
 static {v} {name}({v} x)
 {{
