@@ -576,3 +576,29 @@ def test_chains_same_bits_as_short_k_blocks(k, target, tmp_path):
     np.testing.assert_array_equal(outs[0], outs[1])
     want = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(outs[0], want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("target", [t for t in TARGETS if t == "x86-avx2"])
+def test_long_sums_take_longer_chains(target, tmp_path):
+    """Sums of K >= 2048 products take chains of 64 (call.k_blocks: the length that lowers
+    ks + K / ks, the rounding steps): K = 6000 in chains of 64 (93, then one of 48) gives the
+    bits of K blocks of 64 summed one after the other, and a root-mean-square error against
+    float64 below that of blocks of 32."""
+    r = rng(31)
+    k = 6000
+    a = np.maximum(_rand(r, (29, k)), 0).astype(np.float32)
+    b = (_rand(r, (k, 45)) / np.sqrt(k)).astype(np.float32)
+    model = make_model([helper.make_node("MatMul", ["a", "b"], ["y"])], {"a": a}, ["y"], {"b": b})
+    outs = []
+    for i, attrs in enumerate([{}, {"aicc_schedule": {"kc": 64, "ks": 0}},
+                               {"aicc_schedule": {"kc": 32}}]):
+        d = tmp_path / f"r{i}"
+        d.mkdir()
+        _fused_run(model, {"a": a}, _with_attrs(attrs), d, target)
+        if i == 0:
+            assert re.search(r"avx2_m\d+k\d+c\d+j\d+n\d+s64_", (d / "b" / "model.c").read_text())
+        outs.append(aicc.load(d / "b", cflags=STRICT_CFLAGS).run({"a": a})["y"])
+    np.testing.assert_array_equal(outs[0], outs[1])
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    rms = [np.sqrt(((o - want) ** 2).mean()) for o in (outs[0], outs[2])]
+    assert rms[0] < 0.95 * rms[1], rms

@@ -141,6 +141,11 @@ def k_blocks(k: int, kc: int, ks: int = 0) -> dict:
         return {"kc": -(-k // -(-k // kc))} if k > kc else {}
     if k <= ks:
         return {"ks": 0}
+    # long sums: chains doubled while that lowers ks + K / ks (the rounding steps of a sum, see
+    # docs/ACCURACY.md; ties to the longer chain, which stores the partial sums less often):
+    # 32 below K = 2048, 64 from there below 8192
+    while 2 * ks <= kc and 2 * ks + k / (2 * ks) <= ks + k / ks:
+        ks *= 2
     ks = -(-k // -(-k // ks))
     chains = -(-k // ks)
     per = max(1, kc // ks)
