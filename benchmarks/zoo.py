@@ -241,7 +241,8 @@ def table(target: str, ort_isa: str = "native") -> str:
             "bundle would reach if it ran every multiply-add of the model's Conv, MatMul and "
             "Gemm nodes (benchmarks.run.graph_flops; n/a: shapes not all static) at this "
             "core's FMA peak, measured after each row"
-            + (f" ({min(peaks):.0f}-{max(peaks):.0f} GFLOP/s)" if peaks else "")
+            + ("" if not peaks else f" ({min(peaks):.0f} GFLOP/s)" if round(min(peaks)) ==
+               round(max(peaks)) else f" ({min(peaks):.0f}-{max(peaks):.0f} GFLOP/s)")
             + ": the floor for code that does all of them; Winograd (3x3 convs) does fewer "
             "multiplications, and convs whose dilated taps fall in the padding skip them.", "",
             f"Machine: {cpu_name()}, {platform.machine()}, {os.cpu_count()} cores (shared).", "",
