@@ -144,6 +144,15 @@ def _simd_row_helper(ctx, kind, isa) -> str:
             yr[j] = xr[j] - mx - ls;"""
         what = "y = x - max - log(sum of exp(x - max))"
     mx, ad = d.get("rowmax", d["max"]), d["add"]
+    tail, buf = _row_tail(isa, d, ex, kind == "Softmax"), ""
+    if tail is None:             # through a buffer padded with -Inf
+        buf = f"t[{L}], "
+        tail = f"""\
+            for (size_t l = 0; l < {L}u; ++l)
+                t[l] = l < nt ? xr[Dv + l] - mx : -HUGE_VALF;
+            const {v} e = {ex}({d['ld']}(t));
+            {d['st']}(t, e);
+            s1 = {ad}(s1, e);{tail_store}"""
     text = f"""\
 /* {kind} over R contiguous rows of D floats ({isa}, {L} lanes): max, {what}
  * (exp: {ex}; sums on two vectors, then across lanes). A NaN in a row makes the row NaN; rows
@@ -154,7 +163,7 @@ static void {name}(size_t R, size_t D, const float *restrict x, float *restrict 
     for (size_t r = 0; r < R; ++r) {{
         const float *restrict xr = x + r * D;
         float *restrict yr = y + r * D;
-        float t[{L}], mx, sum;
+        float {buf}mx, sum;
         {v} m0 = {d['set1']}(xr[0]), m1 = m0, m2 = m0, m3 = m0;
         {v} s0 = {d['zero']}, s1 = {d['zero']};
         size_t j = 0;
@@ -184,11 +193,7 @@ static void {name}(size_t R, size_t D, const float *restrict x, float *restrict 
             s0 = {ad}(s0, e0);
         }}
         if (nt) {{
-            for (size_t l = 0; l < {L}u; ++l)
-                t[l] = l < nt ? xr[Dv + l] - mx : -HUGE_VALF;
-            const {v} e = {ex}({d['ld']}(t));
-            {d['st']}(t, e);
-            s1 = {ad}(s1, e);{tail_store}
+{tail}
         }}
         sum = aicc_hsum_{isa}({ad}(s0, s1));
 {fin}
@@ -197,6 +202,32 @@ static void {name}(size_t R, size_t D, const float *restrict x, float *restrict 
     # LogSoftmax stores nothing in the exp loop: no blank statement lines
     ctx.helper(f"0.{isa}.6.{name}", "\n".join(ln for ln in text.split("\n") if ln.strip()))
     return name
+
+
+# x86 row tails with masked loads and stores: the mask of the first nt lanes, and x - max in
+# those lanes with -Inf in the others (as the buffer's), where the buffer's scalar stores and
+# vector load stalled store forwarding (Softmax of 12 x 197 x 197, x86-avx2: 0.32 -> 0.28 ms)
+_TAIL = {
+    "avx2": ("const __m256i mk = _mm256_castps_si256(_mm256_cmp_ps(_mm256_setr_ps(0.0f, 1.0f, "
+             "2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 7.0f), _mm256_set1_ps((float)nt), _CMP_LT_OQ));",
+             "_mm256_blendv_ps(_mm256_set1_ps(-HUGE_VALF), _mm256_add_ps(_mm256_maskload_ps("
+             "xr + Dv, mk), vneg), _mm256_castsi256_ps(mk))",
+             "_mm256_maskstore_ps(yr + Dv, mk, e);"),
+    "avx512": ("const __mmask16 mk = (__mmask16)((1u << nt) - 1u);",
+               "_mm512_mask_blend_ps(mk, _mm512_set1_ps(-HUGE_VALF), _mm512_add_ps("
+               "_mm512_maskz_loadu_ps(mk, xr + Dv), vneg))",
+               "_mm512_mask_storeu_ps(yr + Dv, mk, e);"),
+}
+
+
+def _row_tail(isa, d, ex, store: bool):
+    """The row tail's statements with masked loads / stores (x86), or None (the buffer)."""
+    if isa not in _TAIL:
+        return None
+    mask, xv, st = _TAIL[isa]
+    return "\n".join(["            " + mask, f"            const {d['v']} e = {ex}({xv});"]
+                     + (["            " + st] if store else [])
+                     + [f"            s1 = {d['add']}(s1, e);"])
 
 
 def _strided_helper(ctx, kind, dt) -> str:
