@@ -62,7 +62,9 @@ block runs channel-last from ratio 392 on, and MobileNetV2's ratio went 0.808 ->
 (x86-avx512) and 1.078 -> 1.059 (x86-avx2, with its 3-vector panels of 24 columns), 4
 alternating rounds each; MobileNetV1 and DS-CNN are the same at 300 and 400. A first conv
 of 3 -> 8 channels as im2col + GEMM took 25 us against 11 us NCHW (MobileNetV1), hence
-MIN_GEMM_COUT.
+MIN_GEMM_COUT. A group-1 3x3 stride-1 conv of more than NCHW_IN_CIN input channels stays NCHW
+in auto too, where Winograd computes it with 2.25x fewer multiplies (Xception-41's 32 -> 64
+at 150 x 150, x86-avx2: 8.5 ms as ConvNHWC, 5.6 ms NCHW).
 Targets choose the default (``pass_options:`` in configs/targets/*.yaml); a pipeline entry
 ``- layout-nhwc: {mode: off}`` overrides it. ``keep``: node names left as they are; the build
 YAML's ``nodes:`` overrides are added to it (config.py), so a conv given a kernel or schedule
@@ -205,6 +207,11 @@ def _components(g, kinds) -> dict:
     return {i: find(i) for i in member}
 
 
+def _winograd_shape(geo) -> bool:
+    """A 3x3 stride-1 undilated conv: the shape the NCHW convs run by Winograd F(2,3)."""
+    return geo.k == [3, 3] and geo.stride == [1, 1] and geo.dil == [1, 1]
+
+
 @graph_pass("layout-nhwc")
 def layout_nhwc(g, *, mode: str = "off", ratio: float = 400.0, qratio: float = 400.0, keep=()):
     """Run chains of eligible 2-D convs (and the element-wise ops between them) channel-last;
@@ -226,6 +233,9 @@ def layout_nhwc(g, *, mode: str = "off", ratio: float = 400.0, qratio: float = 4
         if mode == "auto" and kind == "general" and geo.cout < MIN_GEMM_COUT \
                 and geo.cin > NCHW_IN_CIN:
             continue            # im2col + GEMM with a few output channels fills few lanes
+        if mode == "auto" and kind == "general" and _winograd_shape(geo) \
+                and geo.cin > NCHW_IN_CIN:
+            continue            # NCHW takes Winograd: fewer multiplies than any channel-last kernel
         kinds[i] = k
     if not kinds:
         return g

@@ -17,16 +17,17 @@ def w(*shape, seed):
     return (rand(*shape, seed=seed) * 0.3).astype(np.float32)
 
 
-def block(c=16, hw=6, opset=17, mean="gap", extra_out=False, cin=3):
-    """MobileNetV2-like: 3x3 conv -> Relu, depthwise 3x3 -> Clip(0,6), pointwise 1x1 + residual
-    Add, depthwise 3x3 stride 2, pointwise, then a spatial mean and a Gemm head."""
+def block(c=16, hw=6, opset=17, mean="gap", extra_out=False, cin=3, s0=1):
+    """MobileNetV2-like: 3x3 conv (stride s0) -> Relu, depthwise 3x3 -> Clip(0,6), pointwise
+    1x1 + residual Add, depthwise 3x3 stride 2, pointwise, then a spatial mean and a Gemm
+    head."""
     x = rand(1, cin, hw, hw, seed=1)
     inits = {"w0": w(c, cin, 3, 3, seed=2), "b0": w(c, seed=3), "w1": w(c, 1, 3, 3, seed=4),
              "b1": w(c, seed=5), "w2": w(c, c, 1, 1, seed=6), "b2": w(c, seed=7),
              "w3": w(c, 1, 3, 3, seed=8), "w4": w(2 * c, c, 1, 1, seed=9),
              "lo": np.array(0, np.float32), "hi": np.array(6, np.float32),
              "fw": w(2 * c, 5, seed=10), "fb": w(5, seed=11)}
-    nodes = [node("Conv", ["x", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1]),
+    nodes = [node("Conv", ["x", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1], strides=[s0, s0]),
              node("Relu", ["c0"], ["r0"]),
              node("Conv", ["r0", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], group=c),
              node("Clip", ["c1", "lo", "hi"], ["r1"]),
@@ -86,6 +87,20 @@ def test_chain_runs_channel_last():
     assert "aicc_nchw_in" not in five.nodes[1].attrs
 
 
+def test_auto_keeps_a_winograd_conv_nchw():
+    """auto: a 3x3 stride-1 group-1 conv of more than 4 input channels stays NCHW, where
+    Winograd takes it (Xception-41's 32 -> 64 at 150 x 150); the chain after it goes
+    channel-last from its output. At stride 2 the same conv runs channel-last."""
+    args = block(c=16, cin=5)
+    before = fused(*args)
+    after = run_pass("eliminate-dead-nodes", run_pass("layout-nhwc", before, mode="auto"))
+    assert ops(after)[:3] == ["Conv", "Transpose", "ConvNHWC"]
+    assert after.nodes[0].inputs[0] == "x"
+    assert_same_outputs(before, after, args[1], rtol=1e-4, atol=1e-5)
+    every = run_pass("layout-nhwc", before, mode="all")
+    assert ops(every)[:2] == ["Transpose", "ConvNHWC"]
+
+
 def test_auto_keeps_large_planes_nchw():
     """auto: only convs with max(Cin, Cout) * ratio >= output positions: at ratio 32 on a
     40x40 plane the 16-channel convs stay NCHW (1600 > 16 * 32), after the stride-2
@@ -102,16 +117,16 @@ def test_auto_keeps_large_planes_nchw():
 
 
 def test_auto_keeps_a_narrow_first_conv_nchw():
-    """auto: a 3x3 group-1 conv with fewer than 16 output channels and more than 4 input
-    channels stays NCHW (im2col + GEMM would fill few lanes); the depthwise chain after it
-    still goes channel-last. With at most 4 input channels (the broadcast kernel's) it runs
+    """auto: a 3x3 stride-2 group-1 conv with fewer than 16 output channels and more than 4
+    input channels stays NCHW (im2col + GEMM would fill few lanes); the depthwise chain after
+    it still goes channel-last. With at most 4 input channels (the broadcast kernel's) it runs
     channel-last, reading its NCHW input (MobileNetV1-0.25's 3 -> 8 first conv)."""
-    args = block(c=8, cin=5)
+    args = block(c=8, cin=5, s0=2)
     before = fused(*args)
     after = run_pass("eliminate-dead-nodes", run_pass("layout-nhwc", before, mode="auto"))
     assert ops(after)[:3] == ["Conv", "Transpose", "ConvNHWC"]
     assert_same_outputs(before, after, args[1], rtol=1e-4, atol=1e-5)
-    wide = run_pass("layout-nhwc", fused(*block(c=16, cin=5)), mode="auto")
+    wide = run_pass("layout-nhwc", fused(*block(c=16, cin=5, s0=2)), mode="auto")
     assert ops(wide)[:2] == ["Transpose", "ConvNHWC"]
     args = block(c=8)
     before = fused(*args)
