@@ -54,14 +54,19 @@ FORMS = [dict(scale=s, form=f, add_first=a, mul_first=m)
 @pytest.mark.parametrize("kw", FORMS, ids=lambda kw: "-".join(str(v) for v in kw.values()))
 @pytest.mark.parametrize("opset", [17, 20])
 def test_fused(kw, opset):
-    before, feeds = graph(opset=opset, **kw)
+    one_gelu(*graph(opset=opset, **kw), opset, {}, {"a", "e", "s", "m", "h"}, 1e-6, 1e-7)
+
+
+def one_gelu(before, feeds, opset, attrs, gone, rtol, atol):
+    """fuse-gelu turns the graph into one Gelu of x with these attributes (standard domain
+    from opset 20, aicc before), the chain's tensors ``gone``, the same outputs."""
     after = run_pass("fuse-gelu", before)
     assert ops(after) == ["Gelu"]
     n = after.nodes[0]
-    assert n.inputs == ["x"] and n.outputs == ["y"] and n.attrs == {}
+    assert n.inputs == ["x"] and n.outputs == ["y"] and n.attrs == attrs
     assert n.domain == ("" if opset >= 20 else "aicc")
-    assert not {"a", "e", "s", "m", "h"} & set(after.types)
-    assert_same_outputs(before, after, feeds, rtol=1e-6, atol=1e-7)
+    assert not gone & set(after.types)
+    assert_same_outputs(before, after, feeds, rtol=rtol, atol=atol)
 
 
 def test_two_chains_and_neighbours():
@@ -142,7 +147,12 @@ SPECIAL = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e30, -1e30, 1e-40, 2.3,
 def test_compiled_against_onnxruntime(kw, target, dtype, tmp_path):
     """One Gelu step instead of five, results as onnxruntime's unfused chain: a 3 x 37 input
     (vector body and scalar tail on both ISAs) with specials on the first row."""
-    nodes, inits = chain(dtype=dtype, **kw)
+    compiled_one_gelu(*chain(dtype=dtype, **kw), dtype, target, tmp_path, 1e-6, 1e-7)
+
+
+def compiled_one_gelu(nodes, inits, dtype, target, tmp_path, rtol, atol):
+    """The chain built for target on a 3 x 37 input with specials on the first row: one Gelu
+    step, results as onnxruntime's unfused chain; NaN, +Inf -> +Inf, -Inf -> NaN."""
     x = (rand(3, 37, seed=11) * 3).astype(dtype)
     x[0, :SPECIAL.size] = SPECIAL
     model = make_model(nodes, {"x": x}, ["y"], inits)
@@ -151,7 +161,7 @@ def test_compiled_against_onnxruntime(kw, target, dtype, tmp_path):
     b = aicc.load(aicc.build(path, target=target, out=tmp_path / "b"), cflags=STRICT_CFLAGS)
     assert [s["op"] for s in b.manifest["steps"]] == ["Gelu"]
     got, want = b.run({"x": x}), reference(model, {"x": x})
-    assert_close(got, want, rtol=1e-6, atol=1e-7)
+    assert_close(got, want, rtol=rtol, atol=atol)
     assert np.isnan(got["y"][0, 0]) and got["y"][0, 1] == np.inf and np.isnan(got["y"][0, 2])
 
 
@@ -235,16 +245,10 @@ TANH_FORMS = [dict(cube=c, form=f, swap=s) for c in ("pow", "pow_int", "mul", "m
 @pytest.mark.parametrize("kw", TANH_FORMS, ids=lambda kw: "-".join(str(v) for v in kw.values()))
 @pytest.mark.parametrize("opset", [17, 20])
 def test_tanh_fused(kw, opset):
-    before, feeds = tanh_graph(opset=opset, **kw)
-    after = run_pass("fuse-gelu", before)
-    assert ops(after) == ["Gelu"]
-    n = after.nodes[0]
-    assert n.inputs == ["x"] and n.outputs == ["y"] and n.attrs == {"approximate": "tanh"}
-    assert n.domain == ("" if opset >= 20 else "aicc")
-    assert not {"c3", "sq", "q", "a", "b", "t", "s", "m", "h"} & set(after.types)
     # the chain's 1 + tanh(u) cancels for x < 0: the fused form is the more accurate one,
     # a few 1e-8 apart there on N(0, 3) inputs
-    assert_same_outputs(before, after, feeds, rtol=1e-5, atol=1e-6)
+    one_gelu(*tanh_graph(opset=opset, **kw), opset, {"approximate": "tanh"},
+             {"c3", "sq", "q", "a", "b", "t", "s", "m", "h"}, 1e-5, 1e-6)
 
 
 @pytest.mark.parametrize("why,kw", [
@@ -269,14 +273,5 @@ def test_tanh_not_fused(why, kw):
 def test_tanh_compiled_against_onnxruntime(target, tmp_path):
     """One Gelu(tanh) step instead of nine, results as onnxruntime's unfused chain (vector
     body and scalar tail), specials on the first row: NaN, +Inf -> +Inf, -Inf -> NaN."""
-    nodes, inits = tanh_chain(cube="pow", form="x_half_s")
-    x = (rand(3, 37, seed=11) * 3).astype(np.float32)
-    x[0, :SPECIAL.size] = SPECIAL
-    model = make_model(nodes, {"x": x}, ["y"], inits)
-    path = tmp_path / "m.onnx"
-    onnx.save(model, str(path))
-    b = aicc.load(aicc.build(path, target=target, out=tmp_path / "b"), cflags=STRICT_CFLAGS)
-    assert [s["op"] for s in b.manifest["steps"]] == ["Gelu"]
-    got, want = b.run({"x": x}), reference(model, {"x": x})
-    assert_close(got, want, rtol=1e-5, atol=1e-6)
-    assert np.isnan(got["y"][0, 0]) and got["y"][0, 1] == np.inf and np.isnan(got["y"][0, 2])
+    compiled_one_gelu(*tanh_chain(cube="pow", form="x_half_s"), np.float32, target, tmp_path,
+                      1e-5, 1e-6)
