@@ -200,7 +200,10 @@ def fma_peak_gflops(avx512: bool = False) -> float:
         return peak_meter("avx512" if avx512 else "avx2", Path(d))()[0]
 
 
-def graph_flops(model_path) -> float:
+def graph_flops(model_path, strict: bool = False) -> float:
+    """2 x the multiply-adds of the model's Conv / ConvTranspose / MatMul / Gemm nodes, from
+    ONNX shape inference; strict: 0 when any of them has a shape inference left unknown (a
+    partial count would understate them)."""
     import onnx
     from onnx import shape_inference
     m = shape_inference.infer_shapes(onnx.load(str(model_path)))
@@ -211,6 +214,9 @@ def graph_flops(model_path) -> float:
         shapes[t.name] = list(t.dims)
     total = 0.0
     for n in m.graph.node:
+        if strict and n.op_type in ("Conv", "ConvTranspose", "MatMul", "Gemm") and not all(
+                shapes.get(n.output[0]) or [0]):
+            return 0.0
         if n.op_type in ("Conv", "ConvTranspose") and n.output[0] in shapes:
             # Conv: each output element is a dot product over w[1:] (Cin/g * kernel);
             # ConvTranspose: each input element scatters over w[1:] (Cout/g * kernel)

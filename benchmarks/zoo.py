@@ -149,16 +149,23 @@ def measure(key: str, target: str, seconds: float, ort_isa: str = "native") -> d
 
 
 def at_peak(path: Path, target: str, ort_ms: float) -> dict:
-    """The model's Conv / MatMul / Gemm multiply-adds (benchmarks.run.graph_flops; None when
-    its shapes are not all static), this core's FMA peak measured now, and the ratio to
-    onnxruntime a bundle would reach running all of them at that peak."""
+    """The model's Conv / MatMul / Gemm multiply-adds (benchmarks.run.graph_flops, strict;
+    where shape inference leaves some unknown, the other exporter's file of the same
+    architecture; None when neither has them all), this core's FMA peak measured now, and the
+    ratio to onnxruntime a bundle would reach running all of them at that peak."""
     from .run import graph_flops, peak_isa, peak_meter
     with tempfile.TemporaryDirectory() as d:
         peak = peak_meter(peak_isa(target), Path(d))()[0]
-    try:
-        gflop = graph_flops(path) / 1e9
-    except Exception:  # noqa: BLE001 - shape inference that fails leaves the column empty
-        gflop = 0.0
+    name, exporter = path.stem.rsplit(".", 1)
+    gflop = 0.0
+    for p in (path, path.with_name(f"{name}.{'dynamo' if exporter != 'dynamo' else 'torchscript'}"
+                                   ".onnx")):
+        try:
+            gflop = graph_flops(p, strict=True) / 1e9 if p.exists() else 0.0
+        except Exception:  # noqa: BLE001 - shape inference that fails leaves the column empty
+            gflop = 0.0
+        if gflop:
+            break
     if not gflop or not peak:
         return {"gflop": None, "peak_gflops": peak, "at_peak": None}
     return {"gflop": gflop, "peak_gflops": peak, "at_peak": gflop / peak / (ort_ms / 1e3)}
