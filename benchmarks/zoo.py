@@ -246,7 +246,8 @@ def table(target: str, ort_isa: str = "native") -> str:
             "the PyTorch module run in float64; err ratio = aicc's / onnxruntime's. validate: "
             "`aicc validate` with its defaults against onnxruntime. At peak: the ratio a "
             "bundle would reach if it ran every multiply-add of the model's Conv, MatMul and "
-            "Gemm nodes (benchmarks.run.graph_flops; n/a: shapes not all static) at this "
+            "Gemm nodes (benchmarks.run.graph_flops, from the other exporter's file where "
+            "shape inference leaves some unknown; n/a: in neither) at this "
             "core's FMA peak, measured after each row"
             + ("" if not peaks else f" ({min(peaks):.0f} GFLOP/s)" if round(min(peaks)) ==
                round(max(peaks)) else f" ({min(peaks):.0f}-{max(peaks):.0f} GFLOP/s)")

@@ -99,8 +99,9 @@ static AICC_UNUSED float aicc_h{fn}_{isa}({v} v)
 
 
 def _simd_row_helper(ctx, kind, isa) -> str:
-    """Rows with exp_simd's vector exp; the row tail (D % L values) goes through a small buffer
-    padded with -Inf (exp gives 0: nothing added to the sum). The max runs on four vector
+    """Rows with exp_simd's vector exp; the row tail (D % L values) is read with -Inf past the
+    row (exp gives 0: nothing added to the sum): masked loads and stores on x86 (_row_tail),
+    a small buffer elsewhere. The max runs on four vector
     accumulators and the sum of exp on two, reduced across lanes in registers (the max's
     latency chain and the reductions through memory bounded the loop: Softmax of 2 x 128 x 128
     in the C loop, x86-avx2 19.0 -> 16.2 us, x86-avx512 13.1 -> 9.3)."""
@@ -144,7 +145,7 @@ def _simd_row_helper(ctx, kind, isa) -> str:
             yr[j] = xr[j] - mx - ls;"""
         what = "y = x - max - log(sum of exp(x - max))"
     mx, ad = d.get("rowmax", d["max"]), d["add"]
-    tail, buf = _row_tail(isa, d, ex, kind == "Softmax"), ""
+    tail, buf = _row_tail(ctx, isa, d, ex, kind == "Softmax"), ""
     if tail is None:             # through a buffer padded with -Inf
         buf = f"t[{L}], "
         tail = f"""\
@@ -200,33 +201,26 @@ static void {name}(size_t R, size_t D, const float *restrict x, float *restrict 
     }}
 }}"""
     # LogSoftmax stores nothing in the exp loop: no blank statement lines
-    ctx.helper(f"0.{isa}.6.{name}", "\n".join(ln for ln in text.split("\n") if ln.strip()))
+    # named after pool/simd.py's helpers (the tails' lane-mask table) and vmath's (exp)
+    ctx.helper(f"softmax.{isa}.{name}", "\n".join(ln for ln in text.split("\n") if ln.strip()))
     return name
 
 
-# x86 row tails with masked loads and stores: the mask of the first nt lanes, and x - max in
-# those lanes with -Inf in the others (as the buffer's), where the buffer's scalar stores and
-# vector load stalled store forwarding (Softmax of 12 x 197 x 197, x86-avx2: 0.32 -> 0.28 ms)
-_TAIL = {
-    "avx2": ("const __m256i mk = _mm256_castps_si256(_mm256_cmp_ps(_mm256_setr_ps(0.0f, 1.0f, "
-             "2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 7.0f), _mm256_set1_ps((float)nt), _CMP_LT_OQ));",
-             "_mm256_blendv_ps(_mm256_set1_ps(-HUGE_VALF), _mm256_add_ps(_mm256_maskload_ps("
-             "xr + Dv, mk), vneg), _mm256_castsi256_ps(mk))",
-             "_mm256_maskstore_ps(yr + Dv, mk, e);"),
-    "avx512": ("const __mmask16 mk = (__mmask16)((1u << nt) - 1u);",
-               "_mm512_mask_blend_ps(mk, _mm512_set1_ps(-HUGE_VALF), _mm512_add_ps("
-               "_mm512_maskz_loadu_ps(mk, xr + Dv), vneg))",
-               "_mm512_mask_storeu_ps(yr + Dv, mk, e);"),
-}
-
-
-def _row_tail(isa, d, ex, store: bool):
-    """The row tail's statements with masked loads / stores (x86), or None (the buffer)."""
-    if isa not in _TAIL:
+def _row_tail(ctx, isa, d, ex, store: bool):
+    """The row tail's statements with the pool kernels' masked loads / stores (x - max in the
+    first nt lanes, -Inf in the others, as the buffer's) on x86, where the buffer's scalar
+    stores and vector load stalled store forwarding (Softmax of 12 x 197 x 197, x86-avx2:
+    0.32 -> 0.28 ms); None elsewhere (the buffer)."""
+    from ..kernels.pool.simd import POOL, header, spell
+    if ISAS[isa].family != "x86" or isa not in POOL:
         return None
-    mask, xv, st = _TAIL[isa]
-    return "\n".join(["            " + mask, f"            const {d['v']} e = {ex}({xv});"]
-                     + (["            " + st] if store else [])
+    header(ctx, isa)
+    s = spell(isa)
+    xv = s["mload_ninf"].format(p="xr + Dv", m="mk")
+    return "\n".join([f"            const {s['mt']} mk = {s['mask'].format(n='nt')};",
+                      f"            const {d['v']} e = {ex}({d['add']}({xv}, vneg));"]
+                     + (["            " + s["mstore"].format(p="yr + Dv", m="mk", v="e") + ";"]
+                        if store else [])
                      + [f"            s1 = {d['add']}(s1, e);"])
 
 

@@ -52,7 +52,7 @@ from .portable import TAPS
 POOL = table("pool")
 
 
-def _spell(isa) -> dict:
+def spell(isa) -> dict:
     """The spellings of the pool kernels on ``isa``: the vector vocabulary, the ISA's masked
     load / store (``mt`` the mask type), lane 0 as a float (``first``) and the pool table."""
     I = ISAS[isa]
@@ -69,7 +69,7 @@ def isa_of(ctx, dt):
     return isa if isa in POOL else None
 
 
-def _header(ctx, isa):
+def header(ctx, isa):
     ctx.helper(f"pool_simd.{isa}.0.include", include_line(isa))
     if not ISAS[isa].masked:      # tails through lane-mask vectors (the pool table's mask)
         ctx.helper(f"pool_simd.{isa}.1.mtab", lane_mask_table(isa, "aicc_ps_mtab"))
@@ -115,7 +115,7 @@ def row_buffer(geo, isa) -> int:
 
 
 def _window_helper(ctx, isa, geo, avg) -> str:
-    d = _spell(isa)
+    d = spell(isa)
     L, v = d["L"], d["v"]
     k3 = (1,) * (3 - len(geo.k)) + tuple(geo.k)
     KD, KH, KW = k3
@@ -254,7 +254,7 @@ def emit_window(ctx, geo, avg: bool, flag: int, isa: str) -> None:
     use(ctx, "float32")
     if avg:
         ctx.helper("pool.0.taps", TAPS)
-    _header(ctx, isa)
+    header(ctx, isa)
     name = _window_helper(ctx, isa, geo, avg)
     L = ISAS[isa].lanes
     B = row_buffer(geo, isa)
@@ -266,7 +266,7 @@ def emit_window(ctx, geo, avg: bool, flag: int, isa: str) -> None:
 
 
 def _global_helper(ctx, isa, avg) -> str:
-    d = _spell(isa)
+    d = spell(isa)
     L, v = d["L"], d["v"]
     kind = "avg" if avg else "max"
     name = f"aicc_ps_global_{kind}_{isa}"
@@ -306,7 +306,7 @@ static void {name}(size_t planes, size_t n, const float *restrict x, float *rest
 
 def emit_global(ctx, planes: int, n: int, avg: bool, isa: str) -> None:
     """Step body of a float32 GlobalAveragePool / GlobalMaxPool on a SIMD target (n > 0)."""
-    _header(ctx, isa)
+    header(ctx, isa)
     name = _global_helper(ctx, isa, avg)
     ctx.kernel = isa
     ctx(f"{name}({planes}u, {n}u, {ctx.inp[0]}, {ctx.out[0]});")

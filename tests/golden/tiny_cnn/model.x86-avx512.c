@@ -18,12 +18,12 @@ extern const unsigned char model_weights[];   /* model_weights.S */
 
 #include <immintrin.h>
 
-/* exp of 16 floats (kernels/vmath/exp.py): clamp to [-104, 89], x = n ln2 + r, Cephes' expf
- * polynomial for e^r, times 2^n by scalef (one rounding: subnormal results round correctly, past
- * FLT_MAX gives +Inf). NaN stays NaN. */
-static __m512 aicc_exp_avx512(__m512 x)
+/* exp of 16 floats (kernels/vmath/exp.py): clamp to [ln FLT_MIN, 0] (x <= 0), x = n ln2 + r, Cephes' expf
+ * polynomial for e^r, times 2^n by scalef (one rounding: results below FLT_MIN are +0).
+ * NaN stays NaN. */
+static __m512 aicc_expz_avx512(__m512 x)
 {
-    const __m512 xc = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-104.0f), x));   /* NaN stays */
+    const __m512 xc = _mm512_max_ps(_mm512_set1_ps(-87.33654022216797f), x);   /* NaN stays */
     const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.4426950216293335f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     const __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-0.00021219444170128554f), _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc));
     __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(0.00019875691214110702f), r, _mm512_set1_ps(0.001398199936375022f));
@@ -32,7 +32,8 @@ static __m512 aicc_exp_avx512(__m512 x)
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.1666666567325592f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
     p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-    return _mm512_scalef_ps(p, n);
+    const __m512 e = _mm512_scalef_ps(p, n);
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.33654022216797f), _CMP_LT_OQ), e, _mm512_setzero_ps());   /* below FLT_MIN: +0 (NaN stays) */
 }
 
 static AICC_UNUSED float aicc_hmax_avx512(__m512 v)
@@ -43,63 +44,6 @@ static AICC_UNUSED float aicc_hmax_avx512(__m512 v)
 static AICC_UNUSED float aicc_hsum_avx512(__m512 v)
 {
     return _mm512_reduce_add_ps(v);
-}
-
-/* Softmax over R contiguous rows of D floats (avx512, 16 lanes): max, e = exp(x - max) stored, y = e * (1 / sum of e)
- * (exp: aicc_exp_avx512; sums on two vectors, then across lanes). A NaN in a row makes the row NaN; rows
- * with +Inf or all -Inf give NaN (Inf - Inf), as the scalar helper. */
-static void aicc_softmax_rows_f32_avx512(size_t R, size_t D, const float *restrict x, float *restrict y)
-{
-    const size_t Dv = D - D % 16u, nt = D - Dv;
-    for (size_t r = 0; r < R; ++r) {
-        const float *restrict xr = x + r * D;
-        float *restrict yr = y + r * D;
-        float t[16], mx, sum;
-        __m512 m0 = _mm512_set1_ps(xr[0]), m1 = m0, m2 = m0, m3 = m0;
-        __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
-        size_t j = 0;
-        for (; j + 64u <= Dv; j += 64u) {
-            m0 = _mm512_max_ps(m0, _mm512_loadu_ps(xr + j));
-            m1 = _mm512_max_ps(m1, _mm512_loadu_ps(xr + j + 16u));
-            m2 = _mm512_max_ps(m2, _mm512_loadu_ps(xr + j + 32u));
-            m3 = _mm512_max_ps(m3, _mm512_loadu_ps(xr + j + 48u));
-        }
-        for (; j < Dv; j += 16u)
-            m0 = _mm512_max_ps(m0, _mm512_loadu_ps(xr + j));
-        mx = aicc_hmax_avx512(_mm512_max_ps(_mm512_max_ps(m0, m1), _mm512_max_ps(m2, m3)));
-        for (j = Dv; j < D; ++j)
-            if (xr[j] > mx) mx = xr[j];
-        const __m512 vneg = _mm512_set1_ps(-mx);
-        for (j = 0; j + 32u <= Dv; j += 32u) {
-            const __m512 e0 = aicc_exp_avx512(_mm512_add_ps(_mm512_loadu_ps(xr + j), vneg));
-            const __m512 e1 = aicc_exp_avx512(_mm512_add_ps(_mm512_loadu_ps(xr + j + 16u), vneg));
-            _mm512_storeu_ps(yr + j, e0);
-            _mm512_storeu_ps(yr + j + 16u, e1);
-            s0 = _mm512_add_ps(s0, e0);
-            s1 = _mm512_add_ps(s1, e1);
-        }
-        if (j < Dv) {
-            const __m512 e0 = aicc_exp_avx512(_mm512_add_ps(_mm512_loadu_ps(xr + j), vneg));
-            _mm512_storeu_ps(yr + j, e0);
-            s0 = _mm512_add_ps(s0, e0);
-        }
-        if (nt) {
-            for (size_t l = 0; l < 16u; ++l)
-                t[l] = l < nt ? xr[Dv + l] - mx : -HUGE_VALF;
-            const __m512 e = aicc_exp_avx512(_mm512_loadu_ps(t));
-            _mm512_storeu_ps(t, e);
-            s1 = _mm512_add_ps(s1, e);
-            for (size_t l = 0; l < nt; ++l)
-                yr[Dv + l] = t[l];
-        }
-        sum = aicc_hsum_avx512(_mm512_add_ps(s0, s1));
-        const float inv = 1.0f / sum;
-        const __m512 vinv = _mm512_set1_ps(inv);
-        for (j = 0; j < Dv; j += 16u)
-            _mm512_storeu_ps(yr + j, _mm512_mul_ps(_mm512_loadu_ps(yr + j), vinv));
-        for (j = Dv; j < D; ++j)
-            yr[j] = yr[j] * inv;
-    }
 }
 
 /* ReduceMean over the middle axis of [O, D, I], I > 1: a row of I results at a time, updated
@@ -2844,6 +2788,60 @@ static void aicc_ps_maxpool_avx512_k1x2x2_s2_d1(const aicc_conv_params *p, const
                     }
                 }
             }
+    }
+}
+
+/* Softmax over R contiguous rows of D floats (avx512, 16 lanes): max, e = exp(x - max) stored, y = e * (1 / sum of e)
+ * (exp: aicc_expz_avx512; sums on two vectors, then across lanes). A NaN in a row makes the row NaN; rows
+ * with +Inf or all -Inf give NaN (Inf - Inf), as the scalar helper. */
+static void aicc_softmax_rows_f32_avx512(size_t R, size_t D, const float *restrict x, float *restrict y)
+{
+    const size_t Dv = D - D % 16u, nt = D - Dv;
+    for (size_t r = 0; r < R; ++r) {
+        const float *restrict xr = x + r * D;
+        float *restrict yr = y + r * D;
+        float mx, sum;
+        __m512 m0 = _mm512_set1_ps(xr[0]), m1 = m0, m2 = m0, m3 = m0;
+        __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+        size_t j = 0;
+        for (; j + 64u <= Dv; j += 64u) {
+            m0 = _mm512_max_ps(m0, _mm512_loadu_ps(xr + j));
+            m1 = _mm512_max_ps(m1, _mm512_loadu_ps(xr + j + 16u));
+            m2 = _mm512_max_ps(m2, _mm512_loadu_ps(xr + j + 32u));
+            m3 = _mm512_max_ps(m3, _mm512_loadu_ps(xr + j + 48u));
+        }
+        for (; j < Dv; j += 16u)
+            m0 = _mm512_max_ps(m0, _mm512_loadu_ps(xr + j));
+        mx = aicc_hmax_avx512(_mm512_max_ps(_mm512_max_ps(m0, m1), _mm512_max_ps(m2, m3)));
+        for (j = Dv; j < D; ++j)
+            if (xr[j] > mx) mx = xr[j];
+        const __m512 vneg = _mm512_set1_ps(-mx);
+        for (j = 0; j + 32u <= Dv; j += 32u) {
+            const __m512 e0 = aicc_expz_avx512(_mm512_add_ps(_mm512_loadu_ps(xr + j), vneg));
+            const __m512 e1 = aicc_expz_avx512(_mm512_add_ps(_mm512_loadu_ps(xr + j + 16u), vneg));
+            _mm512_storeu_ps(yr + j, e0);
+            _mm512_storeu_ps(yr + j + 16u, e1);
+            s0 = _mm512_add_ps(s0, e0);
+            s1 = _mm512_add_ps(s1, e1);
+        }
+        if (j < Dv) {
+            const __m512 e0 = aicc_expz_avx512(_mm512_add_ps(_mm512_loadu_ps(xr + j), vneg));
+            _mm512_storeu_ps(yr + j, e0);
+            s0 = _mm512_add_ps(s0, e0);
+        }
+        if (nt) {
+            const __mmask16 mk = (__mmask16)((1u << (nt)) - 1u);
+            const __m512 e = aicc_expz_avx512(_mm512_add_ps(_mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), mk, xr + Dv), vneg));
+            _mm512_mask_storeu_ps(yr + Dv, mk, e);
+            s1 = _mm512_add_ps(s1, e);
+        }
+        sum = aicc_hsum_avx512(_mm512_add_ps(s0, s1));
+        const float inv = 1.0f / sum;
+        const __m512 vinv = _mm512_set1_ps(inv);
+        for (j = 0; j < Dv; j += 16u)
+            _mm512_storeu_ps(yr + j, _mm512_mul_ps(_mm512_loadu_ps(yr + j), vinv));
+        for (j = Dv; j < D; ++j)
+            yr[j] = yr[j] * inv;
     }
 }
 

@@ -18,12 +18,12 @@ extern const unsigned char model_weights[];   /* model_weights.S */
 
 #include <immintrin.h>
 
-/* exp of 8 floats (kernels/vmath/exp.py): clamp to [-104, 89], x = n ln2 + r, Cephes' expf
- * polynomial for e^r, times 2^(n - n/2) and 2^(n/2) (the first exact: subnormal results round correctly, past
- * FLT_MAX gives +Inf). NaN stays NaN. */
-static __m256 aicc_exp_avx2(__m256 x)
+/* exp of 8 floats (kernels/vmath/exp.py): clamp to [ln FLT_MIN, 0] (x <= 0), x = n ln2 + r, Cephes' expf
+ * polynomial for e^r, times 2^n (a normal power of two: exact: results below FLT_MIN are +0).
+ * NaN stays NaN. */
+static __m256 aicc_expz_avx2(__m256 x)
 {
-    const __m256 xc = _mm256_min_ps(_mm256_set1_ps(89.0f), _mm256_max_ps(_mm256_set1_ps(-104.0f), x));   /* NaN stays */
+    const __m256 xc = _mm256_max_ps(_mm256_set1_ps(-87.33654022216797f), x);   /* NaN stays */
     const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.4426950216293335f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     const __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-0.00021219444170128554f), _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), xc));
     __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(0.00019875691214110702f), r, _mm256_set1_ps(0.001398199936375022f));
@@ -32,8 +32,8 @@ static __m256 aicc_exp_avx2(__m256 x)
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.1666666567325592f));
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
     p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    const __m256i ni = _mm256_cvtps_epi32(n), n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
-    return _mm256_mul_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, _mm256_set1_epi32(127)), 23))), _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, _mm256_set1_epi32(127)), 23)));
+    const __m256 e = _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)));
+    return _mm256_blendv_ps(e, _mm256_setzero_ps(), _mm256_cmp_ps(x, _mm256_set1_ps(-87.33654022216797f), _CMP_LT_OQ));   /* below FLT_MIN: +0 (NaN stays) */
 }
 
 /* erf of 8 floats: activations._erf's pieces with FMA Horner steps (the [2.25, 4) piece
@@ -71,63 +71,6 @@ static AICC_UNUSED float aicc_hsum_avx2(__m256 v)
     __m128 t = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     t = _mm_add_ps(t, _mm_movehl_ps(t, t));
     return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
-}
-
-/* Softmax over R contiguous rows of D floats (avx2, 8 lanes): max, e = exp(x - max) stored, y = e * (1 / sum of e)
- * (exp: aicc_exp_avx2; sums on two vectors, then across lanes). A NaN in a row makes the row NaN; rows
- * with +Inf or all -Inf give NaN (Inf - Inf), as the scalar helper. */
-static void aicc_softmax_rows_f32_avx2(size_t R, size_t D, const float *restrict x, float *restrict y)
-{
-    const size_t Dv = D - D % 8u, nt = D - Dv;
-    for (size_t r = 0; r < R; ++r) {
-        const float *restrict xr = x + r * D;
-        float *restrict yr = y + r * D;
-        float t[8], mx, sum;
-        __m256 m0 = _mm256_set1_ps(xr[0]), m1 = m0, m2 = m0, m3 = m0;
-        __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
-        size_t j = 0;
-        for (; j + 32u <= Dv; j += 32u) {
-            m0 = _mm256_max_ps(m0, _mm256_loadu_ps(xr + j));
-            m1 = _mm256_max_ps(m1, _mm256_loadu_ps(xr + j + 8u));
-            m2 = _mm256_max_ps(m2, _mm256_loadu_ps(xr + j + 16u));
-            m3 = _mm256_max_ps(m3, _mm256_loadu_ps(xr + j + 24u));
-        }
-        for (; j < Dv; j += 8u)
-            m0 = _mm256_max_ps(m0, _mm256_loadu_ps(xr + j));
-        mx = aicc_hmax_avx2(_mm256_max_ps(_mm256_max_ps(m0, m1), _mm256_max_ps(m2, m3)));
-        for (j = Dv; j < D; ++j)
-            if (xr[j] > mx) mx = xr[j];
-        const __m256 vneg = _mm256_set1_ps(-mx);
-        for (j = 0; j + 16u <= Dv; j += 16u) {
-            const __m256 e0 = aicc_exp_avx2(_mm256_add_ps(_mm256_loadu_ps(xr + j), vneg));
-            const __m256 e1 = aicc_exp_avx2(_mm256_add_ps(_mm256_loadu_ps(xr + j + 8u), vneg));
-            _mm256_storeu_ps(yr + j, e0);
-            _mm256_storeu_ps(yr + j + 8u, e1);
-            s0 = _mm256_add_ps(s0, e0);
-            s1 = _mm256_add_ps(s1, e1);
-        }
-        if (j < Dv) {
-            const __m256 e0 = aicc_exp_avx2(_mm256_add_ps(_mm256_loadu_ps(xr + j), vneg));
-            _mm256_storeu_ps(yr + j, e0);
-            s0 = _mm256_add_ps(s0, e0);
-        }
-        if (nt) {
-            for (size_t l = 0; l < 8u; ++l)
-                t[l] = l < nt ? xr[Dv + l] - mx : -HUGE_VALF;
-            const __m256 e = aicc_exp_avx2(_mm256_loadu_ps(t));
-            _mm256_storeu_ps(t, e);
-            s1 = _mm256_add_ps(s1, e);
-            for (size_t l = 0; l < nt; ++l)
-                yr[Dv + l] = t[l];
-        }
-        sum = aicc_hsum_avx2(_mm256_add_ps(s0, s1));
-        const float inv = 1.0f / sum;
-        const __m256 vinv = _mm256_set1_ps(inv);
-        for (j = 0; j < Dv; j += 8u)
-            _mm256_storeu_ps(yr + j, _mm256_mul_ps(_mm256_loadu_ps(yr + j), vinv));
-        for (j = Dv; j < D; ++j)
-            yr[j] = yr[j] * inv;
-    }
 }
 
 /* Sum of (x[i] - mu) * (x[i] - mu) over i < n in the 16-lane order (kernels/vmath/sum16.py). */
@@ -667,6 +610,66 @@ static void aicc_sg_avx2_m6k32c144j128n128_r4_6_fused_bias(size_t M, size_t N, s
                 }
             }
         }
+    }
+}
+
+#include <immintrin.h>
+
+/* AVX2 lane masks: 8 - n entries from the middle give the first n lanes set */
+static const int32_t aicc_ps_mtab[16] = {-1, -1, -1, -1, -1, -1, -1, -1,
+                                         0, 0, 0, 0, 0, 0, 0, 0};
+
+/* Softmax over R contiguous rows of D floats (avx2, 8 lanes): max, e = exp(x - max) stored, y = e * (1 / sum of e)
+ * (exp: aicc_expz_avx2; sums on two vectors, then across lanes). A NaN in a row makes the row NaN; rows
+ * with +Inf or all -Inf give NaN (Inf - Inf), as the scalar helper. */
+static void aicc_softmax_rows_f32_avx2(size_t R, size_t D, const float *restrict x, float *restrict y)
+{
+    const size_t Dv = D - D % 8u, nt = D - Dv;
+    for (size_t r = 0; r < R; ++r) {
+        const float *restrict xr = x + r * D;
+        float *restrict yr = y + r * D;
+        float mx, sum;
+        __m256 m0 = _mm256_set1_ps(xr[0]), m1 = m0, m2 = m0, m3 = m0;
+        __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+        size_t j = 0;
+        for (; j + 32u <= Dv; j += 32u) {
+            m0 = _mm256_max_ps(m0, _mm256_loadu_ps(xr + j));
+            m1 = _mm256_max_ps(m1, _mm256_loadu_ps(xr + j + 8u));
+            m2 = _mm256_max_ps(m2, _mm256_loadu_ps(xr + j + 16u));
+            m3 = _mm256_max_ps(m3, _mm256_loadu_ps(xr + j + 24u));
+        }
+        for (; j < Dv; j += 8u)
+            m0 = _mm256_max_ps(m0, _mm256_loadu_ps(xr + j));
+        mx = aicc_hmax_avx2(_mm256_max_ps(_mm256_max_ps(m0, m1), _mm256_max_ps(m2, m3)));
+        for (j = Dv; j < D; ++j)
+            if (xr[j] > mx) mx = xr[j];
+        const __m256 vneg = _mm256_set1_ps(-mx);
+        for (j = 0; j + 16u <= Dv; j += 16u) {
+            const __m256 e0 = aicc_expz_avx2(_mm256_add_ps(_mm256_loadu_ps(xr + j), vneg));
+            const __m256 e1 = aicc_expz_avx2(_mm256_add_ps(_mm256_loadu_ps(xr + j + 8u), vneg));
+            _mm256_storeu_ps(yr + j, e0);
+            _mm256_storeu_ps(yr + j + 8u, e1);
+            s0 = _mm256_add_ps(s0, e0);
+            s1 = _mm256_add_ps(s1, e1);
+        }
+        if (j < Dv) {
+            const __m256 e0 = aicc_expz_avx2(_mm256_add_ps(_mm256_loadu_ps(xr + j), vneg));
+            _mm256_storeu_ps(yr + j, e0);
+            s0 = _mm256_add_ps(s0, e0);
+        }
+        if (nt) {
+            const __m256i mk = _mm256_loadu_si256((const __m256i *)(aicc_ps_mtab + 8u - (nt)));
+            const __m256 e = aicc_expz_avx2(_mm256_add_ps(_mm256_blendv_ps(_mm256_set1_ps(-INFINITY), _mm256_maskload_ps(xr + Dv, mk), _mm256_castsi256_ps(mk)), vneg));
+            _mm256_maskstore_ps(yr + Dv, mk, e);
+            s1 = _mm256_add_ps(s1, e);
+        }
+        sum = aicc_hsum_avx2(_mm256_add_ps(s0, s1));
+        const float inv = 1.0f / sum;
+        const __m256 vinv = _mm256_set1_ps(inv);
+        for (j = 0; j < Dv; j += 8u)
+            _mm256_storeu_ps(yr + j, _mm256_mul_ps(_mm256_loadu_ps(yr + j), vinv));
+        for (j = Dv; j < D; ++j)
+            yr[j] = yr[j] * inv;
     }
 }
 
