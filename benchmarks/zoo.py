@@ -157,9 +157,9 @@ def at_peak(path: Path, target: str, ort_ms: float) -> dict:
     with tempfile.TemporaryDirectory() as d:
         peak = peak_meter(peak_isa(target), Path(d))()[0]
     name, exporter = path.stem.rsplit(".", 1)
+    other = "torchscript" if exporter == "dynamo" else "dynamo"
     gflop = 0.0
-    for p in (path, path.with_name(f"{name}.{'dynamo' if exporter != 'dynamo' else 'torchscript'}"
-                                   ".onnx")):
+    for p in (path, path.with_name(f"{name}.{other}.onnx")):
         try:
             gflop = graph_flops(p, strict=True) / 1e9 if p.exists() else 0.0
         except Exception:  # noqa: BLE001 - shape inference that fails leaves the column empty

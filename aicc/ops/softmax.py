@@ -110,13 +110,11 @@ def _simd_row_helper(ctx, kind, isa) -> str:
     v, L = d["v"], d["L"]
     # exp of x - max <= 0; values below FLT_MIN flushed to +0: the row sum (>= 1, the max's
     # term) is the same, and no subnormal is computed (masked attention rows)
-    ex = vexp(ctx, isa, nonpos=bool(d.get("exp_nonpos")), flush=True)
+    ex = vexp(ctx, isa, flush=True)
     _hred(ctx, isa)
     name = f"aicc_{kind.lower()}_rows_f32_{isa}"
     if kind == "Softmax":        # e stored, then scaled by 1 / sum
         store = [f"{d['st']}(yr + j, e0);", f"{d['st']}(yr + j + {L}u, e1);"]
-        tail_store = ("\n            for (size_t l = 0; l < nt; ++l)"
-                      "\n                yr[Dv + l] = t[l];")
         # ISAs with a load / store of 4 vectors (``ld4v``: NEON's LD1 / ST1 of 4) scale 4
         # vectors per step first
         quad = "" if "ld4v" not in d else f"""
@@ -135,7 +133,7 @@ def _simd_row_helper(ctx, kind, isa) -> str:
             yr[j] = yr[j] * inv;"""
         what = "e = exp(x - max) stored, y = e * (1 / sum of e)"
     else:                        # (x - max) - log(sum), the scalar helper's order
-        store, tail_store = ["", ""], ""
+        store = ["", ""]
         fin = f"""\
         const float ls = logf(sum);
         const {v} vm2 = {d['set1']}(mx), vls = {d['set1']}(ls);
@@ -148,6 +146,8 @@ def _simd_row_helper(ctx, kind, isa) -> str:
     tail, buf = _row_tail(ctx, isa, d, ex, kind == "Softmax"), ""
     if tail is None:             # through a buffer padded with -Inf
         buf = f"t[{L}], "
+        tail_store = ("\n            for (size_t l = 0; l < nt; ++l)"
+                      "\n                yr[Dv + l] = t[l];") if kind == "Softmax" else ""
         tail = f"""\
             for (size_t l = 0; l < {L}u; ++l)
                 t[l] = l < nt ? xr[Dv + l] - mx : -HUGE_VALF;
@@ -200,8 +200,8 @@ static void {name}(size_t R, size_t D, const float *restrict x, float *restrict 
 {fin}
     }}
 }}"""
-    # LogSoftmax stores nothing in the exp loop: no blank statement lines
-    # named after pool/simd.py's helpers (the tails' lane-mask table) and vmath's (exp)
+    # no blank statement lines (LogSoftmax stores nothing in the exp loop); the name sorts
+    # after vmath's helpers (exp) and pool/simd.py's (the tails' lane-mask table)
     ctx.helper(f"softmax.{isa}.{name}", "\n".join(ln for ln in text.split("\n") if ln.strip()))
     return name
 

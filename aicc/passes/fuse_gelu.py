@@ -71,7 +71,7 @@ def _other(n, name):
     return n.inputs[1] if n.inputs[0] == name else n.inputs[0]
 
 
-def _chain(e, g, prod, cons, outs):
+def _erf_chain(e, g, prod, cons, outs):
     """(x, chain nodes in order, result) for the erf GELU around Erf node ``e``, or None."""
     if not std_domain(e) or len(e.inputs) != 1 or len(e.outputs) != 1:
         return None
@@ -84,13 +84,18 @@ def _chain(e, g, prod, cons, outs):
         x = _split(pa, g, math.sqrt(0.5))
     else:
         return None
-    add = sole_consumer(cons, outs, e.outputs[0], "Add")
-    if x is None or add is None or _split(add, g, 1.0) != e.outputs[0]:
+    tail = _half_x_one_plus(e, x, g, prod, cons, outs) if x is not None else None
+    return None if tail is None else _typed(x, [pa, e] + tail, g)
+
+
+def _half_x_one_plus(f, x, g, prod, cons, outs):
+    """The nodes after ``f`` (Erf or Tanh) computing 0.5 * x * (1 + f), in order: its Add of
+    1, then the product in one of the contract's three forms; or None."""
+    add = sole_consumer(cons, outs, f.outputs[0], "Add")
+    if add is None or _split(add, g, 1.0) != f.outputs[0]:
         return None
     tail = _product(add.outputs[0], x, g, prod, cons, outs)
-    if tail is None:
-        return None
-    return _typed(x, [pa, e, add] + tail, g)
+    return None if tail is None else [add] + tail
 
 
 def _product(s, x, g, prod, cons, outs):
@@ -173,14 +178,11 @@ def _tanh_chain(t, g, prod, cons, outs):
         if cube is not None and cube[0] == x:
             found = x, cube[1] + [pq]
             break
-    add = sole_consumer(cons, outs, t.outputs[0], "Add")
-    if found is None or add is None or _split(add, g, 1.0) != t.outputs[0]:
+    if found is None:
         return None
     x, head = found
-    tail = _product(add.outputs[0], x, g, prod, cons, outs)
-    if tail is None:
-        return None
-    return _typed(x, head + [pa, pb, t, add] + tail, g)
+    tail = _half_x_one_plus(t, x, g, prod, cons, outs)
+    return None if tail is None else _typed(x, head + [pa, pb, t] + tail, g)
 
 
 @graph_pass("fuse-gelu")
@@ -195,7 +197,7 @@ def fuse_gelu(g):
         if n.op_type not in ("Erf", "Tanh") or id(n) in drop:
             continue
         erf = n.op_type == "Erf"
-        found = (_chain if erf else _tanh_chain)(n, g, prod, cons, outs)
+        found = (_erf_chain if erf else _tanh_chain)(n, g, prod, cons, outs)
         if found is None:
             continue
         x, site, y = found

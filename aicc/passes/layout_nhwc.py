@@ -80,6 +80,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..ir import Node, TensorType
 from ..kernels.conv.geometry import ConvGeometry
+from ..kernels.winograd.simd import supports as winograd_shape
 from ..ops import has_trait
 from ..ops.base import lookup
 from ..ops.traits import ELEMENTWISE
@@ -207,11 +208,6 @@ def _components(g, kinds) -> dict:
     return {i: find(i) for i in member}
 
 
-def _winograd_shape(geo) -> bool:
-    """A 3x3 stride-1 undilated conv: the shape the NCHW convs run by Winograd F(2,3)."""
-    return geo.k == [3, 3] and geo.stride == [1, 1] and geo.dil == [1, 1]
-
-
 @graph_pass("layout-nhwc")
 def layout_nhwc(g, *, mode: str = "off", ratio: float = 400.0, qratio: float = 400.0, keep=()):
     """Run chains of eligible 2-D convs (and the element-wise ops between them) channel-last;
@@ -233,7 +229,7 @@ def layout_nhwc(g, *, mode: str = "off", ratio: float = 400.0, qratio: float = 4
         if mode == "auto" and kind == "general" and geo.cout < MIN_GEMM_COUT \
                 and geo.cin > NCHW_IN_CIN:
             continue            # im2col + GEMM with a few output channels fills few lanes
-        if mode == "auto" and kind == "general" and _winograd_shape(geo) \
+        if mode == "auto" and kind == "general" and winograd_shape(geo) \
                 and geo.cin > NCHW_IN_CIN:
             continue            # NCHW takes Winograd: fewer multiplies than any channel-last kernel
         kinds[i] = k

@@ -39,24 +39,21 @@ FUNCS = ("exp", "tanh", "erf")          # the libm names act_expr routes here (e
 LN_FLT_MIN = -87.33654                  # float32 just above ln(FLT_MIN): its exp is normal
 
 
-def vexp(ctx, isa: str, nonpos: bool = False, flush: bool = False) -> str:
-    """Name of the vector exp ``V aicc_exp_ISA(V x)`` (registered once); nonpos: a variant
-    for x <= 0 or NaN (the softmax rows' x - max), without the clamp at 89 that leaves such x
-    unchanged (the same bits), aicc_expn_ISA. flush: for x <= 0 or NaN too (the softmax
-    rows), results below FLT_MIN (x < ln FLT_MIN) are +0 instead of subnormal, and no
-    subnormal is computed: x is clamped there, then 0 selected (on x86 a multiplication with a
+def vexp(ctx, isa: str, flush: bool = False) -> str:
+    """Name of the vector exp ``V aicc_exp_ISA(V x)`` (registered once). flush: a variant for
+    x <= 0 or NaN (the softmax rows' x - max), aicc_expz_ISA: no clamp at 89 (it leaves such x
+    unchanged), and results below FLT_MIN (x < ln FLT_MIN) are +0 instead of subnormal, no
+    subnormal computed: x is clamped there, then 0 selected (on x86 a multiplication with a
     subnormal result takes a slow path: Softmax of 4 x 128 x 128 causally masked rows,
     x86-avx2, 66 -> 41 us); 2^n, n in [-126, 0], is then one normal power of two, so p is
-    scaled once (12 x 197 x 197 rows: 0.28 -> 0.24 ms); aicc_expz_ISA. The same bits as the
-    plain exp wherever its result is 0 or normal."""
+    scaled once (12 x 197 x 197 rows: 0.28 -> 0.24 ms). The same bits as the plain exp
+    wherever its result is 0 or normal."""
     d, i = SIMD[isa], INT[isa]
     v, fma, fnma, mul = d["v"], d["fma"], d["fnma"], d["mul"]
     c = {k: vconst(d, val) for k, val in EXP_C}
-    c89 = vconst(d, 89.0)
-    nonpos = nonpos or flush
-    name = f"aicc_exp{'z' if flush else 'n' if nonpos else ''}_{isa}"
+    name = f"aicc_exp{'z' if flush else ''}_{isa}"
     lo = f"{d.get('kmax', d['max'])}({vconst(d, LN_FLT_MIN if flush else -104.0)}, x)"
-    clamp = lo if nonpos else f"{d.get('kmin', d['min'])}({c89}, {lo})"
+    clamp = lo if flush else f"{d.get('kmin', d['min'])}({vconst(d, 89.0)}, {lo})"
     include_vmath(ctx, isa)
 
     def pow2(e):
@@ -77,12 +74,11 @@ def vexp(ctx, isa: str, nonpos: bool = False, flush: bool = False) -> str:
         zero = d["sel"].format(a="e", b=d["zero"], x="x", y=vconst(d, LN_FLT_MIN),
                                p="_CMP_LT_OQ")
         scale += f"\n    return {zero};   /* below FLT_MIN: +0 (NaN stays) */"
-    rng = ("[ln FLT_MIN, " if flush else "[-104, ") + ("0] (x <= 0)" if nonpos else "89]")
-    sub = ("results below FLT_MIN are +0" if flush else
-           "subnormal results round correctly")
+    rng, sub = (("[ln FLT_MIN, 0] (x <= 0)", "results below FLT_MIN are +0") if flush else
+                ("[-104, 89]", "subnormal results round correctly, past FLT_MAX gives +Inf"))
     ctx.helper(f"0.{isa}.1.{name}", f"""\
 /* exp of {d['L']} floats (kernels/vmath/exp.py): clamp to {rng}, x = n ln2 + r, Cephes' expf
- * polynomial for e^r, {how}: {sub}{"" if nonpos else ", past FLT_MAX gives +Inf"}).
+ * polynomial for e^r, {how}: {sub}).
  * NaN stays NaN. */
 static {v} {name}({v} x)
 {{

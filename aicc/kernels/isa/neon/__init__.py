@@ -232,8 +232,6 @@ VECTOR = dict(v="float32x4_t", L=4, set1="vdupq_n_f32", add="vaddq_f32", sub="vs
               # makes the row NaN all the same (exp(NaN - max) enters its sum), and FMAX's
               # order of -0 and +0 changes no x - max
               kmax="vmaxq_f32", kmin="vminq_f32", rowmax="vmaxq_f32",
-              # the softmax rows' exp without its clamp at 89 (x - max <= 0: vmath/exp.py)
-              exp_nonpos=True,
               # 4 consecutive vectors with one LD1 / ST1 (the softmax rows' scaling)
               ld4v="vld1q_f32_x4", st4v="vst1q_f32_x4", v4="float32x4x4_t",
               sel="vbslq_f32(aicc_neon{p}({x}, {y}), {b}, {a})",
