@@ -46,6 +46,11 @@ EXTRA = {
     "1d_w100_s2": ((2, 3, 100), {"kernel_shape": [5], "strides": [2], "pads": [2, 2]}),
     "3d_w19": ((1, 2, 4, 5, 19), {"kernel_shape": [2, 3, 3], "strides": [1, 2, 2],
                                   "pads": [1, 1, 1, 0, 1, 1]}),
+    # more output rows than one batch of short rows holds (pool/simd.py row_batch), the
+    # last batch shorter: avx2 45 rows in batches of 18 (strided: 31 in 25 and 6)
+    "s1_h45_batches": ((1, 2, 45, 40), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),
+    "s2_h61_batches": ((1, 2, 61, 30), {"kernel_shape": [3, 3], "strides": [2, 2],
+                                        "pads": [1, 1, 1, 1]}),
 }
 ALL = {**CASES, **EXTRA}
 # onnxruntime rejects these with dilations for AveragePool before opset 19

@@ -114,6 +114,24 @@ def row_buffer(geo, isa) -> int:
     return -(-n // L) * L
 
 
+# output rows per batch: row buffers of at most this many floats together (4 KiB), and only
+# rows of at most SHORT_ROW vectors
+ROW_BATCH_FLOATS = 1024
+SHORT_ROW = 12
+
+
+def row_batch(geo, B: int, L: int) -> int:
+    """Output rows per batch: the vertical pass fills a row buffer (B floats) for each row of
+    the batch, then the horizontal pass reads them. On short rows, reading a buffer right after
+    its stores stalled the loads that span two of them (no store forwarding), x86-avx2 on AMD
+    EPYC, 3x3 stride 1: 512 planes of 7 x 7 0.051 -> 0.020 ms, 320 of 14 x 14 0.069 -> 0.030,
+    64 of 56 x 56 0.067 -> 0.047. Long rows stay one at a time (112 wide: 0.079 -> 0.082 in
+    batches; their first loads come long after the stores)."""
+    if B > SHORT_ROW * L:
+        return 1
+    return max(1, min(geo.out[-2] if len(geo.out) > 1 else 1, ROW_BATCH_FLOATS // B))
+
+
 def _window_helper(ctx, isa, geo, avg) -> str:
     d = spell(isa)
     L, v = d["L"], d["v"]
@@ -155,7 +173,7 @@ def _window_helper(ctx, isa, geo, avg) -> str:
  * vertical combine of the window's input rows into the padded row vr ({fill} border, B
  * floats), then {L} output columns at a time over the {KW} taps ({how}).{' cx: OW + ' + str(L) + ' floats of column counts.' if avg else ''} */
 static void {name}(const aicc_conv_params *p, const float *restrict x, float *restrict y,
-    float *restrict vr, float *restrict cx, size_t B)
+    float *restrict vr, float *restrict cx, size_t B, size_t R)
 {{
     const size_t W = p->in[2], OW = p->out[2], PW = p->pad[2];
     const size_t X = p->in[0] * p->in[1] * W, P = p->out[0] * p->out[1] * OW;
@@ -165,7 +183,7 @@ static void {name}(const aicc_conv_params *p, const float *restrict x, float *re
     o += [f"    {c}" for c in consts]
     o.append(f"""\
     const float *rows[{KD * KH}];
-    for (size_t i = 0; i < B; ++i)
+    for (size_t i = 0; i < R * B; ++i)
         vr[i] = {fill};""")
     if avg:
         o.append(f"""\
@@ -178,9 +196,10 @@ static void {name}(const aicc_conv_params *p, const float *restrict x, float *re
         const float *xc = x + c * X;
         float *yc = y + c * P;
         for (size_t z = 0; z < p->out[0]; ++z)
-            for (size_t r = 0; r < p->out[1]; ++r) {{
-                float *restrict yr = yc + (z * p->out[1] + r) * OW;
-                float *restrict vp = vr + PW;
+            for (size_t r0 = 0; r0 < p->out[1]; r0 += R) {{
+              const size_t r1 = p->out[1] - r0 < R ? p->out[1] : r0 + R;
+              for (size_t r = r0; r < r1; ++r) {{
+                float *restrict vp = vr + (r - r0) * B + PW;
                 size_t nr = 0;
                 for (size_t kz = 0; kz < {KD}u; ++kz) {{
                     const int64_t iz = aicc_pos(p, 0, z, kz);
@@ -208,7 +227,10 @@ static void {name}(const aicc_conv_params *p, const float *restrict x, float *re
                             a = {op('a', wm_loadq)};
                         {d['st']}(vp + Wv, a);
                     }}
-                }}""")
+                }}
+              }}
+              for (size_t r = r0; r < r1; ++r) {{
+                float *restrict yr = yc + (z * p->out[1] + r) * OW;""")
     if avg:
         o.append(f"""\
                 {{
@@ -218,7 +240,7 @@ static void {name}(const aicc_conv_params *p, const float *restrict x, float *re
         o.append("                {")
     o.append(f"""\
                     for (size_t o = 0; o < OW; o += {L}u) {{
-                        const float *s = vr + o * {SW}u;""")
+                        const float *s = vr + (r - r0) * B + o * {SW}u;""")
     offs = [t * DW for t in range(KW)]      # the taps, unrolled
     if SW == 2:       # each pair of loads once (taps 2m and 2m + 1 share theirs)
         for e in sorted({f - f % 2 for f in offs}):
@@ -241,6 +263,7 @@ static void {name}(const aicc_conv_params *p, const float *restrict x, float *re
                             {d['mstore'].format(p='yr + o', m='om', v='a')};
                     }}
                 }}
+              }}
             }}
     }}
 }}""")
@@ -258,11 +281,12 @@ def emit_window(ctx, geo, avg: bool, flag: int, isa: str) -> None:
     name = _window_helper(ctx, isa, geo, avg)
     L = ISAS[isa].lanes
     B = row_buffer(geo, isa)
-    vr = ctx.scratch(B * 4, "float", "vr")
+    R = row_batch(geo, B, L)
+    vr = ctx.scratch(R * B * 4, "float", "vr")
     cx = ctx.scratch((geo.out[-1] + L) * 4, "float", "cx") if avg else "NULL"
     ctx.kernel = isa
     ctx(geo.params(flag))
-    ctx(f"{name}(&prm, {ctx.inp[0]}, {ctx.out[0]}, {vr}, {cx}, {B}u);")
+    ctx(f"{name}(&prm, {ctx.inp[0]}, {ctx.out[0]}, {vr}, {cx}, {B}u, {R}u);")
 
 
 def _global_helper(ctx, isa, avg) -> str:

@@ -1544,7 +1544,7 @@ static inline __m256 aicc_ps_maxn_avx2(__m256 a, __m256 b)
  * vertical combine of the window's input rows into the padded row vr (-INFINITY border, B
  * floats), then 8 output columns at a time over the 2 taps (de-interleaved loads). */
 static void aicc_ps_maxpool_avx2_k1x2x2_s2_d1(const aicc_conv_params *p, const float *restrict x, float *restrict y,
-    float *restrict vr, float *restrict cx, size_t B)
+    float *restrict vr, float *restrict cx, size_t B, size_t R)
 {
     const size_t W = p->in[2], OW = p->out[2], PW = p->pad[2];
     const size_t X = p->in[0] * p->in[1] * W, P = p->out[0] * p->out[1] * OW;
@@ -1552,16 +1552,17 @@ static void aicc_ps_maxpool_avx2_k1x2x2_s2_d1(const aicc_conv_params *p, const f
     const __m256i wm = _mm256_loadu_si256((const __m256i *)(aicc_ps_mtab + 8u - (W % 8u)));
     const __m256i om = _mm256_loadu_si256((const __m256i *)(aicc_ps_mtab + 8u - (OW % 8u)));
     const float *rows[2];
-    for (size_t i = 0; i < B; ++i)
+    for (size_t i = 0; i < R * B; ++i)
         vr[i] = -INFINITY;
     (void)cx;
     for (size_t c = 0; c < p->batch * p->cin_g; ++c) {
         const float *xc = x + c * X;
         float *yc = y + c * P;
         for (size_t z = 0; z < p->out[0]; ++z)
-            for (size_t r = 0; r < p->out[1]; ++r) {
-                float *restrict yr = yc + (z * p->out[1] + r) * OW;
-                float *restrict vp = vr + PW;
+            for (size_t r0 = 0; r0 < p->out[1]; r0 += R) {
+              const size_t r1 = p->out[1] - r0 < R ? p->out[1] : r0 + R;
+              for (size_t r = r0; r < r1; ++r) {
+                float *restrict vp = vr + (r - r0) * B + PW;
                 size_t nr = 0;
                 for (size_t kz = 0; kz < 1u; ++kz) {
                     const int64_t iz = aicc_pos(p, 0, z, kz);
@@ -1590,9 +1591,12 @@ static void aicc_ps_maxpool_avx2_k1x2x2_s2_d1(const aicc_conv_params *p, const f
                         _mm256_storeu_ps(vp + Wv, a);
                     }
                 }
+              }
+              for (size_t r = r0; r < r1; ++r) {
+                float *restrict yr = yc + (z * p->out[1] + r) * OW;
                 {
                     for (size_t o = 0; o < OW; o += 8u) {
-                        const float *s = vr + o * 2u;
+                        const float *s = vr + (r - r0) * B + o * 2u;
                         const __m256 lo0 = _mm256_loadu_ps(s + 0u), hi0 = _mm256_loadu_ps(s + 8u);
                         __m256 a = _mm256_shuffle_ps(lo0, hi0, 0x88);
                         a = aicc_ps_maxn_avx2(a, _mm256_shuffle_ps(lo0, hi0, 0xDD));
@@ -1603,6 +1607,7 @@ static void aicc_ps_maxpool_avx2_k1x2x2_s2_d1(const aicc_conv_params *p, const f
                             _mm256_maskstore_ps(yr + o, om, a);
                     }
                 }
+              }
             }
     }
 }
@@ -1748,7 +1753,7 @@ static void step0_conv(const aicc_frame *f)
 static void step1_maxpool_k(const aicc_frame *f,
     const float *restrict in0,  /* float32[1,8,16,16] */
     float *restrict out0,  /* float32[1,8,8,8] */
-    float *restrict vr0)  /* scratch 96 bytes */
+    float *restrict vr0)  /* scratch 768 bytes */
 {
     (void)f;
     /* MaxPool 2x2 window, stride 2x2, pads [0, 0, 0, 0] */
@@ -1758,7 +1763,7 @@ static void step1_maxpool_k(const aicc_frame *f,
         { 1u, 2u, 2u }, { 1u, 1u, 1u }, { 0u, 0u, 0u }, { 0u, 0u, 0u },
         0u, 0
     };
-    aicc_ps_maxpool_avx2_k1x2x2_s2_d1(&prm, in0, out0, vr0, NULL, 24u);
+    aicc_ps_maxpool_avx2_k1x2x2_s2_d1(&prm, in0, out0, vr0, NULL, 24u, 8u);
 }
 
 static void step1_maxpool(const aicc_frame *f)

@@ -2727,7 +2727,7 @@ static inline __m512 aicc_ps_maxn_avx512(__m512 a, __m512 b)
  * vertical combine of the window's input rows into the padded row vr (-INFINITY border, B
  * floats), then 16 output columns at a time over the 2 taps (de-interleaved loads). */
 static void aicc_ps_maxpool_avx512_k1x2x2_s2_d1(const aicc_conv_params *p, const float *restrict x, float *restrict y,
-    float *restrict vr, float *restrict cx, size_t B)
+    float *restrict vr, float *restrict cx, size_t B, size_t R)
 {
     const size_t W = p->in[2], OW = p->out[2], PW = p->pad[2];
     const size_t X = p->in[0] * p->in[1] * W, P = p->out[0] * p->out[1] * OW;
@@ -2737,16 +2737,17 @@ static void aicc_ps_maxpool_avx512_k1x2x2_s2_d1(const aicc_conv_params *p, const
     const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i od = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
     const float *rows[2];
-    for (size_t i = 0; i < B; ++i)
+    for (size_t i = 0; i < R * B; ++i)
         vr[i] = -INFINITY;
     (void)cx;
     for (size_t c = 0; c < p->batch * p->cin_g; ++c) {
         const float *xc = x + c * X;
         float *yc = y + c * P;
         for (size_t z = 0; z < p->out[0]; ++z)
-            for (size_t r = 0; r < p->out[1]; ++r) {
-                float *restrict yr = yc + (z * p->out[1] + r) * OW;
-                float *restrict vp = vr + PW;
+            for (size_t r0 = 0; r0 < p->out[1]; r0 += R) {
+              const size_t r1 = p->out[1] - r0 < R ? p->out[1] : r0 + R;
+              for (size_t r = r0; r < r1; ++r) {
+                float *restrict vp = vr + (r - r0) * B + PW;
                 size_t nr = 0;
                 for (size_t kz = 0; kz < 1u; ++kz) {
                     const int64_t iz = aicc_pos(p, 0, z, kz);
@@ -2775,9 +2776,12 @@ static void aicc_ps_maxpool_avx512_k1x2x2_s2_d1(const aicc_conv_params *p, const
                         _mm512_storeu_ps(vp + Wv, a);
                     }
                 }
+              }
+              for (size_t r = r0; r < r1; ++r) {
+                float *restrict yr = yc + (z * p->out[1] + r) * OW;
                 {
                     for (size_t o = 0; o < OW; o += 16u) {
-                        const float *s = vr + o * 2u;
+                        const float *s = vr + (r - r0) * B + o * 2u;
                         const __m512 lo0 = _mm512_loadu_ps(s + 0u), hi0 = _mm512_loadu_ps(s + 16u);
                         __m512 a = _mm512_permutex2var_ps(lo0, ev, hi0);
                         a = aicc_ps_maxn_avx512(a, _mm512_permutex2var_ps(lo0, od, hi0));
@@ -2787,6 +2791,7 @@ static void aicc_ps_maxpool_avx512_k1x2x2_s2_d1(const aicc_conv_params *p, const
                             _mm512_mask_storeu_ps(yr + o, om, a);
                     }
                 }
+              }
             }
     }
 }
@@ -2932,7 +2937,7 @@ static void step0_conv(const aicc_frame *f)
 static void step1_maxpool_k(const aicc_frame *f,
     const float *restrict in0,  /* float32[1,8,16,16] */
     float *restrict out0,  /* float32[1,8,8,8] */
-    float *restrict vr0)  /* scratch 192 bytes */
+    float *restrict vr0)  /* scratch 1536 bytes */
 {
     (void)f;
     /* MaxPool 2x2 window, stride 2x2, pads [0, 0, 0, 0] */
@@ -2942,7 +2947,7 @@ static void step1_maxpool_k(const aicc_frame *f,
         { 1u, 2u, 2u }, { 1u, 1u, 1u }, { 0u, 0u, 0u }, { 0u, 0u, 0u },
         0u, 0
     };
-    aicc_ps_maxpool_avx512_k1x2x2_s2_d1(&prm, in0, out0, vr0, NULL, 48u);
+    aicc_ps_maxpool_avx512_k1x2x2_s2_d1(&prm, in0, out0, vr0, NULL, 48u, 8u);
 }
 
 static void step1_maxpool(const aicc_frame *f)
