@@ -119,6 +119,7 @@ MARK = {"direct": "the input is the B operand", "im2col": "im2col tiles",
         "dwchan": "channel-vectorized kernel",
         "depthwise": "phase-split padded plane", "transposed": "transposed GEMM",
         "implicit": "implicit GEMM", "winograd": "Winograd F(", "bcast": "input broadcast",
+        "stem": "channel sum(s) in registers",
         # auto: the layout-nhwc pass (on by default on these targets) runs some depthwise
         # convs channel-last (kernels/conv/nhwc_dw.py)
         "nhwc": "register-blocked channel-last kernel"}

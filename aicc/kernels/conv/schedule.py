@@ -14,7 +14,7 @@ from ..isa.registry import ISAS, table
 # conv schedule defaults per ISA (target yaml `schedule: conv:` and aicc_schedule override)
 SCHED = table("conv")
 ALGOS = ("auto", "direct", "im2col", "implicit", "depthwise", "dwchan", "transposed",
-         "winograd", "bcast", "grouped")
+         "winograd", "bcast", "grouped", "stem")
 
 
 def schedule(isa: str, *overrides) -> dict:

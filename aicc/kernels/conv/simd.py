@@ -32,6 +32,10 @@ Variants (``emit``; the target's ``schedule: conv: algo`` or a node's ``aicc_sch
   description's ``grouped`` rule: RegNet's 3x3 convs of 16 channels per group).
 * ``transposed`` (kernels/conv/transposed.py): output channels vectorized, for few positions / many
   channels (auto: when Cout/g fills clearly more vector lanes than P, e.g. 7x7 maps).
+* ``stem`` (kernels/conv/stem.py): a network's first conv (one group, 2-4 input channels,
+  channels x taps within one K block): direct, each channel's sum and the running total in
+  registers (auto: the convs schedule.channel_blocks splits by channel that bcast's rules
+  leave, i.e. larger outputs; 1-channel convs of that size when forced).
 * ``implicit`` (kernels/conv/implicit.py): 1-D/2-D, no im2col: the padded input (split into phase
   planes for stride > 1) is the B operand, read through a per-k offset table on a virtual
   grid (auto: when at most ``implicit_pct`` % of the lanes are padding garbage).
@@ -85,6 +89,7 @@ from . import dwchan as conv_depthwise_c
 from . import grouped as conv_grouped
 from . import im2col as conv_im2col
 from . import implicit as conv_simd_i
+from . import stem as conv_stem
 from . import transposed as conv_simd_t
 from ..gemm.simd import nr_of
 from ..isa.registry import ISAS, isa_for, table
@@ -149,7 +154,8 @@ _NEEDS = {"depthwise": lambda i: "depthwise" in i.conv_kernels,
           "winograd": lambda i: bool(i.winograd), "bcast": lambda i: "bcast" in i.conv_kernels,
           "grouped": lambda i: "grouped" in i.conv_kernels,
           "transposed": lambda i: "copy_run" in i.conv_kernels,
-          "implicit": lambda i: "deinterleave" in i.conv_kernels}
+          "implicit": lambda i: "deinterleave" in i.conv_kernels,
+          "stem": lambda i: "stem" in i.conv_kernels and "deinterleave" in i.conv_kernels}
 
 
 def offered(isa: str, v: str) -> bool:
@@ -182,6 +188,9 @@ def variant(ctx, geo, isa: str, sched: dict) -> str:
     s1 = conv_bcast.prefer_s1(ctx, geo, isa) if bcast else None
     if s1 == "first" or (bcast and conv_bcast.prefer(ctx, geo, isa)):
         return "bcast"
+    if algo == "stem" or (auto and offered(isa, "stem")
+                          and conv_stem.prefer(geo, sched, ctx.node, isa)):
+        return "stem"
     if algo == "transposed" or (auto and offered(isa, "transposed")
                                 and conv_simd_t.prefer(geo, isa, is_direct(geo))):
         return "transposed"
@@ -247,6 +256,15 @@ def _implicit(ctx, node, geo, isa, sched, bias):
     conv_simd_i.emit(ctx, node, geo, isa, sched, bias, _pad(ctx, isa), extents(geo))
 
 
+def _stem(ctx, node, geo, isa, sched, bias):
+    if not conv_stem.supports(geo, sched, node):
+        raise ValueError(f"conv algo 'stem' needs a 1-D/2-D conv of one group, 1-"
+                         f"{conv_stem.MAX_CIN} input channels, channels x taps <= kc "
+                         f"({sched['kc']}) and no kc in its aicc_schedule")
+    ctx.kernel = f"{isa} stem"
+    conv_stem.emit(ctx, node, geo, isa, sched, bias, _pad(ctx, isa), extents(geo))
+
+
 def _gemm(ctx, node, geo, isa, sched, bias, direct):
     """direct (1x1 stride 1 unpadded: the input is the B operand) or im2col tiles."""
     if direct and not is_direct(geo):
@@ -256,6 +274,6 @@ def _gemm(ctx, node, geo, isa, sched, bias, direct):
 
 
 _VARIANTS = {"bcast": _bcast, "grouped": _grouped, "dwchan": _dwchan, "depthwise": _depthwise, "winograd": _winograd,
-             "transposed": _transposed, "implicit": _implicit,
+             "transposed": _transposed, "implicit": _implicit, "stem": _stem,
              "direct": lambda *a: _gemm(*a, direct=True),
              "im2col": lambda *a: _gemm(*a, direct=False)}

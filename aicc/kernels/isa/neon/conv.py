@@ -20,6 +20,10 @@ for (size_t h = 0; h < CNT; h += 4u)
     # most `taps` taps run kernel_taps (weights in registers, no tap loop); load2 (LD2: .val[0]
     # the even floats, .val[1] the odd ones) de-interleaves the driver's stride-2 row fill
     depthwise=dict(unroll=8, taps=9, vecs2="float32x4x2_t", load2="vld2q_f32({p})"),
+    # kernels/conv/stem.py: only when forced. Under qemu-aarch64 (cortex-a72) it executed
+    # more instructions than the implicit / im2col GEMMs: ResNet-8 3.672 -> 3.752 M,
+    # MobileNetV1-0.25 3.823 -> 3.871 M per inference
+    stem=dict(auto=False),
     # implicit GEMM's stride-2 phase planes: d[lo + h] = s0[2 h] for h < n (n >= 1), full
     # vectors while they read below s0[2 n - 1], then scalar
     deinterleave="""\
