@@ -9,6 +9,10 @@ is packed into step scratch, once per distinct B matrix.
 
 Fused epilogue (set by the fusion pass): an optional 3rd input, a bias [N] (or [1]) added
 along the last axis inside the kernel, then the ``aicc_act`` activation over the output.
+With ``aicc_post_affine`` (pass fuse-post-affine: a batch norm after the activation) a 4th
+and 5th input, mul [N] and add [N]: then ``y * mul[j] + add[j]`` per column, a multiply and
+then an add (the BatchNormalization node's roundings), on each output tile of the SIMD
+variants after its activation, in a pass over the output after the portable kernel.
 
 Kernel variant (portable, avx2, avx512) chosen by gemm.gemm_plan from the target; the SIMD
 variants apply bias and activation per tile inside the driver. Accumulation in the output
@@ -28,6 +32,8 @@ from ..kernels.vmath.act import apply_epilogue, unfused
 from .base import Op, empty_body, float_dtype_reason, register
 from .traits import EPILOGUE, SCHEDULABLE
 
+POST = "aicc_post_affine"
+
 
 @register("MatMul", since=1)
 class MatMul(Op):
@@ -46,8 +52,14 @@ class MatMul(Op):
         if any(x != y and 1 not in (x, y) and isinstance(x, int) and isinstance(y, int)
                for x, y in zip(pa, pb)):         # a named (symbolic) dim: aicc inspect
             return f"batch dims do not broadcast: {list(sa)} x {list(sb)}"
-        if len(node.inputs) > 3:
-            return "more than 3 inputs"
+        post = bool(node.attrs.get(POST))
+        if len(node.inputs) > (5 if post else 3):
+            return f"more than {5 if post else 3} inputs"
+        if post:
+            if len(node.inputs) != 5 or not (node.inputs[3] and node.inputs[4]):
+                return "aicc_post_affine without its mul and add inputs"
+            if any(tuple(g.shape(i)) != (n,) for i in node.inputs[3:5]):
+                return f"post-affine mul / add not of shape [N={n}]"
         if len(node.inputs) == 3 and node.inputs[2]:
             sc = tuple(int(d) for d in g.shape(node.inputs[2]))
             if numel(sc) not in (1, n) or (len(sc) > 1 and numel(sc[:-1]) != 1):
@@ -59,8 +71,11 @@ class MatMul(Op):
         base = unfused(node)
         base.inputs = list(node.inputs[:2])
         y = run_onnx_reference(base, g, inputs[:2])[0]
-        bias = inputs[2] if len(inputs) > 2 else None
-        return [apply_epilogue(node, y, None if bias is None else np.asarray(bias).reshape(-1))]
+        bias = inputs[2] if len(inputs) > 2 and inputs[2] is not None else None
+        y = apply_epilogue(node, y, None if bias is None else np.asarray(bias).reshape(-1))
+        if node.attrs.get(POST):
+            y = ((y * np.asarray(inputs[3])).astype(y.dtype) + inputs[4]).astype(y.dtype)
+        return [y]
 
     def emit(self, node, ctx):
         dt = ctx.out_dtype(0)
@@ -77,6 +92,9 @@ class MatMul(Op):
         if ctx.has_input(2):
             c, ccs = ctx.inp[2], (1 if numel(ctx.in_shape(2)) > 1 else 0)
         epi = dict(c=c, crs=0, ccs=ccs or 0, beta=1.0)
+        post = (ctx.inp[3], ctx.inp[4]) if node.attrs.get(POST) else None
+        if plan.isa is not None:
+            epi["post"] = post      # per tile in the SIMD driver
         # B operand: (row stride, col stride) of one matrix and its batch entries
         sb = ctx.in_shape(1)
         brs, bcs = (n, 1) if len(sb) > 1 else (1, 1)
@@ -99,6 +117,7 @@ class MatMul(Op):
                 ctx(f"{pack}({k}u, {n}u, {ctx.inp[1]}, {brs}u, {bcs}u, {bvar});")
             gemm_call(ctx, plan, dt, numel(bo) * m, n, k, a, k, 1, bvar or "NULL", y, **epi)
             emit_epilogue(ctx, node, total, dt, plan)
+            _post_pass(ctx, plan, post, total // n, n)
             return
 
         # one GEMM per output matrix; batch loops with broadcast strides (in matrices)
@@ -133,3 +152,16 @@ class MatMul(Op):
             ctx.w.level -= 1
             ctx("}")
         emit_epilogue(ctx, node, total, dt, plan)
+        _post_pass(ctx, plan, post, total // n, n)
+
+
+def _post_pass(ctx, plan, post, rows: int, n: int) -> None:
+    """The post-affine over the whole output [rows, n] after the portable kernel (the SIMD
+    drivers apply it per tile)."""
+    if post is None or plan.isa is not None:
+        return
+    ctx("/* fused post-affine (a batch norm after the activation): multiply, then add */")
+    with ctx.block(f"for (size_t r = 0; r < {rows}u; ++r)"):
+        with ctx.block(f"for (size_t j = 0; j < {n}u; ++j)"):
+            ctx(f"{ctx.out[0]}[r * {n}u + j] = {ctx.out[0]}[r * {n}u + j] * {post[0]}[j] "
+                f"+ {post[1]}[j];")

@@ -47,6 +47,20 @@ def _sqrt(dt) -> str:
 
 # -- BatchNormalization ------------------------------------------------------------------
 
+def bn_mul_add(consts, eps: float, dt) -> tuple:
+    """(mul, add) in the tensor dtype of an inference batch norm with constant scale, B, mean
+    and var: ``mul = scale * (1 / sqrt(var + eps))``, ``add = B - mean * mul``; the map is
+    then ``x * mul + add`` (a multiply, then an add). Also the values pass fuse-post-affine
+    gives a MatMul, so its fused map rounds as the separate node."""
+    dt = np.dtype(dt)
+    scale, bias, mean, var = (np.asarray(c, dtype=dt).reshape(-1) for c in consts)
+    with np.errstate(all="ignore"):
+        inv = (dt.type(1) / np.sqrt(var + dt.type(eps))).astype(dt)
+        mul = (inv * scale).astype(dt)
+        add = (bias - mean * mul).astype(dt)
+    return mul, add
+
+
 def _affine_helper(ctx, dt) -> str:
     ct = ctype(dt)
     name = f"aicc_affine_ch_{_sfx(dt)}"
@@ -214,11 +228,7 @@ class BatchNormalization(Op):
             ctx(f"{_bn_params_helper(ctx, dt)}({ch}u, {i[1]}, {i[2]}, {ws}, {ws} + {ch}u, "
                 f"{c_literal(eps, dt)}, {mvar}, {avar});")
         elif all(c is not None for c in consts):
-            scale, bias, mean, var = (np.asarray(c, dtype=dt).reshape(-1) for c in consts)
-            with np.errstate(all="ignore"):
-                inv = (dt.type(1) / np.sqrt(var + dt.type(eps))).astype(dt)
-                mul = (inv * scale).astype(dt)
-                add = (bias - mean * mul).astype(dt)
+            mul, add = bn_mul_add(consts, eps, dt)
             mvar, avar = ctx.const(mul, "mul"), ctx.const(add, "add")
         else:
             ct = ctype(dt)

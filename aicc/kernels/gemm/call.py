@@ -73,9 +73,10 @@ def gemm_plan(ctx, dt, n: int, k: int) -> GemmPlan:
 
 
 def gemm_call(ctx, plan, dt, m, n, k, a, ars, acs, bp, y, alpha=1.0, c=None, crs=0, ccs=0,
-              beta=1.0) -> None:
+              beta=1.0, post=None) -> None:
     """One call line of the kernel (pointer arguments are C expressions). The SIMD variants
-    need acs == 1 (see a_rows) and apply the node's fused activation per tile."""
+    need acs == 1 (see a_rows) and apply the node's fused activation per tile, then post
+    (SIMD only: the (mul, add) column vectors of a post-affine, ops/matmul.py)."""
     L = lambda v: c_literal(v, dt)  # noqa: E731
     cexpr = c if c is not None else "NULL"
     fpu = fpu_isa(ctx, dt) if plan.isa is None else None
@@ -118,13 +119,14 @@ def gemm_call(ctx, plan, dt, m, n, k, a, ars, acs, bp, y, alpha=1.0, c=None, crs
     sched = {**sched, "prefetch": k * n * 4 > sched["prefetch_kb"] * 1024}
     if sched.get("pack") and k % KU == 0 and sched["kc"] % KU == 0:
         sched["kmul"] = KU       # every K block a multiple of KU: kernels without a K rest
-    fn = driver(ctx, plan.isa, sched, act, params, m, fused)
+    fn = driver(ctx, plan.isa, sched, act, params, m, fused, affine=post is not None)
     epi = int(alpha != 1.0 or c is not None or act is not None)
     ap = ""
     if sched.get("pack"):
         ap = ", " + ctx.scratch(min(m, sched["mc"]) * min(k, sched["kc"]) * 4, "float", "apk")
     ctx(f"{fn}({m}u, {n}u, {k}u, {a}, {ars}u, {bp}, {L(alpha)},")
-    ctx(f"    {cexpr}, {crs}u, {ccs}u, {L(beta)}, {y}, {epi}{ap});")
+    pa = f", {post[0]}, {post[1]}" if post is not None else ""
+    ctx(f"    {cexpr}, {crs}u, {ccs}u, {L(beta)}, {y}, {epi}{ap}{pa});")
 
 
 # GEMMs of fewer row tiles than this take K blocks of the schedule's ks (gemm_call)

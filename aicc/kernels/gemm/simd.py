@@ -317,14 +317,32 @@ def step_rows(m: int, mr: int, cap: int, step: int) -> int:
     return up if cost(up) < cost(mr) else mr
 
 
-def driver(ctx, isa: str, sched: dict, act, params, m: int, fused: bool = False) -> str:
+POST_AFFINE = """\
+/* Y(r, j) = Y(r, j) * mul[j] + add[j] on the mr x nc tile at y (row stride ldy): a batch
+ * norm after the GEMM's activation (pass fuse-post-affine), a multiply and then an add as the
+ * BatchNormalization node rounds them (bundles compile as C99: no contraction into an FMA). */
+static void aicc_sg_post_affine(float *restrict y, size_t ldy, size_t mr, size_t nc,
+    const float *restrict mul, const float *restrict add)
+{
+    for (size_t r = 0; r < mr; ++r) {
+        float *restrict yr = y + r * ldy;
+        for (size_t j = 0; j < nc; ++j)
+            yr[j] = yr[j] * mul[j] + add[j];
+    }
+}"""
+
+
+def driver(ctx, isa: str, sched: dict, act, params, m: int, fused: bool = False,
+           affine: bool = False) -> str:
     """The blocked GEMM driver for this ISA/schedule/epilogue and the row tiles of an
     m-row GEMM (only those kernels are emitted); returns its name. ``fused``: alpha = beta =
     1, C absent or one value per column (crs = 0, ccs = 1) and a register clamp activation:
     the kernels add C and clamp in registers after the last K block (the same roundings as
     the epilogue function: y + c, then the clamp), no epilogue pass. sched ``pack``: each
     M block of each K block is packed (pack_a_text) into the scratch Ap (one more argument,
-    min(M, mc) x min(K, kc) floats) and run by the packed-A kernels."""
+    min(M, mc) x min(K, kc) floats) and run by the packed-A kernels. ``affine``: two more
+    arguments, pm and pa, a per-column multiply and add applied to each tile after its
+    activation (POST_AFFINE)."""
     mr_max, kc, mc, jb, nc = sched["mr"], sched["kc"], sched["mc"], sched["jb"], sched["nc"]
     v = sched.get("v", V)
     nr = nr_of(isa, v)
@@ -364,10 +382,17 @@ def driver(ctx, isa: str, sched: dict, act, params, m: int, fused: bool = False)
                             {epi}(y, N, mr, nc, alpha, C ? C + i * crs + jc * ccs : NULL, crs,
                                 ccs, beta);"""
         epi = epi[len('aicc_sg_'):]
+    aff_tile = aff_args = ""
+    if affine:
+        ctx.helper("gemm_simd.3.aicc_sg_post_affine", POST_AFFINE)
+        aff_tile = """
+                        if (last)
+                            aicc_sg_post_affine(y, N, mr, nc, pm + jc, pa + jc);"""
+        aff_args = ",\n    const float *restrict pm, const float *restrict pa"
     name = (f"aicc_sg_{isa}_m{mr_max}k{kc}c{mc}j{jb}n{nc}{'' if prefetch else 'np'}"
             f"{'pf1' if pf_first else ''}{_vtag(v)}{'pa' if packed else ''}"
             f"{_k_tag(packed, kmul)}{s_tag(chain)}_r"
-            f"{'_'.join(map(str, rows))}_{epi}")
+            f"{'_'.join(map(str, rows))}_{epi}{'_aff' if affine else ''}")
     cases = "\n".join(f"                        case {r}u: {ks[r]}(kc, a, lda, b, bs, y, N, nc, "
                       f"acc, {tail}); break;" for r in rows)
     first = (f"                        if (ic == 0 && ir == 0) {k_first}(kc, a, lda, b, bs, y, "
@@ -398,7 +423,7 @@ def driver(ctx, isa: str, sched: dict, act, params, m: int, fused: bool = False)
  * after its last K block (when epi != 0). K >= 1.{pack_doc} */
 static void {name}(size_t M, size_t N, size_t K, const float *restrict A, size_t lda,
     const float *restrict Bp, float alpha, const float *restrict C, size_t crs, size_t ccs,
-    float beta, float *restrict Y, int epi{', float *restrict Ap' if packed else ''})
+    float beta, float *restrict Y, int epi{', float *restrict Ap' if packed else ''}{aff_args})
 {{
 {pre}    const size_t bs = K * {nr}u;
 {first_panel}    for (size_t pc = 0; pc < K; pc += {kc}u) {{
@@ -418,7 +443,7 @@ static void {name}(size_t M, size_t N, size_t K, const float *restrict A, size_t
 {first}                        switch (mr) {{
 {cases}
                         default: break;
-                        }}{post}
+                        }}{post}{aff_tile}
                     }}
                 }}
             }}
