@@ -33,6 +33,12 @@ Kernels:
   ``B[K, Cout]`` (gemm.py: the target's SIMD GEMM or the portable one), bias and
   activation in the GEMM's epilogue.
 
+Post-affine (depthwise only; pass fuse-post-affine, ``aicc_post_affine``): inputs 3 and 4
+are constant mul / add [C] and the optional input 5 a residual of the output's shape:
+``act(conv) * mul + add + r``, a multiply, an add and the residual add in that order (the
+BatchNormalization and Add nodes' roundings); in the SIMD kernels' registers when the
+activation is a clamp, else in a pass over the output after the kernel.
+
 Rounding: depthwise sums bias + taps in (ky, kx) order; group 1 is the GEMM's FMA chain over
 (ky, kx, ci) then + bias (onnxruntime sums in other orders: results agree to rounding).
 NaN/Inf: IEEE; zero padding never multiplies a weight (skipped taps / zero patch entries:
@@ -123,6 +129,18 @@ class ConvNHWC(Op):
             return f"bias shape {list(g.shape(node.inputs[2]))}, expected [{geo.cout}]"
         if tuple(g.shape(node.outputs[0])) != geo.out_shape:
             return f"output shape {list(g.shape(node.outputs[0]))}, expected {list(geo.out_shape)}"
+        if node.attrs.get(POST):
+            if not geo.depthwise or len(node.inputs) < 5 or not (node.inputs[3] and node.inputs[4]):
+                return "aicc_post_affine: depthwise, with its mul and add inputs"
+            if any(tuple(g.shape(i)) != (geo.cout,) or g.const(i) is None
+                   for i in node.inputs[3:5]):
+                return f"post-affine mul / add not constants of shape [{geo.cout}]"
+            if len(node.inputs) > 5 and node.inputs[5] and \
+                    tuple(g.shape(node.inputs[5])) != geo.out_shape:
+                return f"residual of shape {list(g.shape(node.inputs[5]))}, expected " \
+                       f"{list(geo.out_shape)}"
+        elif len(node.inputs) > 3:
+            return "more than 3 inputs without aicc_post_affine"
         return act_check(node, g.dtype(node.inputs[0]))
 
     def reference(self, node, g, inputs):
@@ -131,9 +149,14 @@ class ConvNHWC(Op):
         x = inputs[0]
         if not node.attrs.get("aicc_nchw_in"):
             x = np.transpose(x, (0, 3, 1, 2))
-        ins = [np.ascontiguousarray(x), *inputs[1:]]
-        y = run_onnx_reference(conv, g, ins)[0]
-        return [np.ascontiguousarray(np.transpose(apply_epilogue(node, y), (0, 2, 3, 1)))]
+        ins = [np.ascontiguousarray(x), *inputs[1:3]]
+        conv.inputs = conv.inputs[:3]
+        y = np.transpose(apply_epilogue(node, run_onnx_reference(conv, g, ins)[0]), (0, 2, 3, 1))
+        if node.attrs.get(POST):
+            y = ((y * inputs[3]).astype(np.float32) + inputs[4]).astype(np.float32)
+            if len(inputs) > 5 and inputs[5] is not None:
+                y = (y + inputs[5]).astype(np.float32)
+        return [np.ascontiguousarray(y)]
 
     def emit(self, node, ctx):
         geo = Geo(node, ctx.in_shape(0), ctx.in_shape(1))
@@ -160,17 +183,41 @@ class ConvNHWC(Op):
 
 
 _ATTRS = ConvNHWC()        # attribute defaults for ConvGeometry (Op.attr)
+POST = "aicc_post_affine"
 
 
 def _emit_depthwise(node, ctx, geo, isa) -> None:
+    post = resid = None
+    if node.attrs.get(POST):
+        cp = -(-geo.cout // 16) * 16        # whole vectors of every ISA's kernels
+        post = tuple(ctx.const(np.pad(np.asarray(ctx.in_const(k), np.float32).reshape(-1),
+                                      (0, cp - geo.cout)), name)
+                     for k, name in ((3, "pmul"), (4, "padd")))
+        resid = ctx.inp[5] if ctx.has_input(5) else None
     if isa is not None and conv_nhwc_dw.supports(geo, isa):
-        conv_nhwc_dw.emit(ctx, node, geo, isa)
+        if not conv_nhwc_dw.emit(ctx, node, geo, isa, post, resid):
+            _post_loop(ctx, geo, post, resid)
         return
     ctx.kernel = "generic"
     ctx(f"/* ConvNHWC {geo.describe()}: channel runs per output position, taps inside the "
         "input only */")
     depthwise_loops(ctx, node, geo, ctx.inp[0], ctx.out[0], tap_major(ctx, geo, 1),
                     ctx.inp[2] if _bias(node) else None)
+    _post_loop(ctx, geo, post, resid)
+
+
+def _post_loop(ctx, geo, post, resid) -> None:
+    """The post-affine (and residual) over the output, after the activation, where the
+    kernel did not apply it (ops rounding: multiply, add, then + residual)."""
+    if post is None:
+        return
+    C, y = geo.cout, ctx.out[0]
+    ctx("/* fused post-affine (a batch norm after the activation)"
+        + (" and residual Add */" if resid else " */"))
+    with ctx.block(f"for (size_t i = 0; i < {geo.n * geo.oh * geo.ow}u; ++i)"):
+        with ctx.block(f"for (size_t c = 0; c < {C}u; ++c)"):
+            ctx(f"const float v = {y}[i * {C}u + c] * {post[0]}[c] + {post[1]}[c];")
+            ctx(f"{y}[i * {C}u + c] = " + (f"v + {resid}[i * {C}u + c];" if resid else "v;"))
 
 
 def tap_major(ctx, geo, k: int) -> str:

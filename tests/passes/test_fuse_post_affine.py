@@ -1,6 +1,7 @@
-"""fuse-post-affine: Before -> Expected structure, the cases left alone, and the fused MatMul's
-values: bit for bit the unfused graph's on every target kind (portable pass over the output,
-per tile in the SIMD GEMM drivers), and close to onnxruntime's."""
+"""fuse-post-affine: Before -> Expected structure, the cases left alone, and the fused nodes'
+values: bit for bit the unfused graph's on every target kind (portable passes over the
+output, per tile in the SIMD GEMM drivers and the channel-last depthwise kernels), and close
+to onnxruntime's."""
 import json
 
 import numpy as np
@@ -127,5 +128,45 @@ def test_fused_values_equal_the_unfused_graph(model, target, tmp_path):
         steps = [s["op"] for s in json.loads((out / "manifest.json").read_text())["steps"]]
         assert ("BatchNormalization" in steps) == (name == "plain"), (name, steps)
         got[name] = b.run({"x": x})["z"]
+    assert np.array_equal(got["fused"].view(np.uint32), got["plain"].view(np.uint32))
+    assert_close({"z": got["fused"]}, reference(m, {"x": x}))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("act", ["Relu", "HardSwish"])
+def test_convmixer_block_equals_the_unfused_graph(act, target, tmp_path):
+    """x -> depthwise 3x3 (20 channels, 9 x 11) -> act -> BatchNorm2d -> + x -> 1x1 conv ->
+    act -> BatchNorm2d, channel-last (layout-nhwc all): both norms and the Add fused (the
+    depthwise kernels apply a clamp's post-affine and residual in registers, HardSwish's after
+    its pass over the rows), the same bits as without the pass."""
+    r = np.random.default_rng(5)
+    c = 20
+    x = r.normal(size=(1, c, 9, 11)).astype(np.float32)
+    inits = {"dw": (r.normal(size=(c, 1, 3, 3)) / 3).astype(np.float32),
+             "db": r.normal(size=c).astype(np.float32),
+             "pw": (r.normal(size=(c, c, 1, 1)) / 4).astype(np.float32),
+             "pb": r.normal(size=c).astype(np.float32)}
+    for k in ("1", "2"):
+        inits.update({f"s{k}": r.uniform(-2, 2, size=c).astype(np.float32),
+                      f"t{k}": r.normal(size=c).astype(np.float32),
+                      f"mu{k}": r.normal(size=c).astype(np.float32),
+                      f"var{k}": r.uniform(0.1, 3, size=c).astype(np.float32)})
+    nodes = [node("Conv", ["x", "dw", "db"], ["d"], group=c, pads=[1, 1, 1, 1]),
+             node(act, ["d"], ["da"]),
+             node("BatchNormalization", ["da", "s1", "t1", "mu1", "var1"], ["dn"]),
+             node("Add", ["dn", "x"], ["s"]),
+             node("Conv", ["s", "pw", "pb"], ["p"]), node(act, ["p"], ["pa"]),
+             node("BatchNormalization", ["pa", "s2", "t2", "mu2", "var2"], ["z"])]
+    m = make_model(nodes, {"x": x}, ["z"], inits)
+    path = tmp_path / "m.onnx"
+    onnx.save(m, str(path))
+    got = {}
+    for name, pipe in (("fused", _pipe(nhwc_all=True)),
+                       ("plain", _pipe(("fuse-post-affine",), nhwc_all=True))):
+        out = aicc.build(path, target=target, out=tmp_path / name, overrides={"pipeline": pipe})
+        steps = [s["op"] for s in json.loads((out / "manifest.json").read_text())["steps"]]
+        fused = name == "fused"
+        assert ("BatchNormalization" in steps) != fused and ("Add" in steps) != fused, steps
+        got[name] = open_bundle(out, cflags=STRICT_CFLAGS).run({"x": x})["z"]
     assert np.array_equal(got["fused"].view(np.uint32), got["plain"].view(np.uint32))
     assert_close({"z": got["fused"]}, reference(m, {"x": x}))

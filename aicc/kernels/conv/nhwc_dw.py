@@ -23,6 +23,9 @@ and its register-block kernels:
   2 vectors x 8 positions) and an L1 budget: when the kh input rows of an output row exceed
   it, the channels are processed in strips (all rows of the image per strip) so the rows
   a strip reads stay in L1 while the next output rows reuse them.
+* Post-affine (ops/conv_nhwc.py, after a Relu / Clip or none): before the store, ``v * pm[c]
+  + pa[c]`` (a multiply, then an add) and then ``+ r`` (the residual at the output's
+  position), pm / pa padded to whole vectors, the residual's tail vector loaded masked.
 * Fused activation: Relu / Clip as ``min(hi, max(lo, v))`` in registers, only the finite sides
   (Relu: the max alone; max / min return the second operand when one is NaN, so NaN passes as
   in the activation table's ``v < lo ? lo : v``); other activations through
@@ -106,9 +109,18 @@ class _Gen:
     hkey = f"{KEY}.7.dwn"              # the helpers' order key (after what the text calls)
     pin_flavors = PIN                  # flavors whose input vectors are pinned in registers
 
-    def __init__(self, fl, geo, clamp: tuple = (True, True)):
+    def __init__(self, fl, geo, clamp: tuple = (True, True), post: tuple = (False, False)):
         f = self.f = FLAVORS[fl]
         self.clamp = clamp      # the sides of [lo, hi] applied: (lo finite, hi finite)
+        # (post-affine, residual): after the clamp y * pm[c] + pa[c], then + r (float form)
+        self.post, self.resid = post
+        if self.post:
+            extra = ", const float *restrict pm, const float *restrict pa" + (
+                ", const float *restrict r" if self.resid else "")
+            self.kparams += extra
+            self.kargs += ", pm + c, pa + c" + (", ro + c" if self.resid else "")
+            self.dparams = self.dparams.replace("float *restrict y,", "float *restrict y,"
+                                                + extra[1:] + ",")
         self.pinned = fl in self.pin_flavors
         self.fl, self.g = fl, geo
         self.L = f["L"]
@@ -123,7 +135,7 @@ class _Gen:
         self.sv = max(1, l1 // (rows * geo.w * self.L * 4) // vb) * vb
         self.pbcap = max(1, min(pbmax, (regs - vb * min(geo.kw, 3)) // vb, geo.ow))
         key = (fl, geo.n, geo.h, geo.w, geo.cin, geo.kh, geo.kw, geo.sy, geo.sx, geo.dy, geo.dx,
-               geo.pt, geo.pl, geo.pb, geo.pr, TUNE[fl], clamp)
+               geo.pt, geo.pl, geo.pb, geo.pr, TUNE[fl], clamp) + ((post,) if any(post) else ())
         self.tag = hashlib.sha1(repr(key).encode()).hexdigest()[:10]
         self.name = f"{self.prefix}_{fl}_{self.tag}"
         self.patterns: dict = {}   # block pattern -> index
@@ -134,13 +146,23 @@ class _Gen:
         return self.f["mload"].format(p=ptr) if masked else self.op("loadu", ptr)
 
     def stores(self, acc, masked: bool) -> list:
-        """A block's accumulators clamped to [lo, hi] and stored at y."""
+        """A block's accumulators clamped to [lo, hi] (then the post-affine and the residual)
+        and stored at y."""
         f, L, C = self.f, self.L, self.C
         o = ["    {"] + [f"        const {f['vec']} v{s} = {self.op('set1', s)};" if on else
                           f"        (void){s};" for s, on in zip(("lo", "hi"), self.clamp)]
+        if self.post:       # pm / pa are padded to whole vectors
+            for v in range(len(acc[0]) if acc else 0):
+                o.append(f"        const {f['vec']} pm{v} = {self.op('loadu', f'pm + {v * L}u')}"
+                         f", pa{v} = {self.op('loadu', f'pa + {v * L}u')};")
         for p, row in enumerate(acc):
             for v, a in enumerate(row):
                 val = clamp_expr(a, self.clamp, f"{f['p']}_min_ps", f"{f['p']}_max_ps")
+                if self.post:
+                    val = self.op("add", self.op("mul", val, f"pm{v}"), f"pa{v}")
+                if self.resid:
+                    val = self.op("add", val, self.load(f"r + {p * C + v * L}u",
+                                                        masked and v == len(row) - 1))
                 ptr = f"y + {p * C + v * L}u"
                 st = (f["mstore"].format(p=ptr, v=val) if masked and v == len(row) - 1
                       else self.op("storeu", ptr, val))
@@ -267,6 +289,8 @@ class _Gen:
              f" * {g.w * C}u : 0u);",
              f"    const float *restrict wr = wt + (nky ? ky0 : 0u) * {g.kw * cp}u;",
              f"    {self.yt} *restrict yr = {self.row_dst(f'oy * {g.ow * C}u')};"]
+        if self.resid:
+            o.append(f"    const float *restrict rr = rn + oy * {g.ow * C}u;")
         i = 0
         while i < len(blocks):          # runs of equal blocks at a regular input stride
             o0, pat, bx = blocks[i]
@@ -277,11 +301,16 @@ class _Gen:
             if n == 1:
                 o += ["    {", f"        const {self.xt} *restrict xo = xr + {bx * C}u;",
                       f"        {self.yt} *restrict yo = yr + {o0 * C}u;"]
+                if self.resid:
+                    o.append(f"        const float *restrict ro = rr + {o0 * C}u;")
             else:
                 o += [f"    for (size_t j = 0; j < {n}u; ++j) {{",
                       f"        const {self.xt} *restrict xo = xr + {bx * C}u + j * "
                       f"{pb * g.sx * C}u;",
                       f"        {self.yt} *restrict yo = yr + {o0 * C}u + j * {pb * C}u;"]
+                if self.resid:
+                    o.append(f"        const float *restrict ro = rr + {o0 * C}u + j * "
+                             f"{pb * C}u;")
             o += self.calls(" " * 8, pat, groups, c0, masked)
             o.append("    }")
             i += n
@@ -304,6 +333,8 @@ class _Gen:
              f"    for (size_t n = 0; n < {g.n}u; ++n) {{",
              f"        const {self.xt} *restrict xn = x + n * {g.h * g.w * C}u;",
              f"        {self.ytn} *restrict yn = y + n * {g.oh * g.ow * C}u;"]
+        if self.resid:
+            o.append(f"        const float *restrict rn = r + n * {g.oh * g.ow * C}u;")
         one = full + (1 if rest else 0) == 1
         if full:
             if full > 1:
@@ -344,10 +375,12 @@ def operands(ctx, geo, isa: str, wk: int = 1, bk: int = 2) -> tuple:
     return wv, bv
 
 
-def driver(ctx, geo, isa: str, gen: _Gen | None = None, clamp: tuple = (True, True)) -> str:
-    """Name of the C driver ``f(x, wt, bp, y, lo, hi, ep)`` of this geometry and clamp sides
-    (registered once per both; gen: another form's generator, qconv_nhwc.py's)."""
-    gen = gen or _Gen(flavor(geo, isa), geo, clamp)
+def driver(ctx, geo, isa: str, gen: _Gen | None = None, clamp: tuple = (True, True),
+           post: tuple = (False, False)) -> str:
+    """Name of the C driver ``f(x, wt, bp, y, [pm, pa, [r,]] lo, hi, ep)`` of this geometry,
+    clamp sides and post-affine / residual (registered once per all three; gen: another
+    form's generator, qconv_nhwc.py's)."""
+    gen = gen or _Gen(flavor(geo, isa), geo, clamp, post)
     if gen.pinned:
         pin(ctx)
     if not ISAS[gen.f["isa"]].masked and gen.tail != gen.L:
@@ -358,12 +391,22 @@ def driver(ctx, geo, isa: str, gen: _Gen | None = None, clamp: tuple = (True, Tr
     return gen.name
 
 
-def emit(ctx, node, geo, isa: str) -> None:
+def emit(ctx, node, geo, isa: str, post=None, resid=None) -> bool:
+    """The step's call; post: the C names of the padded (mul, add) of a post-affine, resid
+    the residual's (ops/conv_nhwc.py), applied in the kernels when the activation is a clamp.
+    Returns whether they were."""
     wv, bv = operands(ctx, geo, isa)
     lo, hi, act = clamp_of(node)
     ep = epilogue(ctx, node, "float32") if act else "NULL"
-    name = driver(ctx, geo, isa, clamp=clamp_sides(lo, hi))
+    inner = post is not None and act is None
+    name = driver(ctx, geo, isa, clamp=clamp_sides(lo, hi),
+                  post=(inner, inner and resid is not None))
     ctx.kernel = isa
+    extra = ""
+    if inner:
+        extra = f"{post[0]}, {post[1]}, " + (f"{resid}, " if resid is not None else "")
     ctx(f"/* ConvNHWC {geo.describe()}: {flavor(geo, isa)} register-blocked channel-last "
-        "kernel */")
-    ctx(f"{name}({ctx.inp[0]}, {wv}, {bv}, {ctx.out[0]}, {flit(lo)}, {flit(hi)}, {ep});")
+        "kernel" + (", then the post-affine" + (" and the residual" if resid else "")
+                    if inner else "") + " */")
+    ctx(f"{name}({ctx.inp[0]}, {wv}, {bv}, {ctx.out[0]}, {extra}{flit(lo)}, {flit(hi)}, {ep});")
+    return inner
