@@ -32,8 +32,14 @@ def _image(n=1, c=3, h=224, w=None, seed=1):
 def _calibrated(m, size):
     """The module with its batch norms' running statistics taken from one forward pass on a
     batch of 2 random images (a freshly built network keeps mean 0 / variance 1, which shrinks
-    or blows up activations layer after layer: outputs of 1e-20 or 1e+3 measure nothing)."""
+    or blows up activations layer after layer: outputs of 1e-20 or 1e+3 measure nothing), and
+    linear layers built with all-zero weights given random ones (torchvision's ViT head: a
+    zero output measures no error)."""
     import torch
+    for lin in m.modules():
+        if isinstance(lin, torch.nn.Linear) and not torch.any(lin.weight):
+            with torch.no_grad():
+                torch.nn.init.normal_(lin.weight, std=lin.in_features ** -0.5)
     bns = [x for x in m.modules() if isinstance(x, torch.nn.modules.batchnorm._BatchNorm)]
     if bns:
         for bn in bns:
