@@ -89,6 +89,31 @@ def pipeline_yaml(path, options: dict, extra: dict | None = None, target: str = 
     return path
 
 
+def build_node_forced(path, target: str, out, op: str = "Conv", sched=None, act=None,
+                      params=None, inputs: dict | None = None):
+    """Import the model at ``path``, give its one ``op`` node an ``aicc_schedule`` (sched) and
+    a fused activation (act, params), compile for ``target`` and write the bundle at ``out``:
+    (program, bundle path). inputs: {name: array} for the manifest's input shapes."""
+    from aicc.bundle.writer import write_bundle
+    from aicc.compiler import compile_graph
+    from aicc.config import Options
+    from aicc.frontend import import_model
+    g = import_model(path)
+    (node,) = [n for n in g.nodes if n.op_type == op]
+    if sched:
+        node.attrs["aicc_schedule"] = dict(sched)
+    if act:
+        node.attrs["aicc_act"] = act
+        node.attrs["aicc_act_params"] = dict(params or {})
+    opts = Options.load(target)
+    _, prog = compile_graph(g, opts)
+    bundle = write_bundle(prog, out, name=opts.name, target=opts.target, opts=opts,
+                          model_sha="0" * 64,
+                          original_inputs=[{"name": k, "shape": list(v.shape)}
+                                           for k, v in (inputs or {}).items()])
+    return prog, bundle
+
+
 def compile_and_run(model: onnx.ModelProto, feeds: dict, tmp_path, target: str = "generic",
                     config=None, **kw) -> dict:
     tmp_path = Path(tmp_path)

@@ -20,13 +20,10 @@ import pytest
 from onnx import helper
 
 import aicc
-from aicc.bundle.writer import write_bundle
-from aicc.compiler import compile_graph
-from aicc.config import Options
-from aicc.frontend import import_model
 from aicc.runner import open_bundle
 from aicc.targets import runnable_targets
-from tests.oracle import STRICT_CFLAGS, assert_close, make_model, reference, rng
+from tests.oracle import (STRICT_CFLAGS, assert_close, build_node_forced, make_model, reference,
+                          rng)
 from tests.ops.test_conv import ACTS, CONV_CASES
 
 TARGETS = [t for t in runnable_targets() if t in ("x86-avx2", "x86-avx512")]
@@ -68,23 +65,11 @@ def run(tmp_path, target, x, w, attrs, bias=True, sched=None, act=None, params=N
     want = reference(ref, inputs)
     path = tmp_path / "m.onnx"
     onnx.save(base, str(path))
-    g = import_model(path)
-    (node,) = [n for n in g.nodes if n.op_type == op]
-    if sched:
-        node.attrs["aicc_schedule"] = dict(sched)
-    if act:
-        node.attrs["aicc_act"] = act
-        node.attrs["aicc_act_params"] = params
-    opts = Options.load(target)
-    _, prog = compile_graph(g, opts)
+    prog, out = build_node_forced(path, target, tmp_path / "b", op, sched, act, params, inputs)
     body = "\n".join(s.body for s in prog.steps)
     if marker:
         marks = marker if isinstance(marker, tuple) else (marker,)
         assert any(m in body for m in marks), f"{marker!r} not in the generated step"
-    out = write_bundle(prog, tmp_path / "b", name=opts.name, target=opts.target, opts=opts,
-                       model_sha="0" * 64,
-                       original_inputs=[{"name": k, "shape": list(v.shape)}
-                                        for k, v in inputs.items()])
     got = open_bundle(out, cflags=STRICT_CFLAGS).run(inputs)     # cross targets: emulated
     assert_close(got, want)
 

@@ -14,14 +14,14 @@ import onnx
 import pytest
 from onnx import helper
 
-from aicc.bundle.writer import write_bundle
 from aicc.compiler import compile_graph
 from aicc.config import Options
 from aicc.errors import ConfigError
 from aicc.frontend import import_model
 from aicc.runner import open_bundle
 from aicc.targets import load_target, runnable_targets
-from tests.oracle import STRICT_CFLAGS, assert_close, make_model, reference, rng
+from tests.oracle import (STRICT_CFLAGS, assert_close, build_node_forced, make_model, reference,
+                          rng)
 
 TARGETS = ([t for t in runnable_targets() if t in ("x86-avx2", "x86-avx512")]
            + ([] if load_target("arm-neon").missing_tools() else ["arm-neon"]))
@@ -44,20 +44,10 @@ CASES = {
 
 
 def _build(tmp_path, name, model_path, target, algo, act, params):
-    g = import_model(model_path)
-    (node,) = [n for n in g.nodes if n.op_type == "Conv"]
-    if algo:
-        node.attrs["aicc_schedule"] = {"algo": algo}
-    if act:
-        node.attrs["aicc_act"] = act
-        node.attrs["aicc_act_params"] = params
-    opts = Options.load(target)
-    _, prog = compile_graph(g, opts)
+    prog, out = build_node_forced(model_path, target, tmp_path / name,
+                                  sched={"algo": algo} if algo else None, act=act, params=params)
     body = "\n".join(s.body for s in prog.steps)
-    kernels = [s.ctx.kernel for s in prog.steps]
-    out = write_bundle(prog, tmp_path / name, name=opts.name, target=opts.target, opts=opts,
-                       model_sha="0" * 64, original_inputs=[{"name": "x", "shape": []}])
-    return body, kernels, open_bundle(out, cflags=STRICT_CFLAGS)
+    return body, [s.ctx.kernel for s in prog.steps], open_bundle(out, cflags=STRICT_CFLAGS)
 
 
 @pytest.mark.parametrize("target", TARGETS)
