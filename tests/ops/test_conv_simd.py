@@ -50,18 +50,7 @@ def run(tmp_path, target, x, w, attrs, bias=True, sched=None, act=None, params=N
     graph_in = {k: v for k, v in inputs.items()}
     base = make_model([helper.make_node(op, names, ["y"], **attrs)], graph_in, ["y"],
                       inits, opset=17)
-    if act:
-        extra, act_in = dict(inits), []
-        if act == "Clip":
-            extra.update(lo=np.array(params["min"], np.float32),
-                         hi=np.array(params["max"], np.float32))
-            act_in = ["lo", "hi"]
-        act_attrs = {} if act == "Clip" else params
-        ref = make_model([helper.make_node(op, names, ["t"], **attrs),
-                          helper.make_node(act, ["t"] + act_in, ["y"], **act_attrs)],
-                         graph_in, ["y"], extra, opset=17)
-    else:
-        ref = base
+    ref = with_activation(op, names, attrs, act, params, graph_in, inits) if act else base
     want = reference(ref, inputs)
     path = tmp_path / "m.onnx"
     onnx.save(base, str(path))
@@ -72,6 +61,20 @@ def run(tmp_path, target, x, w, attrs, bias=True, sched=None, act=None, params=N
         assert any(m in body for m in marks), f"{marker!r} not in the generated step"
     got = open_bundle(out, cflags=STRICT_CFLAGS).run(inputs)     # cross targets: emulated
     assert_close(got, want)
+
+
+def with_activation(op, names, attrs, act, params, graph_in, inits):
+    """The model ``op(names) -> act -> y`` (Clip's bounds as constant inputs), onnxruntime's
+    reference for a node with that activation fused."""
+    extra, act_in = dict(inits), []
+    if act == "Clip":
+        extra.update(lo=np.array(params["min"], np.float32),
+                     hi=np.array(params["max"], np.float32))
+        act_in = ["lo", "hi"]
+    act_attrs = {} if act == "Clip" else params
+    return make_model([helper.make_node(op, names, ["t"], **attrs),
+                       helper.make_node(act, ["t"] + act_in, ["y"], **act_attrs)],
+                      graph_in, ["y"], extra, opset=17)
 
 
 def case_data(case, seed=None):

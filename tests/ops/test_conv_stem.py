@@ -22,6 +22,7 @@ from aicc.runner import open_bundle
 from aicc.targets import load_target, runnable_targets
 from tests.oracle import (STRICT_CFLAGS, assert_close, build_node_forced, make_model, reference,
                           rng)
+from tests.ops.test_conv_simd import with_activation
 
 TARGETS = ([t for t in runnable_targets() if t in ("x86-avx2", "x86-avx512")]
            + ([] if load_target("arm-neon").missing_tools() else ["arm-neon"]))
@@ -72,14 +73,8 @@ def test_stem_equals_channel_blocks_and_onnxruntime(case, target, tmp_path):
     got, want_bits = stem.run({"x": x}), blocks.run({"x": x})
     assert np.array_equal(got["y"].view(np.uint32), want_bits["y"].view(np.uint32))
     if act:
-        extra, act_in = dict(inits), []
-        if act == "Clip":
-            extra.update(lo=np.array(params["min"], np.float32),
-                         hi=np.array(params["max"], np.float32))
-            act_in = ["lo", "hi"]
-        t = helper.make_node("Conv", names, ["t"], kernel_shape=list(k), **attrs)
-        model = make_model([t, helper.make_node(act, ["t"] + act_in, ["y"])], {"x": x}, ["y"],
-                           extra)
+        model = with_activation("Conv", names, {"kernel_shape": list(k), **attrs}, act, params,
+                                {"x": x}, inits)
     assert_close(got, reference(model, {"x": x}))
 
 
