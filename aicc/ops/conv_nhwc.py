@@ -58,6 +58,7 @@ from ..kernels.gemm.portable import pack_b
 from ..kernels.isa.x86 import simd_isa
 from ..kernels.vmath.act import ACT_ATTRS, act_expr, apply_epilogue, fused_epilogue, unfused
 from .base import Op, register
+from .normalization import POST_AFFINE as POST, emit_post_affine, post_affine_ref
 from .reference import run_onnx_reference
 
 
@@ -130,7 +131,8 @@ class ConvNHWC(Op):
         if tuple(g.shape(node.outputs[0])) != geo.out_shape:
             return f"output shape {list(g.shape(node.outputs[0]))}, expected {list(geo.out_shape)}"
         if node.attrs.get(POST):
-            if not geo.depthwise or len(node.inputs) < 5 or not (node.inputs[3] and node.inputs[4]):
+            if not (geo.depthwise and len(node.inputs) >= 5 and node.inputs[3]
+                    and node.inputs[4]):
                 return "aicc_post_affine: depthwise, with its mul and add inputs"
             if any(tuple(g.shape(i)) != (geo.cout,) or g.const(i) is None
                    for i in node.inputs[3:5]):
@@ -153,9 +155,7 @@ class ConvNHWC(Op):
         conv.inputs = conv.inputs[:3]
         y = np.transpose(apply_epilogue(node, run_onnx_reference(conv, g, ins)[0]), (0, 2, 3, 1))
         if node.attrs.get(POST):
-            y = ((y * inputs[3]).astype(np.float32) + inputs[4]).astype(np.float32)
-            if len(inputs) > 5 and inputs[5] is not None:
-                y = (y + inputs[5]).astype(np.float32)
+            y = post_affine_ref(y, inputs[3], inputs[4], inputs[5] if len(inputs) > 5 else None)
         return [np.ascontiguousarray(y)]
 
     def emit(self, node, ctx):
@@ -183,7 +183,6 @@ class ConvNHWC(Op):
 
 
 _ATTRS = ConvNHWC()        # attribute defaults for ConvGeometry (Op.attr)
-POST = "aicc_post_affine"
 
 
 def _emit_depthwise(node, ctx, geo, isa) -> None:
@@ -207,17 +206,9 @@ def _emit_depthwise(node, ctx, geo, isa) -> None:
 
 
 def _post_loop(ctx, geo, post, resid) -> None:
-    """The post-affine (and residual) over the output, after the activation, where the
-    kernel did not apply it (ops rounding: multiply, add, then + residual)."""
-    if post is None:
-        return
-    C, y = geo.cout, ctx.out[0]
-    ctx("/* fused post-affine (a batch norm after the activation)"
-        + (" and residual Add */" if resid else " */"))
-    with ctx.block(f"for (size_t i = 0; i < {geo.n * geo.oh * geo.ow}u; ++i)"):
-        with ctx.block(f"for (size_t c = 0; c < {C}u; ++c)"):
-            ctx(f"const float v = {y}[i * {C}u + c] * {post[0]}[c] + {post[1]}[c];")
-            ctx(f"{y}[i * {C}u + c] = " + (f"v + {resid}[i * {C}u + c];" if resid else "v;"))
+    """The post-affine (and residual) over the output, where the kernel did not apply it."""
+    if post is not None:
+        emit_post_affine(ctx, geo.n * geo.oh * geo.ow, geo.cout, *post, resid)
 
 
 def tap_major(ctx, geo, k: int) -> str:

@@ -30,9 +30,8 @@ from ..kernels.gemm.portable import pack_b, pack_helper, packed_elems
 from ..kernels.gemm.simd import ISA as GEMM_ISA
 from ..kernels.vmath.act import apply_epilogue, unfused
 from .base import Op, empty_body, float_dtype_reason, register
+from .normalization import POST_AFFINE as POST, emit_post_affine, post_affine_ref
 from .traits import EPILOGUE, SCHEDULABLE
-
-POST = "aicc_post_affine"
 
 
 @register("MatMul", since=1)
@@ -73,9 +72,7 @@ class MatMul(Op):
         y = run_onnx_reference(base, g, inputs[:2])[0]
         bias = inputs[2] if len(inputs) > 2 and inputs[2] is not None else None
         y = apply_epilogue(node, y, None if bias is None else np.asarray(bias).reshape(-1))
-        if node.attrs.get(POST):
-            y = ((y * np.asarray(inputs[3])).astype(y.dtype) + inputs[4]).astype(y.dtype)
-        return [y]
+        return [post_affine_ref(y, inputs[3], inputs[4]) if node.attrs.get(POST) else y]
 
     def emit(self, node, ctx):
         dt = ctx.out_dtype(0)
@@ -158,10 +155,5 @@ class MatMul(Op):
 def _post_pass(ctx, plan, post, rows: int, n: int) -> None:
     """The post-affine over the whole output [rows, n] after the portable kernel (the SIMD
     drivers apply it per tile)."""
-    if post is None or plan.isa is not None:
-        return
-    ctx("/* fused post-affine (a batch norm after the activation): multiply, then add */")
-    with ctx.block(f"for (size_t r = 0; r < {rows}u; ++r)"):
-        with ctx.block(f"for (size_t j = 0; j < {n}u; ++j)"):
-            ctx(f"{ctx.out[0]}[r * {n}u + j] = {ctx.out[0]}[r * {n}u + j] * {post[0]}[j] "
-                f"+ {post[1]}[j];")
+    if post is not None and plan.isa is None:
+        emit_post_affine(ctx, rows, n, *post)

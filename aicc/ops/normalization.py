@@ -51,7 +51,7 @@ def bn_mul_add(consts, eps: float, dt) -> tuple:
     """(mul, add) in the tensor dtype of an inference batch norm with constant scale, B, mean
     and var: ``mul = scale * (1 / sqrt(var + eps))``, ``add = B - mean * mul``; the map is
     then ``x * mul + add`` (a multiply, then an add). Also the values pass fuse-post-affine
-    gives a MatMul, so its fused map rounds as the separate node."""
+    gives the node it fuses the norm into, so its fused map rounds as the separate node."""
     dt = np.dtype(dt)
     scale, bias, mean, var = (np.asarray(c, dtype=dt).reshape(-1) for c in consts)
     with np.errstate(all="ignore"):
@@ -59,6 +59,30 @@ def bn_mul_add(consts, eps: float, dt) -> tuple:
         mul = (inv * scale).astype(dt)
         add = (bias - mean * mul).astype(dt)
     return mul, add
+
+
+# a MatMul's or depthwise ConvNHWC's fused batch norm (pass fuse-post-affine): inputs mul and
+# add after its activation, ``y * mul[c] + add[c]`` over the last axis (then + a residual)
+POST_AFFINE = "aicc_post_affine"
+
+
+def post_affine_ref(y, mul, add, resid=None):
+    """numpy meaning of a post-affine on y (channels last): a multiply, an add, then the
+    residual, each rounded to y's dtype as the BatchNormalization and Add nodes round."""
+    y = ((y * np.asarray(mul)).astype(y.dtype) + add).astype(y.dtype)
+    return y if resid is None else (y + resid).astype(y.dtype)
+
+
+def emit_post_affine(ctx, rows: int, c: int, mul: str, add: str, resid: str | None = None):
+    """The post-affine (and residual) in a pass over the output [rows, c] (float32), where
+    the kernel did not apply it per tile: the same roundings as post_affine_ref."""
+    y = ctx.out[0]
+    ctx("/* fused post-affine (a batch norm after the activation)"
+        + (" and residual Add */" if resid else " */"))
+    with ctx.block(f"for (size_t i = 0; i < {rows}u; ++i)"):
+        with ctx.block(f"for (size_t j = 0; j < {c}u; ++j)"):
+            ctx(f"const float v = {y}[i * {c}u + j] * {mul}[j] + {add}[j];")
+            ctx(f"{y}[i * {c}u + j] = " + (f"v + {resid}[i * {c}u + j];" if resid else "v;"))
 
 
 def _affine_helper(ctx, dt) -> str:

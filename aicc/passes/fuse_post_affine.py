@@ -33,12 +33,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Node
-from ..ops.normalization import bn_mul_add
+from ..ops.normalization import POST_AFFINE as POST, bn_mul_add
 from .absorb import fresh_name, sole_use, std_domain, taken_names
 from .fold_batchnorm import bn_affine
 from .registry import graph_pass
-
-POST = "aicc_post_affine"
 
 
 def _last_axis_bn(n, g) -> bool:
@@ -78,7 +76,7 @@ def fuse_post_affine(g):
     cons, outs = g.consumers(), set(g.outputs)
     producer = {o: n for n in g.nodes for o in n.outputs if o}
     taken = taken_names(g)
-    fused, gone = {}, set()          # BN node id -> the fused MatMul; ids of the MatMuls taken
+    fused, gone = {}, set()          # BN node id -> the fused node; ids of the producers taken
     for bn in g.nodes:
         if not _last_axis_bn(bn, g):
             continue

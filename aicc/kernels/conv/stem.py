@@ -33,7 +33,7 @@ import hashlib
 import math
 
 from ..gemm.simd import ISA, _header, flit
-from ..gemm.tile import clamp_expr, clamp_sides
+from ..gemm.tile import clamp_expr, clamp_sides, tile_store
 from ..isa.registry import ISAS
 from . import implicit
 from .base_c import epilogue, use
@@ -105,6 +105,7 @@ static {NOINLINE}void {name}(const float *restrict x, const float *restrict w,
         o.append("    (void)bias;")
     if any(sides):
         o.append(f"    static const float lohi[2] = {{ {flit(clamp[0])}, {flit(clamp[1])} }};")
+    o.append(f"    const size_t ldy = {P}u;" + (" (void)ldy;" if rows == 1 else ""))
     o.append(f"    for (size_t j = 0; j < {ow}u; j += {NV * L}u) {{")
     o.append("        AICC_PIN_PTR(w);")
     o.append("        const float *restrict s = x + j;")
@@ -141,20 +142,14 @@ static {NOINLINE}void {name}(const float *restrict x, const float *restrict w,
         if any(sides):
             o += [f"        {tot[r][v]} = {clamp_expr(tot[r][v], sides, d['min'], d['max'])};"
                   for v in range(NV)]
-    o.append(f"        if (j + {NV * L}u <= {ow}u) {{")
-    for r in range(rows):
-        for v in range(NV):
-            o.append("            " + d["store"].format(p=f"y + {r * P + v * L}u + j",
-                                                       v=tot[r][v]) + ";")
+    o.append(f"        if (j + {NV * L}u <= {ow}u) {{")      # the tile GEMM's stores (ldy = P)
+    tile_store(o, d, " " * 12, tot, False)
     o.append("        } else {")
     o.append(f"            const size_t nc = {ow}u - j;")
     for v in range(NV):
         n = f"nc > {v * L}u ? (nc - {v * L}u < {L}u ? nc - {v * L}u : {L}u) : 0u"
         o.append(f"            const {d['mtype']} m{v} = " + d["mask"].format(n=n) + ";")
-    for r in range(rows):
-        for v in range(NV):
-            o.append(f"            if (nc > {v * L}u) " + d["mstore"].format(
-                p=f"y + {r * P + v * L}u + j", m=f"m{v}", v=tot[r][v]) + ";")
+    tile_store(o, d, " " * 12, tot, True)
     o.append("        }")
     o.append("    }")
     o.append("}")

@@ -5,7 +5,9 @@ AveragePool, GlobalAveragePool and GlobalMaxPool. pool.py dispatches here when t
 semantics (pool.py's docstring) are unchanged.
 
 Window pools (1-D, 2-D and 3-D: a 1-D/2-D pool is a 3-D one with leading 1s), separable, per
-plane and output row:
+plane and batch of output rows (``row_batch``: short rows several at a time, the vertical
+pass over the batch before the horizontal one, so no load waits on a just-made store; a
+row buffer each):
 
 * vertical: the input rows the window covers (the (kz, ky) taps inside the input; rows in the
   padding are skipped) are combined column by column (max or sum; one load per row, the
