@@ -94,10 +94,10 @@ def vector_expr(ctx, isa: str, act: str, xv: str, params: dict | None = None) ->
         mul, add = d["mul"], d["add"]
         cube = f"{mul}({mul}({mul}({vconst(d, 0.044715)}, {xv}), {xv}), {xv})"
         w = f"{mul}({vconst(d, -2 * GELU_TANH_C)}, {add}({xv}, {cube}))"
-        return f"{d['div']}({xv}, {add}({vconst(d, 1.0)}, {vexp(ctx, isa)}({w})))"
+        return f"{d['div']}({xv}, {add}({vconst(d, 1.0)}, {vexp(ctx, isa, plus1=True)}({w})))"
     one = vconst(d, 1.0)          # 1 / (1 + exp(-x)); -x flips the sign bit, as C's negation
     neg = INT[isa]["bit"].format(op="xor", a=xv, b=vconst(d, -0.0))
-    return f"{d['div']}({one}, {d['add']}({one}, {vexp(ctx, isa)}({neg})))"
+    return f"{d['div']}({one}, {d['add']}({one}, {vexp(ctx, isa, plus1=True)}({neg})))"
 
 
 def swish_vector(ctx, isa: str, xv: str, alpha: float) -> str:
