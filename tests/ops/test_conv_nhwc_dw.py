@@ -146,6 +146,7 @@ SHAPES = {
         dw(144, (56, 56), act="Clip", **P1),
         dw(200, (9, 64), strides=[2, 2], act="Relu", **P1),
         dw(96, (11, 70), k=(5, 5), pads=[2, 2, 2, 2], act="Sigmoid", bias=False),
+        dw(44, (5, 150), act="Relu", **P1),     # one vector's rows past the budget
     ],
 }
 
@@ -160,13 +161,15 @@ def test_dw_shapes(group, target, tmp_path):
 
 
 def test_dw_strips_are_used():
-    """The strips cases really split the channels (and the masked tail is a strip's)."""
+    """The strips cases really split the channels (and the masked tail is a strip's), in
+    strips of at least a cache line (64 bytes) of channels."""
     for xs, ws, attrs, _ in SHAPES["strips"]:
         node = SimpleNamespace(attrs={k: v for k, v in attrs.items() if k != "auto_pad"})
         geo = Geo(node, (xs[0], xs[2], xs[3], xs[1]), ws)
         for fl in ("avx2", "avx512"):
             gen = conv_nhwc_dw._Gen(fl, geo)
             assert gen.sv < gen.nv, (xs, fl)
+            assert gen.sv * gen.L * 4 >= 64, (xs, fl)
 
 
 @pytest.mark.parametrize("target", TARGETS)
