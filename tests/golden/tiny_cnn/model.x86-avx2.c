@@ -160,6 +160,9 @@ static void aicc_sg_avx2_k1(size_t kc, const float *restrict a, size_t lda,
         const float *restrict b3 = b + (j / 16u + 3u) * bs;
         __m256 c0_0, c0_1, c0_2, c0_3, c0_4, c0_5, c0_6, c0_7;
         c0_0 = _mm256_setzero_ps(); c0_1 = _mm256_setzero_ps(); c0_2 = _mm256_setzero_ps(); c0_3 = _mm256_setzero_ps(); c0_4 = _mm256_setzero_ps(); c0_5 = _mm256_setzero_ps(); c0_6 = _mm256_setzero_ps(); c0_7 = _mm256_setzero_ps();
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 8)
+        #pragma GCC unroll 4
+#endif
         for (size_t k = 0; k < kc; ++k) {
             _mm_prefetch((const char *)((uintptr_t)(b0 + k * 16u + 0u) + 128u * sizeof(float)), _MM_HINT_T0);
             _mm_prefetch((const char *)((uintptr_t)(b1 + k * 16u + 0u) + 128u * sizeof(float)), _MM_HINT_T0);
@@ -263,6 +266,9 @@ static void aicc_sg_avx2_k1(size_t kc, const float *restrict a, size_t lda,
         const float *restrict b0 = b + (j / 16u + 0u) * bs;
         __m256 c0_0, c0_1;
         c0_0 = _mm256_setzero_ps(); c0_1 = _mm256_setzero_ps();
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 8)
+        #pragma GCC unroll 4
+#endif
         for (size_t k = 0; k < kc; ++k) {
             _mm_prefetch((const char *)((uintptr_t)(b0 + k * 16u + 0u) + bs * sizeof(float)), _MM_HINT_T0);
             const __m256 w0 = _mm256_loadu_ps(b0 + k * 16u + 0u);
@@ -305,6 +311,9 @@ static void aicc_sg_avx2_k1(size_t kc, const float *restrict a, size_t lda,
         const __m256i m0 = _mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + 8u - (nc > 0u ? (nc - 0u < 8u ? nc - 0u : 8u) : 0u)));
         const __m256i m1 = _mm256_loadu_si256((const __m256i *)(aicc_sg_avx2_mtab + 8u - (nc > 8u ? (nc - 8u < 8u ? nc - 8u : 8u) : 0u)));
         c0_0 = _mm256_setzero_ps(); c0_1 = _mm256_setzero_ps();
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 8)
+        #pragma GCC unroll 4
+#endif
         for (size_t k = 0; k < kc; ++k) {
             const __m256 w0 = _mm256_loadu_ps(b0 + k * 16u + 0u);
             const __m256 w1 = _mm256_loadu_ps(b0 + k * 16u + 8u);
@@ -361,6 +370,9 @@ static void aicc_sg_avx2_k4v1(size_t kc, const float *restrict a, size_t lda,
         c1_0 = _mm256_setzero_ps(); c1_1 = _mm256_setzero_ps();
         c2_0 = _mm256_setzero_ps(); c2_1 = _mm256_setzero_ps();
         c3_0 = _mm256_setzero_ps(); c3_1 = _mm256_setzero_ps();
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 8)
+        #pragma GCC unroll 4
+#endif
         for (size_t k = 0; k < kc; ++k) {
             _mm_prefetch((const char *)((uintptr_t)(b0 + k * 8u + 0u) + 64u * sizeof(float)), _MM_HINT_T0);
             _mm_prefetch((const char *)((uintptr_t)(b1 + k * 8u + 0u) + 64u * sizeof(float)), _MM_HINT_T0);
@@ -444,6 +456,9 @@ static void aicc_sg_avx2_k4v1(size_t kc, const float *restrict a, size_t lda,
         c1_0 = _mm256_setzero_ps();
         c2_0 = _mm256_setzero_ps();
         c3_0 = _mm256_setzero_ps();
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 8)
+        #pragma GCC unroll 4
+#endif
         for (size_t k = 0; k < kc; ++k) {
             _mm_prefetch((const char *)((uintptr_t)(b0 + k * 8u + 0u) + bs * sizeof(float)), _MM_HINT_T0);
             const __m256 w0 = _mm256_loadu_ps(b0 + k * 8u + 0u);
@@ -503,6 +518,9 @@ static void aicc_sg_avx2_k4v1(size_t kc, const float *restrict a, size_t lda,
         c1_0 = _mm256_setzero_ps();
         c2_0 = _mm256_setzero_ps();
         c3_0 = _mm256_setzero_ps();
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 8)
+        #pragma GCC unroll 4
+#endif
         for (size_t k = 0; k < kc; ++k) {
             const __m256 w0 = _mm256_loadu_ps(b0 + k * 8u + 0u);
             { const __m256 x = _mm256_broadcast_ss(a0 + k);
@@ -589,6 +607,9 @@ static void aicc_sg_avx2_k12v1(size_t kc, const float *restrict a, size_t lda,
         c9_0 = _mm256_setzero_ps();
         c10_0 = _mm256_setzero_ps();
         c11_0 = _mm256_setzero_ps();
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 8)
+        #pragma GCC unroll 4
+#endif
         for (size_t k = 0; k < kc; ++k) {
             _mm_prefetch((const char *)((uintptr_t)(b0 + k * 8u + 0u) + bs * sizeof(float)), _MM_HINT_T0);
             const __m256 w0 = _mm256_loadu_ps(b0 + k * 8u + 0u);
@@ -720,6 +741,9 @@ static void aicc_sg_avx2_k12v1(size_t kc, const float *restrict a, size_t lda,
         c9_0 = _mm256_setzero_ps();
         c10_0 = _mm256_setzero_ps();
         c11_0 = _mm256_setzero_ps();
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 8)
+        #pragma GCC unroll 4
+#endif
         for (size_t k = 0; k < kc; ++k) {
             const __m256 w0 = _mm256_loadu_ps(b0 + k * 8u + 0u);
             { const __m256 x = _mm256_broadcast_ss(a0 + k);
@@ -932,6 +956,9 @@ static void aicc_cv_avx2_k4(size_t kc, const float *restrict a,
         c1_0 = _mm256_setzero_ps(); c1_1 = _mm256_setzero_ps();
         c2_0 = _mm256_setzero_ps(); c2_1 = _mm256_setzero_ps();
         c3_0 = _mm256_setzero_ps(); c3_1 = _mm256_setzero_ps();
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 8)
+        #pragma GCC unroll 4
+#endif
         for (size_t k = 0; k < kc; ++k) {
             const float *restrict ak = a + k * 4u;
             const float *restrict bk0 = b0 + k * rs;
@@ -1020,6 +1047,9 @@ static void aicc_cv_avx2_k4(size_t kc, const float *restrict a,
         c1_0 = _mm256_setzero_ps();
         c2_0 = _mm256_setzero_ps();
         c3_0 = _mm256_setzero_ps();
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 8)
+        #pragma GCC unroll 4
+#endif
         for (size_t k = 0; k < kc; ++k) {
             const float *restrict ak = a + k * 4u;
             const float *restrict bk0 = b0 + k * rs;
@@ -1083,6 +1113,9 @@ static void aicc_cv_avx2_k4(size_t kc, const float *restrict a,
         c1_0 = _mm256_setzero_ps(); c1_1 = _mm256_setzero_ps();
         c2_0 = _mm256_setzero_ps(); c2_1 = _mm256_setzero_ps();
         c3_0 = _mm256_setzero_ps(); c3_1 = _mm256_setzero_ps();
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 8)
+        #pragma GCC unroll 4
+#endif
         for (size_t k = 0; k < kc; ++k) {
             const float *restrict ak = a + k * 4u;
             const float *restrict bk0 = b0 + k * rs;

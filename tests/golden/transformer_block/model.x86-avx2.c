@@ -162,6 +162,9 @@ static void aicc_sg_avx2_k4(size_t kc, const float *restrict a, size_t lda,
         c1_0 = _mm256_setzero_ps(); c1_1 = _mm256_setzero_ps();
         c2_0 = _mm256_setzero_ps(); c2_1 = _mm256_setzero_ps();
         c3_0 = _mm256_setzero_ps(); c3_1 = _mm256_setzero_ps();
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 8)
+        #pragma GCC unroll 4
+#endif
         for (size_t k = 0; k < kc; ++k) {
             _mm_prefetch((const char *)((uintptr_t)(b0 + k * 16u + 0u) + bs * sizeof(float)), _MM_HINT_T0);
             const __m256 w0 = _mm256_loadu_ps(b0 + k * 16u + 0u);
@@ -249,6 +252,9 @@ static void aicc_sg_avx2_k4(size_t kc, const float *restrict a, size_t lda,
         c1_0 = _mm256_setzero_ps(); c1_1 = _mm256_setzero_ps();
         c2_0 = _mm256_setzero_ps(); c2_1 = _mm256_setzero_ps();
         c3_0 = _mm256_setzero_ps(); c3_1 = _mm256_setzero_ps();
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 8)
+        #pragma GCC unroll 4
+#endif
         for (size_t k = 0; k < kc; ++k) {
             const __m256 w0 = _mm256_loadu_ps(b0 + k * 16u + 0u);
             const __m256 w1 = _mm256_loadu_ps(b0 + k * 16u + 8u);
@@ -350,6 +356,9 @@ static void aicc_sg_avx2_k6(size_t kc, const float *restrict a, size_t lda,
         c3_0 = _mm256_setzero_ps(); c3_1 = _mm256_setzero_ps();
         c4_0 = _mm256_setzero_ps(); c4_1 = _mm256_setzero_ps();
         c5_0 = _mm256_setzero_ps(); c5_1 = _mm256_setzero_ps();
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 8)
+        #pragma GCC unroll 4
+#endif
         for (size_t k = 0; k < kc; ++k) {
             _mm_prefetch((const char *)((uintptr_t)(b0 + k * 16u + 0u) + bs * sizeof(float)), _MM_HINT_T0);
             const __m256 w0 = _mm256_loadu_ps(b0 + k * 16u + 0u);
@@ -467,6 +476,9 @@ static void aicc_sg_avx2_k6(size_t kc, const float *restrict a, size_t lda,
         c3_0 = _mm256_setzero_ps(); c3_1 = _mm256_setzero_ps();
         c4_0 = _mm256_setzero_ps(); c4_1 = _mm256_setzero_ps();
         c5_0 = _mm256_setzero_ps(); c5_1 = _mm256_setzero_ps();
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 8)
+        #pragma GCC unroll 4
+#endif
         for (size_t k = 0; k < kc; ++k) {
             const __m256 w0 = _mm256_loadu_ps(b0 + k * 16u + 0u);
             const __m256 w1 = _mm256_loadu_ps(b0 + k * 16u + 8u);

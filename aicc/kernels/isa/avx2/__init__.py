@@ -30,6 +30,8 @@ ISA = Isa(
                   band="_mm256_and_si256", bor="_mm256_or_si256", cvt="_mm256_cvtepi32_ps"),
     gemm=dict(vec="__m256", lanes=8, mr=6, kc=512, ks=32, mc=144, jb=128, nc=128, prefetch_kb=0,
               pf_rows=1, pf_next="T0", pf_first=False,
+              # the broadcast K loop unrolled 4 times (gemm/tile.py unroll_pragma)
+              ku=4,
               load="_mm256_loadu_ps({p})", store="_mm256_storeu_ps({p}, {v})",
               bcast="_mm256_broadcast_ss({p})", fma="_mm256_fmadd_ps({a}, {b}, {c})",
               zero="_mm256_setzero_ps()", add="_mm256_add_ps", **MASK,
