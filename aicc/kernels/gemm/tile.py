@@ -135,8 +135,8 @@ def unroll_pragma(ind: str, n: int) -> list:
     GCC 8 and later, clang; other compilers do not see it). The ISA's gemm ``ku``: the
     broadcast K loop of tile_k_loop unrolled so (x86-avx2: the loop of a chain of 32 exits
     every 8 iterations instead of 32; MatMul 361 x 728 x 728 1.05 -> 1.03 of onnxruntime's
-    time, BERT-small 0.846 -> 0.838, DeiT-Tiny 0.939 -> 0.933; the same loop written out in C
-    was scheduled across its steps by GCC, which spilled accumulators: 1.08)."""
+    time, the models in docs/PERFORMANCE.md; the same loop written out in C was scheduled
+    across its steps by GCC, which spilled accumulators: 1.08)."""
     return ["#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 8)",
             f"{ind}#pragma GCC unroll {n}", "#endif"]
 

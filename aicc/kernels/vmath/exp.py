@@ -37,6 +37,13 @@ from .coeffs import EXP_C, TANH_P
 
 FUNCS = ("exp", "tanh", "erf")          # the libm names act_expr routes here (erf: erf_simd)
 LN_FLT_MIN = -87.33654                  # float32 just above ln(FLT_MIN): its exp is normal
+# vexp's variants by name suffix: the low end of the clamp of x, then the helper comment's
+# range and what results below the normal range become
+VARIANTS = {
+    "": (-104.0, "[-104, 89]", "subnormal results round correctly, past FLT_MAX gives +Inf"),
+    "z": (LN_FLT_MIN, "[ln FLT_MIN, 0] (x <= 0)", "results below FLT_MIN are +0"),
+    "p": (-87.0, "[-87, 89]", "results below 2^-125 are +0 or under 2^-125, for 1 + exp(x)"),
+}
 
 
 def vexp(ctx, isa: str, flush: bool = False, plus1: bool = False) -> str:
@@ -55,19 +62,23 @@ def vexp(ctx, isa: str, flush: bool = False, plus1: bool = False) -> str:
     2^(n - 1) normal up to n = 128, so one rounding: the plain exp's bits wherever the result
     is at least 2^-125, past FLT_MAX included (+Inf); below, +0 or a value under 2^-125
     instead of the subnormal, which 1 + e rounds away as it does any e below 2^-24 (Swish
-    1 x 32 x 56 x 56, x86-avx2: 0.052 -> 0.044 ms). ISAs with scalef: the plain exp."""
+    1 x 32 x 56 x 56, x86-avx2: 0.054 -> 0.046 ms). ISAs with scalef: the plain exp."""
     if plus1 and INT[isa]["scalef"]:
         return vexp(ctx, isa)
+    kind = "z" if flush else "p" if plus1 else ""
+    low, rng, sub = VARIANTS[kind]
     d, i = SIMD[isa], INT[isa]
     v, fma, fnma, mul = d["v"], d["fma"], d["fnma"], d["mul"]
     c = {k: vconst(d, val) for k, val in EXP_C}
-    name = f"aicc_exp{'z' if flush else 'p' if plus1 else ''}_{isa}"
-    lo = f"{d.get('kmax', d['max'])}({vconst(d, LN_FLT_MIN if flush else -87.0 if plus1 else -104.0)}, x)"
+    name = f"aicc_exp{kind}_{isa}"
+    lo = f"{d.get('kmax', d['max'])}({vconst(d, low)}, x)"
     clamp = lo if flush else f"{d.get('kmin', d['min'])}({vconst(d, 89.0)}, {lo})"
     include_vmath(ctx, isa)
 
-    def pow2(e):
-        return f"{i['cast']}({i['slli']}({i['add']}({e}, {i['c127']}), 23))"
+    def pow2(e, bias: int = 127):
+        """2^(e + bias - 127) as a float from the integer vector e (biased exponent field)."""
+        b = i["c127"] if bias == 127 else f"{INT_BITS[isa]['set1']}({bias})"
+        return f"{i['cast']}({i['slli']}({i['add']}({e}, {b}), 23))"
     ret = "return " if not flush else f"const {v} e = "
     if i["scalef"]:           # one instruction, the same single rounding of p * 2^n
         scale = f"{ret}{i['scalef'].format(p='p', n='n')};"
@@ -76,9 +87,7 @@ def vexp(ctx, isa: str, flush: bool = False, plus1: bool = False) -> str:
         scale = f"{ret}{mul}(p, {pow2(i['cvt'] + '(n)')});"
         how = "times 2^n (a normal power of two: exact"
     elif plus1:               # (2p) 2^(n - 1): 2^(n - 1) normal for n in [-125, 128]
-        e1 = f"{i['add']}({i['cvt']}(n), {INT_BITS[isa]['set1']}(126))"   # n - 1 + 127
-        scale = (f"{ret}{mul}({d['add']}(p, p), "
-                 f"{i['cast']}({i['slli']}({e1}, 23)));")
+        scale = f"{ret}{mul}({d['add']}(p, p), {pow2(i['cvt'] + '(n)', 126)});"
         how = "times 2^n as 2p times 2^(n - 1) (one rounding"
     else:
         scale = (f"const {i['vi']} ni = {i['cvt']}(n), n1 = {i['srai']}(ni, 1), "
@@ -89,10 +98,6 @@ def vexp(ctx, isa: str, flush: bool = False, plus1: bool = False) -> str:
         zero = d["sel"].format(a="e", b=d["zero"], x="x", y=vconst(d, LN_FLT_MIN),
                                p="_CMP_LT_OQ")
         scale += f"\n    return {zero};   /* below FLT_MIN: +0 (NaN stays) */"
-    rng, sub = (("[ln FLT_MIN, 0] (x <= 0)", "results below FLT_MIN are +0") if flush else
-                ("[-87, 89]", "results below 2^-125 are +0 or under 2^-125, for 1 + exp(x)")
-                if plus1 else
-                ("[-104, 89]", "subnormal results round correctly, past FLT_MAX gives +Inf"))
     ctx.helper(f"0.{isa}.1.{name}", f"""\
 /* exp of {d['L']} floats (kernels/vmath/exp.py): clamp to {rng}, x = n ln2 + r, Cephes' expf
  * polynomial for e^r, {how}: {sub}).
