@@ -559,9 +559,10 @@ def test_matmul_equal_k_blocks(k, kc, target, tmp_path):
 @pytest.mark.parametrize("k", [31, 40, 333, 1100])
 def test_chains_same_bits_as_short_k_blocks(k, target, tmp_path):
     """x86-avx2's K blocks of up to 512 hold chains of up to 32 products (gemm/tile.py
-    tile_chains, stored between chains): the same bits as K blocks of 32 with one chain each
-    (aicc_schedule kc 32), across masked columns, a remainder row tile and a short last chain;
-    both within float32 rounding of the float64 product."""
+    tile_chains, partial sums in a stack tile between chains): the same bits as K blocks of
+    32 with one chain each (aicc_schedule kc 32), across masked columns, a remainder row tile,
+    a short last chain and K blocks after the first (K = 1100); both within float32 rounding
+    of the float64 product."""
     r = rng(23)
     a = (_rand(r, (29, k)) / np.sqrt(k)).astype(np.float32)
     b = _rand(r, (k, 45))

@@ -224,6 +224,8 @@ def _kernel_text(isa: str, mr: int, prefetch: bool = True, v: int = V,
         if mr == 1:
             o.append("    (void)lda; (void)ldy;")
     o.append("    size_t j = 0;")
+    if ks:      # tile_chains' partial sums; zeroed once, so compilers see them initialized
+        o.append(f"    float ps[{mr * np_ * v * L}] = {{0}};")
 
     def body(np_b: int, masked: bool, ind: str):
         cols = np_b * v

@@ -44,17 +44,16 @@ def _zero(o: list, d: dict, ind: str, accs: list) -> None:
         o.append(f"{ind}" + " ".join(f"{x} = {d['zero']};" for x in row))
 
 
-def tile_partial(o: list, d: dict, ind: str, accs: list, masked: bool, guard: bool,
-                 cond: str = "acc") -> None:
+def tile_partial(o: list, d: dict, ind: str, accs: list, masked: bool, guard: bool) -> None:
     """After the K loop of a later K block (acc): the block's sums added to Y's partial sums
     (guard: masked Y loads only for vectors with lanes left, else zero). Each block of kc
     products is summed from zero and then added, rather than continuing Y's chain, so the
     rounding error of a K-long sum grows with about sqrt(kc + K / kc) roundings instead of
     sqrt(K); x86's chains of 32 (tile_chains) keep long sums and Winograd's channel sums below
     onnxruntime's error (MLAS blocks K by 128; docs/ACCURACY.md). One add per accumulator per
-    block. cond: the C condition for Y holding partial sums."""
+    block."""
     L = d["lanes"]
-    o.append(f"{ind}if ({cond}) {{")
+    o.append(f"{ind}if (acc) {{")
     for r, row in enumerate(accs):
         for c, x in enumerate(row):
             if not masked:
@@ -316,22 +315,31 @@ def tile_chains(o: list, d: dict, ind: str, accs: list, masked: bool, guard: boo
                 k_loop) -> None:
     """The K loop and tile_partial of a micro-kernel column step whose K block of kc holds
     several chains of ks products: each chain summed from zero in registers (k_loop(ind, k0,
-    k1) appends the K loop of [k0, k1)) and added to Y's partial sums, stored between chains
-    while the tile is in L1; the last chain's sums stay in the registers for the caller's
-    epilogue and store. The same roundings as K blocks of ks (chains from +0, added in
-    order: tile_partial), with K blocks as long as the cache allows (fewer passes over Y and
-    calls; gemm/call.py k_blocks). ks = 0: one chain over the block."""
+    k1) appends the K loop of [k0, k1)) and added to the partial sums, which wait between
+    chains in a stack tile ``ps`` declared by the caller (full vectors: lanes past n never
+    reach Y) rather than in Y's rows, ldy apart (for N a multiple of 1024 in one L1 set and
+    4 KiB apart: up to 6% of a GEMM's time, docs/PERFORMANCE.md). The first chain starts
+    from Y's partial sums (a later K block); the last chain's sums stay in the registers for
+    the caller's epilogue and store. The same roundings as K blocks of ks (chains from +0,
+    added in order: tile_partial), with K blocks as long as the cache allows (fewer passes
+    over Y and calls; gemm/call.py k_blocks). ks = 0: one chain over the block."""
     if not ks:
         k_loop(ind, "0", "kc")
         tile_partial(o, d, ind, accs, masked, guard)
         return
     i2 = ind + "    "
+    L = d["lanes"]
+    flat = [x for row in accs for x in row]
+    ps = lambda i: f"ps + {i * L}u"   # noqa: E731
     o.append(f"{ind}for (size_t ks0 = 0;;) {{")
     o.append(f"{i2}const size_t ks1 = kc - ks0 > {ks}u ? ks0 + {ks}u : kc;")
     k_loop(i2, "ks0", "ks1")
-    tile_partial(o, d, i2, accs, masked, guard, cond="acc || ks0")
+    o.append(f"{i2}if (ks0) {{")
+    o += [f"{i2}    {x} = {d['add']}({_f(d['load'], p=ps(i))}, {x});" for i, x in enumerate(flat)]
+    o.append(f"{i2}}} else")
+    tile_partial(o, d, i2, accs, masked, guard)
     o.append(f"{i2}if (ks1 == kc) break;")
-    tile_store(o, d, i2, accs, masked)
+    o += [f"{i2}" + _f(d["store"], p=ps(i), v=x) + ";" for i, x in enumerate(flat)]
     _zero(o, d, i2, accs)
     o.append(f"{i2}ks0 = ks1;")
     o.append(f"{ind}}}")
