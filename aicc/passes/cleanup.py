@@ -29,15 +29,21 @@ def _is_identity(n, g, used=frozenset()) -> bool:
 
 @graph_pass("remove-identity")
 def remove_identity(g):
-    """Bypass Identity (and inference-mode Dropout without a used mask): consumers read the
-    input directly. Kept when its output is a graph output (it becomes the copy)."""
+    """Bypass Identity, inference-mode Dropout without a used mask and a Relu of a Relu's
+    output (Relu is idempotent, on NaN and -0 too; Xception-41 applies it twice to its first
+    block's input, each read in its own layout): consumers read the input directly. Kept
+    when its output is a graph output (it becomes the copy)."""
     g = g.copy()
     rename, kept = {}, []
     outs = set(g.outputs)
     used = outs | {i for n in g.nodes for i in n.inputs if i}
+    relu_outs = set()
     for n in g.nodes:
         n.inputs = [rename.get(i, i) for i in n.inputs]
-        ident = _is_identity(n, g, used)
+        relu = n.op_type == "Relu" and n.domain in ("", "ai.onnx")
+        ident = _is_identity(n, g, used) or (relu and n.inputs[0] in relu_outs)
+        if relu and not ident:
+            relu_outs.add(n.outputs[0])
         if ident and n.outputs[0] not in outs:
             rename[n.outputs[0]] = n.inputs[0]
             continue

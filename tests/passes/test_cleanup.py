@@ -63,6 +63,20 @@ def test_dropout_not_removed():
     assert_unchanged(g, run_pass("remove-identity", g))
 
 
+def test_relu_of_relu_bypassed():
+    """Relu is idempotent: a Relu of a Relu's output reads it directly (on NaN, +-Inf and -0
+    too); one that is a graph output stays (the copy); a Relu of anything else stays."""
+    x = np.array([-2.0, -0.0, 0.0, 1.5, np.nan, np.inf, -np.inf], np.float32)
+    before = build([node("Relu", ["x"], ["r"]), node("Relu", ["r"], ["r2"]),
+                    node("Neg", ["r2"], ["y"]), node("Relu", ["r"], ["z"]),
+                    node("Neg", ["x"], ["n"]), node("Relu", ["n"], ["w"])],
+                   {"x": x}, ["y", "z", "w"])
+    after = run_pass("remove-identity", before)
+    assert ops(after) == ["Relu", "Neg", "Relu", "Neg", "Relu"]
+    assert after.nodes[1].inputs == ["r"] and after.nodes[2].inputs == ["r"]
+    assert_same_outputs(before, after, {"x": x})
+
+
 # -- eliminate-dead-nodes -----------------------------------------------------------------
 
 def test_dead_nodes_and_constants_dropped():
