@@ -558,7 +558,7 @@ def test_matmul_equal_k_blocks(k, kc, target, tmp_path):
 @pytest.mark.parametrize("target", [t for t in TARGETS if t == "x86-avx2"])
 @pytest.mark.parametrize("k", [31, 40, 333, 1100])
 def test_chains_same_bits_as_short_k_blocks(k, target, tmp_path):
-    """x86-avx2's K blocks of up to 512 hold chains of up to 32 products (gemm/tile.py
+    """x86-avx2's K blocks of up to 768 hold chains of up to 32 products (gemm/tile.py
     tile_chains, partial sums in a stack tile between chains): the same bits as K blocks of
     32 with one chain each (aicc_schedule kc 32), across masked columns, a remainder row tile,
     a short last chain and K blocks after the first (K = 1100); both within float32 rounding

@@ -861,11 +861,11 @@ static void aicc_sg_avx2_k12v1(size_t kc, const float *restrict a, size_t lda,
 
 /* avx2 GEMM: Y[M,N] = act(alpha * (A @ B) + beta * C). A(i, k) = A[i*lda + k]; B packed in
  * panels of 8 (gemm.pack_b layout); C(i, j) = C[i*crs + j*ccs] or NULL; Y dense. Blocks:
- * K by 512, N by 128 (all of M passes one such block of B while it is in L2, so B is read
+ * K by 768, N by 128 (all of M passes one such block of B while it is in L2, so B is read
  * once per K block), M by 144, N by 128, row tiles of 12 and M % 12 (only row kernels
  * 4, 12 exist: M must leave one of them). The epilogue runs on each tile
  * after its last K block (when epi != 0). K >= 1. */
-static void aicc_sg_avx2_m12k512c144j128n128v1_r4_12_fused_bias(size_t M, size_t N, size_t K, const float *restrict A, size_t lda,
+static void aicc_sg_avx2_m12k768c144j128n128v1_r4_12_fused_bias(size_t M, size_t N, size_t K, const float *restrict A, size_t lda,
     const float *restrict Bp, float alpha, const float *restrict C, size_t crs, size_t ccs,
     float beta, float *restrict Y, int epi)
 {
@@ -873,8 +873,8 @@ static void aicc_sg_avx2_m12k512c144j128n128v1_r4_12_fused_bias(size_t M, size_t
     const size_t bs = K * 8u;
     for (size_t q = 0; q < bs && q < 4096u; q += 16u)     /* the first panel, toward L1 */
         _mm_prefetch((const char *)(Bp + q), _MM_HINT_T0);
-    for (size_t pc = 0; pc < K; pc += 512u) {
-        const size_t kc = K - pc < 512u ? K - pc : 512u;
+    for (size_t pc = 0; pc < K; pc += 768u) {
+        const size_t kc = K - pc < 768u ? K - pc : 768u;
         const int acc = pc > 0, last = pc + kc == K;
         for (size_t n0 = 0; n0 < N; n0 += 128u) {
             const size_t n1 = N - n0 < 128u ? N : n0 + 128u;
@@ -1853,7 +1853,7 @@ static void step4_matmul_k(const aicc_frame *f,
     const float *restrict pk0)  /* float32[1, 1, 8, 8] derived */
 {
     (void)f;
-    aicc_sg_avx2_m12k512c144j128n128v1_r4_12_fused_bias(64u, 8u, 8u, in0, 8u, pk0, 1.0f,
+    aicc_sg_avx2_m12k768c144j128n128v1_r4_12_fused_bias(64u, 8u, 8u, in0, 8u, pk0, 1.0f,
         in2, 0u, 1u, 1.0f, out0, 1);
 }
 
