@@ -28,7 +28,7 @@ ISA = Isa(
     int_bits=dict(vi="__m256i", bits="_mm256_castps_si256", flt="_mm256_castsi256_ps",
                   srli="_mm256_srli_epi32", sub="_mm256_sub_epi32", set1="_mm256_set1_epi32",
                   band="_mm256_and_si256", bor="_mm256_or_si256", cvt="_mm256_cvtepi32_ps"),
-    gemm=dict(vec="__m256", lanes=8, mr=6, kc=512, ks=32, mc=144, jb=128, nc=128, prefetch_kb=0,
+    gemm=dict(vec="__m256", lanes=8, mr=6, kc=768, ks=32, mc=144, jb=128, nc=128, prefetch_kb=0,
               pf_rows=1, pf_next="T0", pf_first=False,
               # the broadcast K loop unrolled 4 times (gemm/tile.py unroll_pragma)
               ku=4,
