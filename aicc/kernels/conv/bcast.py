@@ -71,7 +71,7 @@ import numpy as np
 
 from . import bcast_edges as edges
 from ..gemm.simd import ISA, _header, flit
-from ..gemm.tile import clamp_sides
+from ..gemm.clamp import clamp_sides
 from ..isa.registry import ISAS
 from ..isa.x86 import include, vcopy
 from ..move.transpose import transpose_c

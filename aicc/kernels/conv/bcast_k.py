@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 
 from ..gemm.simd import ISA
-from ..gemm.tile import clamp_expr
+from ..gemm.clamp import clamp_expr
 from ..isa.registry import ISAS
 from .bcast_edges import NONE
 

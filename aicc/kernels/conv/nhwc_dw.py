@@ -44,7 +44,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..gemm.simd import _header, flit
-from ..gemm.tile import clamp_sides
+from ..gemm.clamp import clamp_sides
 from ..isa.registry import ISAS, isa_for
 from ..isa.x86 import include, pin
 from .base_c import epilogue

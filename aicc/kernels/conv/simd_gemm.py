@@ -15,8 +15,8 @@ import math
 
 from ..gemm.simd import ISA, _header, nr_of, panels_at_once, register_clamp, row_counts
 from ..gemm.simd import epilogue as scalar_epilogue
-from ..gemm.tile import (V, _f, column_loops, tile_clamp, tile_k_loop, tile_open, tile_partial,
-                        tile_store)
+from ..gemm.clamp import tile_clamp
+from ..gemm.tile import V, _f, column_loops, tile_k_loop, tile_open, tile_partial, tile_store
 from ..isa.registry import ISAS
 from ..vmath.act import ACT_ATTRS, fused_epilogue
 

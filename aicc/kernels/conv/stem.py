@@ -33,7 +33,8 @@ import hashlib
 import math
 
 from ..gemm.simd import ISA, _header, flit
-from ..gemm.tile import clamp_expr, clamp_sides, tile_store
+from ..gemm.clamp import clamp_expr, clamp_sides
+from ..gemm.tile import tile_store
 from ..isa.registry import ISAS
 from . import implicit
 from .base_c import epilogue, use

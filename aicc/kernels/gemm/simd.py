@@ -53,8 +53,9 @@ from ..isa.registry import ISAS, include_line, table
 from ..isa.x86 import lane_mask_table
 from .epilogue import epilogue, flit, register_clamp
 from .pack import pack_a_text
-from .tile import (KU, V, _f, column_loops, tile_chains, tile_clamp, tile_k_loop, tile_open,
-                   tile_partial, tile_store)
+from .clamp import tile_clamp
+from .tile import (KU, V, _f, column_loops, tile_chains, tile_k_loop, tile_open, tile_partial,
+                   tile_store)
 
 # ``nc``, columns per L2 block of B (nc x kc floats): all of M passes each block while it is
 # in L2. With the N panels inside the M blocks instead, a B larger than L2 was streamed from

@@ -3,12 +3,10 @@
 accumulators in registers; it walks the columns of Y in steps of one or more B panels of NR =
 V * lanes columns (column_loops), and each step opens its tile (tile_open: panel pointers,
 accumulators, lane masks, start from Y's partial sums or zero), runs the K loop of FMAs
-(tile_k_loop: the caller says how A and B are addressed), applies the caller's epilogue, and
-stores (tile_store). ``d`` is an entry of gemm_simd.ISA (C spellings of one instruction set).
+(tile_k_loop: the caller says how A and B are addressed), applies the caller's epilogue (its
+register clamp: gemm/clamp.py), and stores (tile_store). ``d`` is an entry of gemm_simd.ISA (C spellings of one instruction set).
 """
 from __future__ import annotations
-
-import math
 
 V = 2       # vectors per panel: NR = V * lanes
 
@@ -355,37 +353,6 @@ def tile_store(o: list, d: dict, ind: str, accs: list, masked: bool) -> None:
                                                          m=f"m{c}", v=x) + ";")
             else:
                 o.append(f"{ind}" + _f(d["store"], p=yptr(r, c, L), v=x) + ";")
-
-
-def clamp_sides(lo: float, hi: float) -> tuple:
-    """The kind of the clamp [lo, hi]: (lo finite, hi finite), the sides clamp_expr applies
-    (Relu: (True, False), the max alone; none: (False, False))."""
-    return lo != -math.inf, hi != math.inf
-
-
-def clamp_expr(x: str, kind: tuple, mn: str, mx: str) -> str:
-    """x clamped by the vectors vlo / vhi with the ISA's min / max (names mn, mx); kind = (lo
-    finite, hi finite): only those sides (max(-inf, v) and min(+inf, v) are v, so Relu is one
-    max). NaN passes either way: max / min return their second operand when one is NaN."""
-    if kind[0]:
-        x = f"{mx}(vlo, {x})"
-    return f"{mn}(vhi, {x})" if kind[1] else x
-
-
-def tile_clamp(o: list, d: dict, ind: str, accs: list, lohi: str = "lohi") -> None:
-    """Clamp the accumulators to [lohi[0], lohi[1]] (a runtime pointer, non-NULL): hi = +inf
-    (Relu) takes the max alone, one branch per tile (Relu: 1 instruction per vector instead of 2,
-    DS-CNN on x86-avx512 -1.3%)."""
-    mn, mx = d["min"], d["max"]
-    xs = [x for row in accs for x in row]
-    o.append(f"{ind}{{ const {d['vec']} vlo = " + _f(d["bcast"], p=lohi) + ";")
-    o.append(f"{ind}  if ({lohi}[1] < HUGE_VALF) {{")
-    o.append(f"{ind}    const {d['vec']} vhi = " + _f(d["bcast"], p=f"{lohi} + 1") + ";")
-    o += [f"{ind}    {x} = {clamp_expr(x, (True, True), mn, mx)};" for x in xs]
-    o.append(f"{ind}  }} else {{")
-    o += [f"{ind}    {x} = {clamp_expr(x, (True, False), mn, mx)};" for x in xs]
-    o.append(f"{ind}  }}")
-    o.append(f"{ind}}}")
 
 
 def column_loops(o: list, body, np_: int, nr: int, half: int = 0) -> None:

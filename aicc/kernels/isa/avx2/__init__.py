@@ -35,7 +35,7 @@ ISA = Isa(
               load="_mm256_loadu_ps({p})", store="_mm256_storeu_ps({p}, {v})",
               bcast="_mm256_broadcast_ss({p})", fma="_mm256_fmadd_ps({a}, {b}, {c})",
               zero="_mm256_setzero_ps()", add="_mm256_add_ps", **MASK,
-              # the clamp epilogue's min / max (gemm/tile.py tile_clamp)
+              # the clamp epilogue's min / max (gemm/clamp.py tile_clamp)
               min="_mm256_min_ps", max="_mm256_max_ps",
               # a prefetch of the line at {p} toward cache level {hint} (T0: L1, T1: L2)
               prefetch="_mm_prefetch((const char *)({p}), _MM_HINT_{hint})",

@@ -38,7 +38,7 @@ ISA = Isa(
               load="_mm512_loadu_ps({p})", store="_mm512_storeu_ps({p}, {v})",
               bcast="_mm512_set1_ps(*({p}))", fma="_mm512_fmadd_ps({a}, {b}, {c})",
               zero="_mm512_setzero_ps()", add="_mm512_add_ps", **MASK,
-              # the clamp epilogue's min / max (gemm/tile.py tile_clamp)
+              # the clamp epilogue's min / max (gemm/clamp.py tile_clamp)
               min="_mm512_min_ps", max="_mm512_max_ps",
               # a prefetch of the line at {p} toward cache level {hint} (T0: L1, T1: L2)
               prefetch="_mm_prefetch((const char *)({p}), _MM_HINT_{hint})",

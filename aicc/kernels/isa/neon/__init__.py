@@ -271,7 +271,7 @@ ISA = Isa(
               # the packing's full tiles: rows {a0}..{a3} (vectors) transposed into {o0}..{o3}
               tr4v="AICC_NEON_TR4V({a0}, {a1}, {a2}, {a3}, {o0}, {o1}, {o2}, {o3})",
               zero="vdupq_n_f32(0.0f)", add="vaddq_f32", **MASK,
-              # the clamp epilogue's min / max (gemm/tile.py tile_clamp); FMIN / FMAX return
+              # the clamp epilogue's min / max (gemm/clamp.py tile_clamp); FMIN / FMAX return
               # NaN when either operand is NaN, so NaN passes the clamp as on x86
               min="vminq_f32", max="vmaxq_f32",
               # no software prefetch: the Cortex-A cores' stream prefetchers follow the panel
