@@ -54,8 +54,8 @@ from ..isa.x86 import lane_mask_table
 from .epilogue import epilogue, flit, register_clamp
 from .pack import pack_a_text
 from .clamp import tile_clamp
-from .tile import (KU, V, _f, column_loops, tile_chains, tile_k_loop, tile_open, tile_partial,
-                   tile_store)
+from .tile import (KU, V, _f, chain_sums, column_loops, tile_chains, tile_k_loop, tile_open,
+                   tile_partial, tile_store)
 
 # ``nc``, columns per L2 block of B (nc x kc floats): all of M passes each block while it is
 # in L2. With the N panels inside the M blocks instead, a B larger than L2 was streamed from
@@ -225,8 +225,8 @@ def _kernel_text(isa: str, mr: int, prefetch: bool = True, v: int = V,
         if mr == 1:
             o.append("    (void)lda; (void)ldy;")
     o.append("    size_t j = 0;")
-    if ks:      # tile_chains' partial sums; zeroed once, so compilers see them initialized
-        o.append(f"    float ps[{mr * np_ * v * L}] = {{0}};")
+    if ks:
+        o.append(chain_sums(d, mr * np_ * v))
 
     def body(np_b: int, masked: bool, ind: str):
         cols = np_b * v

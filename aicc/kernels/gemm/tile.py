@@ -4,7 +4,8 @@ accumulators in registers; it walks the columns of Y in steps of one or more B p
 V * lanes columns (column_loops), and each step opens its tile (tile_open: panel pointers,
 accumulators, lane masks, start from Y's partial sums or zero), runs the K loop of FMAs
 (tile_k_loop: the caller says how A and B are addressed), applies the caller's epilogue (its
-register clamp: gemm/clamp.py), and stores (tile_store). ``d`` is an entry of gemm_simd.ISA (C spellings of one instruction set).
+register clamp: gemm/clamp.py), and stores (tile_store). ``d`` is an entry of gemm_simd.ISA (C
+spellings of one instruction set).
 """
 from __future__ import annotations
 
@@ -309,18 +310,25 @@ def _k_loop_lanes_rows(o, d, ind, accs, pre, bvec, arow, v):
     o.append(f"{ind}}}")
 
 
+def chain_sums(d: dict, vectors: int) -> str:
+    """The declaration of tile_chains' stack tile ``ps`` for a kernel whose column steps hold
+    at most ``vectors`` accumulators, at the top of the kernel: zeroed once, so compilers see
+    it initialized (gcc -O2's -Wmaybe-uninitialized) at no cost per chain."""
+    return f"    float ps[{vectors * d['lanes']}] = {{0}};"
+
+
 def tile_chains(o: list, d: dict, ind: str, accs: list, masked: bool, guard: bool, ks: int,
                 k_loop) -> None:
     """The K loop and tile_partial of a micro-kernel column step whose K block of kc holds
     several chains of ks products: each chain summed from zero in registers (k_loop(ind, k0,
     k1) appends the K loop of [k0, k1)) and added to the partial sums, which wait between
-    chains in a stack tile ``ps`` declared by the caller (full vectors: lanes past n never
-    reach Y) rather than in Y's rows, ldy apart (for N a multiple of 1024 in one L1 set and
-    4 KiB apart: up to 6% of a GEMM's time, docs/PERFORMANCE.md). The first chain starts
-    from Y's partial sums (a later K block); the last chain's sums stay in the registers for
-    the caller's epilogue and store. The same roundings as K blocks of ks (chains from +0,
-    added in order: tile_partial), with K blocks as long as the cache allows (fewer passes
-    over Y and calls; gemm/call.py k_blocks). ks = 0: one chain over the block."""
+    chains in the stack tile ``ps`` (chain_sums, at the kernel's top; full vectors: lanes past
+    n never reach Y) rather than in Y's rows, ldy apart (for N a multiple of 1024 in one L1
+    set and 4 KiB apart: up to 6% of a GEMM's time, docs/PERFORMANCE.md). The first chain
+    starts from Y's partial sums (a later K block); the last chain's sums stay in the
+    registers for the caller's epilogue and store. The same roundings as K blocks of ks
+    (chains from +0, added in order: tile_partial), with K blocks as long as the cache allows
+    (fewer passes over Y and calls; gemm/call.py k_blocks). ks = 0: one chain over the block."""
     if not ks:
         k_loop(ind, "0", "kc")
         tile_partial(o, d, ind, accs, masked, guard)
