@@ -14,7 +14,8 @@
   glue, QuantizeLinear); QDQ fully connected layers with int32 biases (QGemm: 20 rows; one row
   on the FPU's fused multiply-add; one row with multipliers above 0.75 on the row helper);
   QuantizeLinear with ties and n % 16 tails; QAdd. Equal to the
-  generic target's bundle (the float64 form) on every output; onnxruntime within one step,
+  generic target's bundle (the float64 form) on every output; onnxruntime (where its 8-bit
+  integer sums are exact on this CPU: oracle.ort_exact) within one step,
   and on the requantized outputs only where its float32 product rounds to the other side:
   rint(fl32(fl32(a) m)) reproduces each of its differing values.
 - The linked program has no soft-double or libm routine (arm-none-eabi-nm).
@@ -35,7 +36,7 @@ from aicc.kernels.qgemm import fixed
 from aicc.kernels.qgemm.requant import WRAP
 from aicc.runner import open_bundle
 from aicc.targets import load_target
-from tests.oracle import PLAIN_CFLAGS, STRICT_CFLAGS, make_model
+from tests.oracle import PLAIN_CFLAGS, STRICT_CFLAGS, make_model, ort_exact
 from tests.ops.test_qlinear import _conv_ref
 
 M4 = "cortex-m4"
@@ -329,6 +330,8 @@ def test_m4_int8_paths_match_float64_and_onnxruntime(m4_run):
     assert {"QLinearConv", "QLinearMatMul", "MatMulInteger", "QAdd", "QGemm"} <= steps, steps
     for k in want:
         np.testing.assert_array_equal(got[k], want[k], err_msg=k)
+    if not ort_exact(model):     # onnxruntime's 8-bit sums saturate on this CPU (ort_exact)
+        return
     import onnxruntime as rt
     sess = rt.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     ort = dict(zip([o.name for o in model.graph.output], sess.run(None, feeds)))

@@ -8,7 +8,7 @@ import pytest
 from onnx import helper
 from onnx.reference import ReferenceEvaluator
 
-from tests.oracle import assert_close, compile_and_run, make_model, rng
+from tests.oracle import assert_close, compile_and_run, make_model, ort_exact, rng
 
 
 def _rand(r, dt, shape):
@@ -54,6 +54,8 @@ def _run(op, feeds, inits, order, tmp_path, attrs=None, opset=21, ort_tol=0):
     else:
         want = dict(zip(["y"], ReferenceEvaluator(model).run(None, feeds)))
     assert_close(got, want)
+    if not ort_exact(model):     # onnxruntime's 8-bit sums saturate on this CPU (ort_exact)
+        return got
     try:    # onnxruntime itself (oracle.reference would fall back to onnx.reference)
         import onnxruntime as rt
         sess = rt.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
