@@ -60,14 +60,13 @@ TRANSPOSED_CASES = {"3x3_pad1", "stride2_odd", "stride3", "dilation_stride", "as
 
 @pytest.mark.parametrize("case", sorted(c for c in CONV_CASES if algo_of(c) != "depthwise"))
 def test_neon_conv_im2col_and_implicit(case, tmp_path):
-    x, w, attrs = case_data(case)
-    run(tmp_path, T, x, w, attrs, sched={"algo": "im2col"}, marker=MARK["im2col"])
-    if case in TRANSPOSED_CASES:
-        run(tmp_path, T, x, w, attrs, sched={"algo": "transposed"}, marker=MARK["transposed"])
-    if planar(case):
-        run(tmp_path, T, x, w, attrs, sched={"algo": "implicit"}, marker=MARK["implicit"])
-    if algo_of(case) == "direct":
-        run(tmp_path, T, x, w, attrs, sched={"algo": "direct"}, marker=MARK["direct"])
+    """Each GEMM path that takes the geometry (im2col always; transposed, implicit and direct
+    where they apply), as Convs of one model: one compile and one emulator run."""
+    xs, ws, attrs = CONV_CASES[case]
+    algos = ["im2col"] + ["transposed"] * (case in TRANSPOSED_CASES) + \
+        ["implicit"] * planar(case) + ["direct"] * (algo_of(case) == "direct")
+    convs(tmp_path, T, [(xs, ws, attrs, {"sched": {"algo": a}, "marker": MARK[a]})
+                        for a in algos])
 
 
 @pytest.mark.parametrize("k", [1, 3])
