@@ -122,36 +122,29 @@ def test_conv_simd_auto(case, target, tmp_path):
     run(tmp_path, target, x, w, attrs, marker=tuple(MARK.values()))
 
 
-@pytest.mark.sweep
-@pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("algo", ["im2col", "transposed"])
-@pytest.mark.parametrize("case", sorted(CONV_CASES))
-def test_conv_simd_gemm_forced(case, algo, target, tmp_path):
-    """The two general GEMM paths on every geometry (groups, depthwise, 1-D/3-D included)."""
-    x, w, attrs = case_data(case)
-    run(tmp_path, target, x, w, attrs, sched={"algo": algo}, marker=MARK[algo])
-
-
 def planar(case):
     """1-D / 2-D: the geometries the implicit GEMM takes."""
     return len(CONV_CASES[case][1]) <= 4
 
 
+def forced(target, tmp_path, shapes, algos, sched=None):
+    """One Conv per GEMM path in algos on the geometry shapes (x, w, attrs), in one model (one
+    compile and one run; the data seeded by the geometry): each step must be its path's."""
+    from tests.ops.test_conv_winograd import convs
+    xs, ws, attrs = shapes
+    convs(tmp_path, target, [(xs, ws, attrs, {"sched": {**(sched or {}), "algo": a},
+                                              "marker": MARK[a]}) for a in algos])
+
+
 @pytest.mark.sweep
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("case", sorted(c for c in CONV_CASES if planar(c)))
-def test_conv_simd_implicit_forced(case, target, tmp_path):
-    """The implicit GEMM on every 1-D/2-D geometry (strides: phase planes; dilation, groups,
-    SAME pads)."""
-    x, w, attrs = case_data(case)
-    run(tmp_path, target, x, w, attrs, sched={"algo": "implicit"}, marker=MARK["implicit"])
-
-
-@pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("case", sorted(c for c in CONV_CASES if algo_of(c) == "direct"))
-def test_conv_simd_direct_forced(case, target, tmp_path):
-    x, w, attrs = case_data(case)
-    run(tmp_path, target, x, w, attrs, sched={"algo": "direct"}, marker=MARK["direct"])
+@pytest.mark.parametrize("case", sorted(CONV_CASES))
+def test_conv_simd_gemm_paths_forced(case, target, tmp_path):
+    """Every GEMM path on every geometry it takes: im2col and transposed on all of them
+    (groups, depthwise, 1-D/3-D included), the implicit GEMM on the 1-D/2-D ones (strides:
+    phase planes; dilation, groups, SAME pads), direct on 1x1 stride-1 ones."""
+    forced(target, tmp_path, CONV_CASES[case], ["im2col", "transposed"]
+           + ["implicit"] * planar(case) + ["direct"] * (algo_of(case) == "direct"))
 
 
 DW_CASES = {   # depthwise-capable (one input channel per group), incl. multipliers >= 4
@@ -244,9 +237,8 @@ SCHEDS = [{"tile_kb": 1}, {"tile_kb": 3, "kc": 7}, {"kc": 1}, {"mr": 3, "jb": 32
 def test_conv_simd_schedules(case, sched, target, tmp_path):
     """Position and K tiles (tile_kb), K blocks (kc), row tiles (mr), column blocks (jb):
     results do not depend on the schedule beyond rounding (im2col and transposed paths)."""
-    x, w, attrs = case_data(case)
-    for algo in ("im2col", "transposed") + (("implicit",) if planar(case) else ()):
-        run(tmp_path, target, x, w, attrs, sched={**sched, "algo": algo}, marker=MARK[algo])
+    forced(target, tmp_path, CONV_CASES[case],
+           ["im2col", "transposed"] + ["implicit"] * planar(case), sched)
 
 
 STRIDE2_ROWS = {   # stride-2 panels inside one output row (the vector de-interleave)

@@ -20,7 +20,8 @@ from aicc.kernels.isa.registry import ISAS
 from aicc.targets import load_target
 from tests.oracle import assert_close, check_node, compile_and_run, make_model, reference, rng
 from tests.ops.test_conv import ACTS, CONV_CASES, CONVT_CASES
-from tests.ops.test_conv_simd import MARK, STRIDE2_ROWS, algo_of, case_data, planar, run
+from tests.ops.test_conv_simd import (MARK, STRIDE2_ROWS, algo_of, case_data, forced, planar,
+                                     run)
 from tests.ops.test_conv_winograd import convs
 
 T = "arm-neon"
@@ -62,11 +63,8 @@ TRANSPOSED_CASES = {"3x3_pad1", "stride2_odd", "stride3", "dilation_stride", "as
 def test_neon_conv_im2col_and_implicit(case, tmp_path):
     """Each GEMM path that takes the geometry (im2col always; transposed, implicit and direct
     where they apply), as Convs of one model: one compile and one emulator run."""
-    xs, ws, attrs = CONV_CASES[case]
-    algos = ["im2col"] + ["transposed"] * (case in TRANSPOSED_CASES) + \
-        ["implicit"] * planar(case) + ["direct"] * (algo_of(case) == "direct")
-    convs(tmp_path, T, [(xs, ws, attrs, {"sched": {"algo": a}, "marker": MARK[a]})
-                        for a in algos])
+    forced(T, tmp_path, CONV_CASES[case], ["im2col"] + ["transposed"] * (case in TRANSPOSED_CASES)
+           + ["implicit"] * planar(case) + ["direct"] * (algo_of(case) == "direct"))
 
 
 @pytest.mark.parametrize("k", [1, 3])
@@ -92,9 +90,7 @@ def test_neon_conv_transposed_every_row_kernel(tmp_path):
                          ids=lambda s: "_".join(f"{k}{v}" for k, v in s.items()))
 @pytest.mark.parametrize("case", ["big_k_tiles", "stride2_odd", "pointwise_wide"])
 def test_neon_conv_schedules(case, sched, tmp_path):
-    x, w, attrs = case_data(case)
-    for algo in ("im2col", "implicit", "transposed"):
-        run(tmp_path, T, x, w, attrs, sched={**sched, "algo": algo}, marker=MARK[algo])
+    forced(T, tmp_path, CONV_CASES[case], ["im2col", "implicit", "transposed"], sched)
 
 
 @pytest.mark.parametrize("case", sorted(STRIDE2_ROWS))
