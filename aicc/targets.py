@@ -1,6 +1,7 @@
 """Targets are data: configs/targets/*.yaml."""
 from __future__ import annotations
 
+import functools
 import platform
 import shutil
 from dataclasses import dataclass, field
@@ -91,21 +92,26 @@ def list_targets() -> list:
     return sorted(p.stem for p in TARGETS_DIR.glob("*.yaml"))
 
 
+@functools.lru_cache(maxsize=None)
+def host_flags() -> frozenset:
+    """This machine's CPU flags (the ``flags`` lines of Linux's /proc/cpuinfo; empty when
+    they cannot be read)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return frozenset()
+    return frozenset(f for line in text.splitlines() if line.startswith("flags")
+                     for f in line.split(":", 1)[1].split())
+
+
 def host_supports(target: Target) -> bool:
-    """Whether this machine can run code built for ``target`` (Linux /proc/cpuinfo flags;
-    True when they cannot be read)."""
+    """Whether this machine can run code built for ``target`` (host_flags; True when they
+    cannot be read)."""
     if not target.native or not target.hosted:
         return False
     if not target.cpu_flags:
         return True
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return True
-    flags = set()
-    for line in text.splitlines():
-        if line.startswith("flags"):
-            flags.update(line.split(":", 1)[1].split())
+    flags = host_flags()
     return not flags or set(target.cpu_flags) <= flags
 
 

@@ -12,6 +12,7 @@ from onnx import helper, numpy_helper
 
 import aicc
 from aicc.runner import open_bundle
+from aicc.targets import host_flags
 
 _counter = itertools.count()
 
@@ -62,13 +63,9 @@ def make_model(nodes, inputs: dict, outputs: list, initializers: dict | None = N
 
 def _x86_without_vnni() -> bool:
     import platform
-    if platform.machine() not in ("x86_64", "AMD64", "i686"):
-        return False
-    try:
-        flags = Path("/proc/cpuinfo").read_text().split()
-    except OSError:
-        return False
-    return "avx512_vnni" not in flags and "avx_vnni" not in flags
+    flags = host_flags()
+    return (platform.machine() in ("x86_64", "AMD64", "i686") and bool(flags)
+            and not flags & {"avx512_vnni", "avx_vnni"})
 
 
 def ort_exact(model: onnx.ModelProto) -> bool:

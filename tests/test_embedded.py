@@ -172,9 +172,8 @@ def models(tmp_path_factory):
         feeds = gen_data.model_inputs(model)
         want = reference(model, feeds)
         hdr = tmp / f"{name}_data.h"     # the app's expected outputs: the same oracle's
-        hdr.write_text(gen_data.header_text(path) if ort_exact(model) else
-                       gen_data.header_text(path, outs=list(want.values()),
-                                            source="onnx.reference"))
+        hdr.write_text(gen_data.header_text(path, outs=list(want.values()), source=(
+            "onnxruntime" if ort_exact(model) else "onnx.reference")))
         host = aicc.load(aicc.build(path, target="generic", out=tmp / f"{name}_host"),
                          cflags=STRICT_CFLAGS).run(feeds)
         rtol, atol = _ort_tol(name, path)

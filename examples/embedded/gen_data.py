@@ -61,9 +61,9 @@ def _floats(a: np.ndarray) -> str:
 
 def header_text(path, seed: int = 0, outs: list | None = None,
                 source: str = f"onnxruntime {ort.__version__}") -> str:
-    """The header's text; outs: the expected outputs when not onnxruntime's (source names
-    them in the header: the tests pass onnx.reference's where onnxruntime is not exact on
-    the CPU, tests/oracle.py ort_exact)."""
+    """The header's text; outs: the expected outputs when already computed (source names
+    them in the header: the tests pass their oracle's, onnx.reference's where onnxruntime is
+    not exact on the CPU, tests/oracle.py ort_exact)."""
     path = Path(path)
     model = onnx.load(str(path))
     feeds = model_inputs(model, seed)

@@ -25,6 +25,7 @@ from aicc.targets import runnable_targets
 from tests.oracle import (STRICT_CFLAGS, assert_close, build_node_forced, make_model, reference,
                           rng)
 from tests.ops.test_conv import ACTS, CONV_CASES
+from tests.ops.test_conv_winograd import convs
 
 TARGETS = [t for t in runnable_targets() if t in ("x86-avx2", "x86-avx512")]
 MR = {"x86-avx2": 6, "x86-avx512": 12}
@@ -130,7 +131,6 @@ def planar(case):
 def forced(target, tmp_path, shapes, algos, sched=None):
     """One Conv per GEMM path in algos on the geometry shapes (x, w, attrs), in one model (one
     compile and one run; the data seeded by the geometry): each step must be its path's."""
-    from tests.ops.test_conv_winograd import convs
     xs, ws, attrs = shapes
     convs(tmp_path, target, [(xs, ws, attrs, {"sched": {**(sched or {}), "algo": a},
                                               "marker": MARK[a]}) for a in algos])
